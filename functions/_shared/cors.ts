@@ -1,0 +1,17 @@
+// CORS for browser clients, the same on every function.
+export const corsHeaders: Record<string, string> = {
+  'access-control-allow-origin': '*',
+  'access-control-allow-headers': 'authorization, x-client-info, apikey, content-type, x-cron-secret',
+  'access-control-allow-methods': 'GET, POST, PUT, PATCH, DELETE, OPTIONS',
+  'access-control-max-age': '86400',
+}
+
+/** Answers a preflight, or returns null for any other request. */
+export function preflight(req: Request): Response | null {
+  return req.method === 'OPTIONS' ? new Response(null, { status: 204, headers: corsHeaders }) : null
+}
+
+export function withCors(res: Response): Response {
+  for (const [k, v] of Object.entries(corsHeaders)) res.headers.set(k, v)
+  return res
+}

@@ -1,0 +1,41 @@
+// One error type for every endpoint, mapped to {error} with the right status.
+import type { PostgrestError } from '@supabase/supabase-js'
+
+export class HttpError extends Error {
+  constructor(readonly status: number, message: string) {
+    super(message)
+  }
+}
+
+export const badRequest = (message: string) => new HttpError(400, message)
+export const unauthorized = (message = 'Missing or invalid bearer token') => new HttpError(401, message)
+export const forbidden = (message = 'Insufficient permissions') => new HttpError(403, message)
+export const notFound = (message = 'Not found') => new HttpError(404, message)
+
+// SQLSTATEs our SQL functions raise on purpose, and PostgREST's own codes.
+const STATUS_BY_CODE: Record<string, number> = {
+  '42501': 403, // insufficient_privilege: RLS, grants, guards
+  '22023': 400, // invalid_parameter_value: validation inside SQL functions
+  '22P02': 400, // invalid_text_representation (bad uuid, enum)
+  '23514': 400, // check_violation (limits, balance below zero)
+  '23502': 400, // not_null_violation
+  '23503': 400, // foreign_key_violation (a referenced row does not exist)
+  '23505': 409, // unique_violation
+  'P0002': 404, // no_data_found
+  'PGRST116': 404, // .single() found no row
+  'PGRST301': 401, // JWT rejected by PostgREST
+  'PGRST302': 401,
+}
+
+/** Turns a PostgREST/Postgres error into an HttpError; unknown ones become a 500. */
+export function fromDb(error: PostgrestError | { code?: string; message?: string }): HttpError {
+  const status = (error.code && STATUS_BY_CODE[error.code]) || 500
+  if (status === 500) {
+    console.error('database error', error)
+    return new HttpError(500, 'Internal error')
+  }
+  if (status === 403 && /row-level security|permission denied/i.test(error.message ?? '')) {
+    return forbidden()
+  }
+  return new HttpError(status, error.message || 'Request failed')
+}

@@ -1,0 +1,59 @@
+// Verifies Supabase access tokens: HS256 against the project's JWT secret, or ES256/RS256
+// against the project's JWKS when JWKS_URL is configured. Anything else is refused
+// (including alg "none").
+import { createRemoteJWKSet, decodeProtectedHeader, errors, type JWTPayload, jwtVerify } from 'jose'
+import { optionalEnv } from './env.ts'
+import { unauthorized } from './errors.ts'
+
+export interface Claims extends JWTPayload {
+  sub?: string
+  email?: string
+  role?: string
+}
+
+let hsKey: Uint8Array | undefined
+let jwks: ReturnType<typeof createRemoteJWKSet> | undefined
+
+function hmacKey() {
+  if (!hsKey) {
+    const secret = optionalEnv('JWT_SECRET') ?? optionalEnv('SUPABASE_JWT_SECRET')
+    if (!secret) throw new Error('JWT_SECRET is not configured')
+    hsKey = new TextEncoder().encode(secret)
+  }
+  return hsKey
+}
+
+function keySet() {
+  const url = optionalEnv('JWKS_URL')
+  if (!url) return undefined
+  jwks ??= createRemoteJWKSet(new URL(url))
+  return jwks
+}
+
+/** Returns the token's claims, or throws a 401 HttpError saying why it was refused. */
+export async function verifyAccessToken(token: string): Promise<Claims> {
+  let alg: string | undefined
+  try {
+    alg = decodeProtectedHeader(token).alg
+  } catch {
+    throw unauthorized('Malformed token')
+  }
+  try {
+    if (alg === 'HS256') return (await jwtVerify(token, hmacKey(), { algorithms: ['HS256'] })).payload as Claims
+    const set = keySet()
+    if ((alg === 'ES256' || alg === 'RS256') && set) {
+      return (await jwtVerify(token, set, { algorithms: ['ES256', 'RS256'] })).payload as Claims
+    }
+  } catch (e) {
+    if (e instanceof errors.JWTExpired) throw unauthorized('Token expired')
+    if (e instanceof errors.JOSEError) throw unauthorized('Invalid token signature or claims')
+    throw e
+  }
+  throw unauthorized(`Unsupported token algorithm ${alg}`)
+}
+
+/** The bearer token of an Authorization header, or null. */
+export function bearerToken(header: string | null | undefined): string | null {
+  const m = header?.match(/^Bearer\s+(\S+)$/i)
+  return m ? m[1] : null
+}

@@ -1,0 +1,45 @@
+// Keyset pagination, newest first: `limit` (1..100, default 50) and an opaque `before`
+// cursor naming the last row of the previous page by (created_at, id).
+import { z } from 'zod'
+import { badRequest } from './errors.ts'
+
+export const MAX_PAGE = 100
+
+export const pageQuery = {
+  limit: z.coerce.number({ invalid_type_error: 'limit must be a number' }).int('limit must be an integer')
+    .min(1, 'limit must be at least 1').max(MAX_PAGE, `limit must be at most ${MAX_PAGE}`).default(50),
+  before: z.string().max(200).optional(),
+}
+
+export interface Cursor {
+  createdAt: string
+  id: string
+}
+
+export function encodeCursor(row: { created_at: string; id: string | number }): string {
+  return btoa(JSON.stringify([row.created_at, String(row.id)])).replace(/=+$/, '')
+}
+
+export function decodeCursor(cursor: string | undefined): Cursor | undefined {
+  if (!cursor) return undefined
+  try {
+    const [createdAt, id] = JSON.parse(atob(cursor))
+    if (typeof createdAt === 'string' && !isNaN(Date.parse(createdAt)) && typeof id === 'string' && /^[0-9a-fA-F-]{1,36}$/.test(id)) {
+      return { createdAt, id }
+    }
+  } catch { /* fall through */ }
+  throw badRequest('before: not a valid cursor')
+}
+
+/** The PostgREST `or` filter selecting rows strictly older than the cursor. */
+export function olderThan(c: Cursor): string {
+  const t = JSON.stringify(c.createdAt)
+  return `created_at.lt.${t},and(created_at.eq.${t},id.lt.${c.id})`
+}
+
+/** Given limit+1 rows, the page and the cursor of the next page (null at the end). */
+export function page<T extends { created_at: string; id: string | number }>(rows: T[], limit: number) {
+  const items = rows.slice(0, limit)
+  const next = rows.length > limit ? encodeCursor(items[items.length - 1]) : null
+  return { items, next_cursor: next }
+}

@@ -1,0 +1,85 @@
+// The credentials a route may declare: bearer (a signed-in user), superAdmin, cronSecret
+// (a scheduled job), or publicRoute (none). Each sets what the route may use.
+import type { SupabaseClient } from '@supabase/supabase-js'
+import type { MiddlewareHandler } from 'hono'
+import { type CronGroup, checkCronSecret } from '../_shared/cron.ts'
+import { serviceDb, userDb } from '../_shared/db.ts'
+import { optionalEnv } from '../_shared/env.ts'
+import { forbidden, fromDb, HttpError, unauthorized } from '../_shared/errors.ts'
+import { bearerToken, type Claims, verifyAccessToken } from '../_shared/jwt.ts'
+
+export interface Caller {
+  id: string
+  email: string | null
+  token: string
+  claims: Claims
+}
+
+export type ApiEnv = {
+  Variables: {
+    caller: Caller
+    /** PostgREST as the caller (RLS applies), or as the service role for cron routes. */
+    db: SupabaseClient
+  }
+}
+
+async function callerFrom(authorization: string | undefined): Promise<Caller> {
+  const token = bearerToken(authorization)
+  if (!token) throw unauthorized('Missing bearer token')
+  const claims = await verifyAccessToken(token)
+  if (!claims.sub || claims.role !== 'authenticated') throw unauthorized('The token does not identify a signed-in user')
+  return { id: claims.sub, email: claims.email ?? null, token, claims }
+}
+
+/** A signed-in user's bearer token. */
+export const bearer: MiddlewareHandler<ApiEnv> = async (c, next) => {
+  const caller = await callerFrom(c.req.header('authorization'))
+  c.set('caller', caller)
+  c.set('db', userDb(caller.token))
+  await next()
+}
+
+async function assertSuperAdmin(db: SupabaseClient) {
+  const { data, error } = await db.rpc('is_super_admin')
+  if (error) throw fromDb(error)
+  if (data !== true) throw forbidden('Super admin only')
+}
+
+/** A signed-in super admin (read from profiles.role now, so a demotion is immediate). */
+export const superAdmin: MiddlewareHandler<ApiEnv> = async (c, next) => {
+  const caller = await callerFrom(c.req.header('authorization'))
+  const db = userDb(caller.token)
+  await assertSuperAdmin(db)
+  c.set('caller', caller)
+  c.set('db', db)
+  await next()
+}
+
+/**
+ * A scheduled job: x-cron-secret must match the group's variables. Where the group's secret
+ * is optional and unset, a super-admin or service-role bearer is required instead, so an
+ * unset secret never opens the endpoint to everyone.
+ */
+export function cronSecret(group: CronGroup): MiddlewareHandler<ApiEnv> {
+  return async (c, next) => {
+    const check = checkCronSecret(group, c.req.header('x-cron-secret'), optionalEnv)
+    if (!check.ok && check.reason === 'refused') throw unauthorized('Invalid or missing x-cron-secret')
+    if (!check.ok && !check.optional) {
+      console.error(`cron group ${group}: none of ${check.variables.join(', ')} is configured`)
+      throw new HttpError(500, `The ${group} cron secret is not configured`)
+    }
+    if (!check.ok) {
+      const token = bearerToken(c.req.header('authorization'))
+      if (!token) throw unauthorized('Missing x-cron-secret or admin bearer token')
+      const claims = await verifyAccessToken(token)
+      if (claims.role !== 'service_role') await assertSuperAdmin(userDb(token))
+    }
+    c.set('db', serviceDb())
+    await next()
+  }
+}
+
+/** No credential: the route is public on purpose. */
+export const publicRoute: MiddlewareHandler<ApiEnv> = async (_c, next) => {
+  await next()
+}

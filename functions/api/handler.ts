@@ -1,0 +1,3 @@
+import { app } from './app.ts'
+
+export const handler = (req: Request) => app.fetch(req)

@@ -1,0 +1,79 @@
+// The local stand-in for Supabase's API gateway:
+//   /rest/v1/*          -> PostgREST
+//   /functions/v1/<fn>/* -> the function's handler (a function named `api` sees /api/...)
+//   /storage/v1/*       -> the local object store (scripts/lib/storage.ts)
+// and the worker that sends what net.http_post/net.http_get queued (pg_net's job).
+import postgres from 'postgres'
+import { drainNetQueue } from './lib/net_queue.ts'
+import { handleStorage } from './lib/storage.ts'
+import { ROOT } from './lib/proc.ts'
+
+const env = (k: string) => {
+  const v = Deno.env.get(k)
+  if (!v) throw new Error(`gateway: ${k} is not set`)
+  return v
+}
+const port = Number(env('GATEWAY_PORT'))
+const postgrestUrl = env('POSTGREST_URL')
+const sql = postgres(env('SUPABASE_DB_URL'), { max: 5, onnotice: () => {} })
+
+type Handler = (req: Request) => Response | Promise<Response>
+const functions = new Map<string, Handler>()
+for await (const entry of Deno.readDir(`${ROOT}/functions`)) {
+  if (!entry.isDirectory || entry.name.startsWith('_')) continue
+  const mod = await import(`${ROOT}/functions/${entry.name}/handler.ts`)
+  functions.set(entry.name, mod.handler as Handler)
+}
+
+const json = (status: number, body: unknown) =>
+  new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } })
+
+async function proxyRest(req: Request, url: URL, rest: string) {
+  const headers = new Headers(req.headers)
+  // Like Supabase's gateway: an apikey without Authorization acts as the bearer.
+  const apikey = headers.get('apikey')
+  if (!headers.has('authorization') && apikey) headers.set('authorization', `Bearer ${apikey}`)
+  headers.delete('host')
+  const target = `${postgrestUrl}${rest}${url.search}`
+  const hasBody = req.method !== 'GET' && req.method !== 'HEAD'
+  const res = await fetch(target, {
+    method: req.method,
+    headers,
+    body: hasBody ? await req.arrayBuffer() : undefined,
+    redirect: 'manual',
+  })
+  return new Response(res.body, { status: res.status, headers: res.headers })
+}
+
+async function route(req: Request): Promise<Response> {
+  const url = new URL(req.url)
+  const p = url.pathname
+  if (p.startsWith('/rest/v1')) return proxyRest(req, url, p.slice('/rest/v1'.length) || '/')
+  if (p.startsWith('/functions/v1/')) {
+    const rest = p.slice('/functions/v1'.length) // "/<name>/..."
+    const name = rest.split('/')[1]
+    const handler = functions.get(name)
+    if (!handler) return json(404, { error: `No function named ${name}` })
+    const inner = new URL(rest + url.search, url.origin)
+    return await handler(new Request(inner, req))
+  }
+  if (p.startsWith('/storage/v1/')) {
+    return handleStorage(req, p.slice('/storage/v1'.length), {
+      sql,
+      jwtSecret: env('JWT_SECRET'),
+      rootDir: env('STORAGE_DIR'),
+    })
+  }
+  return json(404, { error: `No route for ${p}` })
+}
+
+Deno.serve({ hostname: '127.0.0.1', port, onListen: () => console.log(`gateway on :${port}`) }, async (req) => {
+  try {
+    return await route(req)
+  } catch (e) {
+    console.error('gateway error', e)
+    return json(502, { error: 'Gateway error' })
+  }
+})
+
+drainNetQueue(sql)

@@ -1,0 +1,138 @@
+// The local Postgres 15 cluster: create, start, stop, and bring its schema up to date
+// (sql/local, then new migrations, then the seed on a fresh cluster).
+import postgres from 'postgres'
+import { exists, isRoot, PG_BIN, ROOT, run, StackError } from './proc.ts'
+
+export const dbUrl = (port: number, user = 'postgres', password = 'postgres') =>
+  `postgresql://${user}:${password}@127.0.0.1:${port}/postgres`
+
+export interface Cluster {
+  dataDir: string // the cluster folder (PGDATA)
+  logFile: string
+  port: number
+}
+
+const SETTINGS = `
+# --- added by scripts/lib/db.ts ---
+listen_addresses = '127.0.0.1'
+shared_preload_libraries = 'pg_cron'
+cron.database_name = 'postgres'
+cron.use_background_workers = on
+max_worker_processes = 32
+timezone = 'UTC'
+log_timezone = 'UTC'
+max_connections = 200
+shared_buffers = '256MB'
+`
+
+/** Creates the cluster if its folder is empty. Returns true when it was created now. */
+export async function ensureCluster(c: Cluster, opts: { throwaway?: boolean } = {}): Promise<boolean> {
+  if (await exists(`${c.dataDir}/PG_VERSION`)) return false
+  if (!(await exists(`${PG_BIN}/initdb`))) {
+    throw new StackError(`Postgres 15 is missing (${PG_BIN}/initdb). Run: npm start (it installs it) or apt-get install postgresql-15`)
+  }
+  await Deno.mkdir(c.dataDir, { recursive: true })
+  const pwfile = `${c.dataDir}.pw`
+  await Deno.writeTextFile(pwfile, 'postgres\n')
+  if (isRoot()) {
+    await run('chown', ['-R', 'postgres:postgres', c.dataDir, pwfile])
+    try {
+      await run('runuser', ['-u', 'postgres', '--', 'test', '-w', c.dataDir])
+    } catch {
+      throw new StackError(
+        `The postgres user cannot write ${c.dataDir}: a parent folder is closed to it. ` +
+          `Move the project under a folder others may enter (chmod o+x on its parents).`,
+      )
+    }
+  }
+  try {
+    await run(`${PG_BIN}/initdb`, [
+      '-D', c.dataDir, '-U', 'postgres', `--pwfile=${pwfile}`, '--auth-local=trust',
+      '--auth-host=scram-sha-256', '-E', 'UTF8', '--locale=C.UTF-8',
+    ], { asPostgres: true })
+  } finally {
+    await Deno.remove(pwfile).catch(() => {})
+  }
+  // A throw-away test cluster trades durability for speed.
+  const extra = opts.throwaway ? `fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n` : ''
+  const conf = `${c.dataDir}/postgresql.conf`
+  const text = await Deno.readTextFile(conf)
+  if (isRoot()) {
+    await run('runuser', ['-u', 'postgres', '--', 'tee', '-a', conf], { stdin: SETTINGS + extra })
+  } else {
+    await Deno.writeTextFile(conf, text + SETTINGS + extra)
+  }
+  return true
+}
+
+export async function startPostgres(c: Cluster) {
+  try {
+    await run(`${PG_BIN}/pg_ctl`, [
+      '-D', c.dataDir, '-l', c.logFile, '-w', '-t', '60', '-o', `-p ${c.port} -k ${c.dataDir}`, 'start',
+    ], { asPostgres: true })
+  } catch (e) {
+    const log = await Deno.readTextFile(c.logFile).catch(() => '')
+    throw new StackError(`Postgres did not start on port ${c.port}.\n${(e as Error).message}\n${log.slice(-2000)}`)
+  }
+}
+
+export async function stopPostgres(c: Cluster) {
+  if (!(await exists(`${c.dataDir}/postmaster.pid`))) return
+  await run(`${PG_BIN}/pg_ctl`, ['-D', c.dataDir, '-m', 'fast', '-w', 'stop'], { asPostgres: true })
+    .catch(() => {})
+}
+
+/** Runs one SQL file with psql, stopping at the first error. */
+export function psqlFile(port: number, file: string, extra: string[] = []) {
+  return run('psql', [dbUrl(port), '-X', '-q', '-v', 'ON_ERROR_STOP=1', ...extra, '-f', file])
+}
+
+async function sqlFiles(dir: string) {
+  const names: string[] = []
+  for await (const e of Deno.readDir(dir)) if (e.isFile && e.name.endsWith('.sql')) names.push(e.name)
+  return names.sort()
+}
+
+export const migrationsDir = `${ROOT}/supabase/migrations`
+
+/** Applies each migration not yet recorded, each in its own transaction with its record. */
+export async function applyMigrations(port: number): Promise<string[]> {
+  const sql = postgres(dbUrl(port), { max: 1, onnotice: () => {} })
+  try {
+    const done = new Set(
+      (await sql`select version from supabase_migrations.schema_migrations`).map((r) => r.version as string),
+    )
+    const applied: string[] = []
+    for (const file of await sqlFiles(migrationsDir)) {
+      const [version, ...rest] = file.replace(/\.sql$/, '').split('_')
+      if (done.has(version)) continue
+      const record = `insert into supabase_migrations.schema_migrations (version, name) values ('${version}', '${
+        rest.join('_')
+      }')`
+      try {
+        await run('psql', [
+          dbUrl(port), '-X', '-q', '-v', 'ON_ERROR_STOP=1', '--single-transaction',
+          '-f', `${migrationsDir}/${file}`, '-c', record,
+        ])
+      } catch (e) {
+        throw new StackError(`Migration ${file} failed; nothing of it was applied.\n${(e as Error).message}`)
+      }
+      applied.push(file)
+    }
+    return applied
+  } finally {
+    await sql.end()
+  }
+}
+
+/** What the platform provides (sql/local), then new migrations, then the seed if fresh. */
+export async function prepareDatabase(port: number, fresh: boolean, log: (s: string) => void) {
+  for (const f of await sqlFiles(`${ROOT}/sql/local`)) await psqlFile(port, `${ROOT}/sql/local/${f}`)
+  const applied = await applyMigrations(port)
+  log(applied.length ? `applied ${applied.length} migration(s): ${applied.join(', ')}` : 'applied 0 migrations (database is up to date)')
+  if (fresh && (await exists(`${ROOT}/supabase/seed.sql`))) {
+    await psqlFile(port, `${ROOT}/supabase/seed.sql`)
+    log('seeded demo data (supabase/seed.sql)')
+  }
+  return applied
+}

@@ -1,0 +1,89 @@
+// Shared pieces for the HTTP end-to-end tests. `npm test` starts a throw-away stack and
+// passes its addresses and keys in the environment.
+import postgres from 'postgres'
+import { createClient } from '@supabase/supabase-js'
+import { mintUserToken, signClaims } from '../scripts/lib/tokens.ts'
+
+const need = (k: string) => {
+  const v = Deno.env.get(k)
+  if (!v) throw new Error(`${k} is not set: run the tests with \`npm test\``)
+  return v
+}
+
+export const API_URL = need('SUPABASE_URL')
+export const ANON_KEY = need('SUPABASE_ANON_KEY')
+export const SERVICE_ROLE_KEY = need('SUPABASE_SERVICE_ROLE_KEY')
+export const JWT_SECRET = need('JWT_SECRET')
+export const env = (k: string) => need(k)
+
+/** One superuser connection for test setup, shared by the tests of a file. */
+export const sql = postgres(need('SUPABASE_DB_URL'), { max: 4, onnotice: () => {} })
+
+export interface TestUser {
+  id: string
+  email: string
+  token: string
+}
+
+/** Creates an auth user (the profile trigger does the rest) and mints its token. */
+export async function createUser(opts: { superAdmin?: boolean; prefix?: string } = {}): Promise<TestUser> {
+  const email = `${opts.prefix ?? 'user'}-${crypto.randomUUID().slice(0, 8)}@test.local`
+  await sql`insert into auth.users (email) values (${email})`
+  if (opts.superAdmin) {
+    await sql`update public.profiles set role = 'super_admin' where id = (select id from auth.users where email = ${email})`
+  }
+  const { userId, token } = await mintUserToken(sql, email, { secret: JWT_SECRET })
+  return { id: userId, email, token }
+}
+
+export { signClaims }
+
+export interface ApiResponse<T = any> {
+  status: number
+  body: T
+  headers: Headers
+}
+
+/** Calls an edge-function endpoint through the gateway: api('/api/user/profile', {token}). */
+export async function api<T = any>(
+  path: string,
+  o: { method?: string; token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+): Promise<ApiResponse<T>> {
+  const headers: Record<string, string> = { ...o.headers }
+  if (o.token) headers.authorization = `Bearer ${o.token}`
+  let body: string | undefined
+  if (o.rawBody !== undefined) body = o.rawBody
+  else if (o.body !== undefined) body = JSON.stringify(o.body)
+  if (body !== undefined) headers['content-type'] ??= 'application/json'
+  const res = await fetch(`${API_URL}/functions/v1${path}`, {
+    method: o.method ?? (body === undefined ? 'GET' : 'POST'),
+    headers,
+    body,
+  })
+  const text = await res.text()
+  let parsed: unknown = text
+  try {
+    parsed = text ? JSON.parse(text) : null
+  } catch { /* not JSON */ }
+  return { status: res.status, body: parsed as T, headers: res.headers }
+}
+
+/** A supabase-js client acting as the given user (or anonymous), talking to PostgREST. */
+export function clientAs(token?: string) {
+  return createClient(API_URL, ANON_KEY, {
+    auth: { persistSession: false, autoRefreshToken: false },
+    global: token ? { headers: { Authorization: `Bearer ${token}` } } : undefined,
+  })
+}
+
+export function assertError(res: ApiResponse, status: number, mention?: string | RegExp) {
+  if (res.status !== status) {
+    throw new Error(`expected status ${status}, got ${res.status}: ${JSON.stringify(res.body)}`)
+  }
+  if (typeof res.body?.error !== 'string' || !res.body.error) {
+    throw new Error(`expected an {error} body, got ${JSON.stringify(res.body)}`)
+  }
+  if (mention && !(typeof mention === 'string' ? res.body.error.includes(mention) : mention.test(res.body.error))) {
+    throw new Error(`error "${res.body.error}" does not mention ${mention}`)
+  }
+}
