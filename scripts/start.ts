@@ -9,7 +9,7 @@ import { mintUserToken } from './lib/tokens.ts'
 try {
   const stack = await startStack({ ...DEV })
   const sql = postgres(stack.dbUrl, { max: 1, onnotice: () => {} })
-  const users = await sql`select u.email, p.role from auth.users u join public.profiles p on p.id = u.id
+  const users = await sql<{ email: string; role: string }[]>`select u.email, p.role from auth.users u join public.profiles p on p.id = u.id
                           where u.email like '%@example.com' order by u.email`
   const tokens = []
   for (const u of users) {

@@ -87,3 +87,26 @@ export function assertError(res: ApiResponse, status: number, mention?: string |
     throw new Error(`error "${res.body.error}" does not mention ${mention}`)
   }
 }
+
+/** Deno.test with the shared connection pool allowed to outlive a single test. */
+export function test(name: string, fn: () => Promise<void> | void) {
+  Deno.test({ name, fn, sanitizeOps: false, sanitizeResources: false })
+}
+
+/** An unsigned token (alg "none"), which every endpoint must refuse. */
+export function unsignedToken(claims: Record<string, unknown>) {
+  const b64 = (o: unknown) => btoa(JSON.stringify(o)).replace(/=+$/, '').replace(/\+/g, '-').replace(/\//g, '_')
+  return `${b64({ alg: 'none', typ: 'JWT' })}.${b64({ exp: Math.floor(Date.now() / 1000) + 3600, ...claims })}.`
+}
+
+/** The ways a bearer token can be wrong, each of which must get a 401. */
+export async function badTokensFor(user: TestUser) {
+  const claims = { sub: user.id, email: user.email, role: 'authenticated', aud: 'authenticated' }
+  return {
+    expired: await signClaims(claims, JWT_SECRET, -60),
+    'wrong secret': await signClaims(claims, 'not-the-project-secret-but-long-enough-to-sign'),
+    'alg none': unsignedToken(claims),
+    malformed: 'not.a.jwt',
+    'anon key (no user)': ANON_KEY,
+  }
+}

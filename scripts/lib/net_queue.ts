@@ -18,7 +18,7 @@ async function send(r: Row) {
   const ctrl = new AbortController()
   const timer = setTimeout(() => ctrl.abort(), r.timeout_milliseconds)
   try {
-    const res = await fetch(url, { method: r.method, headers: r.headers, body: r.body ?? undefined, signal: ctrl.signal })
+    const res = await fetch(url, { method: r.method, headers: r.headers, body: r.body ? new Uint8Array(r.body) as unknown as BodyInit : undefined, signal: ctrl.signal })
     const content = await res.text()
     return {
       status_code: res.status,

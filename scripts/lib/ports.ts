@@ -1,5 +1,8 @@
 // Where each stack lives: `npm start` on Supabase's usual local ports, `npm test` beside it.
+// TEST_PORT_BASE moves the test stack (two test runs at once need different bases).
 import { ROOT } from './proc.ts'
 
 export const DEV = { dataDir: `${ROOT}/.local`, apiPort: 54321, dbPort: 54322, restPort: 54330 }
-export const TEST = { apiPort: 55321, dbPort: 55322, restPort: 55330 }
+
+const base = Number(Deno.env.get('TEST_PORT_BASE') ?? 55321)
+export const TEST = { apiPort: base, dbPort: base + 1, restPort: base + 9 }

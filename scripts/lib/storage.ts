@@ -1,7 +1,8 @@
 // A small local copy of Supabase Storage's HTTP API (what supabase-js's storage client uses):
 // files on disk under <rootDir>/<bucket>/<name>, rows in storage.objects. Every row read or
 // write runs as the caller's Postgres role with its JWT claims, so storage RLS policies apply
-// exactly as on Supabase. Bucket limits are read as the superuser, as Supabase Storage does.
+// as on Supabase. Bucket settings (limits, public) are read as the superuser, as Supabase
+// Storage does, so uploads need no bucket policy.
 import type postgres from 'postgres'
 import { errors as joseErrors, jwtVerify } from 'jose'
 import { createHash } from 'node:crypto'
@@ -17,7 +18,7 @@ type Tx = postgres.TransactionSql
 
 const ROLES = new Set(['anon', 'authenticated', 'service_role'])
 const GLOBAL_SIZE_LIMIT = 50 * 1024 * 1024 // Supabase's default global upload limit (50 MiB)
-// First segments after /object that are routes, not buckets, in Supabase Storage.
+// Supabase routes under /object that this store does not implement (not bucket names).
 const UNSUPPORTED = new Set(['sign', 'move', 'copy', 'upload', 'info', 'list-v2'])
 
 class StorageError extends Error {
@@ -28,122 +29,139 @@ class StorageError extends Error {
 const fail = (status: number, error: string, message: string): never => {
   throw new StorageError(status, error, message)
 }
-const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
-  new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } })
-const errorResponse = (e: StorageError) =>
-  json(e.status, { statusCode: String(e.status), error: e.error, message: e.message })
+const json = (status: number, body: unknown) =>
+  new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } })
+const errorBody = (status: number, error: string, message: string) =>
+  json(status, { statusCode: String(status), error, message })
 
 export async function handleStorage(req: Request, path: string, ctx: StorageContext): Promise<Response> {
   try {
     return await route(req, path, ctx)
   } catch (e) {
-    if (e instanceof StorageError) return errorResponse(e)
-    const pg = e as { code?: string; message?: string }
-    // Postgres errors the caller can cause: RLS refusals, duplicates, timeouts.
-    if (pg.code === '42501') return errorResponse(new StorageError(403, 'Unauthorized', 'new row violates row-level security policy'))
-    if (pg.code === '23505') return errorResponse(new StorageError(409, 'Duplicate', 'The resource already exists'))
-    if (pg.code === '57014') return errorResponse(new StorageError(504, 'DatabaseTimeout', 'The query timed out'))
+    if (e instanceof StorageError) return errorBody(e.status, e.error, e.message)
+    // Postgres errors a caller can cause: RLS refusals, duplicate keys, timeouts.
+    const code = (e as { code?: string }).code
+    if (code === '42501') return errorBody(403, 'Unauthorized', 'new row violates row-level security policy')
+    if (code === '23505') return errorBody(409, 'Duplicate', 'The resource already exists')
+    if (code === '57014') return errorBody(504, 'DatabaseTimeout', 'The query timed out')
     console.error('storage error', e)
-    return errorResponse(new StorageError(500, 'internal', 'Internal Server Error'))
+    return errorBody(500, 'internal', 'Internal Server Error')
   }
 }
 
 async function route(req: Request, path: string, ctx: StorageContext): Promise<Response> {
-  const url = new URL(req.url)
   const [area, ...rest] = splitPath(path)
   const m = req.method
+  const read = m === 'GET' || m === 'HEAD'
   if (area === 'bucket' && m === 'GET' && rest.length <= 1) {
     const caller = await identify(req, ctx)
-    return rest.length ? getBucket(ctx, caller, rest[0]) : listBuckets(ctx, caller, url.searchParams)
+    return rest.length
+      ? getBucket(ctx, caller, rest[0])
+      : listBuckets(ctx, caller, new URL(req.url).searchParams)
   }
   if (area === 'object' && rest.length) {
     const [first, ...more] = rest
-    if (UNSUPPORTED.has(first)) fail(501, 'not_implemented', `/object/${first} is not supported by the local object store`)
+    if (UNSUPPORTED.has(first)) fail(501, 'not_implemented', `/object/${first} is not supported locally`)
     if (first === 'list' && m === 'POST' && more.length === 1) {
       return list(ctx, await identify(req, ctx), more[0], await readJson(req))
     }
-    if (first === 'public' && (m === 'GET' || m === 'HEAD') && more.length >= 2) {
-      return downloadPublic(req, ctx, more[0], more.slice(1))
+    if (first === 'public' && read && more.length >= 2) {
+      return downloadPublic(req, ctx, more[0], more.slice(1).join('/'))
     }
-    const target = first === 'authenticated' && (m === 'GET' || m === 'HEAD') ? more : rest
-    const [bucket, ...name] = target
-    if (m === 'DELETE' && target.length === 1) return removeMany(ctx, await identify(req, ctx), bucket, await readJson(req))
-    if (target.length >= 2) {
+    const [bucket, ...segs] = first === 'authenticated' && read ? more : rest
+    const name = segs.join('/')
+    if (m === 'DELETE' && !name) return removeMany(ctx, await identify(req, ctx), bucket, await readJson(req))
+    if (name) {
       const caller = await identify(req, ctx)
       if (m === 'POST' || m === 'PUT') return upload(req, ctx, caller, bucket, name)
-      if (m === 'GET' || m === 'HEAD') return download(req, ctx, caller, bucket, name)
+      if (read) return download(req, ctx, caller, bucket, name)
       if (m === 'DELETE') return removeOne(ctx, caller, bucket, name)
     }
   }
   return fail(404, 'not_found', `Route ${m}:/storage/v1${path} not found`)
 }
 
-// ---- paths --------------------------------------------------------------------------
+// ---- keys and paths -------------------------------------------------------------------
 
-/** Splits and percent-decodes the request path; refuses traversal, empty and odd segments. */
+/** Percent-decodes and splits the request path; refuses traversal, empty and odd segments. */
 function splitPath(path: string): string[] {
-  let decoded: string
+  let decoded = ''
   try {
     decoded = decodeURIComponent(path)
   } catch {
-    return fail(400, 'InvalidKey', 'The path is not valid percent-encoding')
+    fail(400, 'InvalidKey', 'The path is not valid percent-encoding')
   }
   if (!decoded.startsWith('/')) fail(400, 'InvalidKey', 'Invalid path')
   const segs = decoded.slice(1).split('/')
-  for (const s of segs) checkSegment(s)
+  segs.forEach(checkSegment)
   return segs
 }
 
 function checkSegment(s: string) {
   // deno-lint-ignore no-control-regex
   if (!s || s === '.' || s === '..' || /[\x00-\x1f\x7f\\]/.test(s)) {
-    fail(400, 'InvalidKey', `Invalid key: path segments must be non-empty, not "." or "..", without control characters`)
+    fail(
+      400,
+      'InvalidKey',
+      'Invalid key: path segments must be non-empty, not "." or "..", without control characters',
+    )
   }
 }
 
-/** Checks a key given in a JSON body (remove, list) with the same rules as URL keys. */
+/** Checks a key given in a JSON body (remove, list) by the same rules as keys in the URL. */
 function checkKey(key: unknown, allowEmpty = false): string {
   if (typeof key !== 'string') return fail(400, 'InvalidKey', 'Keys must be strings')
-  if (allowEmpty && key === '') return key
-  if (key.length > 1024) fail(400, 'InvalidKey', 'Key is too long')
-  key.split('/').forEach(checkSegment)
+  if (key.length > 1024) fail(400, 'InvalidKey', 'Invalid key: longer than 1024 characters')
+  if (!(allowEmpty && key === '')) key.split('/').forEach(checkSegment)
   return key
 }
 
+const bucketDir = (ctx: StorageContext, bucket: string) => `${ctx.rootDir.replace(/\/+$/, '')}/${bucket}`
+
 function filePath(ctx: StorageContext, bucket: string, name: string): string {
-  const root = ctx.rootDir.replace(/\/+$/, '')
-  const p = `${root}/${bucket}/${name}`
-  // Belt and braces: segments were checked, but never leave the root.
-  if (!p.startsWith(`${root}/`) || p.split('/').some((s) => s === '..')) fail(400, 'InvalidKey', 'Invalid key')
-  return p
+  // Belt and braces: the segments were checked already, but never leave the root.
+  ;[bucket, ...name.split('/')].forEach(checkSegment)
+  return `${bucketDir(ctx, bucket)}/${name}`
 }
 
-// ---- identity -----------------------------------------------------------------------
+/** Removes the now-empty folders above a file, up to the bucket's folder, so that a later
+ *  object may take a folder's name. Deno.remove refuses a folder that is not empty. */
+async function pruneEmptyDirs(ctx: StorageContext, bucket: string, file: string) {
+  const stop = bucketDir(ctx, bucket)
+  for (
+    let d = file.slice(0, file.lastIndexOf('/'));
+    d.length > stop.length;
+    d = d.slice(0, d.lastIndexOf('/'))
+  ) {
+    if (!(await Deno.remove(d).then(() => true, () => false))) return
+  }
+}
 
-const keys = new Map<string, Uint8Array>()
+// ---- identity -------------------------------------------------------------------------
 
 /** The caller's verified claims, from `Authorization: Bearer` or else the `apikey` header. */
 async function identify(req: Request, ctx: StorageContext): Promise<Claims> {
   const bearer = req.headers.get('authorization')?.match(/^Bearer\s+(\S+)$/i)?.[1]
   const token = bearer ?? req.headers.get('apikey')
   if (!token) return fail(400, 'Error', "headers must have required property 'authorization'")
-  let key = keys.get(ctx.jwtSecret)
-  if (!key) keys.set(ctx.jwtSecret, key = new TextEncoder().encode(ctx.jwtSecret))
-  let claims: Record<string, unknown>
+  let claims: Record<string, unknown> = {}
   try {
+    const key = new TextEncoder().encode(ctx.jwtSecret)
     claims = (await jwtVerify(token, key, { algorithms: ['HS256'] })).payload
   } catch (e) {
-    return fail(403, 'Unauthorized', e instanceof joseErrors.JWTExpired ? 'jwt expired' : 'invalid signature')
+    fail(403, 'Unauthorized', e instanceof joseErrors.JWTExpired ? 'jwt expired' : 'invalid signature')
   }
   // The role becomes `set local role`: only the three API roles, never e.g. postgres.
-  if (typeof claims.role !== 'string' || !ROLES.has(claims.role)) fail(403, 'Unauthorized', 'Invalid JWT role')
+  if (typeof claims.role !== 'string' || !ROLES.has(claims.role)) {
+    fail(403, 'Unauthorized', 'Invalid JWT role')
+  }
   return claims as Claims
 }
 
-/** Runs fn in a transaction as the caller, the way PostgREST does, so RLS applies. */
+/** Runs fn in a transaction as the caller, the way PostgREST does, so that RLS applies. */
 function asCaller<T>(ctx: StorageContext, c: Claims, fn: (tx: Tx) => Promise<T>): Promise<T> {
   return ctx.sql.begin(async (tx) => {
-    await tx.unsafe(`set local role ${c.role}`) // validated against ROLES in identify()
+    await tx.unsafe(`set local role ${c.role}`) // checked against ROLES in identify()
     await tx`select set_config('request.jwt.claims', ${JSON.stringify(c)}, true),
                     set_config('request.jwt.claim.sub', ${typeof c.sub === 'string' ? c.sub : ''}, true),
                     set_config('request.jwt.claim.role', ${c.role}, true)`
@@ -151,46 +169,37 @@ function asCaller<T>(ctx: StorageContext, c: Claims, fn: (tx: Tx) => Promise<T>)
   }) as Promise<T>
 }
 
-// ---- buckets ------------------------------------------------------------------------
-
-interface Bucket {
-  id: string
-  public: boolean
-  file_size_limit: number | null
-  allowed_mime_types: string[] | null
-}
-
-/** The bucket's settings, read as the superuser like Supabase Storage does for uploads. */
-async function findBucket(ctx: StorageContext, id: string): Promise<Bucket> {
-  const [b] = await ctx.sql<Bucket[]>`
-    select id, public, file_size_limit::float8 as file_size_limit, allowed_mime_types
-    from storage.buckets where id = ${id}`
-  return b ?? fail(404, 'Bucket not found', 'Bucket not found')
-}
+// ---- buckets --------------------------------------------------------------------------
 
 const bucketColumns = (tx: Tx) =>
   tx`id, name, owner, owner_id, public, file_size_limit::float8 as file_size_limit, allowed_mime_types,
      created_at, updated_at, 'STANDARD' as type`
 
 async function listBuckets(ctx: StorageContext, c: Claims, q: URLSearchParams) {
-  const sortColumn = ['id', 'name', 'created_at', 'updated_at'].includes(q.get('sortColumn') ?? '') ? q.get('sortColumn')! : 'name'
-  const rows = await asCaller(ctx, c, (tx) => tx`
+  const column = ['id', 'name', 'created_at', 'updated_at'].find((k) => k === q.get('sortColumn')) ?? 'name'
+  const search = q.get('search')
+  const rows = await asCaller(ctx, c, (tx) =>
+    tx`
     select ${bucketColumns(tx)} from storage.buckets
-    where ${q.get('search') ? tx`name ilike ${'%' + likeEscape(q.get('search')!) + '%'}` : tx`true`}
-    order by ${tx(sortColumn)} ${q.get('sortOrder') === 'desc' ? tx`desc` : tx`asc`}
+    where ${search ? tx`name ilike ${'%' + likeEscape(search) + '%'}` : tx`true`}
+    order by ${tx(column)} ${q.get('sortOrder') === 'desc' ? tx`desc` : tx`asc`}
     limit ${intParam(q.get('limit'), 1000)} offset ${intParam(q.get('offset'), 0)}`)
   return json(200, rows)
 }
 
 async function getBucket(ctx: StorageContext, c: Claims, id: string) {
-  const [row] = await asCaller(ctx, c, (tx) => tx`select ${bucketColumns(tx)} from storage.buckets where id = ${id}`)
+  const [row] = await asCaller(
+    ctx,
+    c,
+    (tx) => tx`select ${bucketColumns(tx)} from storage.buckets where id = ${id}`,
+  )
   return row ? json(200, row) : fail(404, 'Bucket not found', 'Bucket not found')
 }
 
-// ---- upload -------------------------------------------------------------------------
+// ---- upload ---------------------------------------------------------------------------
 
 function mimeAllowed(mime: string, allowed: string[] | null): boolean {
-  if (!allowed || allowed.length === 0) return true
+  if (!allowed?.length) return true
   const [type, sub] = mime.split(';')[0].trim().toLowerCase().split('/')
   return allowed.some((a) => {
     const [at, as] = a.trim().toLowerCase().split('/')
@@ -198,38 +207,35 @@ function mimeAllowed(mime: string, allowed: string[] | null): boolean {
   })
 }
 
-interface Incoming {
-  bytes: Uint8Array
-  mimetype: string
-  cacheControl: string
-}
-
-/** Raw body (Content-Type header) or a multipart form with the file in its file part. */
-async function readUpload(req: Request, limit: number): Promise<Incoming> {
+/** The file from a raw body (Content-Type header) or from a multipart form's file part. */
+async function readUpload(req: Request, limit: number) {
   const type = req.headers.get('content-type') ?? ''
-  const declared = Number(req.headers.get('content-length') ?? 'NaN')
   const tooLarge = () => fail(413, 'Payload too large', 'The object exceeded the maximum allowed size')
   const boundary = /^multipart\/form-data/i.test(type) ? type.match(/boundary="?([^";]+)"?/i)?.[1] : undefined
-  // Room for the multipart envelope before the file part itself is measured.
-  if (declared > (boundary ? limit + 64 * 1024 : limit)) tooLarge()
+  // Refuse early on the declared length, allowing for the multipart envelope.
+  if (Number(req.headers.get('content-length')) > limit + (boundary ? 64 * 1024 : 0)) tooLarge()
   const body = new Uint8Array(await req.arrayBuffer())
+  let file = {
+    bytes: body as Uint8Array,
+    mimetype: type,
+    cacheControl: req.headers.get('cache-control')?.match(/max-age=(\d+)/)?.[1],
+  }
   if (boundary) {
     const parts = parseMultipart(body, boundary)
-    const file = parts.find((p) => p.filename !== undefined) ?? parts.find((p) => p.name === '')
-    if (!file) return fail(400, 'InvalidRequest', 'No file in the multipart body')
-    if (file.content.length > limit) tooLarge()
+    const part = parts.find((p) => p.filename !== undefined) ?? parts.find((p) => p.name === '')
+    if (!part) return fail(400, 'InvalidRequest', 'No file in the multipart body')
     const cache = parts.find((p) => p.name === 'cacheControl' && p.filename === undefined)
-    return {
-      bytes: file.content,
-      mimetype: file.type || 'application/octet-stream',
-      cacheControl: cache ? new TextDecoder().decode(cache.content) : '3600',
+    file = {
+      bytes: part.content,
+      mimetype: part.type ?? '',
+      cacheControl: cache && new TextDecoder().decode(cache.content),
     }
   }
-  if (body.length > limit) tooLarge()
+  if (file.bytes.length > limit) tooLarge()
   return {
-    bytes: body,
-    mimetype: type || 'application/octet-stream',
-    cacheControl: req.headers.get('cache-control')?.match(/max-age=(\d+)/)?.[1] ?? '3600',
+    ...file,
+    mimetype: file.mimetype || 'application/octet-stream',
+    cacheControl: file.cacheControl || '3600',
   }
 }
 
@@ -247,11 +253,10 @@ function parseMultipart(body: Uint8Array, boundary: string): Part[] {
   const malformed = () => fail(400, 'InvalidRequest', 'Malformed multipart body')
   const delim = enc.encode(`\r\n--${boundary}`)
   const parts: Part[] = []
-  // The first delimiter may sit at the very start, without the leading CRLF.
-  let pos = indexOf(body, delim.subarray(2), 0)
+  let pos = indexOf(body, delim.subarray(2), 0) // the first delimiter may open the body, without CRLF
   if (pos < 0) malformed()
   pos += delim.length - 2
-  while (body[pos] !== 45 || body[pos + 1] !== 45) { // "--" closes the body
+  while (body[pos] !== 45 || body[pos + 1] !== 45) { // "--" after a delimiter closes the body
     if (body[pos] !== 13 || body[pos + 1] !== 10) malformed()
     const next = indexOf(body, delim, pos + 2)
     if (next < 0) malformed()
@@ -272,7 +277,11 @@ function parseMultipart(body: Uint8Array, boundary: string): Part[] {
 }
 
 function indexOf(hay: Uint8Array, needle: Uint8Array, from: number): number {
-  for (let i = hay.indexOf(needle[0], from); i >= 0 && i + needle.length <= hay.length; i = hay.indexOf(needle[0], i + 1)) {
+  for (
+    let i = hay.indexOf(needle[0], from);
+    i >= 0 && i + needle.length <= hay.length;
+    i = hay.indexOf(needle[0], i + 1)
+  ) {
     let j = 1
     while (j < needle.length && hay[i + j] === needle[j]) j++
     if (j === needle.length) return i
@@ -280,12 +289,12 @@ function indexOf(hay: Uint8Array, needle: Uint8Array, from: number): number {
   return -1
 }
 
-async function upload(req: Request, ctx: StorageContext, c: Claims, bucketId: string, segs: string[]) {
-  const name = segs.join('/')
-  if (name.length > 1024) fail(400, 'InvalidKey', 'Key is too long')
-  const bucket = await findBucket(ctx, bucketId)
-  const limit = Math.min(bucket.file_size_limit ?? GLOBAL_SIZE_LIMIT, GLOBAL_SIZE_LIMIT)
-  const file = await readUpload(req, limit)
+async function upload(req: Request, ctx: StorageContext, c: Claims, bucketId: string, name: string) {
+  if (name.length > 1024) fail(400, 'InvalidKey', 'Invalid key: longer than 1024 characters')
+  const [bucket] = await ctx.sql`
+    select file_size_limit::float8 as size_limit, allowed_mime_types from storage.buckets where id = ${bucketId}`
+  if (!bucket) fail(404, 'Bucket not found', 'Bucket not found')
+  const file = await readUpload(req, Math.min(bucket.size_limit ?? GLOBAL_SIZE_LIMIT, GLOBAL_SIZE_LIMIT))
   if (!mimeAllowed(file.mimetype, bucket.allowed_mime_types)) {
     fail(415, 'invalid_mime_type', `mime type ${file.mimetype} is not supported`)
   }
@@ -302,32 +311,41 @@ async function upload(req: Request, ctx: StorageContext, c: Claims, bucketId: st
   const owner = sub && /^[0-9a-f]{8}-([0-9a-f]{4}-){3}[0-9a-f]{12}$/i.test(sub) ? sub : null
   const upsert = req.method === 'POST' && req.headers.get('x-upsert') === 'true'
 
-  // The file is written only after the row statement passed RLS and the unique key, inside
-  // the transaction: a refusal leaves neither a row nor a file (nor a folder).
+  // The file is written inside the transaction, once the row statement has passed RLS and the
+  // unique key: a refusal leaves neither a row nor a file (nor a folder).
   const final = filePath(ctx, bucketId, name)
   const temp = `${final}.${crypto.randomUUID()}.upload`
+  const write = async () => {
+    await Deno.mkdir(final.slice(0, final.lastIndexOf('/')), { recursive: true })
+    await Deno.writeFile(temp, file.bytes)
+    await Deno.rename(temp, final) // atomic: a reader sees the old file or the new one
+  }
   try {
     const id = await asCaller(ctx, c, async (tx) => {
-      const meta = tx.json(metadata)
       const rows = req.method === 'PUT'
         ? await tx`update storage.objects
-                   set metadata = ${meta}, owner = ${owner}, owner_id = ${sub}, updated_at = now(),
+                   set metadata = ${
+          tx.json(metadata)
+        }, owner = ${owner}, owner_id = ${sub}, updated_at = now(),
                        version = gen_random_uuid()::text
                    where bucket_id = ${bucketId} and name = ${name} returning id`
         : await tx`insert into storage.objects (bucket_id, name, owner, owner_id, metadata, version)
-                   values (${bucketId}, ${name}, ${owner}, ${sub}, ${meta}, gen_random_uuid()::text)
-                   ${upsert ? tx`on conflict (bucket_id, name) do update
+                   values (${bucketId}, ${name}, ${owner}, ${sub}, ${
+          tx.json(metadata)
+        }, gen_random_uuid()::text)
+                   ${
+          upsert
+            ? tx`on conflict (bucket_id, name) do update
                      set metadata = excluded.metadata, owner = excluded.owner, owner_id = excluded.owner_id,
-                         version = excluded.version, updated_at = now()` : tx``}
+                         version = excluded.version, updated_at = now()`
+            : tx``
+        }
                    returning id`
       if (!rows.length) fail(404, 'not_found', 'Object not found') // PUT of a missing or invisible object
-      try {
-        await Deno.mkdir(final.slice(0, final.lastIndexOf('/')), { recursive: true })
-        await Deno.writeFile(temp, file.bytes)
-        await Deno.rename(temp, final) // atomic: readers see the old or the new file
-      } catch {
-        fail(409, 'InvalidKey', `The key ${name} conflicts with an existing object or folder on disk`)
-      }
+      // Retry once: a concurrent delete may have pruned the folder between mkdir and write.
+      await write().catch(write).catch(() =>
+        fail(409, 'InvalidKey', `The key ${name} conflicts with an existing object or folder`)
+      )
       return rows[0].id as string
     })
     return json(200, { Key: `${bucketId}/${name}`, Id: id })
@@ -338,71 +356,60 @@ async function upload(req: Request, ctx: StorageContext, c: Claims, bucketId: st
   }
 }
 
-/** Removes the folders above a file that are now empty, up to the bucket's folder, so that a
- *  later object may take a folder's name. Deno.remove fails on a folder that is not empty. */
-async function pruneEmptyDirs(ctx: StorageContext, bucketId: string, file: string) {
-  const stop = filePath(ctx, bucketId, '_').slice(0, -2)
-  for (let d = file.slice(0, file.lastIndexOf('/')); d.length > stop.length; d = d.slice(0, d.lastIndexOf('/'))) {
-    if (!(await Deno.remove(d).then(() => true, () => false))) return
-  }
-}
-
-// ---- download -----------------------------------------------------------------------
+// ---- download -------------------------------------------------------------------------
 
 async function serveFile(req: Request, ctx: StorageContext, bucket: string, name: string, meta: any) {
-  const url = new URL(req.url)
-  let file: Deno.FsFile
+  let file: Deno.FsFile | undefined
   try {
     file = await Deno.open(filePath(ctx, bucket, name))
   } catch {
-    return fail(404, 'not_found', 'Object not found')
+    fail(404, 'not_found', 'Object not found') // a row without its file
   }
-  const size = (await file.stat()).size
   const headers: Record<string, string> = {
     'content-type': meta?.mimetype ?? 'application/octet-stream',
-    'content-length': String(size),
+    'content-length': String((await file!.stat()).size),
     'cache-control': meta?.cacheControl ?? 'no-cache',
   }
   if (meta?.eTag) headers.etag = meta.eTag
   if (meta?.lastModified) headers['last-modified'] = new Date(meta.lastModified).toUTCString()
-  if (url.searchParams.has('download')) {
-    const as = url.searchParams.get('download') || name.split('/').pop()!
-    headers['content-disposition'] = `attachment; filename="${encodeURIComponent(as)}"`
+  const download = new URL(req.url).searchParams.get('download')
+  if (download !== null) {
+    headers['content-disposition'] = `attachment; filename="${
+      encodeURIComponent(download || name.split('/').pop()!)
+    }"`
   }
-  if (req.method === 'HEAD') {
-    file.close()
-    return new Response(null, { status: 200, headers })
-  }
-  return new Response(file.readable, { status: 200, headers })
+  if (req.method === 'HEAD') file!.close()
+  return new Response(req.method === 'HEAD' ? null : file!.readable, { status: 200, headers })
 }
 
-async function downloadPublic(req: Request, ctx: StorageContext, bucketId: string, segs: string[]) {
-  const name = segs.join('/')
+async function downloadPublic(req: Request, ctx: StorageContext, bucketId: string, name: string) {
   const [b] = await ctx.sql`select public from storage.buckets where id = ${bucketId}`
   if (!b?.public) fail(400, 'not_found', 'Bucket not found or not public') // Supabase answers 400 here
-  const [row] = await ctx.sql`select metadata from storage.objects where bucket_id = ${bucketId} and name = ${name}`
+  const [row] = await ctx
+    .sql`select metadata from storage.objects where bucket_id = ${bucketId} and name = ${name}`
   if (!row) fail(404, 'not_found', 'Object not found')
   return serveFile(req, ctx, bucketId, name, row.metadata)
 }
 
-async function download(req: Request, ctx: StorageContext, c: Claims, bucketId: string, segs: string[]) {
-  const name = segs.join('/')
-  const [row] = await asCaller(ctx, c, (tx) =>
-    tx`select metadata from storage.objects where bucket_id = ${bucketId} and name = ${name}`)
+async function download(req: Request, ctx: StorageContext, c: Claims, bucketId: string, name: string) {
+  const [row] = await asCaller(
+    ctx,
+    c,
+    (tx) => tx`select metadata from storage.objects where bucket_id = ${bucketId} and name = ${name}`,
+  )
   if (!row) fail(404, 'not_found', 'Object not found')
   return serveFile(req, ctx, bucketId, name, row.metadata)
 }
 
-// ---- delete -------------------------------------------------------------------------
-
-const objectColumns = (tx: Tx) =>
-  tx`id, bucket_id, name, owner, owner_id, metadata, user_metadata, version, created_at, updated_at, last_accessed_at`
+// ---- delete ---------------------------------------------------------------------------
 
 /** Deletes the rows RLS lets the caller delete, then their files. */
 async function deleteObjects(ctx: StorageContext, c: Claims, bucketId: string, names: string[]) {
-  const rows = await asCaller(ctx, c, (tx) => tx`
+  const rows = await asCaller(ctx, c, (tx) =>
+    tx`
     delete from storage.objects where bucket_id = ${bucketId} and name = any(${names}::text[])
-    returning ${objectColumns(tx)}`)
+    returning id, bucket_id, name, owner, owner_id, metadata, user_metadata, version,
+              created_at, updated_at, last_accessed_at`)
   for (const r of rows) {
     const p = filePath(ctx, bucketId, r.name)
     await Deno.remove(p).catch(() => {})
@@ -420,48 +427,48 @@ async function removeMany(ctx: StorageContext, c: Claims, bucketId: string, body
   return json(200, await deleteObjects(ctx, c, bucketId, names))
 }
 
-async function removeOne(ctx: StorageContext, c: Claims, bucketId: string, segs: string[]) {
-  const rows = await deleteObjects(ctx, c, bucketId, [segs.join('/')])
-  return rows.length ? json(200, { message: 'Successfully deleted' }) : fail(404, 'not_found', 'Object not found')
+async function removeOne(ctx: StorageContext, c: Claims, bucketId: string, name: string) {
+  const rows = await deleteObjects(ctx, c, bucketId, [name])
+  return rows.length
+    ? json(200, { message: 'Successfully deleted' })
+    : fail(404, 'not_found', 'Object not found')
 }
 
-// ---- list ---------------------------------------------------------------------------
+// ---- list -----------------------------------------------------------------------------
 
-const SORTABLE = new Set(['name', 'updated_at', 'created_at', 'last_accessed_at'])
+const SORTABLE = ['name', 'updated_at', 'created_at', 'last_accessed_at']
 
-/** Entries directly under the prefix: objects, and folders (id null) for deeper names. */
+/** The entries directly under a prefix: its objects, and its folders (id null). */
 async function list(ctx: StorageContext, c: Claims, bucketId: string, body: any) {
-  const raw = checkKey(typeof body?.prefix === 'string' ? body.prefix.replace(/^\/+|\/+$/g, '') : '', true)
-  const prefix = raw ? `${raw}/` : ''
+  const dir = checkKey(typeof body?.prefix === 'string' ? body.prefix.replace(/^\/+|\/+$/g, '') : '', true)
+  const prefix = dir ? `${dir}/` : ''
   const search = typeof body?.search === 'string' ? body.search : ''
-  const column = SORTABLE.has(body?.sortBy?.column) ? body.sortBy.column : 'name'
-  const desc = String(body?.sortBy?.order ?? '').toLowerCase() === 'desc'
-  const rows = await asCaller(ctx, c, (tx) => tx`
+  const column = SORTABLE.find((k) => k === body?.sortBy?.column) ?? 'name'
+  const desc = String(body?.sortBy?.order).toLowerCase() === 'desc'
+  const rows = await asCaller(ctx, c, (tx) =>
+    tx`
     with under as (
-      select split_part(substr(name, char_length(${prefix}) + 1), '/', 1) as entry,
-             strpos(substr(name, char_length(${prefix}) + 1), '/') > 0 as is_folder,
-             id, updated_at, created_at, last_accessed_at, metadata
-      from storage.objects
-      where bucket_id = ${bucketId} and starts_with(name, ${prefix})
+      select substr(name, char_length(${prefix}) + 1) as rest, id, updated_at, created_at, last_accessed_at, metadata
+      from storage.objects where bucket_id = ${bucketId} and starts_with(name, ${prefix})
     ), entries as (
-      select distinct entry as name, null::uuid as id, null::timestamptz as updated_at,
+      select distinct split_part(rest, '/', 1) as name, null::uuid as id, null::timestamptz as updated_at,
              null::timestamptz as created_at, null::timestamptz as last_accessed_at, null::jsonb as metadata
-      from under where is_folder
+      from under where strpos(rest, '/') > 0
       union all
-      select entry, id, updated_at, created_at, last_accessed_at, metadata from under where not is_folder
+      select rest, id, updated_at, created_at, last_accessed_at, metadata from under where strpos(rest, '/') = 0
     )
     select * from entries
     where ${search ? tx`name ilike ${likeEscape(search) + '%'}` : tx`true`}
-    order by ${column === 'name' ? tx`name collate "C"` : tx(column)} ${desc ? tx`desc` : tx`asc`}, name collate "C"
+    order by ${column === 'name' ? tx`name collate "C"` : tx(column)} ${
+      desc ? tx`desc` : tx`asc`
+    }, name collate "C"
     limit ${intParam(body?.limit, 100)} offset ${intParam(body?.offset, 0)}`)
   return json(200, rows)
 }
 
-// ---- small helpers ------------------------------------------------------------------
+// ---- small helpers --------------------------------------------------------------------
 
-function likeEscape(s: string) {
-  return s.replace(/[\\%_]/g, (ch) => `\\${ch}`)
-}
+const likeEscape = (s: string) => s.replace(/[\\%_]/g, (ch) => `\\${ch}`)
 
 function intParam(v: unknown, dflt: number): number {
   const n = Number(v ?? dflt)
@@ -470,14 +477,9 @@ function intParam(v: unknown, dflt: number): number {
 
 async function readJson(req: Request): Promise<any> {
   const text = await req.text()
-  if (!text) return {}
-  return parseJson(text) ?? fail(400, 'InvalidRequest', 'The body is not valid JSON')
-}
-
-function parseJson(s: string): any {
   try {
-    return JSON.parse(s)
+    return text ? JSON.parse(text) : {}
   } catch {
-    return null
+    return fail(400, 'InvalidRequest', 'The body is not valid JSON')
   }
 }

@@ -27,6 +27,8 @@ alter role authenticator set statement_timeout = '8s';
 
 create schema if not exists extensions;
 grant usage on schema extensions to anon, authenticated, service_role;
+-- As on Supabase: extension functions (pgTAP in tests) resolve without a schema prefix.
+alter database postgres set search_path = "$user", public, extensions;
 
 -- Supabase grants the API roles everything in public; row-level security is the guard.
 grant usage on schema public to anon, authenticated, service_role;

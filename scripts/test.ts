@@ -1,0 +1,96 @@
+// npm test: a throw-away stack on other ports, then every suite (deno check, pgTAP, Deno
+// tests), then teardown. The last line is `N passed, N failed`.
+import { exportJWK, generateKeyPair } from 'jose'
+import { TEST } from './lib/ports.ts'
+import { ROOT, run, StackError } from './lib/proc.ts'
+import { startStack } from './lib/stack.ts'
+
+let passed = 0
+let failed = 0
+const failures: string[] = []
+const count = (ok: boolean, name: string) => {
+  if (ok) passed++
+  else {
+    failed++
+    failures.push(name)
+  }
+}
+
+/** Runs a command, echoing its output, and returns it with the exit status. */
+async function runShown(cmd: string, args: string[], env: Record<string, string> = {}) {
+  const child = new Deno.Command(cmd, { args, env, cwd: ROOT, stdout: 'piped', stderr: 'piped' }).spawn()
+  let text = ''
+  const decoder = new TextDecoder()
+  const pump = async (stream: ReadableStream<Uint8Array>, sink: typeof Deno.stdout) => {
+    for await (const chunk of stream) {
+      text += decoder.decode(chunk)
+      await sink.write(chunk)
+    }
+  }
+  const [status] = await Promise.all([child.status, pump(child.stdout, Deno.stdout), pump(child.stderr, Deno.stderr)])
+  return { ok: status.success, text }
+}
+
+/** Counts TAP results; a suite that failed without a failing assertion counts once more. */
+function countTap(suite: string, out: { ok: boolean; text: string }) {
+  let bad = 0
+  for (const line of out.text.split('\n')) {
+    const m = line.match(/^\s*(not ok|ok)\s+\d+\s*-?\s*(.*)$/)
+    if (!m || /# skip/i.test(line)) continue
+    if (m[1] === 'ok') count(true, '')
+    else {
+      bad++
+      count(false, `${suite}: ${m[2]}`)
+    }
+  }
+  if (!out.ok && bad === 0) count(false, `${suite} (did not finish cleanly)`)
+}
+
+// A local JWKS server, so ES256 tokens are verified the way newer Supabase projects issue them.
+const { publicKey, privateKey } = await generateKeyPair('ES256', { extractable: true })
+const publicJwk = { ...(await exportJWK(publicKey)), kid: 'test-es256', alg: 'ES256', use: 'sig' }
+const jwksServer = Deno.serve({ hostname: '127.0.0.1', port: 0, onListen: () => {} }, () => Response.json({ keys: [publicJwk] }))
+const jwksUrl = `http://127.0.0.1:${jwksServer.addr.port}/auth/v1/.well-known/jwks.json`
+
+const dataDir = await Deno.makeTempDir({ prefix: 'journal-test-stack-' })
+await Deno.chmod(dataDir, 0o755)
+console.log(`Starting a throw-away stack in ${dataDir}`)
+let stack
+try {
+  stack = await startStack({ ...TEST, dataDir, throwaway: true, env: { JWKS_URL: jwksUrl }, log: (s) => console.log(`  ${s}`) })
+} catch (e) {
+  console.error(e instanceof StackError ? e.message : e)
+  console.log('0 passed, 1 failed')
+  Deno.exit(1)
+}
+
+try {
+  console.log('\n== deno check (functions, scripts, tests)')
+  const check = await runShown(`${ROOT}/node_modules/.bin/deno`, ['check', 'functions/', 'scripts/', 'tests/'])
+  count(check.ok, 'deno check')
+
+  console.log('\n== pgTAP (supabase/tests)')
+  const pgFiles = [...Deno.readDirSync(`${ROOT}/supabase/tests`)].map((e) => e.name).filter((n) => n.endsWith('.sql')).sort()
+  for (const f of pgFiles) {
+    const out = await runShown('pg_prove', ['--verbose', '-h', '127.0.0.1', '-p', String(TEST.dbPort), '-U', 'postgres', '-d', 'postgres', `supabase/tests/${f}`], { PGPASSWORD: 'postgres' })
+    countTap(f, out)
+  }
+
+  console.log('\n== Deno tests (tests/)')
+  const privateJwk = { ...(await exportJWK(privateKey)), kid: 'test-es256', alg: 'ES256' }
+  const denoOut = await runShown(`${ROOT}/node_modules/.bin/deno`, ['test', '-A', '--reporter=tap', 'tests/'], {
+    ...stack.functionEnv,
+    TEST_ES256_PRIVATE_JWK: JSON.stringify(privateJwk),
+    TEST_DB_PORT: String(TEST.dbPort),
+  })
+  countTap('deno test', denoOut)
+} finally {
+  await stack.stop()
+  await jwksServer.shutdown()
+  if (Deno.uid() === 0) await run('rm', ['-rf', dataDir]).catch(() => {})
+  else await Deno.remove(dataDir, { recursive: true }).catch(() => {})
+}
+
+if (failures.length) console.log(`\nFailed:\n${failures.map((f) => `  - ${f}`).join('\n')}`)
+console.log(`\n${passed} passed, ${failed} failed`)
+Deno.exit(failed ? 1 : 0)

@@ -1,0 +1,85 @@
+// The shared cron-secret rules (SPEC "Authentication" table) and pg_cron -> net -> function.
+import { strict as assert } from 'node:assert'
+import { checkCronSecret, type CronGroup, secretsEqual } from '../functions/_shared/cron.ts'
+import { createUser, env, sql, test } from './_helpers.ts'
+
+const envOf = (vars: Record<string, string>) => (k: string) => vars[k]
+const accepts = (group: CronGroup, vars: Record<string, string>, given: string) =>
+  checkCronSecret(group, given, envOf(vars)).ok
+
+test('each group accepts exactly the variables SPEC lists', () => {
+  const all = {
+    WORKOUT_WINDOW_CRON_SECRET: 'ww', CHAT_CRON_SECRET: 'chat', DROPS_CRON_SECRET: 'drops',
+    MUSIC_SYNC_CRON_SECRET: 'music', LABS_CRON_SECRET: 'labs', ENCOURAGEMENT_DROPS_CRON_SECRET: 'enc',
+  }
+  const table: [CronGroup, string[]][] = [
+    ['workout-window', ['ww']],
+    ['chat', ['chat']], // CHAT_CRON_SECRET wins when set: WORKOUT_WINDOW is only its fallback
+    ['encouragement-drops', ['drops', 'ww', 'chat']],
+    ['encouragement-drops/process-engagement', ['enc', 'drops', 'ww', 'chat']],
+    ['drops', ['drops']],
+    ['music', ['music']],
+    ['labs', ['labs', 'ww']],
+  ]
+  for (const [group, ok] of table) {
+    for (const given of Object.values(all)) {
+      assert.equal(accepts(group, all, given), ok.includes(given), `${group} with ${given}`)
+    }
+    assert.equal(accepts(group, all, ''), false)
+    assert.equal(accepts(group, all, 'nope'), false)
+  }
+})
+
+test('chat falls back to WORKOUT_WINDOW_CRON_SECRET only when CHAT_CRON_SECRET is unset', () => {
+  assert.equal(accepts('chat', { WORKOUT_WINDOW_CRON_SECRET: 'ww' }, 'ww'), true)
+  assert.equal(accepts('chat', { WORKOUT_WINDOW_CRON_SECRET: 'ww', CHAT_CRON_SECRET: 'c' }, 'ww'), false)
+})
+
+test('an unset secret never opens an endpoint', () => {
+  const none = checkCronSecret('drops', 'anything', envOf({}))
+  assert.deepEqual(none, { ok: false, reason: 'not-configured', optional: true, variables: ['DROPS_CRON_SECRET'] })
+  const required = checkCronSecret('music', '', envOf({}))
+  assert.equal(required.ok, false)
+  assert.equal(!required.ok && required.reason === 'not-configured' && required.optional, false)
+  // An empty header never matches, even against an empty configured value.
+  assert.equal(accepts('drops', { DROPS_CRON_SECRET: 'x' }, ''), false)
+})
+
+test('secret comparison is exact', () => {
+  assert.equal(secretsEqual('abc', 'abc'), true)
+  assert.equal(secretsEqual('abc', 'abd'), false)
+  assert.equal(secretsEqual('abc', 'abcd'), false)
+  assert.equal(secretsEqual('', 'a'), false)
+})
+
+test('a pg_cron job made by schedule_edge_function_job reaches the function through net', async () => {
+  const user = await createUser()
+  const jobName = `test-award-${crypto.randomUUID().slice(0, 8)}`
+  await sql`select private.schedule_edge_function_job(${jobName}, '0 0 1 1 *', '/api/drops/cron/award-monthly-all', 'DROPS_CRON_SECRET')`
+  try {
+    const [job] = await sql`select command, schedule from cron.job where jobname = ${jobName}`
+    assert.equal(job.schedule, '0 0 1 1 *')
+    // Run the job's command as pg_cron would, then wait for the gateway to send it.
+    const [queued] = await sql.unsafe(job.command)
+    const id = Number(Object.values(queued)[0])
+    let response
+    for (let i = 0; i < 100 && !response; i++) {
+      ;[response] = await sql`select status_code, content from net._http_response where id = ${id}`
+      if (!response) await new Promise((r) => setTimeout(r, 100))
+    }
+    assert.ok(response, 'the queued request was never sent')
+    assert.equal(response.status_code, 200, response.content)
+    assert.equal(JSON.parse(response.content).success, true)
+    const [award] = await sql`select amount from public.monthly_drop_awards where user_id = ${user.id}`
+    assert.equal(award.amount, 30)
+  } finally {
+    await sql`select cron.unschedule(${jobName})`
+  }
+})
+
+test('the monthly award job is scheduled for midnight on the 1st, calling SQL directly', async () => {
+  const [job] = await sql`select schedule, command from cron.job where jobname = 'award-monthly-drops'`
+  assert.equal(job.schedule, '0 0 1 * *')
+  assert.match(job.command, /public\.award_monthly_drops_all\(\)/)
+  assert.ok(env('DROPS_CRON_SECRET'))
+})
