@@ -6,7 +6,7 @@ import { run } from '../scripts/lib/proc.ts'
 import { test } from './_helpers.ts'
 
 test('a second start applies no migration and keeps the data', async () => {
-  const base = Number(Deno.env.get('TEST_PORT_BASE') ?? 55321) + 50
+  const base = Number(Deno.env.get('TEST_PORT_BASE') ?? 25321) + 50
   const dataDir = await Deno.makeTempDir({ prefix: 'journal-restart-' })
   await Deno.chmod(dataDir, 0o755)
   const opts = { dataDir, apiPort: base, dbPort: base + 1, restPort: base + 9, throwaway: true }

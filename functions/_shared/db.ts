@@ -1,19 +1,25 @@
 // PostgREST clients. userDb() carries the caller's token so RLS decides; serviceDb() is for
 // work no user is the caller of (jobs, webhooks, checked super-admin operations).
-import { createClient, type SupabaseClient } from '@supabase/supabase-js'
-import { requiredEnv } from './env.ts'
+// A PostgrestClient (the REST part of supabase-js) is cheap to make per request.
+import { PostgrestClient } from '@supabase/postgrest-js'
+import { optionalEnv, requiredEnv } from './env.ts'
 
-const options = { auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false } }
+export type Db = PostgrestClient
 
-export function userDb(token: string): SupabaseClient {
-  return createClient(requiredEnv('SUPABASE_URL'), requiredEnv('SUPABASE_ANON_KEY'), {
-    ...options,
-    global: { headers: { Authorization: `Bearer ${token}` } },
+/** PostgREST's address: SUPABASE_URL/rest/v1, unless SUPABASE_REST_URL names a closer one. */
+function restUrl() {
+  return optionalEnv('SUPABASE_REST_URL') ?? `${requiredEnv('SUPABASE_URL')}/rest/v1`
+}
+
+export function userDb(token: string): Db {
+  return new PostgrestClient(restUrl(), {
+    headers: { apikey: requiredEnv('SUPABASE_ANON_KEY'), Authorization: `Bearer ${token}` },
   })
 }
 
-let service: SupabaseClient | undefined
-export function serviceDb(): SupabaseClient {
-  service ??= createClient(requiredEnv('SUPABASE_URL'), requiredEnv('SUPABASE_SERVICE_ROLE_KEY'), options)
+let service: Db | undefined
+export function serviceDb(): Db {
+  const key = requiredEnv('SUPABASE_SERVICE_ROLE_KEY')
+  service ??= new PostgrestClient(restUrl(), { headers: { apikey: key, Authorization: `Bearer ${key}` } })
   return service
 }

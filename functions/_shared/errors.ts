@@ -1,5 +1,5 @@
 // One error type for every endpoint, mapped to {error} with the right status.
-import type { PostgrestError } from '@supabase/supabase-js'
+import type { PostgrestError } from '@supabase/postgrest-js'
 
 export class HttpError extends Error {
   constructor(readonly status: number, message: string) {

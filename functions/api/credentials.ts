@@ -1,9 +1,8 @@
 // The credentials a route may declare: bearer (a signed-in user), superAdmin, cronSecret
 // (a scheduled job), or publicRoute (none). Each sets what the route may use.
-import type { SupabaseClient } from '@supabase/supabase-js'
 import type { MiddlewareHandler } from 'hono'
 import { type CronGroup, checkCronSecret } from '../_shared/cron.ts'
-import { serviceDb, userDb } from '../_shared/db.ts'
+import { type Db, serviceDb, userDb } from '../_shared/db.ts'
 import { optionalEnv } from '../_shared/env.ts'
 import { forbidden, fromDb, HttpError, unauthorized } from '../_shared/errors.ts'
 import { bearerToken, type Claims, verifyAccessToken } from '../_shared/jwt.ts'
@@ -19,7 +18,7 @@ export type ApiEnv = {
   Variables: {
     caller: Caller
     /** PostgREST as the caller (RLS applies), or as the service role for cron routes. */
-    db: SupabaseClient
+    db: Db
   }
 }
 
@@ -39,7 +38,7 @@ export const bearer: MiddlewareHandler<ApiEnv> = async (c, next) => {
   await next()
 }
 
-async function assertSuperAdmin(db: SupabaseClient) {
+async function assertSuperAdmin(db: Db) {
   const { data, error } = await db.rpc('is_super_admin')
   if (error) throw fromDb(error)
   if (data !== true) throw forbidden('Super admin only')

@@ -1,8 +1,9 @@
 // Where each stack lives: `npm start` on Supabase's usual local ports, `npm test` beside it.
-// TEST_PORT_BASE moves the test stack (two test runs at once need different bases).
+// Test and bench stacks sit below Linux's ephemeral range (32768+), where an outgoing
+// connection could hold the port. TEST_PORT_BASE moves the test stack.
 import { ROOT } from './proc.ts'
 
 export const DEV = { dataDir: `${ROOT}/.local`, apiPort: 54321, dbPort: 54322, restPort: 54330 }
 
-const base = Number(Deno.env.get('TEST_PORT_BASE') ?? 55321)
+const base = Number(Deno.env.get('TEST_PORT_BASE') ?? 25321)
 export const TEST = { apiPort: base, dbPort: base + 1, restPort: base + 9 }

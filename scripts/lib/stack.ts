@@ -84,6 +84,9 @@ export async function startStack(o: StackOptions): Promise<Stack> {
       SUPABASE_ANON_KEY: LOCAL_ANON_KEY,
       SUPABASE_SERVICE_ROLE_KEY: LOCAL_SERVICE_ROLE_KEY,
       SUPABASE_DB_URL: dbUrl(o.dbPort),
+      // Functions run inside the gateway, so they reach PostgREST directly (on Supabase they
+      // go through SUPABASE_URL/rest/v1).
+      SUPABASE_REST_URL: `http://127.0.0.1:${o.restPort}`,
       JWT_SECRET: LOCAL_JWT_SECRET,
       COMMIT_SHA: await commitId(),
       ...LOCAL_CRON_SECRETS,
