@@ -6,6 +6,7 @@
 import type postgres from 'postgres'
 import { errors as joseErrors, jwtVerify } from 'jose'
 import { createHash } from 'node:crypto'
+import { parseMultipart } from './multipart.ts'
 
 export interface StorageContext {
   sql: postgres.Sql
@@ -221,7 +222,7 @@ async function readUpload(req: Request, limit: number) {
     cacheControl: req.headers.get('cache-control')?.match(/max-age=(\d+)/)?.[1],
   }
   if (boundary) {
-    const parts = parseMultipart(body, boundary)
+    const parts = parseMultipart(body, boundary, () => fail(400, 'InvalidRequest', 'Malformed multipart body'))
     const part = parts.find((p) => p.filename !== undefined) ?? parts.find((p) => p.name === '')
     if (!part) return fail(400, 'InvalidRequest', 'No file in the multipart body')
     const cache = parts.find((p) => p.name === 'cacheControl' && p.filename === undefined)
@@ -237,56 +238,6 @@ async function readUpload(req: Request, limit: number) {
     mimetype: file.mimetype || 'application/octet-stream',
     cacheControl: file.cacheControl || '3600',
   }
-}
-
-interface Part {
-  name?: string
-  filename?: string
-  type?: string
-  content: Uint8Array
-}
-
-/** A small multipart/form-data parser: Deno's Request.formData() drops the field named ''
- *  that storage-js puts the file under. */
-function parseMultipart(body: Uint8Array, boundary: string): Part[] {
-  const enc = new TextEncoder()
-  const malformed = () => fail(400, 'InvalidRequest', 'Malformed multipart body')
-  const delim = enc.encode(`\r\n--${boundary}`)
-  const parts: Part[] = []
-  let pos = indexOf(body, delim.subarray(2), 0) // the first delimiter may open the body, without CRLF
-  if (pos < 0) malformed()
-  pos += delim.length - 2
-  while (body[pos] !== 45 || body[pos + 1] !== 45) { // "--" after a delimiter closes the body
-    if (body[pos] !== 13 || body[pos + 1] !== 10) malformed()
-    const next = indexOf(body, delim, pos + 2)
-    if (next < 0) malformed()
-    const part = body.subarray(pos + 2, next)
-    const split = indexOf(part, enc.encode('\r\n\r\n'), 0)
-    if (split < 0) malformed()
-    const head = new TextDecoder().decode(part.subarray(0, split))
-    const disposition = head.match(/^content-disposition:(.*)$/im)?.[1] ?? ''
-    parts.push({
-      name: disposition.match(/\bname="([^"]*)"/i)?.[1],
-      filename: disposition.match(/\bfilename="([^"]*)"/i)?.[1],
-      type: head.match(/^content-type:\s*(.*?)\s*$/im)?.[1],
-      content: part.subarray(split + 4),
-    })
-    pos = next + delim.length
-  }
-  return parts
-}
-
-function indexOf(hay: Uint8Array, needle: Uint8Array, from: number): number {
-  for (
-    let i = hay.indexOf(needle[0], from);
-    i >= 0 && i + needle.length <= hay.length;
-    i = hay.indexOf(needle[0], i + 1)
-  ) {
-    let j = 1
-    while (j < needle.length && hay[i + j] === needle[j]) j++
-    if (j === needle.length) return i
-  }
-  return -1
 }
 
 async function upload(req: Request, ctx: StorageContext, c: Claims, bucketId: string, name: string) {
