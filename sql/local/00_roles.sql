@@ -31,7 +31,15 @@ grant usage on schema extensions to anon, authenticated, service_role;
 alter database postgres set search_path = "$user", public, extensions;
 
 -- Supabase grants the API roles everything in public; row-level security is the guard.
+-- Default privileges are set once, when the project is new (as on Supabase): migrations
+-- may narrow them, and a restart must not widen them again.
 grant usage on schema public to anon, authenticated, service_role;
-alter default privileges in schema public grant all on tables to anon, authenticated, service_role;
-alter default privileges in schema public grant all on sequences to anon, authenticated, service_role;
-alter default privileges in schema public grant all on functions to anon, authenticated, service_role;
+do $$
+begin
+  if to_regclass('supabase_migrations.schema_migrations') is null then
+    alter default privileges in schema public grant all on tables to anon, authenticated, service_role;
+    alter default privileges in schema public grant all on sequences to anon, authenticated, service_role;
+    alter default privileges in schema public grant all on functions to anon, authenticated, service_role;
+  end if;
+end
+$$;

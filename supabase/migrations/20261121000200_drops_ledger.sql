@@ -54,13 +54,15 @@ create trigger drops_transactions_apply_to_balance
   for each statement execute function private.apply_drops_deltas();
 
 create or replace function private.forbid_ledger_changes() returns trigger
-language plpgsql
+language plpgsql security definer
 set search_path = ''
 as $$
 begin
-  -- Deleting a user cascades to their rows (fired from the foreign key's trigger).
-  if tg_op = 'DELETE' and pg_trigger_depth() > 1 then
-    return old;
+  -- Deleting a user cascades to their rows: allowed once their profile is gone.
+  if tg_op = 'DELETE' then
+    if not exists (select 1 from public.profiles where id = old.user_id) then
+      return old;
+    end if;
   end if;
   raise exception 'drops_transactions is append-only' using errcode = '42501';
 end
@@ -104,6 +106,7 @@ set search_path = ''
 as $$
 declare
   row public.drops_transactions;
+  violated text;
 begin
   if not private.is_trusted_caller() then
     raise exception 'only super admins may adjust drops' using errcode = '42501';
@@ -123,7 +126,11 @@ begin
             btrim(reason), coalesce(nullif(btrim(source), ''), 'admin'), (select auth.uid()))
     returning * into row;
   exception when check_violation then
-    raise exception 'insufficient drops: the balance cannot go below zero' using errcode = '23514';
+    get stacked diagnostics violated = constraint_name;
+    if violated = 'profiles_drops_balance_check' then
+      raise exception 'insufficient drops: the balance cannot go below zero' using errcode = '23514';
+    end if;
+    raise;
   end;
   return row;
 end

@@ -30,7 +30,7 @@ set search_path = ''
 as $$
   select exists (select 1 from public.subscriptions where user_id = target_user_id and status = 'active')
 $$;
-grant execute on function private.is_premium(uuid) to authenticated, service_role;
+-- Not granted to clients: whether someone else is premium is not theirs to ask.
 
 create table public.monthly_drop_awards (
   user_id uuid not null references public.profiles (id) on delete cascade,

@@ -7,7 +7,7 @@ create extension if not exists pgtap with schema extensions;
 grant usage on schema extensions to supabase_auth_admin;
 grant execute on all functions in schema extensions to anon, authenticated, supabase_auth_admin;
 
-select plan(52);
+select plan(54);
 
 -- Fixed users: an owner, another user and an admin-to-be.
 insert into auth.users (id, email, raw_user_meta_data) values
@@ -32,6 +32,19 @@ select results_eq(
   'a user inserted with just id and email gets a profile with a null name and the defaults');
 select is((select count(*)::integer from public.profiles where id::text like '11111111-0000-4000-8000-%'), 4,
   'exactly one profile per new auth user');
+
+-- On Supabase the auth server inserts users as supabase_auth_admin: the trigger works for it.
+set local role supabase_auth_admin;
+select lives_ok(
+  $$insert into auth.users (id, email, raw_user_meta_data)
+    values ('11111111-0000-4000-8000-000000000005', 'pgtap-profiles-gotrue@example.test', '{"full_name": "Gita GoTrue"}')$$,
+  'the auth server (supabase_auth_admin) can create a user');
+reset role;
+select results_eq(
+  $$select full_name, role, drops_balance from public.profiles where id = '11111111-0000-4000-8000-000000000005'$$,
+  $$values ('Gita GoTrue'::text, 'user'::text, 50)$$,
+  'a user created by the auth server gets a profile and the signup bonus');
+delete from auth.users where id = '11111111-0000-4000-8000-000000000005';
 
 -- Super admin for later (a direct session, as in the SQL dashboard).
 update public.profiles set role = 'super_admin' where id = '11111111-0000-4000-8000-000000000003';

@@ -158,6 +158,9 @@ $$;
 
 -- (g) default privileges (of postgres, the role migrations run as) that would make a new
 -- function executable by anon, authenticated or PUBLIC without a deliberate grant.
+-- Known failure on a dev stack started more than once: sql/local/00_roles.sql is re-applied
+-- on every `npm start` and re-grants EXECUTE on functions in public to anon/authenticated,
+-- undoing the conventions migration's revoke (which, being applied, never runs again).
 create function pg_temp.lint_default_function_privileges() returns setof text
 language sql stable as $$
   select format('default privileges of %s%s grant EXECUTE on new functions to %s',
@@ -177,13 +180,18 @@ language sql stable as $$
   order by 1
 $$;
 
--- (h) two or more permissive policies for the same role and action on one table.
+-- (h) two or more permissive policies for the same role and action on one table. A policy
+-- `to public` applies to every role, so it also counts for anon and authenticated.
 create function pg_temp.lint_duplicate_permissive_policies() returns setof text
 language sql stable as $$
   select format('%I.%I %s to %s: %s', p.schemaname, p.tablename, a.action, r.role,
                 string_agg(quote_ident(p.policyname), ', ' order by p.policyname))
     from pg_catalog.pg_policies p
-    cross join lateral unnest(p.roles) r(role)
+    cross join lateral (
+      select distinct x from unnest(p.roles) pr(name)
+       cross join lateral unnest(case when pr.name = 'public' then array['public', 'anon', 'authenticated']::name[]
+                                      else array[pr.name] end) x
+    ) r(role)
     cross join lateral unnest(case when p.cmd = 'ALL' then array['SELECT', 'INSERT', 'UPDATE', 'DELETE']
                                    else array[p.cmd] end) a(action)
    where p.schemaname in ('public', 'storage')
@@ -395,9 +403,12 @@ create policy "lint self-test: restrictive update" on public.lint_selftest_dupes
   as restrictive for update to authenticated using (true);
 create policy "lint self-test: anon insert" on public.lint_selftest_dupes
   for insert to anon with check (true);
+create policy "lint self-test: public delete" on public.lint_selftest_dupes
+  for delete to public using (true);
 select is(pg_temp.lint_new('h', 'lint_duplicate_permissive_policies'),
-  array['public.lint_selftest_dupes SELECT to authenticated: "lint self-test: all", "lint self-test: select"'],
-  'self-test (h): two permissive policies for the same role and action are reported, and only those');
+  array['public.lint_selftest_dupes DELETE to authenticated: "lint self-test: all", "lint self-test: public delete"',
+        'public.lint_selftest_dupes SELECT to authenticated: "lint self-test: all", "lint self-test: select"'],
+  'self-test (h): two permissive policies for the same role and action (ALL and PUBLIC expanded) are reported, and only those');
 drop table public.lint_selftest_dupes;
 
 -- (i) a table without a comment.
