@@ -4,7 +4,8 @@
 import { PostgrestClient } from '@supabase/postgrest-js'
 import { optionalEnv, requiredEnv } from './env.ts'
 
-export type Db = PostgrestClient
+// deno-lint-ignore no-explicit-any
+export type Db = PostgrestClient<any, any, any>
 
 /** PostgREST's address: SUPABASE_URL/rest/v1, unless SUPABASE_REST_URL names a closer one. */
 function restUrl() {
@@ -12,7 +13,7 @@ function restUrl() {
 }
 
 export function userDb(token: string): Db {
-  return new PostgrestClient(restUrl(), {
+  return new PostgrestClient<any, any, any>(restUrl(), {
     headers: { apikey: requiredEnv('SUPABASE_ANON_KEY'), Authorization: `Bearer ${token}` },
   })
 }
@@ -20,6 +21,6 @@ export function userDb(token: string): Db {
 let service: Db | undefined
 export function serviceDb(): Db {
   const key = requiredEnv('SUPABASE_SERVICE_ROLE_KEY')
-  service ??= new PostgrestClient(restUrl(), { headers: { apikey: key, Authorization: `Bearer ${key}` } })
+  service ??= new PostgrestClient<any, any, any>(restUrl(), { headers: { apikey: key, Authorization: `Bearer ${key}` } })
   return service
 }

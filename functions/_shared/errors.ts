@@ -27,8 +27,24 @@ const STATUS_BY_CODE: Record<string, number> = {
   'PGRST302': 401,
 }
 
+// Check constraints named <table>_<field>_required say which field is missing.
+function constraintMessage(message: string): string | undefined {
+  const required = message.match(/check constraint "\w+?_(team_id|org_id)_required"/)
+  if (required) {
+    const level = required[1] === 'team_id' ? 'team' : 'org'
+    return `${required[1]}: required when a visibility is ${level}`
+  }
+  const field = message.match(/check constraint "[a-z]+(?:_[a-z]+)*?_(title|name|content|mood|tags|description|notes|status|settings|full_name|avatar_url|metadata_visibility|content_visibility)_check"/)
+  if (field) return `${field[1]}: value is not allowed (see the API limits)`
+  return undefined
+}
+
 /** Turns a PostgREST/Postgres error into an HttpError; unknown ones become a 500. */
 export function fromDb(error: PostgrestError | { code?: string; message?: string }): HttpError {
+  if (error.code === '23514' && error.message) {
+    const friendly = constraintMessage(error.message)
+    if (friendly) return badRequest(friendly)
+  }
   const status = (error.code && STATUS_BY_CODE[error.code]) || 500
   if (status === 500) {
     console.error('database error', error)
@@ -38,4 +54,10 @@ export function fromDb(error: PostgrestError | { code?: string; message?: string
     return forbidden()
   }
   return new HttpError(status, error.message || 'Request failed')
+}
+
+/** The data of a PostgREST reply, or its error as an HttpError. */
+export function unwrap<T>(reply: { data: T | null; error: PostgrestError | null }): T {
+  if (reply.error) throw fromDb(reply.error)
+  return reply.data as T
 }

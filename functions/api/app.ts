@@ -7,7 +7,12 @@ import type { ApiEnv } from './credentials.ts'
 import { adminRoutes } from './routes/admin.ts'
 import { authRoutes } from './routes/auth.ts'
 import { dropsRoutes } from './routes/drops.ts'
+import { goalRoutes } from './routes/goals.ts'
+import { journalRoutes } from './routes/journal.ts'
+import { notebookRoutes } from './routes/notebooks.ts'
+import { organizationRoutes } from './routes/organizations.ts'
 import { profileRoutes } from './routes/profile.ts'
+import { teamRoutes } from './routes/teams.ts'
 
 export const app = new Hono<ApiEnv>().basePath('/api')
 
@@ -21,6 +26,11 @@ app.route('/', authRoutes)
 app.route('/', profileRoutes)
 app.route('/', dropsRoutes)
 app.route('/', adminRoutes)
+app.route('/', organizationRoutes)
+app.route('/', teamRoutes)
+app.route('/', notebookRoutes)
+app.route('/', journalRoutes)
+app.route('/', goalRoutes)
 
 app.notFound((c) => c.json({ error: `No route for ${c.req.method} ${c.req.path}` }, 404))
 

@@ -113,14 +113,16 @@ alter table public.organizations enable row level security;
 alter table public.organization_members enable row level security;
 revoke all on public.organizations, public.organization_members from anon, authenticated;
 grant select, delete on public.organizations to authenticated;
-grant insert (name, description, settings, owner_id) on public.organizations to authenticated;
+grant insert (id, name, description, settings, owner_id) on public.organizations to authenticated;
 grant update (name, description, settings) on public.organizations to authenticated;
 grant select, insert, delete on public.organization_members to authenticated;
 grant update (role) on public.organization_members to authenticated;
 
 create policy "organizations: members and super admins read" on public.organizations
   for select to authenticated
-  using (id in (select private.my_org_ids()) or (select private.is_super_admin()));
+  using (owner_id = (select auth.uid()) or id in (select private.my_org_ids()) or (select private.is_super_admin()));
+comment on policy "organizations: members and super admins read" on public.organizations is
+  'owner_id is checked too, so the creator can read the row back before the owner membership exists.';
 
 create policy "organizations: any user creates, as owner" on public.organizations
   for insert to authenticated
@@ -276,7 +278,7 @@ alter table public.teams enable row level security;
 alter table public.team_members enable row level security;
 revoke all on public.teams, public.team_members from anon, authenticated;
 grant select, delete on public.teams to authenticated;
-grant insert (name, description, org_id, admin_id, settings) on public.teams to authenticated;
+grant insert (id, name, description, org_id, admin_id, settings) on public.teams to authenticated;
 grant update (name, description, admin_id, settings) on public.teams to authenticated;
 grant select, insert, delete on public.team_members to authenticated;
 grant update (role) on public.team_members to authenticated;

@@ -306,7 +306,7 @@ alter table public.journal_entry_contents enable row level security;
 
 revoke all on public.notebooks, public.journal_entries, public.journal_entry_contents from anon, authenticated;
 grant select on public.notebooks, public.journal_entries, public.journal_entry_contents to anon, authenticated;
-grant insert (name, metadata_visibility, content_visibility, team_id, org_id),
+grant insert (id, name, metadata_visibility, content_visibility, team_id, org_id),
       update (name, metadata_visibility, content_visibility, team_id, org_id), delete
   on public.notebooks to authenticated;
 grant insert (id, notebook_id, title, mood, tags, metadata_visibility, content_visibility, team_id, org_id),

@@ -29,7 +29,7 @@ alter table public.goals enable row level security;
 alter table public.goal_check_ins enable row level security;
 revoke all on public.goals, public.goal_check_ins from anon, authenticated;
 grant select, delete on public.goals to authenticated;
-grant insert (title, description, target_date, status), update (title, description, target_date, status)
+grant insert (id, title, description, target_date, status), update (title, description, target_date, status)
   on public.goals to authenticated;
 grant select on public.goal_check_ins to authenticated;
 grant insert (goal_id, status, notes) on public.goal_check_ins to authenticated;

@@ -1,0 +1,55 @@
+// Notebooks (SPEC "Notebook"): entries whose level is user inherit a notebook's levels.
+import { Hono } from 'hono'
+import { z } from 'zod'
+import { refuseWrite } from '../../_shared/access.ts'
+import { badRequest, notFound, unwrap } from '../../_shared/errors.ts'
+import { decodeCursor, olderThan, page, pageQuery } from '../../_shared/pagination.ts'
+import { parseWith, readJson, readQuery, uuid } from '../../_shared/validation.ts'
+import { requireSharingTargets, sharingFields } from '../../_shared/visibility.ts'
+import { type ApiEnv, bearer } from '../credentials.ts'
+
+const COLUMNS = 'id, user_id, name, metadata_visibility, content_visibility, team_id, org_id, created_at, updated_at'
+
+const name = z.string({ required_error: 'name is required', invalid_type_error: 'name must be a string' })
+  .trim().min(1, 'name must not be empty').max(200, 'name must be at most 200 characters')
+
+const NewNotebook = z.object({ name, ...sharingFields }).strict().superRefine(requireSharingTargets)
+const NotebookPatch = z.object({ name: name.optional(), ...sharingFields }).strict().superRefine(requireSharingTargets)
+const ListQuery = z.object(pageQuery).strict()
+
+const notebookId = (id: string) => parseWith(uuid('id'), id)
+
+export const notebookRoutes = new Hono<ApiEnv>()
+  .get('/notebooks', bearer, async (c) => {
+    const q = readQuery(c, ListQuery)
+    const cursor = decodeCursor(q.before)
+    let query = c.var.db.from('notebooks').select(COLUMNS).eq('user_id', c.var.caller.id)
+    if (cursor) query = query.or(olderThan(cursor))
+    const rows = unwrap(await query.order('created_at', { ascending: false }).order('id', { ascending: false }).limit(q.limit + 1))
+    const { items, next_cursor } = page(rows, q.limit)
+    return c.json({ notebooks: items, next_cursor })
+  })
+  .get('/notebooks/:id', bearer, async (c) => {
+    const id = notebookId(c.req.param('id'))
+    const notebook = unwrap(await c.var.db.from('notebooks').select(COLUMNS).eq('id', id).maybeSingle())
+    if (!notebook) throw notFound('Notebook not found')
+    return c.json(notebook)
+  })
+  .post('/notebooks', bearer, async (c) => {
+    const body = await readJson(c, NewNotebook)
+    return c.json(unwrap(await c.var.db.from('notebooks').insert(body).select(COLUMNS).single()), 201)
+  })
+  .put('/notebooks/:id', bearer, async (c) => {
+    const id = notebookId(c.req.param('id'))
+    const patch = await readJson(c, NotebookPatch)
+    if (Object.keys(patch).length === 0) throw badRequest('Nothing to update')
+    const rows = unwrap(await c.var.db.from('notebooks').update(patch).eq('id', id).select(COLUMNS))
+    if (!rows.length) await refuseWrite(c.var.db, 'notebooks', { id }, 'notebook')
+    return c.json(rows[0])
+  })
+  .delete('/notebooks/:id', bearer, async (c) => {
+    const id = notebookId(c.req.param('id'))
+    const rows = unwrap(await c.var.db.from('notebooks').delete().eq('id', id).select('id'))
+    if (!rows.length) await refuseWrite(c.var.db, 'notebooks', { id }, 'notebook')
+    return c.json({ message: 'Notebook deleted; its entries are kept' })
+  })

@@ -1,0 +1,117 @@
+// Teams (SPEC "Teams"): organization members see them; team admins manage them; only
+// organization owners change admin_id. All of it enforced in the database.
+import { Hono } from 'hono'
+import { z } from 'zod'
+import { refuseWrite } from '../../_shared/access.ts'
+import type { Db } from '../../_shared/db.ts'
+import { badRequest, notFound, unwrap } from '../../_shared/errors.ts'
+import { decodeCursor, olderThan, page, pageQuery } from '../../_shared/pagination.ts'
+import { parseWith, readJson, readQuery, uuid } from '../../_shared/validation.ts'
+import { type ApiEnv, bearer } from '../credentials.ts'
+import { groupFields, memberView } from './organizations.ts'
+
+const COLUMNS = 'id, name, description, org_id, admin_id, settings, created_at, updated_at, organizations(id, name)'
+
+const NewTeam = z.object({
+  name: groupFields.name,
+  description: groupFields.description.optional(),
+  org_id: uuid('org_id'),
+  admin_id: uuid('admin_id').optional(),
+  settings: groupFields.settings.optional(),
+}).strict()
+const TeamPatch = z.object({
+  name: groupFields.name.optional(),
+  description: groupFields.description.optional(),
+  admin_id: uuid('admin_id').optional(),
+  settings: groupFields.settings.optional(),
+}).strict()
+const teamRole = z.enum(['admin', 'member'], { errorMap: () => ({ message: 'role must be one of admin, member' }) })
+const NewMember = z.object({ user_id: uuid('user_id'), role: teamRole }).strict()
+const RoleChange = z.object({ role: teamRole }).strict()
+const ListQuery = z.object({ ...pageQuery, org_id: uuid('org_id').optional() }).strict()
+
+async function listMembers(db: Db, teamId: string) {
+  return unwrap(await db.rpc('list_team_members', { target_team: teamId })) as { user_id: string; role: string; joined_at: string | null }[]
+}
+
+async function member(db: Db, teamId: string, userId: string) {
+  const found = (await listMembers(db, teamId)).find((m) => m.user_id === userId)
+  if (!found) throw notFound('Member not found')
+  return memberView(found)
+}
+
+const ids = (c: { req: { param(k: string): string } }) => ({
+  teamId: parseWith(uuid('id'), c.req.param('id')),
+  userId: c.req.param('userId') === undefined ? '' : parseWith(uuid('userId'), c.req.param('userId')),
+})
+
+export const teamRoutes = new Hono<ApiEnv>()
+  .get('/teams', bearer, async (c) => {
+    const q = readQuery(c, ListQuery)
+    const cursor = decodeCursor(q.before)
+    let query = c.var.db.from('teams').select(COLUMNS)
+    if (q.org_id) query = query.eq('org_id', q.org_id)
+    if (cursor) query = query.or(olderThan(cursor))
+    const rows = unwrap(await query.order('created_at', { ascending: false }).order('id', { ascending: false }).limit(q.limit + 1))
+    const { items, next_cursor } = page(rows, q.limit)
+    return c.json({ teams: items, next_cursor })
+  })
+  .post('/teams', bearer, async (c) => {
+    const body = await readJson(c, NewTeam)
+    const { data, error } = await c.var.db.from('teams')
+      .insert({ ...body, admin_id: body.admin_id ?? c.var.caller.id }).select(COLUMNS).single()
+    if (error?.code === '42501') throw notFound('Organization not found')
+    return c.json(unwrap({ data, error }), 201)
+  })
+  .get('/teams/:id', bearer, async (c) => {
+    const { teamId } = ids(c)
+    const team = unwrap(await c.var.db.from('teams').select(COLUMNS).eq('id', teamId).maybeSingle())
+    if (!team) throw notFound('Team not found')
+    const mine = unwrap<{ role: string } | null>(
+      await c.var.db.from('team_members').select('role').eq('team_id', teamId).eq('user_id', c.var.caller.id).maybeSingle(),
+    )
+    return c.json({ team, user_role: mine?.role ?? null })
+  })
+  .put('/teams/:id', bearer, async (c) => {
+    const { teamId } = ids(c)
+    const patch = await readJson(c, TeamPatch)
+    if (Object.keys(patch).length === 0) throw badRequest('Nothing to update')
+    const rows = unwrap(await c.var.db.from('teams').update(patch).eq('id', teamId).select(COLUMNS))
+    if (!rows.length) await refuseWrite(c.var.db, 'teams', { id: teamId }, 'team')
+    return c.json(rows[0])
+  })
+  .delete('/teams/:id', bearer, async (c) => {
+    const { teamId } = ids(c)
+    const rows = unwrap(await c.var.db.from('teams').delete().eq('id', teamId).select('id'))
+    if (!rows.length) await refuseWrite(c.var.db, 'teams', { id: teamId }, 'team')
+    return c.json({ message: 'Team deleted' })
+  })
+  .get('/teams/:id/members', bearer, async (c) => {
+    const { teamId } = ids(c)
+    return c.json({ members: (await listMembers(c.var.db, teamId)).map(memberView) })
+  })
+  .post('/teams/:id/members', bearer, async (c) => {
+    const { teamId } = ids(c)
+    const body = await readJson(c, NewMember)
+    const { error } = await c.var.db.from('team_members').insert({ team_id: teamId, ...body })
+    if (error?.code === '42501') await refuseWrite(c.var.db, 'teams', { id: teamId }, 'team')
+    unwrap({ data: null, error })
+    return c.json(await member(c.var.db, teamId, body.user_id), 201)
+  })
+  .put('/teams/:id/members/:userId', bearer, async (c) => {
+    const { teamId, userId } = ids(c)
+    const body = await readJson(c, RoleChange)
+    const rows = unwrap(
+      await c.var.db.from('team_members').update(body).eq('team_id', teamId).eq('user_id', userId).select('user_id'),
+    )
+    if (!rows.length) await refuseWrite(c.var.db, 'team_members', { team_id: teamId, user_id: userId }, 'member')
+    return c.json(await member(c.var.db, teamId, userId))
+  })
+  .delete('/teams/:id/members/:userId', bearer, async (c) => {
+    const { teamId, userId } = ids(c)
+    const rows = unwrap(
+      await c.var.db.from('team_members').delete().eq('team_id', teamId).eq('user_id', userId).select('user_id'),
+    )
+    if (!rows.length) await refuseWrite(c.var.db, 'team_members', { team_id: teamId, user_id: userId }, 'member')
+    return c.json({ message: 'Member removed' })
+  })
