@@ -1,6 +1,7 @@
 // npm run bench: performance figures from a throw-away stack, each with its baseline
 // measured in the same run. Targets live in the issues; this prints, it does not judge.
 import postgres from 'postgres'
+import { benchJournalFeed } from './bench/journal_feed.ts'
 import { load, printTable } from './bench/load.ts'
 import { StackError } from './lib/proc.ts'
 import { startStack } from './lib/stack.ts'
@@ -36,6 +37,8 @@ try {
     fetch(`${stack.apiUrl}/functions/v1/api/user/profile`, { headers: auth }), { seconds, concurrency })
   printTable([direct, endpoint])
   console.log(`\nratio endpoint/direct throughput: ${(endpoint.rps / direct.rps).toFixed(2)} (target >= 0.50)`)
+
+  if (Deno.env.get('BENCH_SKIP_FEED') !== '1') await benchJournalFeed(stack, Number(Deno.env.get('BENCH_FEED_RUNS') ?? 200))
 } finally {
   await stack.stop()
   await new Deno.Command('rm', { args: ['-rf', dataDir] }).output()

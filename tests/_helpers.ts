@@ -110,3 +110,71 @@ export async function badTokensFor(user: TestUser) {
     'anon key (no user)': ANON_KEY,
   }
 }
+
+// ---- Organizations, teams and entries for tests about something else (issue 3).
+
+/** An organization owned by `owner`, set up directly in SQL, with extra members; returns its id. */
+export async function orgWith(
+  owner: TestUser,
+  members: TestUser[] = [],
+  admins: TestUser[] = [],
+): Promise<string> {
+  const name = `Org ${crypto.randomUUID().slice(0, 8)}`
+  const [{ id }] = await sql`insert into public.organizations (name, owner_id) values (${name}, ${owner.id}) returning id`
+  for (const m of members) {
+    await sql`insert into public.organization_members (org_id, user_id, role) values (${id}, ${m.id}, 'member')`
+  }
+  for (const a of admins) {
+    await sql`insert into public.organization_members (org_id, user_id, role) values (${id}, ${a.id}, 'admin')`
+  }
+  return id as string
+}
+
+/** A team of an organization, set up directly in SQL (members must already be in the organization). */
+export async function teamWith(orgId: string, admin: TestUser, members: TestUser[] = []): Promise<string> {
+  const name = `Team ${crypto.randomUUID().slice(0, 8)}`
+  const [{ id }] = await sql`insert into public.teams (name, org_id, admin_id) values (${name}, ${orgId}, ${admin.id}) returning id`
+  for (const m of members) {
+    await sql`insert into public.team_members (team_id, user_id, role) values (${id}, ${m.id}, 'member')`
+  }
+  return id as string
+}
+
+/** POST /api/journal as the user; throws unless it is a 201. Returns the entry. */
+export async function postEntry(user: TestUser, body: Record<string, unknown>): Promise<any> {
+  const res = await api('/api/journal', { token: user.token, body })
+  if (res.status !== 201) throw new Error(`POST /api/journal: ${res.status} ${JSON.stringify(res.body)}`)
+  return res.body.entry
+}
+
+/** POST /api/notebooks as the user; throws unless it is a 201. Returns the notebook. */
+export async function postNotebook(user: TestUser, body: Record<string, unknown>): Promise<any> {
+  const res = await api('/api/notebooks', { token: user.token, body })
+  if (res.status !== 201) throw new Error(`POST /api/notebooks: ${res.status} ${JSON.stringify(res.body)}`)
+  return res.body
+}
+
+/** Who is who around shared entries: the owner and a teammate in a team of an organization, an
+ *  organization member outside the team, a stranger and a super admin. */
+export interface SharingWorld {
+  owner: TestUser
+  teammate: TestUser
+  orgmate: TestUser
+  stranger: TestUser
+  superAdmin: TestUser
+  orgId: string
+  teamId: string
+}
+
+export async function sharingWorld(): Promise<SharingWorld> {
+  const [owner, teammate, orgmate, stranger, superAdmin] = await Promise.all([
+    createUser({ prefix: 'owner' }),
+    createUser({ prefix: 'teammate' }),
+    createUser({ prefix: 'orgmate' }),
+    createUser({ prefix: 'stranger' }),
+    createUser({ prefix: 'super', superAdmin: true }),
+  ])
+  const orgId = await orgWith(owner, [teammate, orgmate])
+  const teamId = await teamWith(orgId, owner, [teammate])
+  return { owner, teammate, orgmate, stranger, superAdmin, orgId, teamId }
+}

@@ -53,15 +53,26 @@ create index team_members_by_user on public.team_members (user_id, team_id);
 -- ---------------------------------------------------------------------------------------
 -- Membership helpers: computed once per statement when used as `x in (select ...)`.
 
+-- PL/pgSQL so the plan is cached per session: policies call these many times per query.
 create or replace function private.my_org_ids() returns setof uuid
-language sql stable security definer
+language plpgsql stable security definer
 set search_path = ''
-as $$ select org_id from public.organization_members where user_id = (select auth.uid()) $$;
+rows 10
+as $$
+begin
+  return query select org_id from public.organization_members where user_id = (select auth.uid());
+end
+$$;
 
 create or replace function private.my_team_ids() returns setof uuid
-language sql stable security definer
+language plpgsql stable security definer
 set search_path = ''
-as $$ select team_id from public.team_members where user_id = (select auth.uid()) $$;
+rows 20
+as $$
+begin
+  return query select team_id from public.team_members where user_id = (select auth.uid());
+end
+$$;
 
 create or replace function private.org_role(target_org uuid) returns text
 language sql stable security definer
@@ -378,6 +389,12 @@ begin
   select * into team from public.teams where id = coalesce(new.team_id, old.team_id);
   if team.id is null then
     return coalesce(new, old); -- the team is being deleted
+  end if;
+  -- Permission first (as RLS would), so outsiders learn nothing about the team; inserts
+  -- made by our own triggers (the admin's row, depth > 1) are already authorized.
+  if tg_op = 'INSERT' and pg_trigger_depth() = 1 and (select auth.uid()) is not null
+     and not (private.is_team_admin(team.id) or private.is_super_admin()) then
+    raise exception 'new row violates row-level security policy for table "team_members"' using errcode = '42501';
   end if;
   if tg_op = 'INSERT' and not exists (
     select 1 from public.organization_members where org_id = team.org_id and user_id = new.user_id

@@ -93,6 +93,7 @@ create index journal_entries_team_scope on public.journal_entries (meta_scope_id
 create index journal_entries_org_scope on public.journal_entries (meta_scope_id, created_at desc, id desc)
   where meta_scope = 'org';
 create index journal_entries_public on public.journal_entries (created_at desc, id desc) where meta_scope = 'public';
+create index journal_entries_newest on public.journal_entries (created_at desc, id desc); -- super admins' feed
 create index journal_entries_notebook on public.journal_entries (notebook_id);
 create index journal_entries_team on public.journal_entries (team_id);
 create index journal_entries_org on public.journal_entries (org_id);
@@ -252,9 +253,13 @@ begin
 end
 $$;
 
+-- A WHEN clause, not `update of <columns>`: the scopes change through the BEFORE trigger,
+-- which a column-list trigger would not notice.
 create trigger journal_entries_sync_content_scope
-  after update of content_scope, content_scope_id on public.journal_entries
-  for each row execute function private.sync_content_scope();
+  after update on public.journal_entries
+  for each row
+  when ((old.content_scope, old.content_scope_id) is distinct from (new.content_scope, new.content_scope_id))
+  execute function private.sync_content_scope();
 
 -- A content row takes its owner and scope from its entry, whatever the writer sent.
 create or replace function private.prepare_entry_content() returns trigger

@@ -65,7 +65,7 @@ begin
   if patch ? 'content' then
     insert into public.journal_entry_contents as c (entry_id, content)
     values (updated, coalesce(patch ->> 'content', ''))
-    on conflict (entry_id) do update set content = excluded.content;
+    on conflict on constraint journal_entry_contents_pkey do update set content = excluded.content;
   end if;
   return query select * from public.journal_entry_details d where d.id = updated;
 end
@@ -75,9 +75,11 @@ grant execute on function public.update_journal_entry(uuid, jsonb) to authentica
 /*
  * GET /api/journal (scope own) and ?scope=visible: one page, newest first, after an
  * optional (before_created_at, before_id) cursor. The visible feed is a UNION ALL of four
- * branches (own, my teams, my organizations, public), each read newest-first from its own
+ * branches (own, my teams, my organizations, public; for super admins: own, everyone else's),
+ * each read newest-first from its own
  * index and limited to the page size, so the planner keeps a fast plan; the tables'
- * policies still apply to every row of every branch.
+ * policies still apply to every row of every branch. PL/pgSQL, so each session caches the
+ * plan; the cursor is an index condition (no cursor: after 'infinity').
  */
 create or replace function public.journal_feed(
   scope text default 'own',
@@ -91,12 +93,19 @@ create or replace function public.journal_feed(
   before_id uuid default null,
   page_size integer default 50
 ) returns setof public.journal_entry_details
-language sql stable
+language plpgsql stable
 set search_path = ''
+set jit = off -- compiling this plan would cost far more than running it
 as $$
+begin
+  return query
   with params as (
     select (select auth.uid()) as me,
-           least(greatest(coalesce(page_size, 50), 1), 100) as n,
+           private.is_super_admin() as admin,
+           -- No cursor: start after the newest possible entry (keeps the cursor an index condition).
+           coalesce(before_created_at, 'infinity'::timestamptz) as cursor_at,
+           coalesce(before_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid) as cursor_id,
+           least(greatest(coalesce(page_size, 50), 1), 200) as n,
            '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%' as pattern
   ),
   candidates as (
@@ -109,8 +118,7 @@ as $$
         and (journal_feed.tag is null or e.tags @> array[journal_feed.tag])
         and (journal_feed.search is null or e.title ilike params.pattern or exists (
               select 1 from public.journal_entry_contents c where c.entry_id = e.id and c.content ilike params.pattern))
-        and (before_created_at is null or e.created_at < before_created_at
-             or (e.created_at = before_created_at and e.id < before_id))
+        and e.created_at <= (select cursor_at from params) and (e.created_at < (select cursor_at from params) or e.id < (select cursor_id from params))
       order by e.created_at desc, e.id desc limit (select n from params))
     union all
     (select e.id, e.created_at
@@ -118,7 +126,7 @@ as $$
        cross join params
        cross join lateral (
          select e.* from public.journal_entries e
-          where journal_feed.scope = 'visible' and journal_feed.org_id is null
+          where journal_feed.scope = 'visible' and journal_feed.org_id is null and not (select admin from params)
             and e.meta_scope = 'team' and e.meta_scope_id = t.tid and e.user_id <> params.me
             and (journal_feed.team_id is null or t.tid = journal_feed.team_id)
             and (journal_feed.notebook_id is null or e.notebook_id = journal_feed.notebook_id)
@@ -126,8 +134,7 @@ as $$
             and (journal_feed.tag is null or e.tags @> array[journal_feed.tag])
             and (journal_feed.search is null or e.title ilike params.pattern or exists (
                   select 1 from public.journal_entry_contents c where c.entry_id = e.id and c.content ilike params.pattern))
-            and (before_created_at is null or e.created_at < before_created_at
-                 or (e.created_at = before_created_at and e.id < before_id))
+            and e.created_at <= (select cursor_at from params) and (e.created_at < (select cursor_at from params) or e.id < (select cursor_id from params))
           order by e.created_at desc, e.id desc limit (select n from params)) e)
     union all
     (select e.id, e.created_at
@@ -135,7 +142,7 @@ as $$
        cross join params
        cross join lateral (
          select e.* from public.journal_entries e
-          where journal_feed.scope = 'visible' and journal_feed.team_id is null
+          where journal_feed.scope = 'visible' and journal_feed.team_id is null and not (select admin from params)
             and e.meta_scope = 'org' and e.meta_scope_id = o.oid and e.user_id <> params.me
             and (journal_feed.org_id is null or o.oid = journal_feed.org_id)
             and (journal_feed.notebook_id is null or e.notebook_id = journal_feed.notebook_id)
@@ -143,27 +150,40 @@ as $$
             and (journal_feed.tag is null or e.tags @> array[journal_feed.tag])
             and (journal_feed.search is null or e.title ilike params.pattern or exists (
                   select 1 from public.journal_entry_contents c where c.entry_id = e.id and c.content ilike params.pattern))
-            and (before_created_at is null or e.created_at < before_created_at
-                 or (e.created_at = before_created_at and e.id < before_id))
+            and e.created_at <= (select cursor_at from params) and (e.created_at < (select cursor_at from params) or e.id < (select cursor_id from params))
           order by e.created_at desc, e.id desc limit (select n from params)) e)
     union all
     (select e.id, e.created_at from public.journal_entries e, params
       where journal_feed.scope = 'visible' and journal_feed.team_id is null and journal_feed.org_id is null
-        and e.meta_scope = 'public' and e.user_id <> params.me
+        and not (select admin from params) and e.meta_scope = 'public' and e.user_id <> params.me
         and (journal_feed.notebook_id is null or e.notebook_id = journal_feed.notebook_id)
         and (journal_feed.mood is null or e.mood = journal_feed.mood)
         and (journal_feed.tag is null or e.tags @> array[journal_feed.tag])
         and (journal_feed.search is null or e.title ilike params.pattern or exists (
               select 1 from public.journal_entry_contents c where c.entry_id = e.id and c.content ilike params.pattern))
-        and (before_created_at is null or e.created_at < before_created_at
-             or (e.created_at = before_created_at and e.id < before_id))
+        and e.created_at <= (select cursor_at from params) and (e.created_at < (select cursor_at from params) or e.id < (select cursor_id from params))
+      order by e.created_at desc, e.id desc limit (select n from params))
+    union all
+    -- Super admins may see every entry (rule 6): one branch over all others' entries.
+    (select e.id, e.created_at from public.journal_entries e, params
+      where journal_feed.scope = 'visible' and (select admin from params) and e.user_id <> params.me
+        and (journal_feed.team_id is null or (e.meta_scope = 'team' and e.meta_scope_id = journal_feed.team_id))
+        and (journal_feed.org_id is null or (e.meta_scope = 'org' and e.meta_scope_id = journal_feed.org_id))
+        and (journal_feed.notebook_id is null or e.notebook_id = journal_feed.notebook_id)
+        and (journal_feed.mood is null or e.mood = journal_feed.mood)
+        and (journal_feed.tag is null or e.tags @> array[journal_feed.tag])
+        and (journal_feed.search is null or e.title ilike params.pattern or exists (
+              select 1 from public.journal_entry_contents c where c.entry_id = e.id and c.content ilike params.pattern))
+        and e.created_at <= (select cursor_at from params) and (e.created_at < (select cursor_at from params) or e.id < (select cursor_id from params))
       order by e.created_at desc, e.id desc limit (select n from params))
   ),
   page as (
     select id, created_at from candidates order by created_at desc, id desc limit (select n from params)
   )
   select d.* from page p join public.journal_entry_details d on d.id = p.id
-   order by d.created_at desc, d.id desc
+   order by d.created_at desc, d.id desc;
+end
+
 $$;
 comment on function public.journal_feed(text, uuid, uuid, uuid, text, text, text, timestamptz, uuid, integer) is
   'A page of entries the caller may see (scope own or visible), filterable, newest first, keyset-paginated.';

@@ -1,0 +1,82 @@
+// The visibility feed at scale (issue 3): the same page three ways, in one run:
+//   SQL as the viewer (role authenticated + claims: RLS applies) via public.journal_feed,
+//   through GET /api/journal?scope=visible, and by hand as postgres without RLS.
+import postgres from 'postgres'
+import { encodeCursor } from '../../functions/_shared/pagination.ts'
+import { ROOT } from '../lib/proc.ts'
+import type { Stack } from '../lib/stack.ts'
+import { signClaims } from '../lib/tokens.ts'
+
+const VIEWER = 'b0000000-0000-4000-8000-00000000beef'
+const PAGE = 50
+const FAR_FUTURE = '9999-12-31T00:00:00Z'
+const MAX_ID = 'ffffffff-ffff-ffff-ffff-ffffffffffff'
+
+type Row = { id: string; content: string | null; created_at: string | Date }
+
+async function timed<T>(n: number, fn: () => Promise<T>) {
+  const ms: number[] = []
+  let last: T | undefined
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now()
+    last = await fn()
+    ms.push(performance.now() - t0)
+  }
+  ms.sort((a, b) => a - b)
+  return { p50: ms[Math.floor(n * 0.5)], p99: ms[Math.min(n - 1, Math.floor(n * 0.99))], last: last as T }
+}
+
+const key = (rows: Row[]) => rows.map((r) => `${r.id}:${r.content === null ? '-' : 'c'}`).join(',')
+
+export async function benchJournalFeed(stack: Stack, iterations: number) {
+  const admin = postgres(stack.dbUrl, { max: 1, onnotice: () => {} })
+  const t0 = performance.now()
+  await admin.file(`${ROOT}/sql/bench/journal_feed_fixture.sql`)
+  const [{ entries }] = await admin`select count(*)::int as entries from public.journal_entries`
+  console.log(`\nVisibility feed: loaded ${entries.toLocaleString()} entries in ${((performance.now() - t0) / 1000).toFixed(0)}s`)
+
+  const byHand = await Deno.readTextFile(`${ROOT}/sql/bench/journal_feed_by_hand.sql`)
+  const hand = (before: [string, string]) => admin.unsafe<Row[]>(byHand, [VIEWER, before[0], before[1], PAGE])
+
+  // A session acting as the viewer, as PostgREST would set it up.
+  const viewer = postgres(stack.dbUrl, { max: 1, onnotice: () => {} })
+  await viewer`select set_config('request.jwt.claims', ${JSON.stringify({ sub: VIEWER, role: 'authenticated' })}, false)`
+  await viewer`set role authenticated`
+  const rls = (before: [string, string] | null) =>
+    viewer<Row[]>`select * from public.journal_feed('visible', null, null, null, null, null, null,
+                  ${before?.[0] ?? null}, ${before?.[1] ?? null}, ${PAGE})`
+
+  const token = await signClaims({ sub: VIEWER, role: 'authenticated', aud: 'authenticated' }, stack.jwtSecret)
+  const api = async (cursor: string | null) => {
+    const res = await fetch(`${stack.apiUrl}/functions/v1/api/journal?scope=visible&limit=${PAGE}${cursor ? `&before=${cursor}` : ''}`, {
+      headers: { authorization: `Bearer ${token}` },
+    })
+    if (res.status !== 200) throw new Error(`api ${res.status}: ${await res.text()}`)
+    return (await res.json()).entries as Row[]
+  }
+
+  // A cursor deep in the history: the newest entry of the page that starts 90 % back.
+  const [deep] = await admin`select created_at, id from public.journal_entries
+                             where created_at < timestamptz '2026-11-01' - interval '900000 minutes'
+                             order by created_at desc, id desc limit 1`
+  const deepCursor: [string, string] = [new Date(deep.created_at).toISOString(), deep.id]
+
+  const rows: string[] = []
+  for (const [label, before] of [['first page', null], ['deep page', deepCursor]] as const) {
+    const handT = await timed(iterations, () => hand(before ?? [FAR_FUTURE, MAX_ID]))
+    const rlsT = await timed(iterations, () => rls(before))
+    const cursor = before ? encodeCursor({ created_at: before[0], id: before[1] }) : null
+    const apiT = await timed(Math.ceil(iterations / 2), () => api(cursor))
+    const same = key(handT.last) === key(rlsT.last) && key(rlsT.last) === key(apiT.last) && handT.last.length === PAGE
+    rows.push(
+      `${label.padEnd(11)} hand p50 ${handT.p50.toFixed(2)} p99 ${handT.p99.toFixed(2)} | ` +
+        `RLS p50 ${rlsT.p50.toFixed(2)} p99 ${rlsT.p99.toFixed(2)} (${(rlsT.p50 / handT.p50).toFixed(2)}x hand) | ` +
+        `/api/journal p50 ${apiT.p50.toFixed(2)} p99 ${apiT.p99.toFixed(2)} | identical rows: ${same ? 'yes' : 'NO'}`,
+    )
+  }
+  console.log(`viewer in 5 organizations and 20 teams; ${PAGE} entries a page; ms; ${iterations} runs each (API ${Math.ceil(iterations / 2)})`)
+  for (const r of rows) console.log(r)
+  console.log('targets: RLS p50 < 5 ms; RLS within 1.5x of hand; identical rows')
+  await viewer.end()
+  await admin.end()
+}

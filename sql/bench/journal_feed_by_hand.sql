@@ -1,0 +1,38 @@
+-- The fastest page of the visibility feed we can write by hand, as postgres (no RLS):
+-- the viewer's memberships inlined, four index-ordered branches, content rule spelled out.
+-- $1 viewer id, $2 before created_at, $3 before id (the cursor), $4 page size.
+with my_teams as (select team_id from public.team_members where user_id = $1),
+my_orgs as (select org_id from public.organization_members where user_id = $1),
+page as (
+  select id, created_at from (
+    (select id, created_at from public.journal_entries
+      where user_id = $1 and (created_at < $2 or (created_at = $2 and id < $3))
+      order by created_at desc, id desc limit $4)
+    union all
+    (select e.id, e.created_at from my_teams t cross join lateral (
+       select id, created_at from public.journal_entries
+        where meta_scope = 'team' and meta_scope_id = t.team_id and user_id <> $1
+          and (created_at < $2 or (created_at = $2 and id < $3))
+        order by created_at desc, id desc limit $4) e)
+    union all
+    (select e.id, e.created_at from my_orgs o cross join lateral (
+       select id, created_at from public.journal_entries
+        where meta_scope = 'org' and meta_scope_id = o.org_id and user_id <> $1
+          and (created_at < $2 or (created_at = $2 and id < $3))
+        order by created_at desc, id desc limit $4) e)
+    union all
+    (select id, created_at from public.journal_entries
+      where meta_scope = 'public' and user_id <> $1 and (created_at < $2 or (created_at = $2 and id < $3))
+      order by created_at desc, id desc limit $4)
+  ) u order by created_at desc, id desc limit $4
+)
+select e.id, e.title, v.content_visible, case when v.content_visible then c.content end as content,
+       e.created_at
+  from page p
+  join public.journal_entries e on e.id = p.id
+  left join public.journal_entry_contents c on c.entry_id = e.id
+  cross join lateral (select e.user_id = $1 or e.content_scope = 'public'
+                          or (e.content_scope = 'team' and e.content_scope_id in (select team_id from my_teams))
+                          or (e.content_scope = 'org' and e.content_scope_id in (select org_id from my_orgs))
+                          as content_visible) v
+ order by e.created_at desc, e.id desc
