@@ -36,7 +36,8 @@ export async function benchJournalFeed(stack: Stack, iterations: number) {
   console.log(`\nVisibility feed: loaded ${entries.toLocaleString()} entries in ${((performance.now() - t0) / 1000).toFixed(0)}s`)
 
   const byHand = await Deno.readTextFile(`${ROOT}/sql/bench/journal_feed_by_hand.sql`)
-  const hand = (before: [string, string]) => admin.unsafe<Row[]>(byHand, [VIEWER, before[0], before[1], PAGE])
+  // Prepared like the RLS path's statement, so both compare plans, not planning.
+  const hand = (before: [string, string]) => admin.unsafe<Row[]>(byHand, [VIEWER, before[0], before[1], PAGE], { prepare: true })
 
   // A session acting as the viewer, as PostgREST would set it up.
   const viewer = postgres(stack.dbUrl, { max: 1, onnotice: () => {} })

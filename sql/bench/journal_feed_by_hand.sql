@@ -1,33 +1,35 @@
 -- The fastest page of the visibility feed we can write by hand, as postgres (no RLS):
 -- the viewer's memberships inlined, four index-ordered branches, content rule spelled out.
--- $1 viewer id, $2 before created_at, $3 before id (the cursor), $4 page size.
+-- $1 viewer id, $2 before created_at, $3 before id (the cursor), $4 page size. Same columns
+-- as public.journal_entry_details.
 with my_teams as (select team_id from public.team_members where user_id = $1),
 my_orgs as (select org_id from public.organization_members where user_id = $1),
 page as (
   select id, created_at from (
     (select id, created_at from public.journal_entries
-      where user_id = $1 and (created_at < $2 or (created_at = $2 and id < $3))
+      where user_id = $1 and created_at <= $2 and (created_at < $2 or id < $3)
       order by created_at desc, id desc limit $4)
     union all
     (select e.id, e.created_at from my_teams t cross join lateral (
        select id, created_at from public.journal_entries
         where meta_scope = 'team' and meta_scope_id = t.team_id and user_id <> $1
-          and (created_at < $2 or (created_at = $2 and id < $3))
+          and created_at <= $2 and (created_at < $2 or id < $3)
         order by created_at desc, id desc limit $4) e)
     union all
     (select e.id, e.created_at from my_orgs o cross join lateral (
        select id, created_at from public.journal_entries
         where meta_scope = 'org' and meta_scope_id = o.org_id and user_id <> $1
-          and (created_at < $2 or (created_at = $2 and id < $3))
+          and created_at <= $2 and (created_at < $2 or id < $3)
         order by created_at desc, id desc limit $4) e)
     union all
     (select id, created_at from public.journal_entries
-      where meta_scope = 'public' and user_id <> $1 and (created_at < $2 or (created_at = $2 and id < $3))
+      where meta_scope = 'public' and user_id <> $1 and created_at <= $2 and (created_at < $2 or id < $3)
       order by created_at desc, id desc limit $4)
   ) u order by created_at desc, id desc limit $4
 )
-select e.id, e.title, v.content_visible, case when v.content_visible then c.content end as content,
-       e.created_at
+select e.id, e.user_id, e.notebook_id, e.title, case when v.content_visible then c.content end as content,
+       not v.content_visible as content_hidden, e.mood, e.tags, e.metadata_visibility, e.content_visibility,
+       e.team_id, e.org_id, e.music_track_id, e.created_at, e.updated_at
   from page p
   join public.journal_entries e on e.id = p.id
   left join public.journal_entry_contents c on c.entry_id = e.id

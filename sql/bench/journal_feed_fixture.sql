@@ -65,9 +65,10 @@ select id, user_id, 'Entry ' || i, (array['joyful', 'calm', 'tired', 'hopeful'])
        created_at, created_at
   from (select *, case when same_content_level then meta else 'user' end as content_level from bench_entries) e;
 
-insert into public.journal_entry_contents (entry_id, user_id, content, content_scope, content_scope_id, mentions_indexed_at)
+insert into public.journal_entry_contents (entry_id, user_id, content, content_scope, content_scope_id,
+  meta_scope, meta_scope_id, mentions_indexed_at)
 select e.id, e.user_id, 'Text of entry ' || b.i || '. ' || repeat('Lorem ipsum dolor sit amet. ', 4),
-       e.content_scope, e.content_scope_id, e.created_at
+       e.content_scope, e.content_scope_id, e.meta_scope, e.meta_scope_id, e.created_at
   from public.journal_entries e join bench_entries b on b.id = e.id;
 
 -- The viewer's own 200 entries, spread over the same history.

@@ -105,10 +105,12 @@ create table public.journal_entry_contents (
   user_id uuid not null references public.profiles (id) on delete cascade,
   content text not null default '' check (char_length(content) <= 100000),
   content_scope text not null default 'user',
-  content_scope_id uuid
+  content_scope_id uuid,
+  meta_scope text not null default 'user',
+  meta_scope_id uuid
 );
 comment on table public.journal_entry_contents is
-  'Entry text, readable only by those the effective content level admits (and who may see the metadata).';
+  'Entry text, readable only by those the effective content level admits and who may see the metadata (both scopes are copied from the entry).';
 create index journal_entry_contents_owner on public.journal_entry_contents (user_id);
 
 -- ---------------------------------------------------------------------------------------
@@ -246,9 +248,9 @@ set search_path = ''
 as $$
 begin
   update public.journal_entry_contents
-     set content_scope = new.content_scope, content_scope_id = new.content_scope_id
-   where entry_id = new.id
-     and (content_scope, content_scope_id) is distinct from (new.content_scope, new.content_scope_id);
+     set content_scope = new.content_scope, content_scope_id = new.content_scope_id,
+         meta_scope = new.meta_scope, meta_scope_id = new.meta_scope_id
+   where entry_id = new.id;
   return null;
 end
 $$;
@@ -258,7 +260,8 @@ $$;
 create trigger journal_entries_sync_content_scope
   after update on public.journal_entries
   for each row
-  when ((old.content_scope, old.content_scope_id) is distinct from (new.content_scope, new.content_scope_id))
+  when ((old.content_scope, old.content_scope_id, old.meta_scope, old.meta_scope_id)
+        is distinct from (new.content_scope, new.content_scope_id, new.meta_scope, new.meta_scope_id))
   execute function private.sync_content_scope();
 
 -- A content row takes its owner and scope from its entry, whatever the writer sent.
@@ -279,6 +282,8 @@ begin
   new.user_id := e.user_id;
   new.content_scope := e.content_scope;
   new.content_scope_id := e.content_scope_id;
+  new.meta_scope := e.meta_scope;
+  new.meta_scope_id := e.meta_scope_id;
   return new;
 end
 $$;
@@ -364,19 +369,21 @@ create policy "journal_entry_contents: visible by effective content level" on pu
   for select to authenticated
   using (
     user_id = (select auth.uid())
-    or (select private.is_super_admin())
     or (
       (content_scope = 'public'
         or (content_scope = 'team' and content_scope_id in (select private.my_team_ids()))
         or (content_scope = 'org' and content_scope_id in (select private.my_org_ids())))
-      and exists (select 1 from public.journal_entries e where e.id = entry_id)
+      and (meta_scope = 'public'
+        or (meta_scope = 'team' and meta_scope_id in (select private.my_team_ids()))
+        or (meta_scope = 'org' and meta_scope_id in (select private.my_org_ids())))
     )
+    or (select private.is_super_admin())
   );
 comment on policy "journal_entry_contents: visible by effective content level" on public.journal_entry_contents is
-  'Content needs its own level to admit the viewer and the metadata to be visible (the exists runs under the entries policy).';
+  'Content needs its own level to admit the viewer and the entry''s metadata level too (both scopes are copied from the entry).';
 create policy "journal_entry_contents: public content is visible to everyone" on public.journal_entry_contents
   for select to anon
-  using (content_scope = 'public' and exists (select 1 from public.journal_entries e where e.id = entry_id));
+  using (content_scope = 'public' and meta_scope = 'public');
 create policy "journal_entry_contents: owners write" on public.journal_entry_contents
   for insert to authenticated
   with check (exists (select 1 from public.journal_entries e where e.id = entry_id and e.user_id = (select auth.uid())));
