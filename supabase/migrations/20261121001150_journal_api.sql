@@ -72,12 +72,6 @@ end
 $$;
 grant execute on function public.update_journal_entry(uuid, jsonb) to authenticated;
 
--- A LIKE pattern matching `needle` anywhere, its wildcards escaped.
-create or replace function private.like_pattern(needle text) returns text
-language sql immutable
-as $$ select '%' || replace(replace(replace(needle, '\', '\\'), '%', '\%'), '_', '\_') || '%' $$;
-grant execute on function private.like_pattern(text) to authenticated, service_role;
-
 /*
  * GET /api/journal (scope own) and ?scope=visible: one page, newest first, after an
  * optional (before_created_at, before_id) cursor. The visible feed is a UNION ALL of four
@@ -100,98 +94,89 @@ create or replace function public.journal_feed(
   page_size integer default 50
 ) returns setof public.journal_entry_details
 language sql stable
--- No SET clauses and a single query: PostgREST's prepared statement inlines this function,
--- so its plan is cached per connection. Every name is schema-qualified. Each branch repeats
--- the filters so that each stays an ordered scan of its own index.
+-- No SET clauses and a single query: the function is inlined into the caller's statement
+-- (PostgREST's prepared statement caches the plan). Every name is schema-qualified.
 as $$
-  with candidates as (
-    (select e.* from public.journal_entries e
-      where e.user_id = (select auth.uid())
+  with params as (
+    select (select auth.uid()) as me,
+           private.is_super_admin() as admin,
+           -- No cursor: start after the newest possible entry (keeps the cursor an index condition).
+           coalesce(before_created_at, 'infinity'::timestamptz) as cursor_at,
+           coalesce(before_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid) as cursor_id,
+           least(greatest(coalesce(page_size, 50), 1), 200) as n,
+           '%' || replace(replace(replace(search, '\', '\\'), '%', '\%'), '_', '\_') || '%' as pattern
+  ),
+  candidates as (
+    (select e.* from public.journal_entries e, params
+      where e.user_id = params.me
         and (journal_feed.team_id is null or (e.meta_scope = 'team' and e.meta_scope_id = journal_feed.team_id))
         and (journal_feed.org_id is null or (e.meta_scope = 'org' and e.meta_scope_id = journal_feed.org_id))
         and (journal_feed.notebook_id is null or e.notebook_id = journal_feed.notebook_id)
         and (journal_feed.mood is null or e.mood = journal_feed.mood)
         and (journal_feed.tag is null or e.tags @> array[journal_feed.tag])
-        and (journal_feed.search is null or e.title ilike private.like_pattern(journal_feed.search) or exists (
-              select 1 from public.journal_entry_contents c
-               where c.entry_id = e.id and c.content ilike private.like_pattern(journal_feed.search)))
-        and e.created_at <= coalesce(journal_feed.before_created_at, 'infinity')
-        and (e.created_at < coalesce(journal_feed.before_created_at, 'infinity')
-             or e.id < coalesce(journal_feed.before_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
-      order by e.created_at desc, e.id desc
-      limit least(greatest(coalesce(journal_feed.page_size, 50), 1), 200))
+        and (journal_feed.search is null or e.title ilike params.pattern or exists (
+              select 1 from public.journal_entry_contents c where c.entry_id = e.id and c.content ilike params.pattern))
+        and e.created_at <= (select cursor_at from params) and (e.created_at < (select cursor_at from params) or e.id < (select cursor_id from params))
+      order by e.created_at desc, e.id desc limit (select n from params))
     union all
-    (select e.* from (select private.my_team_ids() as tid) t cross join lateral (
-      select e.* from public.journal_entries e
-       where journal_feed.scope = 'visible' and journal_feed.org_id is null and not (select private.is_super_admin())
-        and e.meta_scope = 'team' and e.meta_scope_id = t.tid and e.user_id <> (select auth.uid())
-        and (journal_feed.team_id is null or t.tid = journal_feed.team_id)
-        and (journal_feed.notebook_id is null or e.notebook_id = journal_feed.notebook_id)
-        and (journal_feed.mood is null or e.mood = journal_feed.mood)
-        and (journal_feed.tag is null or e.tags @> array[journal_feed.tag])
-        and (journal_feed.search is null or e.title ilike private.like_pattern(journal_feed.search) or exists (
-              select 1 from public.journal_entry_contents c
-               where c.entry_id = e.id and c.content ilike private.like_pattern(journal_feed.search)))
-        and e.created_at <= coalesce(journal_feed.before_created_at, 'infinity')
-        and (e.created_at < coalesce(journal_feed.before_created_at, 'infinity')
-             or e.id < coalesce(journal_feed.before_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
-      order by e.created_at desc, e.id desc
-      limit least(greatest(coalesce(journal_feed.page_size, 50), 1), 200)) e)
+    (select e.*
+       from (select private.my_team_ids() as tid) t
+       cross join params
+       cross join lateral (
+         select e.* from public.journal_entries e
+          where journal_feed.scope = 'visible' and journal_feed.org_id is null and not (select admin from params)
+            and e.meta_scope = 'team' and e.meta_scope_id = t.tid and e.user_id <> params.me
+            and (journal_feed.team_id is null or t.tid = journal_feed.team_id)
+            and (journal_feed.notebook_id is null or e.notebook_id = journal_feed.notebook_id)
+            and (journal_feed.mood is null or e.mood = journal_feed.mood)
+            and (journal_feed.tag is null or e.tags @> array[journal_feed.tag])
+            and (journal_feed.search is null or e.title ilike params.pattern or exists (
+                  select 1 from public.journal_entry_contents c where c.entry_id = e.id and c.content ilike params.pattern))
+            and e.created_at <= (select cursor_at from params) and (e.created_at < (select cursor_at from params) or e.id < (select cursor_id from params))
+          order by e.created_at desc, e.id desc limit (select n from params)) e)
     union all
-    (select e.* from (select private.my_org_ids() as oid) o cross join lateral (
-      select e.* from public.journal_entries e
-       where journal_feed.scope = 'visible' and journal_feed.team_id is null and not (select private.is_super_admin())
-        and e.meta_scope = 'org' and e.meta_scope_id = o.oid and e.user_id <> (select auth.uid())
-        and (journal_feed.org_id is null or o.oid = journal_feed.org_id)
-        and (journal_feed.notebook_id is null or e.notebook_id = journal_feed.notebook_id)
-        and (journal_feed.mood is null or e.mood = journal_feed.mood)
-        and (journal_feed.tag is null or e.tags @> array[journal_feed.tag])
-        and (journal_feed.search is null or e.title ilike private.like_pattern(journal_feed.search) or exists (
-              select 1 from public.journal_entry_contents c
-               where c.entry_id = e.id and c.content ilike private.like_pattern(journal_feed.search)))
-        and e.created_at <= coalesce(journal_feed.before_created_at, 'infinity')
-        and (e.created_at < coalesce(journal_feed.before_created_at, 'infinity')
-             or e.id < coalesce(journal_feed.before_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
-      order by e.created_at desc, e.id desc
-      limit least(greatest(coalesce(journal_feed.page_size, 50), 1), 200)) e)
+    (select e.*
+       from (select private.my_org_ids() as oid) o
+       cross join params
+       cross join lateral (
+         select e.* from public.journal_entries e
+          where journal_feed.scope = 'visible' and journal_feed.team_id is null and not (select admin from params)
+            and e.meta_scope = 'org' and e.meta_scope_id = o.oid and e.user_id <> params.me
+            and (journal_feed.org_id is null or o.oid = journal_feed.org_id)
+            and (journal_feed.notebook_id is null or e.notebook_id = journal_feed.notebook_id)
+            and (journal_feed.mood is null or e.mood = journal_feed.mood)
+            and (journal_feed.tag is null or e.tags @> array[journal_feed.tag])
+            and (journal_feed.search is null or e.title ilike params.pattern or exists (
+                  select 1 from public.journal_entry_contents c where c.entry_id = e.id and c.content ilike params.pattern))
+            and e.created_at <= (select cursor_at from params) and (e.created_at < (select cursor_at from params) or e.id < (select cursor_id from params))
+          order by e.created_at desc, e.id desc limit (select n from params)) e)
     union all
-    (select e.* from public.journal_entries e
+    (select e.* from public.journal_entries e, params
       where journal_feed.scope = 'visible' and journal_feed.team_id is null and journal_feed.org_id is null
-        and not (select private.is_super_admin())
-        and e.meta_scope = 'public' and e.user_id <> (select auth.uid())
+        and not (select admin from params) and e.meta_scope = 'public' and e.user_id <> params.me
         and (journal_feed.notebook_id is null or e.notebook_id = journal_feed.notebook_id)
         and (journal_feed.mood is null or e.mood = journal_feed.mood)
         and (journal_feed.tag is null or e.tags @> array[journal_feed.tag])
-        and (journal_feed.search is null or e.title ilike private.like_pattern(journal_feed.search) or exists (
-              select 1 from public.journal_entry_contents c
-               where c.entry_id = e.id and c.content ilike private.like_pattern(journal_feed.search)))
-        and e.created_at <= coalesce(journal_feed.before_created_at, 'infinity')
-        and (e.created_at < coalesce(journal_feed.before_created_at, 'infinity')
-             or e.id < coalesce(journal_feed.before_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
-      order by e.created_at desc, e.id desc
-      limit least(greatest(coalesce(journal_feed.page_size, 50), 1), 200))
+        and (journal_feed.search is null or e.title ilike params.pattern or exists (
+              select 1 from public.journal_entry_contents c where c.entry_id = e.id and c.content ilike params.pattern))
+        and e.created_at <= (select cursor_at from params) and (e.created_at < (select cursor_at from params) or e.id < (select cursor_id from params))
+      order by e.created_at desc, e.id desc limit (select n from params))
     union all
-    -- Super admins may see every entry (rule 6): one branch over everyone else's.
-    (select e.* from public.journal_entries e
-      where journal_feed.scope = 'visible' and (select private.is_super_admin()) and e.user_id <> (select auth.uid())
+    -- Super admins may see every entry (rule 6): one branch over all others' entries.
+    (select e.* from public.journal_entries e, params
+      where journal_feed.scope = 'visible' and (select admin from params) and e.user_id <> params.me
         and (journal_feed.team_id is null or (e.meta_scope = 'team' and e.meta_scope_id = journal_feed.team_id))
         and (journal_feed.org_id is null or (e.meta_scope = 'org' and e.meta_scope_id = journal_feed.org_id))
         and (journal_feed.notebook_id is null or e.notebook_id = journal_feed.notebook_id)
         and (journal_feed.mood is null or e.mood = journal_feed.mood)
         and (journal_feed.tag is null or e.tags @> array[journal_feed.tag])
-        and (journal_feed.search is null or e.title ilike private.like_pattern(journal_feed.search) or exists (
-              select 1 from public.journal_entry_contents c
-               where c.entry_id = e.id and c.content ilike private.like_pattern(journal_feed.search)))
-        and e.created_at <= coalesce(journal_feed.before_created_at, 'infinity')
-        and (e.created_at < coalesce(journal_feed.before_created_at, 'infinity')
-             or e.id < coalesce(journal_feed.before_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
-      order by e.created_at desc, e.id desc
-      limit least(greatest(coalesce(journal_feed.page_size, 50), 1), 200))
+        and (journal_feed.search is null or e.title ilike params.pattern or exists (
+              select 1 from public.journal_entry_contents c where c.entry_id = e.id and c.content ilike params.pattern))
+        and e.created_at <= (select cursor_at from params) and (e.created_at < (select cursor_at from params) or e.id < (select cursor_id from params))
+      order by e.created_at desc, e.id desc limit (select n from params))
   ),
   page as (
-    select * from candidates
-     order by created_at desc, id desc
-     limit least(greatest(coalesce(journal_feed.page_size, 50), 1), 200)
+    select * from candidates order by created_at desc, id desc limit (select n from params)
   )
   -- The page's rows passed the entries policy in their branch; the content joins under its own.
   select p.id, p.user_id, p.notebook_id, p.title, c.content, c.entry_id is null, p.mood, p.tags,
@@ -200,6 +185,7 @@ as $$
     from page p left join public.journal_entry_contents c on c.entry_id = p.id
    order by p.created_at desc, p.id desc
 $$;
+
 comment on function public.journal_feed(text, uuid, uuid, uuid, text, text, text, timestamptz, uuid, integer) is
   'A page of entries the caller may see (scope own or visible), filterable, newest first, keyset-paginated.';
 grant execute on function public.journal_feed(text, uuid, uuid, uuid, text, text, text, timestamptz, uuid, integer)
@@ -300,3 +286,11 @@ begin
 end
 $$;
 grant execute on function public.backfill_mentions(integer) to authenticated;
+
+-- PostgREST runs the feed as a prepared statement with a generic plan, whose cost estimate
+-- can pass jit_above_cost: compiling it then takes seconds for a query that runs in a
+-- millisecond. No API query here benefits from JIT, so the API roles go without it
+-- (PostgREST applies role settings to each request; `notify pgrst` reloads them).
+alter role authenticated set jit = off;
+alter role anon set jit = off;
+notify pgrst, 'reload schema';
