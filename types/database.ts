@@ -25,6 +25,154 @@ isOneToOne: false
       referencedColumns: ["id"]
     }
                   ]
+                },"goal_check_ins": {
+                  Row: {
+                    "created_at": string,"goal_id": string,"id": string,"notes": string,"status": string,"user_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "created_at"?: string,"goal_id": string,"id"?: string,"notes"?: string,"status"?: string,"user_id"?: string
+                  }
+                  Update: {
+                    "created_at"?: string,"goal_id"?: string,"id"?: string,"notes"?: string,"status"?: string,"user_id"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "goal_check_ins_goal_id_fkey"
+      columns: ["goal_id"]
+isOneToOne: false
+      referencedRelation: "goals"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "goal_check_ins_user_id_fkey"
+      columns: ["user_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"goals": {
+                  Row: {
+                    "created_at": string,"description": string,"id": string,"status": string,"target_date": string | null,"title": string,"updated_at": string,"user_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "created_at"?: string,"description"?: string,"id"?: string,"status"?: string,"target_date"?: string | null,"title": string,"updated_at"?: string,"user_id"?: string
+                  }
+                  Update: {
+                    "created_at"?: string,"description"?: string,"id"?: string,"status"?: string,"target_date"?: string | null,"title"?: string,"updated_at"?: string,"user_id"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "goals_user_id_fkey"
+      columns: ["user_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"journal_entries": {
+                  Row: {
+                    "content_scope": string,"content_scope_id": string | null,"content_visibility": string,"created_at": string,"id": string,"meta_scope": string,"meta_scope_id": string | null,"metadata_visibility": string,"mood": string | null,"music_track_id": string | null,"notebook_id": string | null,"org_id": string | null,"tags": (string)[],"team_id": string | null,"title": string,"updated_at": string,"user_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "content_scope"?: string,"content_scope_id"?: string | null,"content_visibility"?: string,"created_at"?: string,"id"?: string,"meta_scope"?: string,"meta_scope_id"?: string | null,"metadata_visibility"?: string,"mood"?: string | null,"music_track_id"?: string | null,"notebook_id"?: string | null,"org_id"?: string | null,"tags"?: (string)[],"team_id"?: string | null,"title": string,"updated_at"?: string,"user_id"?: string
+                  }
+                  Update: {
+                    "content_scope"?: string,"content_scope_id"?: string | null,"content_visibility"?: string,"created_at"?: string,"id"?: string,"meta_scope"?: string,"meta_scope_id"?: string | null,"metadata_visibility"?: string,"mood"?: string | null,"music_track_id"?: string | null,"notebook_id"?: string | null,"org_id"?: string | null,"tags"?: (string)[],"team_id"?: string | null,"title"?: string,"updated_at"?: string,"user_id"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "journal_entries_notebook_id_fkey"
+      columns: ["notebook_id"]
+isOneToOne: false
+      referencedRelation: "notebooks"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "journal_entries_org_id_fkey"
+      columns: ["org_id"]
+isOneToOne: false
+      referencedRelation: "organizations"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "journal_entries_team_id_fkey"
+      columns: ["team_id"]
+isOneToOne: false
+      referencedRelation: "teams"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "journal_entries_user_id_fkey"
+      columns: ["user_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"journal_entry_contents": {
+                  Row: {
+                    "content": string,"content_scope": string,"content_scope_id": string | null,"entry_id": string,"mentions_indexed_at": string | null,"meta_scope": string,"meta_scope_id": string | null,"user_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "content"?: string,"content_scope"?: string,"content_scope_id"?: string | null,"entry_id": string,"mentions_indexed_at"?: string | null,"meta_scope"?: string,"meta_scope_id"?: string | null,"user_id": string
+                  }
+                  Update: {
+                    "content"?: string,"content_scope"?: string,"content_scope_id"?: string | null,"entry_id"?: string,"mentions_indexed_at"?: string | null,"meta_scope"?: string,"meta_scope_id"?: string | null,"user_id"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "journal_entry_contents_entry_id_fkey"
+      columns: ["entry_id"]
+isOneToOne: true
+      referencedRelation: "journal_entries"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "journal_entry_contents_entry_id_fkey"
+      columns: ["entry_id"]
+isOneToOne: true
+      referencedRelation: "journal_entry_details"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "journal_entry_contents_user_id_fkey"
+      columns: ["user_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"journal_entry_mentions": {
+                  Row: {
+                    "entry_id": string,"mentioned_user_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "entry_id": string,"mentioned_user_id": string
+                  }
+                  Update: {
+                    "entry_id"?: string,"mentioned_user_id"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "journal_entry_mentions_entry_id_fkey"
+      columns: ["entry_id"]
+isOneToOne: false
+      referencedRelation: "journal_entries"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "journal_entry_mentions_entry_id_fkey"
+      columns: ["entry_id"]
+isOneToOne: false
+      referencedRelation: "journal_entry_details"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "journal_entry_mentions_mentioned_user_id_fkey"
+      columns: ["mentioned_user_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
                 },"monthly_drop_awards": {
                   Row: {
                     "amount": number,"award_month": string,"created_at": string,"user_id": string
@@ -40,6 +188,84 @@ isOneToOne: false
                     {
       foreignKeyName: "monthly_drop_awards_user_id_fkey"
       columns: ["user_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"notebooks": {
+                  Row: {
+                    "content_visibility": string,"created_at": string,"id": string,"meta_scope_id": string | null,"metadata_visibility": string,"name": string,"org_id": string | null,"team_id": string | null,"updated_at": string,"user_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "content_visibility"?: string,"created_at"?: string,"id"?: string,"meta_scope_id"?: never,"metadata_visibility"?: string,"name": string,"org_id"?: string | null,"team_id"?: string | null,"updated_at"?: string,"user_id"?: string
+                  }
+                  Update: {
+                    "content_visibility"?: string,"created_at"?: string,"id"?: string,"meta_scope_id"?: never,"metadata_visibility"?: string,"name"?: string,"org_id"?: string | null,"team_id"?: string | null,"updated_at"?: string,"user_id"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "notebooks_org_id_fkey"
+      columns: ["org_id"]
+isOneToOne: false
+      referencedRelation: "organizations"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "notebooks_team_id_fkey"
+      columns: ["team_id"]
+isOneToOne: false
+      referencedRelation: "teams"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "notebooks_user_id_fkey"
+      columns: ["user_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"organization_members": {
+                  Row: {
+                    "joined_at": string,"org_id": string,"role": string,"user_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "joined_at"?: string,"org_id": string,"role": string,"user_id": string
+                  }
+                  Update: {
+                    "joined_at"?: string,"org_id"?: string,"role"?: string,"user_id"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "organization_members_org_id_fkey"
+      columns: ["org_id"]
+isOneToOne: false
+      referencedRelation: "organizations"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "organization_members_user_id_fkey"
+      columns: ["user_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"organizations": {
+                  Row: {
+                    "created_at": string,"description": string | null,"id": string,"name": string,"owner_id": string,"settings": NonNullable<Json>,"updated_at": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "created_at"?: string,"description"?: string | null,"id"?: string,"name": string,"owner_id": string,"settings"?: NonNullable<Json>,"updated_at"?: string
+                  }
+                  Update: {
+                    "created_at"?: string,"description"?: string | null,"id"?: string,"name"?: string,"owner_id"?: string,"settings"?: NonNullable<Json>,"updated_at"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "organizations_owner_id_fkey"
+      columns: ["owner_id"]
 isOneToOne: false
       referencedRelation: "profiles"
       referencedColumns: ["id"]
@@ -79,10 +305,94 @@ isOneToOne: false
       referencedColumns: ["id"]
     }
                   ]
+                },"team_members": {
+                  Row: {
+                    "joined_at": string,"role": string,"team_id": string,"user_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "joined_at"?: string,"role": string,"team_id": string,"user_id": string
+                  }
+                  Update: {
+                    "joined_at"?: string,"role"?: string,"team_id"?: string,"user_id"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "team_members_team_id_fkey"
+      columns: ["team_id"]
+isOneToOne: false
+      referencedRelation: "teams"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "team_members_user_id_fkey"
+      columns: ["user_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"teams": {
+                  Row: {
+                    "admin_id": string,"created_at": string,"description": string | null,"id": string,"name": string,"org_id": string,"settings": NonNullable<Json>,"updated_at": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "admin_id": string,"created_at"?: string,"description"?: string | null,"id"?: string,"name": string,"org_id": string,"settings"?: NonNullable<Json>,"updated_at"?: string
+                  }
+                  Update: {
+                    "admin_id"?: string,"created_at"?: string,"description"?: string | null,"id"?: string,"name"?: string,"org_id"?: string,"settings"?: NonNullable<Json>,"updated_at"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "teams_admin_id_fkey"
+      columns: ["admin_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "teams_org_id_fkey"
+      columns: ["org_id"]
+isOneToOne: false
+      referencedRelation: "organizations"
+      referencedColumns: ["id"]
+    }
+                  ]
                 }
           }
           Views: {
-            [_ in never]: never
+            "journal_entry_details": {
+                  Row: {
+                    "content": string | null,"content_hidden": boolean | null,"content_visibility": string,"created_at": string,"id": string,"metadata_visibility": string,"mood": string | null,"music_track_id": string | null,"notebook_id": string | null,"org_id": string | null,"tags": (string)[],"team_id": string | null,"title": string,"updated_at": string,"user_id": string
+                  }
+                  ComputedFields: never
+                  Relationships: [
+                    {
+      foreignKeyName: "journal_entries_notebook_id_fkey"
+      columns: ["notebook_id"]
+isOneToOne: false
+      referencedRelation: "notebooks"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "journal_entries_org_id_fkey"
+      columns: ["org_id"]
+isOneToOne: false
+      referencedRelation: "organizations"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "journal_entries_team_id_fkey"
+      columns: ["team_id"]
+isOneToOne: false
+      referencedRelation: "teams"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "journal_entries_user_id_fkey"
+      columns: ["user_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                }
           }
           Functions: {
             "admin_adjust_drops":
@@ -120,15 +430,119 @@ isOneToOne: false
               "award_month": string,"awarded": number,"skipped": number
             }[]
                            },
+"backfill_mentions":
+{ Args: { "batch_size"?: number }; Returns: number
+                           },
+"create_journal_entry":
+{ Args: { "content"?: string,"content_visibility"?: string,"metadata_visibility"?: string,"mood"?: string,"notebook_id"?: string,"org_id"?: string,"tags"?: (string)[],"team_id"?: string,"title": string }; Returns: {
+              "content": string | null,
+"content_hidden": boolean | null,
+"content_visibility": string,
+"created_at": string,
+"id": string,
+"metadata_visibility": string,
+"mood": string | null,
+"music_track_id": string | null,
+"notebook_id": string | null,
+"org_id": string | null,
+"tags": (string)[],
+"team_id": string | null,
+"title": string,
+"updated_at": string,
+"user_id": string
+            }[]
+                          SetofOptions: {
+        from: "*"
+        to: "journal_entry_details"
+        isOneToOne: false
+        isSetofReturn: true
+      } },
 "custom_access_token_hook":
 { Args: { "event": Json }; Returns: Json
                            },
 "is_super_admin":
 { Args: Record<PropertyKey, never>; Returns: boolean
                            },
+"journal_feed":
+{ Args: { "before_created_at"?: string,"before_id"?: string,"mood"?: string,"notebook_id"?: string,"org_id"?: string,"page_size"?: number,"scope"?: string,"search"?: string,"tag"?: string,"team_id"?: string }; Returns: {
+              "content": string | null,
+"content_hidden": boolean | null,
+"content_visibility": string,
+"created_at": string,
+"id": string,
+"metadata_visibility": string,
+"mood": string | null,
+"music_track_id": string | null,
+"notebook_id": string | null,
+"org_id": string | null,
+"tags": (string)[],
+"team_id": string | null,
+"title": string,
+"updated_at": string,
+"user_id": string
+            }[]
+                          SetofOptions: {
+        from: "*"
+        to: "journal_entry_details"
+        isOneToOne: false
+        isSetofReturn: true
+      } },
+"journal_stats":
+{ Args: { "scope"?: string }; Returns: Json
+                           },
+"list_organization_members":
+{ Args: { "target_org": string }; Returns: {
+              "avatar_url": string,"full_name": string,"is_owner": boolean,"joined_at": string,"role": string,"user_id": string
+            }[]
+                           },
+"list_team_members":
+{ Args: { "target_team": string }; Returns: {
+              "avatar_url": string,"full_name": string,"is_admin": boolean,"joined_at": string,"role": string,"user_id": string
+            }[]
+                           },
 "recompute_drops_balance":
 { Args: { "target_user_id": string }; Returns: number
                            },
+"transfer_organization_ownership":
+{ Args: { "new_owner_id": string,"target_org": string }; Returns: {
+              "created_at": string,
+"description": string | null,
+"id": string,
+"name": string,
+"owner_id": string,
+"settings": NonNullable<Json>,
+"updated_at": string
+            }
+                          SetofOptions: {
+        from: "*"
+        to: "organizations"
+        isOneToOne: true
+        isSetofReturn: false
+      } },
+"update_journal_entry":
+{ Args: { "entry_id": string,"patch": Json }; Returns: {
+              "content": string | null,
+"content_hidden": boolean | null,
+"content_visibility": string,
+"created_at": string,
+"id": string,
+"metadata_visibility": string,
+"mood": string | null,
+"music_track_id": string | null,
+"notebook_id": string | null,
+"org_id": string | null,
+"tags": (string)[],
+"team_id": string | null,
+"title": string,
+"updated_at": string,
+"user_id": string
+            }[]
+                          SetofOptions: {
+        from: "*"
+        to: "journal_entry_details"
+        isOneToOne: false
+        isSetofReturn: true
+      } },
 "update_my_profile":
 { Args: { "patch": Json }; Returns: {
               "avatar_url": string | null,

@@ -1,7 +1,7 @@
 // Keyset pagination, newest first: `limit` (1..100, default 50) and an opaque `before`
 // cursor naming the last row of the previous page by (created_at, id).
 import { z } from 'zod'
-import { badRequest } from './errors.ts'
+import { badRequest, unwrap } from './errors.ts'
 
 export const MAX_PAGE = 100
 
@@ -42,4 +42,21 @@ export function page<T extends { created_at: string; id: string | number }>(rows
   const items = rows.slice(0, limit)
   const next = rows.length > limit ? encodeCursor(items[items.length - 1]) : null
   return { items, next_cursor: next }
+}
+
+/**
+ * One page of a PostgREST query, newest first: applies the `before` cursor, orders by
+ * (created_at, id) descending and fetches one row more than asked to know if more follow.
+ */
+// deno-lint-ignore no-explicit-any
+export async function newestFirstPage<T extends { created_at: string; id: string | number }>(query: any, q: {
+  limit: number
+  before?: string
+}) {
+  const cursor = decodeCursor(q.before)
+  if (cursor) query = query.or(olderThan(cursor))
+  const rows = unwrap(
+    await query.order('created_at', { ascending: false }).order('id', { ascending: false }).limit(q.limit + 1),
+  ) as T[]
+  return page(rows, q.limit)
 }

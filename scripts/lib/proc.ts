@@ -42,7 +42,7 @@ export async function run(
 }
 
 /** True when something already listens on the port. */
-export async function portInUse(port: number): Promise<boolean> {
+export function portInUse(port: number): boolean {
   try {
     const l = Deno.listen({ hostname: '127.0.0.1', port })
     l.close()

@@ -46,7 +46,7 @@ async function commitId() {
 export async function startStack(o: StackOptions): Promise<Stack> {
   const log = o.log ?? ((s: string) => console.log(s))
   for (const [what, port] of [['gateway', o.apiPort], ['Postgres', o.dbPort], ['PostgREST', o.restPort]] as const) {
-    if (await portInUse(port)) {
+    if (portInUse(port)) {
       throw new StackError(
         `Port ${port} (${what}) is already taken. Another stack may be running: \`npm run stop\`, ` +
           `or free the port.`,

@@ -2,7 +2,7 @@
 import { Hono } from 'hono'
 import { z } from 'zod'
 import { fromDb } from '../../_shared/errors.ts'
-import { decodeCursor, olderThan, page, pageQuery } from '../../_shared/pagination.ts'
+import { newestFirstPage, pageQuery } from '../../_shared/pagination.ts'
 import { readQuery } from '../../_shared/validation.ts'
 import { type ApiEnv, bearer, cronSecret } from '../credentials.ts'
 
@@ -24,16 +24,11 @@ export const dropsRoutes = new Hono<ApiEnv>()
   })
   .get('/drops/transactions', bearer, async (c) => {
     const q = readQuery(c, HistoryQuery)
-    const cursor = decodeCursor(q.before)
     let query = c.var.db.from('drops_transactions')
       .select('id, amount, type, description, item_id, item_type, reason, source, created_at')
       .eq('user_id', c.var.caller.id)
     if (q.type) query = query.eq('type', q.type)
-    if (cursor) query = query.or(olderThan(cursor))
-    const { data, error } = await query.order('created_at', { ascending: false })
-      .order('id', { ascending: false }).limit(q.limit + 1)
-    if (error) throw fromDb(error)
-    const { items, next_cursor } = page(data, q.limit)
+    const { items, next_cursor } = await newestFirstPage(query, q)
     return c.json({ transactions: items, next_cursor })
   })
   .post('/drops/award-monthly', bearer, async (c) => {

@@ -3,7 +3,7 @@ import { Hono } from 'hono'
 import { z } from 'zod'
 import { refuseWrite } from '../../_shared/access.ts'
 import { badRequest, notFound, unwrap } from '../../_shared/errors.ts'
-import { decodeCursor, olderThan, page, pageQuery } from '../../_shared/pagination.ts'
+import { newestFirstPage, pageQuery } from '../../_shared/pagination.ts'
 import { parseWith, readJson, readQuery, uuid } from '../../_shared/validation.ts'
 import { type ApiEnv, bearer } from '../credentials.ts'
 
@@ -47,12 +47,9 @@ const goalId = (id: string) => parseWith(uuid('id'), id)
 export const goalRoutes = new Hono<ApiEnv>()
   .get('/goals', bearer, async (c) => {
     const q = readQuery(c, ListQuery)
-    const cursor = decodeCursor(q.before)
     let query = c.var.db.from('goals').select(COLUMNS).eq('user_id', c.var.caller.id)
     if (q.status) query = query.eq('status', q.status)
-    if (cursor) query = query.or(olderThan(cursor))
-    const rows = unwrap(await query.order('created_at', { ascending: false }).order('id', { ascending: false }).limit(q.limit + 1))
-    const { items, next_cursor } = page(rows, q.limit)
+    const { items, next_cursor } = await newestFirstPage(query, q)
     return c.json({ goals: items, next_cursor })
   })
   .get('/goals/:id', bearer, async (c) => {

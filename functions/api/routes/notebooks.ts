@@ -3,7 +3,7 @@ import { Hono } from 'hono'
 import { z } from 'zod'
 import { refuseWrite } from '../../_shared/access.ts'
 import { badRequest, notFound, unwrap } from '../../_shared/errors.ts'
-import { decodeCursor, olderThan, page, pageQuery } from '../../_shared/pagination.ts'
+import { newestFirstPage, pageQuery } from '../../_shared/pagination.ts'
 import { parseWith, readJson, readQuery, uuid } from '../../_shared/validation.ts'
 import { requireSharingTargets, sharingFields } from '../../_shared/visibility.ts'
 import { type ApiEnv, bearer } from '../credentials.ts'
@@ -22,11 +22,8 @@ const notebookId = (id: string) => parseWith(uuid('id'), id)
 export const notebookRoutes = new Hono<ApiEnv>()
   .get('/notebooks', bearer, async (c) => {
     const q = readQuery(c, ListQuery)
-    const cursor = decodeCursor(q.before)
-    let query = c.var.db.from('notebooks').select(COLUMNS).eq('user_id', c.var.caller.id)
-    if (cursor) query = query.or(olderThan(cursor))
-    const rows = unwrap(await query.order('created_at', { ascending: false }).order('id', { ascending: false }).limit(q.limit + 1))
-    const { items, next_cursor } = page(rows, q.limit)
+    const query = c.var.db.from('notebooks').select(COLUMNS).eq('user_id', c.var.caller.id)
+    const { items, next_cursor } = await newestFirstPage(query, q)
     return c.json({ notebooks: items, next_cursor })
   })
   .get('/notebooks/:id', bearer, async (c) => {

@@ -3,9 +3,9 @@
 import { Hono } from 'hono'
 import { z } from 'zod'
 import { refuseWrite } from '../../_shared/access.ts'
-import type { Db } from '../../_shared/db.ts'
 import { badRequest, notFound, unwrap } from '../../_shared/errors.ts'
-import { decodeCursor, olderThan, page, pageQuery } from '../../_shared/pagination.ts'
+import { memberDirectory } from '../../_shared/members.ts'
+import { newestFirstPage, pageQuery } from '../../_shared/pagination.ts'
 import { parseWith, readJson, readQuery, uuid } from '../../_shared/validation.ts'
 import { type ApiEnv, bearer } from '../credentials.ts'
 
@@ -31,21 +31,7 @@ const NewMember = z.object({ user_id: uuid('user_id'), role: role(['owner', 'adm
 const RoleChange = z.object({ role: role(['admin', 'member']) }).strict()
 const Transfer = z.object({ new_owner_id: uuid('new_owner_id') }).strict()
 
-/** Drops joined_at where the member view says it is absent (the owner / the team admin). */
-export function memberView<T extends { joined_at: string | null }>(m: T) {
-  const { joined_at, ...rest } = m
-  return joined_at === null ? rest : m
-}
-
-async function listMembers(db: Db, orgId: string) {
-  return unwrap(await db.rpc('list_organization_members', { target_org: orgId })) as { user_id: string; joined_at: string | null }[]
-}
-
-async function member(db: Db, orgId: string, userId: string) {
-  const found = (await listMembers(db, orgId)).find((m) => m.user_id === userId)
-  if (!found) throw notFound('Member not found')
-  return memberView(found)
-}
+const members = memberDirectory('list_organization_members', 'target_org')
 
 const ids = (c: { req: { param(k: string): string } }) => ({
   orgId: parseWith(uuid('id'), c.req.param('id')),
@@ -55,11 +41,8 @@ const ids = (c: { req: { param(k: string): string } }) => ({
 export const organizationRoutes = new Hono<ApiEnv>()
   .get('/organizations', bearer, async (c) => {
     const q = readQuery(c, z.object(pageQuery).strict())
-    const cursor = decodeCursor(q.before)
-    let query = c.var.db.from('organizations').select(COLUMNS)
-    if (cursor) query = query.or(olderThan(cursor))
-    const rows = unwrap(await query.order('created_at', { ascending: false }).order('id', { ascending: false }).limit(q.limit + 1))
-    const { items, next_cursor } = page(rows, q.limit)
+    const query = c.var.db.from('organizations').select(COLUMNS)
+    const { items, next_cursor } = await newestFirstPage(query, q)
     return c.json({ organizations: items, next_cursor })
   })
   .post('/organizations', bearer, async (c) => {
@@ -94,7 +77,7 @@ export const organizationRoutes = new Hono<ApiEnv>()
   })
   .get('/organizations/:id/members', bearer, async (c) => {
     const { orgId } = ids(c)
-    return c.json({ members: (await listMembers(c.var.db, orgId)).map(memberView) })
+    return c.json({ members: await members.list(c.var.db, orgId) })
   })
   .post('/organizations/:id/members', bearer, async (c) => {
     const { orgId } = ids(c)
@@ -108,7 +91,7 @@ export const organizationRoutes = new Hono<ApiEnv>()
       if (error?.code === '42501') await refuseWrite(c.var.db, 'organizations', { id: orgId }, 'organization')
       unwrap({ data: null, error })
     }
-    return c.json(await member(c.var.db, orgId, body.user_id), 201)
+    return c.json(await members.one(c.var.db, orgId, body.user_id), 201)
   })
   .put('/organizations/:id/members/:userId', bearer, async (c) => {
     const { orgId, userId } = ids(c)
@@ -117,7 +100,7 @@ export const organizationRoutes = new Hono<ApiEnv>()
       await c.var.db.from('organization_members').update(body).eq('org_id', orgId).eq('user_id', userId).select('user_id'),
     )
     if (!rows.length) await refuseWrite(c.var.db, 'organization_members', { org_id: orgId, user_id: userId }, 'member')
-    return c.json(await member(c.var.db, orgId, userId))
+    return c.json(await members.one(c.var.db, orgId, userId))
   })
   .delete('/organizations/:id/members/:userId', bearer, async (c) => {
     const { orgId, userId } = ids(c)

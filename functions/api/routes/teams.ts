@@ -3,12 +3,12 @@
 import { Hono } from 'hono'
 import { z } from 'zod'
 import { refuseWrite } from '../../_shared/access.ts'
-import type { Db } from '../../_shared/db.ts'
 import { badRequest, notFound, unwrap } from '../../_shared/errors.ts'
-import { decodeCursor, olderThan, page, pageQuery } from '../../_shared/pagination.ts'
+import { memberDirectory } from '../../_shared/members.ts'
+import { newestFirstPage, pageQuery } from '../../_shared/pagination.ts'
 import { parseWith, readJson, readQuery, uuid } from '../../_shared/validation.ts'
 import { type ApiEnv, bearer } from '../credentials.ts'
-import { groupFields, memberView } from './organizations.ts'
+import { groupFields } from './organizations.ts'
 
 const COLUMNS = 'id, name, description, org_id, admin_id, settings, created_at, updated_at, organizations(id, name)'
 
@@ -30,15 +30,7 @@ const NewMember = z.object({ user_id: uuid('user_id'), role: teamRole }).strict(
 const RoleChange = z.object({ role: teamRole }).strict()
 const ListQuery = z.object({ ...pageQuery, org_id: uuid('org_id').optional() }).strict()
 
-async function listMembers(db: Db, teamId: string) {
-  return unwrap(await db.rpc('list_team_members', { target_team: teamId })) as { user_id: string; role: string; joined_at: string | null }[]
-}
-
-async function member(db: Db, teamId: string, userId: string) {
-  const found = (await listMembers(db, teamId)).find((m) => m.user_id === userId)
-  if (!found) throw notFound('Member not found')
-  return memberView(found)
-}
+const members = memberDirectory('list_team_members', 'target_team')
 
 const ids = (c: { req: { param(k: string): string } }) => ({
   teamId: parseWith(uuid('id'), c.req.param('id')),
@@ -48,12 +40,9 @@ const ids = (c: { req: { param(k: string): string } }) => ({
 export const teamRoutes = new Hono<ApiEnv>()
   .get('/teams', bearer, async (c) => {
     const q = readQuery(c, ListQuery)
-    const cursor = decodeCursor(q.before)
     let query = c.var.db.from('teams').select(COLUMNS)
     if (q.org_id) query = query.eq('org_id', q.org_id)
-    if (cursor) query = query.or(olderThan(cursor))
-    const rows = unwrap(await query.order('created_at', { ascending: false }).order('id', { ascending: false }).limit(q.limit + 1))
-    const { items, next_cursor } = page(rows, q.limit)
+    const { items, next_cursor } = await newestFirstPage(query, q)
     return c.json({ teams: items, next_cursor })
   })
   .post('/teams', bearer, async (c) => {
@@ -88,7 +77,7 @@ export const teamRoutes = new Hono<ApiEnv>()
   })
   .get('/teams/:id/members', bearer, async (c) => {
     const { teamId } = ids(c)
-    return c.json({ members: (await listMembers(c.var.db, teamId)).map(memberView) })
+    return c.json({ members: await members.list(c.var.db, teamId) })
   })
   .post('/teams/:id/members', bearer, async (c) => {
     const { teamId } = ids(c)
@@ -96,7 +85,7 @@ export const teamRoutes = new Hono<ApiEnv>()
     const { error } = await c.var.db.from('team_members').insert({ team_id: teamId, ...body })
     if (error?.code === '42501') await refuseWrite(c.var.db, 'teams', { id: teamId }, 'team')
     unwrap({ data: null, error })
-    return c.json(await member(c.var.db, teamId, body.user_id), 201)
+    return c.json(await members.one(c.var.db, teamId, body.user_id), 201)
   })
   .put('/teams/:id/members/:userId', bearer, async (c) => {
     const { teamId, userId } = ids(c)
@@ -105,7 +94,7 @@ export const teamRoutes = new Hono<ApiEnv>()
       await c.var.db.from('team_members').update(body).eq('team_id', teamId).eq('user_id', userId).select('user_id'),
     )
     if (!rows.length) await refuseWrite(c.var.db, 'team_members', { team_id: teamId, user_id: userId }, 'member')
-    return c.json(await member(c.var.db, teamId, userId))
+    return c.json(await members.one(c.var.db, teamId, userId))
   })
   .delete('/teams/:id/members/:userId', bearer, async (c) => {
     const { teamId, userId } = ids(c)

@@ -1,0 +1,24 @@
+// Member lists of organizations and teams, read through the SQL functions that expose only
+// members' public fields (profiles themselves are private).
+import type { Db } from './db.ts'
+import { notFound, unwrap } from './errors.ts'
+
+type Member = { user_id: string; joined_at: string | null }
+
+/** Drops joined_at where the member view says it is absent (the owner / the team admin). */
+export function memberView<T extends Member>(m: T) {
+  const { joined_at, ...rest } = m
+  return joined_at === null ? rest : m
+}
+
+export function memberDirectory(rpc: 'list_organization_members' | 'list_team_members', arg: 'target_org' | 'target_team') {
+  const all = async (db: Db, groupId: string) => unwrap(await db.rpc(rpc, { [arg]: groupId })) as Member[]
+  return {
+    list: async (db: Db, groupId: string) => (await all(db, groupId)).map(memberView),
+    one: async (db: Db, groupId: string, userId: string) => {
+      const found = (await all(db, groupId)).find((m) => m.user_id === userId)
+      if (!found) throw notFound('Member not found')
+      return memberView(found)
+    },
+  }
+}
