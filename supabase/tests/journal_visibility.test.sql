@@ -131,9 +131,77 @@ begin
 end
 $$;
 
+-- The side paths over the same fixtures, as viewer `who` under the current role and claims.
+-- Every description is 'viewer=<who>: ' and a fixed start; the arguments give how it ends
+-- for this viewer (the wording most viewers share by default).
+
+-- The visible feed against the details view, then journal_stats('visible'): tags, moods
+-- and count. Signed-in viewers only (anon may call neither journal_feed nor journal_stats).
+create function pg_temp.feed_and_stats_for(who text, tags text,
+    moods text default 'counts the moods of visible entries only',
+    feed_note text default null) returns setof text
+language plpgsql as $$
+declare
+  says constant text := format('viewer=%s: ', who);
+begin
+  return next set_eq(
+    $q$select id, content, content_hidden from public.journal_feed('visible', page_size => 100) where id::text like 'b10000e0-%'$q$,
+    $q$select id, content, content_hidden from public.journal_entry_details where id::text like 'b10000e0-%'$q$,
+    says || 'journal_feed(''visible'') returns the same matrix entries (and contents) as journal_entry_details'
+      || coalesce(' (' || feed_note || ')', ''));
+  return next is(
+    (select coalesce(jsonb_agg(t order by t ->> 'tag'), '[]') from jsonb_array_elements(public.journal_stats('visible') -> 'tags') t
+      where t ->> 'tag' like 'pgtap-vis-%'),
+    (select coalesce(jsonb_agg(jsonb_build_object('tag', 'pgtap-vis-meta-' || level, 'count', 8) order by 'pgtap-vis-meta-' || level), '[]')
+       from levels where pg_temp.may_see(level, who)),
+    says || 'journal_stats(''visible'') ' || tags);
+  return next is(
+    (select coalesce(jsonb_agg(t order by t ->> 'mood'), '[]') from jsonb_array_elements(public.journal_stats('visible') -> 'moods') t
+      where t ->> 'mood' like 'pgtap-vis-%'),
+    (select coalesce(jsonb_agg(jsonb_build_object('mood', 'pgtap-vis-mood-' || level, 'count', 8) order by 'pgtap-vis-mood-' || level), '[]')
+       from levels where pg_temp.may_see(level, who)),
+    says || 'journal_stats(''visible'') ' || moods);
+  return next is((public.journal_stats('visible') ->> 'count')::integer, (select count(*)::integer from public.journal_entry_details),
+    says || 'journal_stats(''visible'') count equals the number of rows journal_entry_details shows');
+end
+$$;
+
+-- PostgREST-style embedding notebooks -> entries -> contents, a direct select on
+-- journal_entry_contents, then the mention rows of the stranger named in every text
+-- (skipped when `mentions` is null: anon may not select journal_entry_mentions).
+create function pg_temp.reads_for(who text, embedding text,
+    contents text default 'returns exactly the allowed contents',
+    mentions text default 'journal_entry_mentions rows are visible exactly where the content is') returns setof text
+language plpgsql as $$
+declare
+  says constant text := format('viewer=%s: ', who);
+begin
+  return next set_eq(
+    $q$select n.id as notebook_id, e.id as entry_id, e.content from public.notebooks n
+        join lateral (select je.id, (select c.content from public.journal_entry_contents c where c.entry_id = je.id) as content
+                        from public.journal_entries je where je.notebook_id = n.id) e on true
+       where n.id::text like 'b10000b0-%'$q$,
+    format($q$select notebook_id, entry_id, case when content_visible then content_text end from vis_cases
+       where viewer = %L and inherited and meta_visible$q$, who),
+    says || 'embedding notebooks -> journal_entries -> contents ' || embedding);
+  return next set_eq(
+    $q$select entry_id, content from public.journal_entry_contents where entry_id::text like 'b10000e0-%'$q$,
+    format($q$select entry_id, content_text from vis_cases where viewer = %L and content_visible$q$, who),
+    says || 'a direct select on journal_entry_contents ' || contents);
+  if mentions is not null then
+    return next set_eq(
+      $q$select entry_id from public.journal_entry_mentions
+         where entry_id::text like 'b10000e0-%' and mentioned_user_id = 'b1000000-0000-4000-8000-000000000004'$q$,
+      format($q$select entry_id from vis_cases where viewer = %L and content_visible$q$, who),
+      says || mentions);
+  end if;
+end
+$$;
+
 grant select on viewers, levels, vis_entries, vis_cases to anon, authenticated;
 grant execute on function pg_temp.may_see(text, text), pg_temp.seen(uuid), pg_temp.expect(boolean, boolean, text),
-  pg_temp.rows_affected(text), pg_temp.matrix_for(text) to anon, authenticated;
+  pg_temp.rows_affected(text), pg_temp.matrix_for(text), pg_temp.feed_and_stats_for(text, text, text, text),
+  pg_temp.reads_for(text, text, text, text) to anon, authenticated;
 
 -- ---------------------------------------------------------------------------------------
 -- Fixtures, written by the owner through the API roles (org, team, memberships, notebooks,
@@ -193,41 +261,9 @@ set local role authenticated;
 select set_config('request.jwt.claims',
   json_build_object('sub', 'b1000000-0000-4000-8000-000000000001', 'role', 'authenticated')::text, true);
 select * from pg_temp.matrix_for('owner');
-select set_eq(
-  $$select id, content, content_hidden from public.journal_feed('visible', page_size => 100) where id::text like 'b10000e0-%'$$,
-  $$select id, content, content_hidden from public.journal_entry_details where id::text like 'b10000e0-%'$$,
-  'viewer=owner: journal_feed(''visible'') returns the same matrix entries (and contents) as journal_entry_details');
-select is(
-  (select coalesce(jsonb_agg(t order by t ->> 'tag'), '[]') from jsonb_array_elements(public.journal_stats('visible') -> 'tags') t
-    where t ->> 'tag' like 'pgtap-vis-%'),
-  (select coalesce(jsonb_agg(jsonb_build_object('tag', 'pgtap-vis-meta-' || level, 'count', 8) order by 'pgtap-vis-meta-' || level), '[]')
-     from levels where pg_temp.may_see(level, 'owner')),
-  'viewer=owner: journal_stats(''visible'') counts the tags of visible entries only (8 per visible metadata level)');
-select is(
-  (select coalesce(jsonb_agg(t order by t ->> 'mood'), '[]') from jsonb_array_elements(public.journal_stats('visible') -> 'moods') t
-    where t ->> 'mood' like 'pgtap-vis-%'),
-  (select coalesce(jsonb_agg(jsonb_build_object('mood', 'pgtap-vis-mood-' || level, 'count', 8) order by 'pgtap-vis-mood-' || level), '[]')
-     from levels where pg_temp.may_see(level, 'owner')),
-  'viewer=owner: journal_stats(''visible'') counts the moods of visible entries only');
-select is((public.journal_stats('visible') ->> 'count')::integer, (select count(*)::integer from public.journal_entry_details),
-  'viewer=owner: journal_stats(''visible'') count equals the number of rows journal_entry_details shows');
-select set_eq(
-  $$select n.id as notebook_id, e.id as entry_id, e.content from public.notebooks n
-      join lateral (select je.id, (select c.content from public.journal_entry_contents c where c.entry_id = je.id) as content
-                      from public.journal_entries je where je.notebook_id = n.id) e on true
-     where n.id::text like 'b10000b0-%'$$,
-  $$select notebook_id, entry_id, case when content_visible then content_text end from vis_cases
-     where viewer = 'owner' and inherited and meta_visible$$,
-  'viewer=owner: embedding notebooks -> journal_entries -> contents shows exactly the visible entries and contents');
-select set_eq(
-  $$select entry_id, content from public.journal_entry_contents where entry_id::text like 'b10000e0-%'$$,
-  $$select entry_id, content_text from vis_cases where viewer = 'owner' and content_visible$$,
-  'viewer=owner: a direct select on journal_entry_contents returns exactly the allowed contents');
-select set_eq(
-  $$select entry_id from public.journal_entry_mentions
-     where entry_id::text like 'b10000e0-%' and mentioned_user_id = 'b1000000-0000-4000-8000-000000000004'$$,
-  $$select entry_id from vis_cases where viewer = 'owner' and content_visible$$,
-  'viewer=owner: journal_entry_mentions rows are visible exactly where the content is');
+select * from pg_temp.feed_and_stats_for('owner',
+  tags => 'counts the tags of visible entries only (8 per visible metadata level)');
+select * from pg_temp.reads_for('owner', embedding => 'shows exactly the visible entries and contents');
 
 -- ---------------------------------------------------------------------------------------
 -- Viewer: member of the team (and so of its organization).
@@ -235,41 +271,9 @@ select set_eq(
 select set_config('request.jwt.claims',
   json_build_object('sub', 'b1000000-0000-4000-8000-000000000002', 'role', 'authenticated')::text, true);
 select * from pg_temp.matrix_for('team_member');
-select set_eq(
-  $$select id, content, content_hidden from public.journal_feed('visible', page_size => 100) where id::text like 'b10000e0-%'$$,
-  $$select id, content, content_hidden from public.journal_entry_details where id::text like 'b10000e0-%'$$,
-  'viewer=team_member: journal_feed(''visible'') returns the same matrix entries (and contents) as journal_entry_details');
-select is(
-  (select coalesce(jsonb_agg(t order by t ->> 'tag'), '[]') from jsonb_array_elements(public.journal_stats('visible') -> 'tags') t
-    where t ->> 'tag' like 'pgtap-vis-%'),
-  (select coalesce(jsonb_agg(jsonb_build_object('tag', 'pgtap-vis-meta-' || level, 'count', 8) order by 'pgtap-vis-meta-' || level), '[]')
-     from levels where pg_temp.may_see(level, 'team_member')),
-  'viewer=team_member: journal_stats(''visible'') counts the tags of visible entries only (the private tag never shows)');
-select is(
-  (select coalesce(jsonb_agg(t order by t ->> 'mood'), '[]') from jsonb_array_elements(public.journal_stats('visible') -> 'moods') t
-    where t ->> 'mood' like 'pgtap-vis-%'),
-  (select coalesce(jsonb_agg(jsonb_build_object('mood', 'pgtap-vis-mood-' || level, 'count', 8) order by 'pgtap-vis-mood-' || level), '[]')
-     from levels where pg_temp.may_see(level, 'team_member')),
-  'viewer=team_member: journal_stats(''visible'') counts the moods of visible entries only');
-select is((public.journal_stats('visible') ->> 'count')::integer, (select count(*)::integer from public.journal_entry_details),
-  'viewer=team_member: journal_stats(''visible'') count equals the number of rows journal_entry_details shows');
-select set_eq(
-  $$select n.id as notebook_id, e.id as entry_id, e.content from public.notebooks n
-      join lateral (select je.id, (select c.content from public.journal_entry_contents c where c.entry_id = je.id) as content
-                      from public.journal_entries je where je.notebook_id = n.id) e on true
-     where n.id::text like 'b10000b0-%'$$,
-  $$select notebook_id, entry_id, case when content_visible then content_text end from vis_cases
-     where viewer = 'team_member' and inherited and meta_visible$$,
-  'viewer=team_member: embedding notebooks -> journal_entries -> contents shows no invisible entry or content');
-select set_eq(
-  $$select entry_id, content from public.journal_entry_contents where entry_id::text like 'b10000e0-%'$$,
-  $$select entry_id, content_text from vis_cases where viewer = 'team_member' and content_visible$$,
-  'viewer=team_member: a direct select on journal_entry_contents returns exactly the allowed contents');
-select set_eq(
-  $$select entry_id from public.journal_entry_mentions
-     where entry_id::text like 'b10000e0-%' and mentioned_user_id = 'b1000000-0000-4000-8000-000000000004'$$,
-  $$select entry_id from vis_cases where viewer = 'team_member' and content_visible$$,
-  'viewer=team_member: journal_entry_mentions rows are visible exactly where the content is');
+select * from pg_temp.feed_and_stats_for('team_member',
+  tags => 'counts the tags of visible entries only (the private tag never shows)');
+select * from pg_temp.reads_for('team_member', embedding => 'shows no invisible entry or content');
 
 -- ---------------------------------------------------------------------------------------
 -- Viewer: member of the organization, not of the team.
@@ -277,41 +281,9 @@ select set_eq(
 select set_config('request.jwt.claims',
   json_build_object('sub', 'b1000000-0000-4000-8000-000000000003', 'role', 'authenticated')::text, true);
 select * from pg_temp.matrix_for('org_member');
-select set_eq(
-  $$select id, content, content_hidden from public.journal_feed('visible', page_size => 100) where id::text like 'b10000e0-%'$$,
-  $$select id, content, content_hidden from public.journal_entry_details where id::text like 'b10000e0-%'$$,
-  'viewer=org_member: journal_feed(''visible'') returns the same matrix entries (and contents) as journal_entry_details');
-select is(
-  (select coalesce(jsonb_agg(t order by t ->> 'tag'), '[]') from jsonb_array_elements(public.journal_stats('visible') -> 'tags') t
-    where t ->> 'tag' like 'pgtap-vis-%'),
-  (select coalesce(jsonb_agg(jsonb_build_object('tag', 'pgtap-vis-meta-' || level, 'count', 8) order by 'pgtap-vis-meta-' || level), '[]')
-     from levels where pg_temp.may_see(level, 'org_member')),
-  'viewer=org_member: journal_stats(''visible'') counts the tags of visible entries only (no private or team tag)');
-select is(
-  (select coalesce(jsonb_agg(t order by t ->> 'mood'), '[]') from jsonb_array_elements(public.journal_stats('visible') -> 'moods') t
-    where t ->> 'mood' like 'pgtap-vis-%'),
-  (select coalesce(jsonb_agg(jsonb_build_object('mood', 'pgtap-vis-mood-' || level, 'count', 8) order by 'pgtap-vis-mood-' || level), '[]')
-     from levels where pg_temp.may_see(level, 'org_member')),
-  'viewer=org_member: journal_stats(''visible'') counts the moods of visible entries only');
-select is((public.journal_stats('visible') ->> 'count')::integer, (select count(*)::integer from public.journal_entry_details),
-  'viewer=org_member: journal_stats(''visible'') count equals the number of rows journal_entry_details shows');
-select set_eq(
-  $$select n.id as notebook_id, e.id as entry_id, e.content from public.notebooks n
-      join lateral (select je.id, (select c.content from public.journal_entry_contents c where c.entry_id = je.id) as content
-                      from public.journal_entries je where je.notebook_id = n.id) e on true
-     where n.id::text like 'b10000b0-%'$$,
-  $$select notebook_id, entry_id, case when content_visible then content_text end from vis_cases
-     where viewer = 'org_member' and inherited and meta_visible$$,
-  'viewer=org_member: embedding notebooks -> journal_entries -> contents shows no invisible entry or content');
-select set_eq(
-  $$select entry_id, content from public.journal_entry_contents where entry_id::text like 'b10000e0-%'$$,
-  $$select entry_id, content_text from vis_cases where viewer = 'org_member' and content_visible$$,
-  'viewer=org_member: a direct select on journal_entry_contents returns exactly the allowed contents');
-select set_eq(
-  $$select entry_id from public.journal_entry_mentions
-     where entry_id::text like 'b10000e0-%' and mentioned_user_id = 'b1000000-0000-4000-8000-000000000004'$$,
-  $$select entry_id from vis_cases where viewer = 'org_member' and content_visible$$,
-  'viewer=org_member: journal_entry_mentions rows are visible exactly where the content is');
+select * from pg_temp.feed_and_stats_for('org_member',
+  tags => 'counts the tags of visible entries only (no private or team tag)');
+select * from pg_temp.reads_for('org_member', embedding => 'shows no invisible entry or content');
 
 -- ---------------------------------------------------------------------------------------
 -- Viewer: a signed-in stranger (the user mentioned in every text, which grants nothing).
@@ -319,43 +291,12 @@ select set_eq(
 select set_config('request.jwt.claims',
   json_build_object('sub', 'b1000000-0000-4000-8000-000000000004', 'role', 'authenticated')::text, true);
 select * from pg_temp.matrix_for('stranger');
-select set_eq(
-  $$select id, content, content_hidden from public.journal_feed('visible', page_size => 100) where id::text like 'b10000e0-%'$$,
-  $$select id, content, content_hidden from public.journal_entry_details where id::text like 'b10000e0-%'$$,
-  'viewer=stranger: journal_feed(''visible'') returns the same matrix entries (and contents) as journal_entry_details');
-select is(
-  (select coalesce(jsonb_agg(t order by t ->> 'tag'), '[]') from jsonb_array_elements(public.journal_stats('visible') -> 'tags') t
-    where t ->> 'tag' like 'pgtap-vis-%'),
-  (select coalesce(jsonb_agg(jsonb_build_object('tag', 'pgtap-vis-meta-' || level, 'count', 8) order by 'pgtap-vis-meta-' || level), '[]')
-     from levels where pg_temp.may_see(level, 'stranger')),
-  'viewer=stranger: journal_stats(''visible'') counts only the public entries'' tags');
-select is(
-  (select coalesce(jsonb_agg(t order by t ->> 'mood'), '[]') from jsonb_array_elements(public.journal_stats('visible') -> 'moods') t
-    where t ->> 'mood' like 'pgtap-vis-%'),
-  (select coalesce(jsonb_agg(jsonb_build_object('mood', 'pgtap-vis-mood-' || level, 'count', 8) order by 'pgtap-vis-mood-' || level), '[]')
-     from levels where pg_temp.may_see(level, 'stranger')),
-  'viewer=stranger: journal_stats(''visible'') counts only the public entries'' moods');
-select is((public.journal_stats('visible') ->> 'count')::integer, (select count(*)::integer from public.journal_entry_details),
-  'viewer=stranger: journal_stats(''visible'') count equals the number of rows journal_entry_details shows');
+select * from pg_temp.feed_and_stats_for('stranger',
+  tags => 'counts only the public entries'' tags', moods => 'counts only the public entries'' moods');
 select is(public.journal_stats('own') -> 'tags', '[]'::jsonb,
   'viewer=stranger: journal_stats(''own'') shows none of the owner''s tags');
-select set_eq(
-  $$select n.id as notebook_id, e.id as entry_id, e.content from public.notebooks n
-      join lateral (select je.id, (select c.content from public.journal_entry_contents c where c.entry_id = je.id) as content
-                      from public.journal_entries je where je.notebook_id = n.id) e on true
-     where n.id::text like 'b10000b0-%'$$,
-  $$select notebook_id, entry_id, case when content_visible then content_text end from vis_cases
-     where viewer = 'stranger' and inherited and meta_visible$$,
-  'viewer=stranger: embedding notebooks -> journal_entries -> contents shows only public entries and contents');
-select set_eq(
-  $$select entry_id, content from public.journal_entry_contents where entry_id::text like 'b10000e0-%'$$,
-  $$select entry_id, content_text from vis_cases where viewer = 'stranger' and content_visible$$,
-  'viewer=stranger: a direct select on journal_entry_contents returns exactly the allowed contents');
-select set_eq(
-  $$select entry_id from public.journal_entry_mentions
-     where entry_id::text like 'b10000e0-%' and mentioned_user_id = 'b1000000-0000-4000-8000-000000000004'$$,
-  $$select entry_id from vis_cases where viewer = 'stranger' and content_visible$$,
-  'viewer=stranger: being mentioned grants nothing; mention rows are visible exactly where the content is');
+select * from pg_temp.reads_for('stranger', embedding => 'shows only public entries and contents',
+  mentions => 'being mentioned grants nothing; mention rows are visible exactly where the content is');
 
 -- ---------------------------------------------------------------------------------------
 -- Viewer: super admin (no membership anywhere).
@@ -363,60 +304,19 @@ select set_eq(
 select set_config('request.jwt.claims',
   json_build_object('sub', 'b1000000-0000-4000-8000-000000000005', 'role', 'authenticated')::text, true);
 select * from pg_temp.matrix_for('super_admin');
-select set_eq(
-  $$select id, content, content_hidden from public.journal_feed('visible', page_size => 100) where id::text like 'b10000e0-%'$$,
-  $$select id, content, content_hidden from public.journal_entry_details where id::text like 'b10000e0-%'$$,
-  'viewer=super_admin: journal_feed(''visible'') returns the same matrix entries (and contents) as journal_entry_details (rule 6: super admins see everything)');
-select is(
-  (select coalesce(jsonb_agg(t order by t ->> 'tag'), '[]') from jsonb_array_elements(public.journal_stats('visible') -> 'tags') t
-    where t ->> 'tag' like 'pgtap-vis-%'),
-  (select coalesce(jsonb_agg(jsonb_build_object('tag', 'pgtap-vis-meta-' || level, 'count', 8) order by 'pgtap-vis-meta-' || level), '[]')
-     from levels where pg_temp.may_see(level, 'super_admin')),
-  'viewer=super_admin: journal_stats(''visible'') counts every entry''s tags');
-select is(
-  (select coalesce(jsonb_agg(t order by t ->> 'mood'), '[]') from jsonb_array_elements(public.journal_stats('visible') -> 'moods') t
-    where t ->> 'mood' like 'pgtap-vis-%'),
-  (select coalesce(jsonb_agg(jsonb_build_object('mood', 'pgtap-vis-mood-' || level, 'count', 8) order by 'pgtap-vis-mood-' || level), '[]')
-     from levels where pg_temp.may_see(level, 'super_admin')),
-  'viewer=super_admin: journal_stats(''visible'') counts every entry''s moods');
-select is((public.journal_stats('visible') ->> 'count')::integer, (select count(*)::integer from public.journal_entry_details),
-  'viewer=super_admin: journal_stats(''visible'') count equals the number of rows journal_entry_details shows');
-select set_eq(
-  $$select n.id as notebook_id, e.id as entry_id, e.content from public.notebooks n
-      join lateral (select je.id, (select c.content from public.journal_entry_contents c where c.entry_id = je.id) as content
-                      from public.journal_entries je where je.notebook_id = n.id) e on true
-     where n.id::text like 'b10000b0-%'$$,
-  $$select notebook_id, entry_id, case when content_visible then content_text end from vis_cases
-     where viewer = 'super_admin' and inherited and meta_visible$$,
-  'viewer=super_admin: embedding notebooks -> journal_entries -> contents shows everything');
-select set_eq(
-  $$select entry_id, content from public.journal_entry_contents where entry_id::text like 'b10000e0-%'$$,
-  $$select entry_id, content_text from vis_cases where viewer = 'super_admin' and content_visible$$,
-  'viewer=super_admin: a direct select on journal_entry_contents returns every content');
-select set_eq(
-  $$select entry_id from public.journal_entry_mentions
-     where entry_id::text like 'b10000e0-%' and mentioned_user_id = 'b1000000-0000-4000-8000-000000000004'$$,
-  $$select entry_id from vis_cases where viewer = 'super_admin' and content_visible$$,
-  'viewer=super_admin: journal_entry_mentions rows are visible exactly where the content is');
+select * from pg_temp.feed_and_stats_for('super_admin', feed_note => 'rule 6: super admins see everything',
+  tags => 'counts every entry''s tags', moods => 'counts every entry''s moods');
+select * from pg_temp.reads_for('super_admin', embedding => 'shows everything', contents => 'returns every content');
 
 -- ---------------------------------------------------------------------------------------
--- Viewer: anonymous (the anon key, no user).
+-- Viewer: anonymous (the anon key, no user). No feed, stats or mentions: anon may call
+-- neither journal_feed nor journal_stats, nor select journal_entry_mentions.
 -- ---------------------------------------------------------------------------------------
 set local role anon;
 select set_config('request.jwt.claims', json_build_object('role', 'anon')::text, true);
 select * from pg_temp.matrix_for('anon');
-select set_eq(
-  $$select n.id as notebook_id, e.id as entry_id, e.content from public.notebooks n
-      join lateral (select je.id, (select c.content from public.journal_entry_contents c where c.entry_id = je.id) as content
-                      from public.journal_entries je where je.notebook_id = n.id) e on true
-     where n.id::text like 'b10000b0-%'$$,
-  $$select notebook_id, entry_id, case when content_visible then content_text end from vis_cases
-     where viewer = 'anon' and inherited and meta_visible$$,
-  'viewer=anon: embedding notebooks -> journal_entries -> contents shows only public entries and contents');
-select set_eq(
-  $$select entry_id, content from public.journal_entry_contents where entry_id::text like 'b10000e0-%'$$,
-  $$select entry_id, content_text from vis_cases where viewer = 'anon' and content_visible$$,
-  'viewer=anon: a direct select on journal_entry_contents returns only public contents of public entries');
+select * from pg_temp.reads_for('anon', embedding => 'shows only public entries and contents',
+  contents => 'returns only public contents of public entries', mentions => null);
 
 reset role;
 select set_config('request.jwt.claims', '', true);
