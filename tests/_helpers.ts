@@ -2,6 +2,7 @@
 // passes its addresses and keys in the environment.
 import postgres from 'postgres'
 import { createClient } from '@supabase/supabase-js'
+import { SignJWT } from 'jose'
 import { mintUserToken, signClaims } from '../scripts/lib/tokens.ts'
 
 const need = (k: string) => {
@@ -108,6 +109,8 @@ export async function badTokensFor(user: TestUser) {
     'alg none': unsignedToken(claims),
     malformed: 'not.a.jwt',
     'anon key (no user)': ANON_KEY,
+    'no expiry': await new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).sign(new TextEncoder().encode(JWT_SECRET)),
+    'another audience': await signClaims({ ...claims, aud: 'some-other-service' }, JWT_SECRET),
   }
 }
 

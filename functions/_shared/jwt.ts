@@ -39,10 +39,10 @@ export async function verifyAccessToken(token: string): Promise<Claims> {
     throw unauthorized('Malformed token')
   }
   try {
-    if (alg === 'HS256') return (await jwtVerify(token, hmacKey(), { algorithms: ['HS256'] })).payload as Claims
+    if (alg === 'HS256') return (await jwtVerify(token, hmacKey(), { algorithms: ['HS256'], requiredClaims: ['exp'] })).payload as Claims
     const set = keySet()
     if ((alg === 'ES256' || alg === 'RS256') && set) {
-      return (await jwtVerify(token, set, { algorithms: ['ES256', 'RS256'] })).payload as Claims
+      return (await jwtVerify(token, set, { algorithms: ['ES256', 'RS256'], requiredClaims: ['exp'] })).payload as Claims
     }
   } catch (e) {
     if (e instanceof errors.JWTExpired) throw unauthorized('Token expired')
@@ -50,6 +50,12 @@ export async function verifyAccessToken(token: string): Promise<Claims> {
     throw e
   }
   throw unauthorized(`Unsupported token algorithm ${alg}`)
+}
+
+/** A signed-in user's session token (not the anon or service-role key, not another audience). */
+export function isUserToken(claims: Claims): claims is Claims & { sub: string } {
+  const aud = Array.isArray(claims.aud) ? claims.aud : [claims.aud]
+  return !!claims.sub && claims.role === 'authenticated' && aud.includes('authenticated')
 }
 
 /** The bearer token of an Authorization header, or null. */

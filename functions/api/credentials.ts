@@ -5,7 +5,7 @@ import { type CronGroup, checkCronSecret } from '../_shared/cron.ts'
 import { type Db, serviceDb, userDb } from '../_shared/db.ts'
 import { optionalEnv } from '../_shared/env.ts'
 import { forbidden, fromDb, HttpError, unauthorized } from '../_shared/errors.ts'
-import { bearerToken, type Claims, verifyAccessToken } from '../_shared/jwt.ts'
+import { bearerToken, type Claims, isUserToken, verifyAccessToken } from '../_shared/jwt.ts'
 
 export interface Caller {
   id: string
@@ -26,7 +26,7 @@ async function callerFrom(authorization: string | undefined): Promise<Caller> {
   const token = bearerToken(authorization)
   if (!token) throw unauthorized('Missing bearer token')
   const claims = await verifyAccessToken(token)
-  if (!claims.sub || claims.role !== 'authenticated') throw unauthorized('The token does not identify a signed-in user')
+  if (!isUserToken(claims)) throw unauthorized('The token does not identify a signed-in user')
   return { id: claims.sub, email: claims.email ?? null, token, claims }
 }
 

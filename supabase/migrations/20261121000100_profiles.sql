@@ -5,7 +5,7 @@
 create table public.profiles (
   id uuid primary key references auth.users (id) on delete cascade,
   full_name text check (char_length(full_name) <= 200),
-  avatar_url text check (char_length(avatar_url) <= 2048),
+  avatar_url text check (char_length(avatar_url) <= 2048 and avatar_url ~* '^https?://'),
   preferences jsonb not null default '{"theme": "system", "notifications": true}'::jsonb,
   role text not null default 'user' check (role in ('user', 'super_admin')),
   drops_balance integer not null default 0 check (drops_balance >= 0),
@@ -15,11 +15,16 @@ create table public.profiles (
   check_in_enabled boolean not null default false,
   created_at timestamptz not null default now(),
   updated_at timestamptz not null default now(),
+  -- The same shape PUT /api/user/profile accepts, so PostgREST writes are held to it too.
   constraint profiles_preferences_shape check (
     jsonb_typeof(preferences) = 'object'
+    and preferences - array['theme', 'notifications', 'active_tone_pack_id'] = '{}'::jsonb
     and coalesce(jsonb_typeof(preferences -> 'theme'), 'string') = 'string'
+    and char_length(coalesce(preferences ->> 'theme', 'x')) between 1 and 50
     and coalesce(jsonb_typeof(preferences -> 'notifications'), 'boolean') = 'boolean'
-    and coalesce(jsonb_typeof(preferences -> 'active_tone_pack_id'), 'string') in ('string', 'null')
+    and coalesce(jsonb_typeof(preferences -> 'active_tone_pack_id'), 'null') in ('string', 'null')
+    and coalesce(preferences ->> 'active_tone_pack_id', '00000000-0000-0000-0000-000000000000')
+        ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
   )
 );
 comment on table public.profiles is

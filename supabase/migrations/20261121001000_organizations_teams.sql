@@ -8,7 +8,7 @@ create table public.organizations (
   name text not null check (char_length(btrim(name)) between 1 and 200),
   description text check (char_length(description) <= 2000),
   owner_id uuid not null references public.profiles (id),
-  settings jsonb not null default '{}'::jsonb check (jsonb_typeof(settings) = 'object'),
+  settings jsonb not null default '{}'::jsonb check (jsonb_typeof(settings) = 'object' and pg_column_size(settings) <= 16384),
   created_at timestamptz not null default now(),
   updated_at timestamptz not null default now()
 );
@@ -32,7 +32,7 @@ create table public.teams (
   description text check (char_length(description) <= 2000),
   org_id uuid not null references public.organizations (id) on delete cascade,
   admin_id uuid not null references public.profiles (id),
-  settings jsonb not null default '{}'::jsonb check (jsonb_typeof(settings) = 'object'),
+  settings jsonb not null default '{}'::jsonb check (jsonb_typeof(settings) = 'object' and pg_column_size(settings) <= 16384),
   created_at timestamptz not null default now(),
   updated_at timestamptz not null default now()
 );
@@ -126,7 +126,8 @@ revoke all on public.organizations, public.organization_members from anon, authe
 grant select, delete on public.organizations to authenticated;
 grant insert (id, name, description, settings, owner_id) on public.organizations to authenticated;
 grant update (name, description, settings) on public.organizations to authenticated;
-grant select, insert, delete on public.organization_members to authenticated;
+grant select, delete on public.organization_members to authenticated;
+grant insert (org_id, user_id, role) on public.organization_members to authenticated;
 grant update (role) on public.organization_members to authenticated;
 
 create policy "organizations: members and super admins read" on public.organizations
@@ -291,7 +292,8 @@ revoke all on public.teams, public.team_members from anon, authenticated;
 grant select, delete on public.teams to authenticated;
 grant insert (id, name, description, org_id, admin_id, settings) on public.teams to authenticated;
 grant update (name, description, admin_id, settings) on public.teams to authenticated;
-grant select, insert, delete on public.team_members to authenticated;
+grant select, delete on public.team_members to authenticated;
+grant insert (team_id, user_id, role) on public.team_members to authenticated;
 grant update (role) on public.team_members to authenticated;
 
 create policy "teams: organization members and super admins read" on public.teams

@@ -116,7 +116,8 @@ create index journal_entry_contents_owner on public.journal_entry_contents (user
 -- ---------------------------------------------------------------------------------------
 -- Derivation and validation
 
--- Who may share into a team or organization: its members (checked for the writer).
+-- Who may share into a team or organization: its members (checked for the writer on every
+-- change of a target or a level, so a former member cannot widen an old entry either).
 create or replace function private.check_sharing_target(team uuid, org uuid, notebook uuid) returns void
 language plpgsql stable security definer
 set search_path = ''
@@ -140,8 +141,9 @@ end
 $$;
 
 -- A team or organization that disappears (foreign key set null) drops the levels that named it
--- back to user, so nothing leaks and nothing is lost. Fired only by the cascade (depth > 1);
--- a client's own write without team_id/org_id fails the check constraint instead.
+-- back to user (an entry also leaves its notebook, see prepare_journal_entry), so nothing
+-- leaks and nothing is lost. Fired only by the cascade (depth > 1); a client's own write
+-- without team_id/org_id fails the check constraint instead.
 create or replace function private.orphan_safe_level(level text, team uuid, org uuid) returns text
 language sql immutable
 set search_path = ''
@@ -160,7 +162,8 @@ begin
   if pg_trigger_depth() > 1 then
     new.metadata_visibility := private.orphan_safe_level(new.metadata_visibility, new.team_id, new.org_id);
     new.content_visibility := private.orphan_safe_level(new.content_visibility, new.team_id, new.org_id);
-  elsif tg_op = 'INSERT' or (new.team_id, new.org_id) is distinct from (old.team_id, old.org_id) then
+  elsif tg_op = 'INSERT' or (new.team_id, new.org_id, new.metadata_visibility, new.content_visibility)
+        is distinct from (old.team_id, old.org_id, old.metadata_visibility, old.content_visibility) then
     perform private.check_sharing_target(new.team_id, new.org_id, null);
   end if;
   if tg_op = 'UPDATE' then
@@ -200,34 +203,33 @@ begin
     raise exception 'an entry''s owner and creation time cannot change' using errcode = '42501';
   end if;
   if pg_trigger_depth() > 1 then
-    new.metadata_visibility := private.orphan_safe_level(new.metadata_visibility, new.team_id, new.org_id);
-    new.content_visibility := private.orphan_safe_level(new.content_visibility, new.team_id, new.org_id);
+    if (new.metadata_visibility, new.content_visibility) is distinct from (
+        private.orphan_safe_level(new.metadata_visibility, new.team_id, new.org_id),
+        private.orphan_safe_level(new.content_visibility, new.team_id, new.org_id)) then
+      new.metadata_visibility := private.orphan_safe_level(new.metadata_visibility, new.team_id, new.org_id);
+      new.content_visibility := private.orphan_safe_level(new.content_visibility, new.team_id, new.org_id);
+      -- Back to owner-only, not to the notebook's levels: those could be wider than what the
+      -- owner chose (a team-only entry in a public notebook must not become public).
+      new.notebook_id := null;
+    end if;
   elsif tg_op = 'INSERT'
-     or (new.team_id, new.org_id, new.notebook_id) is distinct from (old.team_id, old.org_id, old.notebook_id) then
+     or (new.team_id, new.org_id, new.notebook_id, new.metadata_visibility, new.content_visibility)
+        is distinct from (old.team_id, old.org_id, old.notebook_id, old.metadata_visibility, old.content_visibility) then
     perform private.check_sharing_target(new.team_id, new.org_id, new.notebook_id);
   end if;
 
+  -- Rule 5: an entry's own level wins unless it is user; then the notebook's (or user).
   select * into nb from public.notebooks where id = new.notebook_id;
-  if new.metadata_visibility <> 'user' then
-    new.meta_scope := new.metadata_visibility;
-    new.meta_scope_id := private.scope_of(new.metadata_visibility, new.team_id, new.org_id);
-  elsif nb.id is not null then
-    new.meta_scope := nb.metadata_visibility;
-    new.meta_scope_id := private.scope_of(nb.metadata_visibility, nb.team_id, nb.org_id);
-  else
-    new.meta_scope := 'user';
-    new.meta_scope_id := null;
-  end if;
-  if new.content_visibility <> 'user' then
-    new.content_scope := new.content_visibility;
-    new.content_scope_id := private.scope_of(new.content_visibility, new.team_id, new.org_id);
-  elsif nb.id is not null then
-    new.content_scope := nb.content_visibility;
-    new.content_scope_id := private.scope_of(nb.content_visibility, nb.team_id, nb.org_id);
-  else
-    new.content_scope := 'user';
-    new.content_scope_id := null;
-  end if;
+  new.meta_scope := case when new.metadata_visibility <> 'user' then new.metadata_visibility
+                         else coalesce(nb.metadata_visibility, 'user') end;
+  new.meta_scope_id := case when new.metadata_visibility <> 'user'
+                            then private.scope_of(new.metadata_visibility, new.team_id, new.org_id)
+                            else private.scope_of(nb.metadata_visibility, nb.team_id, nb.org_id) end;
+  new.content_scope := case when new.content_visibility <> 'user' then new.content_visibility
+                            else coalesce(nb.content_visibility, 'user') end;
+  new.content_scope_id := case when new.content_visibility <> 'user'
+                               then private.scope_of(new.content_visibility, new.team_id, new.org_id)
+                               else private.scope_of(nb.content_visibility, nb.team_id, nb.org_id) end;
 
   if tg_op = 'UPDATE' and (new.title, new.mood, new.tags, new.metadata_visibility, new.content_visibility,
       new.team_id, new.org_id, new.notebook_id, new.music_track_id)
@@ -399,4 +401,5 @@ select e.id, e.user_id, e.notebook_id, e.title, c.content, c.entry_id is null as
   left join public.journal_entry_contents c on c.entry_id = e.id;
 comment on view public.journal_entry_details is
   'Entries as a viewer sees them: content is null and content_hidden true where the content policy refuses.';
+revoke all on public.journal_entry_details from anon, authenticated;
 grant select on public.journal_entry_details to anon, authenticated;

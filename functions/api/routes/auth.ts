@@ -2,7 +2,7 @@
 import { Hono } from 'hono'
 import { z } from 'zod'
 import { unauthorized } from '../../_shared/errors.ts'
-import { verifyAccessToken } from '../../_shared/jwt.ts'
+import { isUserToken, verifyAccessToken } from '../../_shared/jwt.ts'
 import { readJson } from '../../_shared/validation.ts'
 import { type ApiEnv, publicRoute } from '../credentials.ts'
 
@@ -15,6 +15,6 @@ export const authRoutes = new Hono<ApiEnv>()
   .post('/auth/verify', publicRoute, async (c) => {
     const { token } = await readJson(c, VerifyBody)
     const claims = await verifyAccessToken(token)
-    if (!claims.sub || claims.role !== 'authenticated') throw unauthorized('The token does not identify a signed-in user')
+    if (!isUserToken(claims)) throw unauthorized('The token does not identify a signed-in user')
     return c.json({ user: { id: claims.sub, email: claims.email ?? null } })
   })
