@@ -83,3 +83,28 @@ test('the monthly award job is scheduled for midnight on the 1st, calling SQL di
   assert.match(job.command, /public\.award_monthly_drops_all\(\)/)
   assert.ok(env('DROPS_CRON_SECRET'))
 })
+
+test('pg_cron itself runs a scheduled edge-function job: scheduler -> net queue -> gateway -> function', async () => {
+  const jobName = `test-every-minute-${crypto.randomUUID().slice(0, 8)}`
+  const [{ since }] = await sql`select now() as since`
+  const [{ jobid }] = await sql`select private.schedule_edge_function_job(${jobName}, '* * * * *',
+                                  '/api/drops/cron/award-monthly-all', 'DROPS_CRON_SECRET') as jobid`
+  try {
+    // pg_cron 1.4 schedules by the minute: wait for the next one to come round.
+    let run, response
+    for (let i = 0; i < 150 && !(run && response); i++) {
+      ;[run] = await sql`select status, return_message from cron.job_run_details
+                         where jobid = ${jobid} and start_time >= ${since} order by start_time desc limit 1`
+      ;[response] = await sql`select status_code, content from net._http_response
+                              where created >= ${since} and content like '%"awarded"%' order by created desc limit 1`
+      if (!(run && response)) await new Promise((r) => setTimeout(r, 500))
+    }
+    assert.ok(run, 'pg_cron never ran the job')
+    assert.equal(run.status, 'succeeded', run.return_message)
+    assert.ok(response, 'the job\'s request never reached the function')
+    assert.equal(response.status_code, 200, response.content)
+    assert.equal(JSON.parse(response.content).success, true)
+  } finally {
+    await sql`select cron.unschedule(${jobName})`
+  }
+})
