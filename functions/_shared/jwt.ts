@@ -58,6 +58,13 @@ export function isUserToken(claims: Claims): claims is Claims & { sub: string } 
   return !!claims.sub && claims.role === 'authenticated' && aud.includes('authenticated')
 }
 
+/** The claims of a signed-in user's token, or a 401. */
+export async function userClaims(token: string): Promise<Claims & { sub: string }> {
+  const claims = await verifyAccessToken(token)
+  if (!isUserToken(claims)) throw unauthorized('The token does not identify a signed-in user')
+  return claims
+}
+
 /** The bearer token of an Authorization header, or null. */
 export function bearerToken(header: string | null | undefined): string | null {
   const m = header?.match(/^Bearer\s+(\S+)$/i)

@@ -36,3 +36,6 @@ export function readQuery<S extends ZodTypeAny>(c: Context, schema: S): z.infer<
 }
 
 export const uuid = (field = 'id') => z.string().uuid({ message: `${field} must be a UUID` })
+
+/** A UUID path parameter (`:id` by default), or a 400 naming it. */
+export const pathUuid = (c: Context, name = 'id'): string => parseWith(uuid(name), c.req.param(name))

@@ -5,7 +5,7 @@ import { type CronGroup, checkCronSecret } from '../_shared/cron.ts'
 import { type Db, serviceDb, userDb } from '../_shared/db.ts'
 import { optionalEnv } from '../_shared/env.ts'
 import { forbidden, fromDb, HttpError, unauthorized } from '../_shared/errors.ts'
-import { bearerToken, type Claims, isUserToken, verifyAccessToken } from '../_shared/jwt.ts'
+import { bearerToken, type Claims, userClaims, verifyAccessToken } from '../_shared/jwt.ts'
 
 export interface Caller {
   id: string
@@ -25,8 +25,7 @@ export type ApiEnv = {
 async function callerFrom(authorization: string | undefined): Promise<Caller> {
   const token = bearerToken(authorization)
   if (!token) throw unauthorized('Missing bearer token')
-  const claims = await verifyAccessToken(token)
-  if (!isUserToken(claims)) throw unauthorized('The token does not identify a signed-in user')
+  const claims = await userClaims(token)
   return { id: claims.sub, email: claims.email ?? null, token, claims }
 }
 

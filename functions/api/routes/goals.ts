@@ -4,7 +4,7 @@ import { z } from 'zod'
 import { refuseWrite } from '../../_shared/access.ts'
 import { badRequest, notFound, unwrap } from '../../_shared/errors.ts'
 import { newestFirstPage, pageQuery } from '../../_shared/pagination.ts'
-import { parseWith, readJson, readQuery, uuid } from '../../_shared/validation.ts'
+import { pathUuid, readJson, readQuery } from '../../_shared/validation.ts'
 import { type ApiEnv, bearer } from '../credentials.ts'
 
 const COLUMNS = 'id, user_id, title, description, target_date, status, created_at, updated_at'
@@ -42,7 +42,6 @@ const NewCheckIn = z.object({
 }).strict()
 const ListQuery = z.object({ ...pageQuery, status: status('status').optional() }).strict()
 
-const goalId = (id: string) => parseWith(uuid('id'), id)
 
 export const goalRoutes = new Hono<ApiEnv>()
   .get('/goals', bearer, async (c) => {
@@ -53,7 +52,7 @@ export const goalRoutes = new Hono<ApiEnv>()
     return c.json({ goals: items, next_cursor })
   })
   .get('/goals/:id', bearer, async (c) => {
-    const id = goalId(c.req.param('id'))
+    const id = pathUuid(c)
     const goal = unwrap(
       await c.var.db.from('goals').select(`${COLUMNS}, check_ins:goal_check_ins(${CHECK_IN_COLUMNS})`).eq('id', id)
         .order('created_at', { referencedTable: 'goal_check_ins', ascending: false }).maybeSingle(),
@@ -66,7 +65,7 @@ export const goalRoutes = new Hono<ApiEnv>()
     return c.json(unwrap(await c.var.db.from('goals').insert(body).select(COLUMNS).single()), 201)
   })
   .put('/goals/:id', bearer, async (c) => {
-    const id = goalId(c.req.param('id'))
+    const id = pathUuid(c)
     const patch = await readJson(c, GoalPatch)
     if (Object.keys(patch).length === 0) throw badRequest('Nothing to update')
     const rows = unwrap(await c.var.db.from('goals').update(patch).eq('id', id).select(COLUMNS))
@@ -74,13 +73,13 @@ export const goalRoutes = new Hono<ApiEnv>()
     return c.json(rows[0])
   })
   .delete('/goals/:id', bearer, async (c) => {
-    const id = goalId(c.req.param('id'))
+    const id = pathUuid(c)
     const rows = unwrap(await c.var.db.from('goals').delete().eq('id', id).select('id'))
     if (!rows.length) await refuseWrite(c.var.db, 'goals', { id }, 'goal')
     return c.json({ message: 'Goal deleted' })
   })
   .post('/goals/:id/check-ins', bearer, async (c) => {
-    const id = goalId(c.req.param('id'))
+    const id = pathUuid(c)
     const body = await readJson(c, NewCheckIn)
     const goal = unwrap<{ user_id: string } | null>(await c.var.db.from('goals').select('user_id').eq('id', id).maybeSingle())
     if (!goal) throw notFound('Goal not found')

@@ -8,7 +8,7 @@ import type { Db } from '../../_shared/db.ts'
 import { badRequest, notFound, unwrap } from '../../_shared/errors.ts'
 import { decodeCursor, page, pageQuery } from '../../_shared/pagination.ts'
 import { detectMood, toneAnalyzer } from '../../_shared/tone.ts'
-import { parseWith, readJson, readQuery, uuid } from '../../_shared/validation.ts'
+import { pathUuid, readJson, readQuery, uuid } from '../../_shared/validation.ts'
 import { requireSharingTargets, sharingFields } from '../../_shared/visibility.ts'
 import { type ApiEnv, bearer } from '../credentials.ts'
 
@@ -59,7 +59,6 @@ const StatsQuery = z.object({ scope: FeedQuery.shape.scope }).strict()
 
 type Entry = { id: string; created_at: string; mood: string | null; title: string; content: string | null }
 
-const entryId = (id: string) => parseWith(uuid('id'), id)
 
 /** After a write without a mood: the analyzer may set one. Never fails the write. */
 async function analyzeTone(db: Db, entry: Entry): Promise<Entry> {
@@ -103,7 +102,7 @@ export const journalRoutes = new Hono<ApiEnv>()
     return c.json({ remaining })
   })
   .get('/journal/:id', bearer, async (c) => {
-    const id = entryId(c.req.param('id'))
+    const id = pathUuid(c)
     const entry = unwrap(await c.var.db.from('journal_entry_details').select('*').eq('id', id).maybeSingle())
     if (!entry) throw notFound('Entry not found')
     return c.json({ entry })
@@ -115,7 +114,7 @@ export const journalRoutes = new Hono<ApiEnv>()
     return c.json({ entry }, 201)
   })
   .put('/journal/:id', bearer, async (c) => {
-    const id = entryId(c.req.param('id'))
+    const id = pathUuid(c)
     const patch = await readJson(c, EntryPatch)
     if (Object.keys(patch).length === 0) throw badRequest('Nothing to update')
     let entry = unwrap(await c.var.db.rpc('update_journal_entry', { entry_id: id, patch }).single()) as Entry
@@ -123,7 +122,7 @@ export const journalRoutes = new Hono<ApiEnv>()
     return c.json({ entry })
   })
   .delete('/journal/:id', bearer, async (c) => {
-    const id = entryId(c.req.param('id'))
+    const id = pathUuid(c)
     const deleted = unwrap(await c.var.db.from('journal_entries').delete().eq('id', id).select('id'))
     if (!deleted.length) await refuseWrite(c.var.db, 'journal_entries', { id }, 'entry')
     return c.json({ message: 'Entry deleted' })

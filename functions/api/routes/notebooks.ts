@@ -4,7 +4,7 @@ import { z } from 'zod'
 import { refuseWrite } from '../../_shared/access.ts'
 import { badRequest, notFound, unwrap } from '../../_shared/errors.ts'
 import { newestFirstPage, pageQuery } from '../../_shared/pagination.ts'
-import { parseWith, readJson, readQuery, uuid } from '../../_shared/validation.ts'
+import { pathUuid, readJson, readQuery } from '../../_shared/validation.ts'
 import { requireSharingTargets, sharingFields } from '../../_shared/visibility.ts'
 import { type ApiEnv, bearer } from '../credentials.ts'
 
@@ -17,7 +17,6 @@ const NewNotebook = z.object({ name, ...sharingFields }).strict().superRefine(re
 const NotebookPatch = z.object({ name: name.optional(), ...sharingFields }).strict().superRefine(requireSharingTargets)
 const ListQuery = z.object(pageQuery).strict()
 
-const notebookId = (id: string) => parseWith(uuid('id'), id)
 
 export const notebookRoutes = new Hono<ApiEnv>()
   .get('/notebooks', bearer, async (c) => {
@@ -27,7 +26,7 @@ export const notebookRoutes = new Hono<ApiEnv>()
     return c.json({ notebooks: items, next_cursor })
   })
   .get('/notebooks/:id', bearer, async (c) => {
-    const id = notebookId(c.req.param('id'))
+    const id = pathUuid(c)
     const notebook = unwrap(await c.var.db.from('notebooks').select(COLUMNS).eq('id', id).maybeSingle())
     if (!notebook) throw notFound('Notebook not found')
     return c.json(notebook)
@@ -37,7 +36,7 @@ export const notebookRoutes = new Hono<ApiEnv>()
     return c.json(unwrap(await c.var.db.from('notebooks').insert(body).select(COLUMNS).single()), 201)
   })
   .put('/notebooks/:id', bearer, async (c) => {
-    const id = notebookId(c.req.param('id'))
+    const id = pathUuid(c)
     const patch = await readJson(c, NotebookPatch)
     if (Object.keys(patch).length === 0) throw badRequest('Nothing to update')
     const rows = unwrap(await c.var.db.from('notebooks').update(patch).eq('id', id).select(COLUMNS))
@@ -45,7 +44,7 @@ export const notebookRoutes = new Hono<ApiEnv>()
     return c.json(rows[0])
   })
   .delete('/notebooks/:id', bearer, async (c) => {
-    const id = notebookId(c.req.param('id'))
+    const id = pathUuid(c)
     const rows = unwrap(await c.var.db.from('notebooks').delete().eq('id', id).select('id'))
     if (!rows.length) await refuseWrite(c.var.db, 'notebooks', { id }, 'notebook')
     return c.json({ message: 'Notebook deleted; its entries are kept' })

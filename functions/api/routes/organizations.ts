@@ -6,7 +6,7 @@ import { refuseWrite } from '../../_shared/access.ts'
 import { badRequest, notFound, unwrap } from '../../_shared/errors.ts'
 import { memberDirectory } from '../../_shared/members.ts'
 import { newestFirstPage, pageQuery } from '../../_shared/pagination.ts'
-import { parseWith, readJson, readQuery, uuid } from '../../_shared/validation.ts'
+import { pathUuid, readJson, readQuery, uuid } from '../../_shared/validation.ts'
 import { type ApiEnv, bearer } from '../credentials.ts'
 
 const COLUMNS = 'id, name, description, owner_id, settings, created_at, updated_at'
@@ -33,11 +33,6 @@ const Transfer = z.object({ new_owner_id: uuid('new_owner_id') }).strict()
 
 const members = memberDirectory('list_organization_members', 'target_org')
 
-const ids = (c: { req: { param(k: string): string } }) => ({
-  orgId: parseWith(uuid('id'), c.req.param('id')),
-  userId: c.req.param('userId') === undefined ? '' : parseWith(uuid('userId'), c.req.param('userId')),
-})
-
 export const organizationRoutes = new Hono<ApiEnv>()
   .get('/organizations', bearer, async (c) => {
     const q = readQuery(c, z.object(pageQuery).strict())
@@ -53,7 +48,7 @@ export const organizationRoutes = new Hono<ApiEnv>()
     return c.json({ organization }, 201)
   })
   .get('/organizations/:id', bearer, async (c) => {
-    const { orgId } = ids(c)
+    const orgId = pathUuid(c)
     const organization = unwrap(await c.var.db.from('organizations').select(COLUMNS).eq('id', orgId).maybeSingle())
     if (!organization) throw notFound('Organization not found')
     const mine = unwrap<{ role: string } | null>(
@@ -62,7 +57,7 @@ export const organizationRoutes = new Hono<ApiEnv>()
     return c.json({ organization, user_role: mine?.role ?? null })
   })
   .put('/organizations/:id', bearer, async (c) => {
-    const { orgId } = ids(c)
+    const orgId = pathUuid(c)
     const patch = await readJson(c, OrganizationPatch)
     if (Object.keys(patch).length === 0) throw badRequest('Nothing to update')
     const rows = unwrap(await c.var.db.from('organizations').update(patch).eq('id', orgId).select(COLUMNS))
@@ -70,17 +65,17 @@ export const organizationRoutes = new Hono<ApiEnv>()
     return c.json(rows[0])
   })
   .delete('/organizations/:id', bearer, async (c) => {
-    const { orgId } = ids(c)
+    const orgId = pathUuid(c)
     const rows = unwrap(await c.var.db.from('organizations').delete().eq('id', orgId).select('id'))
     if (!rows.length) await refuseWrite(c.var.db, 'organizations', { id: orgId }, 'organization')
     return c.json({ message: 'Organization deleted' })
   })
   .get('/organizations/:id/members', bearer, async (c) => {
-    const { orgId } = ids(c)
+    const orgId = pathUuid(c)
     return c.json({ members: await members.list(c.var.db, orgId) })
   })
   .post('/organizations/:id/members', bearer, async (c) => {
-    const { orgId } = ids(c)
+    const orgId = pathUuid(c)
     const body = await readJson(c, NewMember)
     if (body.role === 'owner') {
       // Adding someone as owner hands them the organization (the old owner stays as admin).
@@ -94,7 +89,7 @@ export const organizationRoutes = new Hono<ApiEnv>()
     return c.json(await members.one(c.var.db, orgId, body.user_id), 201)
   })
   .put('/organizations/:id/members/:userId', bearer, async (c) => {
-    const { orgId, userId } = ids(c)
+    const orgId = pathUuid(c), userId = pathUuid(c, 'userId')
     const body = await readJson(c, RoleChange)
     const rows = unwrap(
       await c.var.db.from('organization_members').update(body).eq('org_id', orgId).eq('user_id', userId).select('user_id'),
@@ -103,7 +98,7 @@ export const organizationRoutes = new Hono<ApiEnv>()
     return c.json(await members.one(c.var.db, orgId, userId))
   })
   .delete('/organizations/:id/members/:userId', bearer, async (c) => {
-    const { orgId, userId } = ids(c)
+    const orgId = pathUuid(c), userId = pathUuid(c, 'userId')
     const rows = unwrap(
       await c.var.db.from('organization_members').delete().eq('org_id', orgId).eq('user_id', userId).select('user_id'),
     )
@@ -111,7 +106,7 @@ export const organizationRoutes = new Hono<ApiEnv>()
     return c.json({ message: 'Member removed' })
   })
   .post('/organizations/:id/transfer-ownership', bearer, async (c) => {
-    const { orgId } = ids(c)
+    const orgId = pathUuid(c)
     const { new_owner_id } = await readJson(c, Transfer)
     unwrap(await c.var.db.rpc('transfer_organization_ownership', { target_org: orgId, new_owner_id }))
     return c.json({ message: 'Ownership transferred', owner_id: new_owner_id })

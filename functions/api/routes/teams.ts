@@ -6,7 +6,7 @@ import { refuseWrite } from '../../_shared/access.ts'
 import { badRequest, notFound, unwrap } from '../../_shared/errors.ts'
 import { memberDirectory } from '../../_shared/members.ts'
 import { newestFirstPage, pageQuery } from '../../_shared/pagination.ts'
-import { parseWith, readJson, readQuery, uuid } from '../../_shared/validation.ts'
+import { pathUuid, readJson, readQuery, uuid } from '../../_shared/validation.ts'
 import { type ApiEnv, bearer } from '../credentials.ts'
 import { groupFields } from './organizations.ts'
 
@@ -32,11 +32,6 @@ const ListQuery = z.object({ ...pageQuery, org_id: uuid('org_id').optional() }).
 
 const members = memberDirectory('list_team_members', 'target_team')
 
-const ids = (c: { req: { param(k: string): string } }) => ({
-  teamId: parseWith(uuid('id'), c.req.param('id')),
-  userId: c.req.param('userId') === undefined ? '' : parseWith(uuid('userId'), c.req.param('userId')),
-})
-
 export const teamRoutes = new Hono<ApiEnv>()
   .get('/teams', bearer, async (c) => {
     const q = readQuery(c, ListQuery)
@@ -53,7 +48,7 @@ export const teamRoutes = new Hono<ApiEnv>()
     return c.json(unwrap({ data, error }), 201)
   })
   .get('/teams/:id', bearer, async (c) => {
-    const { teamId } = ids(c)
+    const teamId = pathUuid(c)
     const team = unwrap(await c.var.db.from('teams').select(COLUMNS).eq('id', teamId).maybeSingle())
     if (!team) throw notFound('Team not found')
     const mine = unwrap<{ role: string } | null>(
@@ -62,7 +57,7 @@ export const teamRoutes = new Hono<ApiEnv>()
     return c.json({ team, user_role: mine?.role ?? null })
   })
   .put('/teams/:id', bearer, async (c) => {
-    const { teamId } = ids(c)
+    const teamId = pathUuid(c)
     const patch = await readJson(c, TeamPatch)
     if (Object.keys(patch).length === 0) throw badRequest('Nothing to update')
     const rows = unwrap(await c.var.db.from('teams').update(patch).eq('id', teamId).select(COLUMNS))
@@ -70,17 +65,17 @@ export const teamRoutes = new Hono<ApiEnv>()
     return c.json(rows[0])
   })
   .delete('/teams/:id', bearer, async (c) => {
-    const { teamId } = ids(c)
+    const teamId = pathUuid(c)
     const rows = unwrap(await c.var.db.from('teams').delete().eq('id', teamId).select('id'))
     if (!rows.length) await refuseWrite(c.var.db, 'teams', { id: teamId }, 'team')
     return c.json({ message: 'Team deleted' })
   })
   .get('/teams/:id/members', bearer, async (c) => {
-    const { teamId } = ids(c)
+    const teamId = pathUuid(c)
     return c.json({ members: await members.list(c.var.db, teamId) })
   })
   .post('/teams/:id/members', bearer, async (c) => {
-    const { teamId } = ids(c)
+    const teamId = pathUuid(c)
     const body = await readJson(c, NewMember)
     const { error } = await c.var.db.from('team_members').insert({ team_id: teamId, ...body })
     if (error?.code === '42501') await refuseWrite(c.var.db, 'teams', { id: teamId }, 'team')
@@ -88,7 +83,7 @@ export const teamRoutes = new Hono<ApiEnv>()
     return c.json(await members.one(c.var.db, teamId, body.user_id), 201)
   })
   .put('/teams/:id/members/:userId', bearer, async (c) => {
-    const { teamId, userId } = ids(c)
+    const teamId = pathUuid(c), userId = pathUuid(c, 'userId')
     const body = await readJson(c, RoleChange)
     const rows = unwrap(
       await c.var.db.from('team_members').update(body).eq('team_id', teamId).eq('user_id', userId).select('user_id'),
@@ -97,7 +92,7 @@ export const teamRoutes = new Hono<ApiEnv>()
     return c.json(await members.one(c.var.db, teamId, userId))
   })
   .delete('/teams/:id/members/:userId', bearer, async (c) => {
-    const { teamId, userId } = ids(c)
+    const teamId = pathUuid(c), userId = pathUuid(c, 'userId')
     const rows = unwrap(
       await c.var.db.from('team_members').delete().eq('team_id', teamId).eq('user_id', userId).select('user_id'),
     )
