@@ -11,6 +11,9 @@ export const badRequest = (message: string) => new HttpError(400, message)
 export const unauthorized = (message = 'Missing or invalid bearer token') => new HttpError(401, message)
 export const forbidden = (message = 'Insufficient permissions') => new HttpError(403, message)
 export const notFound = (message = 'Not found') => new HttpError(404, message)
+export const conflict = (message: string) => new HttpError(409, message)
+export const tooManyRequests = (message: string) => new HttpError(429, message)
+export const unavailable = (message: string) => new HttpError(503, message)
 
 // SQLSTATEs our SQL functions raise on purpose, and PostgREST's own codes.
 const STATUS_BY_CODE: Record<string, number> = {
@@ -25,6 +28,34 @@ const STATUS_BY_CODE: Record<string, number> = {
   'PGRST116': 404, // .single() found no row
   'PGRST301': 401, // JWT rejected by PostgREST
   'PGRST302': 401,
+  // PostgREST cannot reach the database, or has not loaded its schema cache yet.
+  'PGRST000': 503,
+  'PGRST001': 503,
+  'PGRST002': 503,
+  'PGRST003': 503,
+}
+
+/**
+ * The status for a SQLSTATE or PostgREST code: the table above, then PostgREST's own custom
+ * codes `PTxxx` (raised by our SQL as `sqlstate 'PT404'`), then whole classes: 22 (data
+ * exceptions: a value Postgres refuses) and 54 (program limits: too deep, too long) are the
+ * caller's bad input; 08 and 57P (connection lost, shutting down) mean "try again".
+ */
+function statusFor(code: string | undefined): number {
+  if (!code) return 500
+  if (STATUS_BY_CODE[code]) return STATUS_BY_CODE[code]
+  const custom = code.match(/^PT([45]\d\d)$/)
+  if (custom) return Number(custom[1])
+  if (code.startsWith('22') || code.startsWith('54')) return 400
+  if (code.startsWith('08') || code.startsWith('57P')) return 503
+  return 500
+}
+
+const UNAVAILABLE = 'The database is unavailable; try again shortly'
+
+/** postgrest-js reports a failed fetch (PostgREST down or unreachable) with an empty code. */
+function isFetchFailure(error: { code?: string; message?: string }) {
+  return !error.code && /fetch|connect|network|socket|ECONNREFUSED/i.test(error.message ?? '')
 }
 
 // Check constraints named <table>_<field>_required say which field is missing.
@@ -45,7 +76,15 @@ export function fromDb(error: PostgrestError | { code?: string; message?: string
     const friendly = constraintMessage(error.message)
     if (friendly) return badRequest(friendly)
   }
-  const status = (error.code && STATUS_BY_CODE[error.code]) || 500
+  if (isFetchFailure(error)) {
+    console.error('PostgREST unreachable:', error.message)
+    return unavailable(UNAVAILABLE)
+  }
+  const status = statusFor(error.code)
+  if (status === 503) {
+    console.error('database unavailable', error)
+    return unavailable(UNAVAILABLE)
+  }
   if (status === 500) {
     console.error('database error', error)
     return new HttpError(500, 'Internal error')

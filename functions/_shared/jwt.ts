@@ -9,6 +9,8 @@ export interface Claims extends JWTPayload {
   sub?: string
   email?: string
   role?: string
+  /** profiles.role, added by the custom access-token hook (for UIs; the database decides). */
+  user_role?: string
 }
 
 let hsKey: Uint8Array | undefined

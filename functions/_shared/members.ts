@@ -1,9 +1,21 @@
 // Member lists of organizations and teams, read through the SQL functions that expose only
 // members' public fields (profiles themselves are private).
+import { z } from '@hono/zod-openapi'
 import type { Db } from './db.ts'
 import { notFound, unwrap } from './errors.ts'
 
 type Member = { user_id: string; joined_at: string | null }
+
+/** The member view of SPEC (joined_at absent for the owner / the team admin). */
+export const MemberSchema = z.object({
+  user_id: z.string(),
+  full_name: z.string().nullable(),
+  avatar_url: z.string().nullable(),
+  role: z.string(),
+  is_owner: z.boolean().optional(),
+  is_admin: z.boolean().optional(),
+  joined_at: z.string().optional(),
+}).openapi('Member')
 
 /** Drops joined_at where the member view says it is absent (the owner / the team admin). */
 export function memberView<T extends Member>(m: T) {

@@ -1,14 +1,14 @@
 // Keyset pagination, newest first: `limit` (1..100, default 50) and an opaque `before`
 // cursor naming the last row of the previous page by (created_at, id).
-import { z } from 'zod'
+import { z } from '@hono/zod-openapi'
 import { badRequest, unwrap } from './errors.ts'
 
 export const MAX_PAGE = 100
 
 export const pageQuery = {
-  limit: z.coerce.number({ invalid_type_error: 'limit must be a number' }).int('limit must be an integer')
-    .min(1, 'limit must be at least 1').max(MAX_PAGE, `limit must be at most ${MAX_PAGE}`).default(50),
-  before: z.string().max(200).optional(),
+  limit: z.coerce.number().int().min(1).max(MAX_PAGE).default(50)
+    .openapi({ description: `Page size, 1..${MAX_PAGE}` }),
+  before: z.string().max(200).optional().openapi({ description: 'The next_cursor of the previous page' }),
 }
 
 export interface Cursor {
@@ -20,11 +20,21 @@ export function encodeCursor(row: { created_at: string; id: string | number }): 
   return btoa(JSON.stringify([row.created_at, String(row.id)])).replace(/=+$/, '')
 }
 
+// What Postgres' timestamptz reads back the way JavaScript does: ISO 8601 with a four-digit
+// year from 0001 (JS also parses "2020", "+275760-..." and year 0, which Postgres refuses).
+const ISO_TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$/
+function isStorableTimestamp(s: string) {
+  const m = s.match(ISO_TIMESTAMP)
+  if (!m || Number(m[1]) < 1 || isNaN(Date.parse(s))) return false
+  const daysInMonth = new Date(Date.UTC(Number(m[1]), Number(m[2]), 0)).getUTCDate()
+  return Number(m[3]) >= 1 && Number(m[3]) <= daysInMonth
+}
+
 export function decodeCursor(cursor: string | undefined): Cursor | undefined {
   if (!cursor) return undefined
   try {
     const [createdAt, id] = JSON.parse(atob(cursor))
-    if (typeof createdAt === 'string' && !isNaN(Date.parse(createdAt)) && typeof id === 'string' && /^[0-9a-fA-F-]{1,36}$/.test(id)) {
+    if (typeof createdAt === 'string' && isStorableTimestamp(createdAt) && typeof id === 'string' && /^[0-9a-fA-F-]{1,36}$/.test(id)) {
       return { createdAt, id }
     }
   } catch { /* fall through */ }

@@ -1,17 +1,16 @@
 // The sharing fields of notebooks and entries (SPEC "Visibility rules" 3 and 4).
-import { z } from 'zod'
+import { z } from '@hono/zod-openapi'
 import { uuid } from './validation.ts'
 
 export const VISIBILITY_LEVELS = ['user', 'team', 'org', 'public'] as const
 
-const level = (field: string) =>
-  z.enum(VISIBILITY_LEVELS, { errorMap: () => ({ message: `${field} must be one of ${VISIBILITY_LEVELS.join(', ')}` }) })
+const level = () => z.enum(VISIBILITY_LEVELS)
 
 export const sharingFields = {
-  metadata_visibility: level('metadata_visibility').optional(),
-  content_visibility: level('content_visibility').optional(),
-  team_id: uuid('team_id').nullable().optional(),
-  org_id: uuid('org_id').nullable().optional(),
+  metadata_visibility: level().optional(),
+  content_visibility: level().optional(),
+  team_id: uuid().nullable().optional(),
+  org_id: uuid().nullable().optional(),
 }
 
 type Sharing = {

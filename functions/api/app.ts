@@ -1,20 +1,39 @@
-// The /api/... router: one route module per SPEC.md area.
-import { Hono } from 'hono'
+// The /api/... router: one route module per SPEC.md area, each declared with endpoint() so
+// the same zod schemas validate requests and describe them in GET /api/openapi.json.
+import { OpenAPIHono } from '@hono/zod-openapi'
+import { bodyLimit } from 'hono/body-limit'
 import { HTTPException } from 'hono/http-exception'
 import { corsHeaders } from '../_shared/cors.ts'
-import { HttpError } from '../_shared/errors.ts'
+import { badRequest, HttpError } from '../_shared/errors.ts'
+import { unstorableValue } from '../_shared/validation.ts'
 import type { ApiEnv } from './credentials.ts'
+import { registerSecuritySchemes, validationHook } from './openapi.ts'
 import { adminRoutes } from './routes/admin.ts'
+import { adminUserRoutes } from './routes/admin_users.ts'
+import { aiRoutes } from './routes/ai.ts'
 import { authRoutes } from './routes/auth.ts'
+import { chatRoutes } from './routes/chat.ts'
 import { dropsRoutes } from './routes/drops.ts'
+import { emailRoutes } from './routes/email.ts'
+import { encouragementRoutes } from './routes/encouragement.ts'
 import { goalRoutes } from './routes/goals.ts'
+import { impersonationRoutes } from './routes/impersonation.ts'
 import { journalRoutes } from './routes/journal.ts'
+import { labsRoutes } from './routes/labs.ts'
+import { musicRoutes } from './routes/music.ts'
 import { notebookRoutes } from './routes/notebooks.ts'
+import { notificationRoutes } from './routes/notifications.ts'
 import { organizationRoutes } from './routes/organizations.ts'
+import { paymentRoutes } from './routes/payments.ts'
 import { profileRoutes } from './routes/profile.ts'
 import { teamRoutes } from './routes/teams.ts'
+import { tonePackRoutes } from './routes/tone_packs.ts'
+import { workoutRoutes } from './routes/workout.ts'
 
-export const app = new Hono<ApiEnv>().basePath('/api')
+/** JSON bodies are small; uploads (check-in photos 10 MB, pack images 5 MB) are multipart. */
+export const BODY_LIMITS = { json: 1024 * 1024, multipart: 12 * 1024 * 1024 }
+
+export const app = new OpenAPIHono<ApiEnv>({ defaultHook: validationHook }).basePath('/api')
 
 app.use('*', async (c, next) => {
   if (c.req.method === 'OPTIONS') return new Response(null, { status: 204, headers: corsHeaders })
@@ -22,15 +41,70 @@ app.use('*', async (c, next) => {
   for (const [k, v] of Object.entries(corsHeaders)) c.res.headers.set(k, v)
 })
 
-app.route('/', authRoutes)
-app.route('/', profileRoutes)
-app.route('/', dropsRoutes)
-app.route('/', adminRoutes)
-app.route('/', organizationRoutes)
-app.route('/', teamRoutes)
-app.route('/', notebookRoutes)
-app.route('/', journalRoutes)
-app.route('/', goalRoutes)
+app.use('*', async (c, next) => {
+  const multipart = /^multipart\/form-data/i.test(c.req.header('content-type') ?? '')
+  const maxSize = multipart ? BODY_LIMITS.multipart : BODY_LIMITS.json
+  return await bodyLimit({
+    maxSize,
+    onError: () => {
+      throw new HttpError(413, `The body is larger than ${maxSize / 1024 / 1024} MB`)
+    },
+  })(c, next)
+})
+
+// Strings Postgres cannot store (NUL, lone surrogates) and absurd nesting are bad input,
+// refused here once for every route, naming the field.
+app.use('*', async (c, next) => {
+  for (const [k, values] of Object.entries(c.req.queries())) {
+    for (const v of values) {
+      const problem = unstorableValue(v, [k])
+      if (problem) throw badRequest(problem)
+    }
+  }
+  if (/^application\/([\w.-]+\+)?json/i.test(c.req.header('content-type') ?? '')) {
+    const parsed = await c.req.json().then((v) => ({ v }), () => null) // malformed: the validator says so
+    const problem = parsed && unstorableValue(parsed.v)
+    if (problem) throw badRequest(problem)
+  }
+  await next()
+})
+
+const modules = [
+  authRoutes,
+  profileRoutes,
+  dropsRoutes,
+  adminRoutes,
+  organizationRoutes,
+  teamRoutes,
+  notebookRoutes,
+  journalRoutes,
+  goalRoutes,
+  notificationRoutes,
+  aiRoutes,
+  adminUserRoutes,
+  tonePackRoutes,
+  paymentRoutes,
+  emailRoutes,
+  encouragementRoutes,
+  chatRoutes,
+  workoutRoutes,
+  musicRoutes,
+  labsRoutes,
+  impersonationRoutes,
+]
+for (const m of modules) app.route('/', m)
+
+registerSecuritySchemes(app)
+app.doc31('/openapi.json', (c) => ({
+  openapi: '3.1.0',
+  info: {
+    title: 'Journal & accountability API',
+    version: '1.0.0',
+    description: 'The edge-function API (`/functions/v1/api/...`). Every error body is `{error}`. ' +
+      'Tables and RPCs are also served by PostgREST at `/rest/v1` with the same rules (RLS).',
+  },
+  servers: [{ url: new URL(c.req.url).origin + new URL(c.req.url).pathname.replace(/\/api\/openapi\.json$/, '') }],
+}))
 
 app.notFound((c) => c.json({ error: `No route for ${c.req.method} ${c.req.path}` }, 404))
 
@@ -40,6 +114,10 @@ app.onError((err, c) => {
   if (err instanceof HttpError) {
     status = err.status
     message = err.message
+  } else if (err instanceof HTTPException && err.status === 415) {
+    // A body sent without Content-Type: application/json is refused, never read as {}.
+    status = 400
+    message = 'body: send JSON with Content-Type: application/json'
   } else if (err instanceof HTTPException) {
     status = err.status
     message = err.message || 'Request failed'

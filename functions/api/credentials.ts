@@ -1,5 +1,6 @@
-// The credentials a route may declare: bearer (a signed-in user), superAdmin, cronSecret
-// (a scheduled job), or publicRoute (none). Each sets what the route may use.
+// The credentials a route may declare (see Credential in openapi.ts): bearer (a signed-in
+// user), superAdmin, cronSecret / cronBearer (a scheduled job), adminOrCron (either), or
+// publicRoute (none). Each sets what the route may use.
 import type { MiddlewareHandler } from 'hono'
 import { type CronGroup, checkCronSecret } from '../_shared/cron.ts'
 import { type Db, serviceDb, userDb } from '../_shared/db.ts'
@@ -43,6 +44,22 @@ async function assertSuperAdmin(db: Db) {
   if (data !== true) throw forbidden('Super admin only')
 }
 
+/**
+ * Is the caller a super admin? Asked of the database (profiles.role, so a demotion is
+ * immediate); only when the database cannot be asked, the token's `user_role` claim (set by the
+ * access-token hook) decides, so the health page can still report `degraded` to its readers.
+ */
+export async function superAdminEvenIfDegraded(caller: Caller): Promise<{ degraded: boolean }> {
+  try {
+    await assertSuperAdmin(userDb(caller.token))
+    return { degraded: false }
+  } catch (e) {
+    if (!(e instanceof HttpError) || e.status !== 503) throw e
+    if (caller.claims.user_role !== 'super_admin') throw forbidden('Super admin only')
+    return { degraded: true }
+  }
+}
+
 /** A signed-in super admin (read from profiles.role now, so a demotion is immediate). */
 export const superAdmin: MiddlewareHandler<ApiEnv> = async (c, next) => {
   const caller = await callerFrom(c.req.header('authorization'))
@@ -74,6 +91,35 @@ export function cronSecret(group: CronGroup): MiddlewareHandler<ApiEnv> {
     }
     c.set('db', serviceDb())
     await next()
+  }
+}
+
+/**
+ * A frontend-hosted scheduled route (SPEC Authentication 6): `Authorization: Bearer <secret>`
+ * where the secret is one of the group's variables, compared in constant time.
+ */
+export function cronBearer(group: CronGroup): MiddlewareHandler<ApiEnv> {
+  return async (c, next) => {
+    const check = checkCronSecret(group, bearerToken(c.req.header('authorization')), optionalEnv)
+    if (!check.ok && check.reason === 'refused') throw unauthorized('Invalid or missing cron bearer secret')
+    if (!check.ok) {
+      console.error(`cron group ${group}: none of ${check.variables.join(', ')} is configured`)
+      throw new HttpError(503, `The ${group} cron secret is not configured`)
+    }
+    c.set('db', serviceDb())
+    await next()
+  }
+}
+
+/**
+ * Jobs a super admin may also start by hand: with an x-cron-secret header the cron rule
+ * applies (service role); otherwise the caller must be a super admin (their own token).
+ */
+export function adminOrCron(group: CronGroup): MiddlewareHandler<ApiEnv> {
+  const cron = cronSecret(group)
+  return async (c, next) => {
+    if (c.req.header('x-cron-secret') !== undefined) return await cron(c, next)
+    return await superAdmin(c, next)
   }
 }
 

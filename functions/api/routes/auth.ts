@@ -1,18 +1,19 @@
 // POST /api/auth/verify: is this access token valid, and whose is it? (no credential)
-import { Hono } from 'hono'
-import { z } from 'zod'
+import { z } from '@hono/zod-openapi'
 import { userClaims } from '../../_shared/jwt.ts'
-import { readJson } from '../../_shared/validation.ts'
-import { type ApiEnv, publicRoute } from '../credentials.ts'
+import { endpoint, routeModule } from '../openapi.ts'
 
-const VerifyBody = z.object({
-  token: z.string({ required_error: 'token is required', invalid_type_error: 'token must be a string' })
-    .min(1, 'token is required').max(8192, 'token is too long'),
-})
+const VerifyBody = z.object({ token: z.string().min(1).max(8192) })
 
-export const authRoutes = new Hono<ApiEnv>()
-  .post('/auth/verify', publicRoute, async (c) => {
-    const { token } = await readJson(c, VerifyBody)
-    const claims = await userClaims(token)
-    return c.json({ user: { id: claims.sub, email: claims.email ?? null } })
-  })
+export const authRoutes = routeModule()
+  .openapi(
+    endpoint({
+      method: 'post', path: '/auth/verify', tag: 'Session', auth: 'none', body: VerifyBody, errors: [401],
+      summary: 'Verify an access token',
+      response: z.object({ user: z.object({ id: z.string(), email: z.string().nullable() }) }),
+    }),
+    async (c) => {
+      const claims = await userClaims(c.req.valid('json').token)
+      return c.json({ user: { id: claims.sub, email: claims.email ?? null } })
+    },
+  )

@@ -1,64 +1,81 @@
 // Journal entries (SPEC "Journal"): metadata and content each with their own visibility.
 // Every read goes through journal_feed / journal_entry_details, so the database decides
 // what the caller sees (content null + content_hidden where only metadata is visible).
-import { Hono } from 'hono'
-import { z } from 'zod'
+import { z } from '@hono/zod-openapi'
 import { refuseWrite } from '../../_shared/access.ts'
 import type { Db } from '../../_shared/db.ts'
 import { badRequest, notFound, unwrap } from '../../_shared/errors.ts'
 import { decodeCursor, page, pageQuery } from '../../_shared/pagination.ts'
 import { detectMood, toneAnalyzer } from '../../_shared/tone.ts'
-import { pathUuid, readJson, readQuery, uuid } from '../../_shared/validation.ts'
-import { requireSharingTargets, sharingFields } from '../../_shared/visibility.ts'
-import { type ApiEnv, bearer } from '../credentials.ts'
+import { idParams, uuid } from '../../_shared/validation.ts'
+import { requireSharingTargets, sharingFields, VISIBILITY_LEVELS } from '../../_shared/visibility.ts'
+import { endpoint, Message, NextCursor, routeModule } from '../openapi.ts'
 
 export const LIMITS = { title: 200, content: 100_000, mood: 50, tags: 20, tag: 50 }
 
-const title = z.string({ required_error: 'title is required', invalid_type_error: 'title must be a string' })
-  .trim().min(1, 'title must not be empty').max(LIMITS.title, `title must be at most ${LIMITS.title} characters`)
-const content = z.string({ invalid_type_error: 'content must be a string' })
-  .max(LIMITS.content, `content must be at most ${LIMITS.content} characters`)
-const mood = z.string({ invalid_type_error: 'mood must be a string' }).trim().toLowerCase()
-  .min(1, 'mood must not be empty').max(LIMITS.mood, `mood must be at most ${LIMITS.mood} characters`)
-const tags = z.array(
-  z.string({ invalid_type_error: 'tags must be strings' }).trim().min(1, 'tags must not be empty')
-    .max(LIMITS.tag, `each tag must be at most ${LIMITS.tag} characters`),
-  { invalid_type_error: 'tags must be an array of strings' },
-).max(LIMITS.tags, `at most ${LIMITS.tags} tags`).transform((t) => [...new Set(t)])
+const title = z.string().trim().min(1).max(LIMITS.title)
+const content = z.string().max(LIMITS.content)
+const mood = z.string().trim().toLowerCase().min(1).max(LIMITS.mood)
+const tags = z.array(z.string().trim().min(1).max(LIMITS.tag)).max(LIMITS.tags).transform((t) => [...new Set(t)])
 
 const NewEntry = z.object({
   title,
   content: content.default(''),
   mood: mood.nullable().optional(),
   tags: tags.optional(),
-  notebook_id: uuid('notebook_id').nullable().optional(),
+  notebook_id: uuid().nullable().optional(),
   ...sharingFields,
-}).strict().superRefine(requireSharingTargets)
+}).strict().superRefine(requireSharingTargets).openapi('NewEntry')
 
 const EntryPatch = z.object({
   title: title.optional(),
   content: content.optional(),
   mood: mood.nullable().optional(),
   tags: tags.optional(),
-  notebook_id: uuid('notebook_id').nullable().optional(),
+  notebook_id: uuid().nullable().optional(),
   ...sharingFields,
-}).strict().superRefine(requireSharingTargets)
+}).strict().superRefine(requireSharingTargets).openapi('EntryPatch')
 
 const FeedQuery = z.object({
   ...pageQuery,
-  scope: z.enum(['own', 'visible'], { errorMap: () => ({ message: 'scope must be own or visible' }) }).default('own'),
-  team_id: uuid('team_id').optional(),
-  org_id: uuid('org_id').optional(),
-  notebook_id: uuid('notebook_id').optional(),
+  scope: z.enum(['own', 'visible']).default('own')
+    .openapi({ description: 'own: the caller\'s entries; visible: every entry the caller may see' }),
+  team_id: uuid().optional(),
+  org_id: uuid().optional(),
+  notebook_id: uuid().optional(),
   mood: mood.optional(),
-  tag: z.string().trim().min(1).max(LIMITS.tag, `tag must be at most ${LIMITS.tag} characters`).optional(),
-  q: z.string().trim().min(1, 'q must not be empty').max(200, 'q must be at most 200 characters').optional(),
+  tag: z.string().trim().min(1).max(LIMITS.tag).optional(),
+  q: z.string().trim().min(1).max(200).optional().openapi({ description: 'Full-text search in title and visible content' }),
 }).strict()
 
 const StatsQuery = z.object({ scope: FeedQuery.shape.scope }).strict()
 
-type Entry = { id: string; created_at: string; mood: string | null; title: string; content: string | null }
+const level = z.enum(VISIBILITY_LEVELS)
+export const EntrySchema = z.object({
+  id: z.string(),
+  user_id: z.string(),
+  notebook_id: z.string().nullable(),
+  title: z.string(),
+  content: z.string().nullable(),
+  content_hidden: z.boolean(),
+  mood: z.string().nullable(),
+  tags: z.array(z.string()),
+  metadata_visibility: level,
+  content_visibility: level,
+  team_id: z.string().nullable(),
+  org_id: z.string().nullable(),
+  music_track_id: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+}).openapi('Entry')
+const EntryReply = z.object({ entry: EntrySchema })
+const Stats = z.object({
+  count: z.number().int(),
+  tags: z.array(z.object({ tag: z.string(), count: z.number().int() })),
+  moods: z.array(z.object({ mood: z.string(), count: z.number().int() })),
+})
 
+type Entry = { id: string; created_at: string; mood: string | null; title: string; content: string | null }
 
 /** After a write without a mood: the analyzer may set one. Never fails the write. */
 async function analyzeTone(db: Db, entry: Entry): Promise<Entry> {
@@ -72,58 +89,98 @@ async function analyzeTone(db: Db, entry: Entry): Promise<Entry> {
   return data as Entry
 }
 
-export const journalRoutes = new Hono<ApiEnv>()
-  .get('/journal', bearer, async (c) => {
-    const q = readQuery(c, FeedQuery)
-    const cursor = decodeCursor(q.before)
-    const rows = unwrap(
-      await c.var.db.rpc('journal_feed', {
-        scope: q.scope,
-        team_id: q.team_id ?? null,
-        org_id: q.org_id ?? null,
-        notebook_id: q.notebook_id ?? null,
-        mood: q.mood ?? null,
-        tag: q.tag ?? null,
-        search: q.q ?? null,
-        before_created_at: cursor?.createdAt ?? null,
-        before_id: cursor?.id ?? null,
-        page_size: q.limit + 1,
-      }),
-    ) as Entry[]
-    const { items, next_cursor } = page(rows, q.limit)
-    return c.json({ entries: items, next_cursor })
-  })
-  .get('/journal/stats', bearer, async (c) => {
-    const q = readQuery(c, StatsQuery)
-    return c.json(unwrap(await c.var.db.rpc('journal_stats', { scope: q.scope })))
-  })
-  .post('/journal/backfill-mentions', bearer, async (c) => {
-    const remaining = unwrap(await c.var.db.rpc('backfill_mentions', {}))
-    return c.json({ remaining })
-  })
-  .get('/journal/:id', bearer, async (c) => {
-    const id = pathUuid(c)
-    const entry = unwrap(await c.var.db.from('journal_entry_details').select('*').eq('id', id).maybeSingle())
-    if (!entry) throw notFound('Entry not found')
-    return c.json({ entry })
-  })
-  .post('/journal', bearer, async (c) => {
-    const body = await readJson(c, NewEntry)
-    let entry = unwrap(await c.var.db.rpc('create_journal_entry', body).single()) as Entry
-    if (!body.mood) entry = await analyzeTone(c.var.db, entry)
-    return c.json({ entry }, 201)
-  })
-  .put('/journal/:id', bearer, async (c) => {
-    const id = pathUuid(c)
-    const patch = await readJson(c, EntryPatch)
-    if (Object.keys(patch).length === 0) throw badRequest('Nothing to update')
-    let entry = unwrap(await c.var.db.rpc('update_journal_entry', { entry_id: id, patch }).single()) as Entry
-    if (patch.content !== undefined && !patch.mood) entry = await analyzeTone(c.var.db, entry)
-    return c.json({ entry })
-  })
-  .delete('/journal/:id', bearer, async (c) => {
-    const id = pathUuid(c)
-    const deleted = unwrap(await c.var.db.from('journal_entries').delete().eq('id', id).select('id'))
-    if (!deleted.length) await refuseWrite(c.var.db, 'journal_entries', { id }, 'entry')
-    return c.json({ message: 'Entry deleted' })
-  })
+const tag = 'Journal'
+
+export const journalRoutes = routeModule()
+  .openapi(
+    endpoint({
+      method: 'get', path: '/journal', tag, auth: 'bearer', query: FeedQuery,
+      summary: 'A page of entries, newest first',
+      response: z.object({ entries: z.array(EntrySchema), next_cursor: NextCursor }),
+    }),
+    async (c) => {
+      const q = c.req.valid('query')
+      const cursor = decodeCursor(q.before)
+      const rows = unwrap(
+        await c.var.db.rpc('journal_feed', {
+          scope: q.scope,
+          team_id: q.team_id ?? null,
+          org_id: q.org_id ?? null,
+          notebook_id: q.notebook_id ?? null,
+          mood: q.mood ?? null,
+          tag: q.tag ?? null,
+          search: q.q ?? null,
+          before_created_at: cursor?.createdAt ?? null,
+          before_id: cursor?.id ?? null,
+          page_size: q.limit + 1,
+        }),
+      ) as Entry[]
+      const { items, next_cursor } = page(rows, q.limit)
+      return c.json({ entries: items, next_cursor })
+    },
+  )
+  .openapi(
+    endpoint({
+      method: 'get', path: '/journal/stats', tag, auth: 'bearer', query: StatsQuery,
+      summary: 'Counts, tags and moods over the entries in scope', response: Stats,
+    }),
+    async (c) => c.json(unwrap(await c.var.db.rpc('journal_stats', { scope: c.req.valid('query').scope }))),
+  )
+  .openapi(
+    endpoint({
+      method: 'post', path: '/journal/backfill-mentions', tag, auth: 'bearer',
+      summary: 'Index mentions of older entries; repeat until remaining is 0',
+      response: z.object({ remaining: z.number().int() }),
+    }),
+    async (c) => c.json({ remaining: unwrap(await c.var.db.rpc('backfill_mentions', {})) as number }),
+  )
+  .openapi(
+    endpoint({
+      method: 'get', path: '/journal/{id}', tag, auth: 'bearer', params: idParams('id'),
+      summary: 'One entry as the caller may see it', response: EntryReply,
+    }),
+    async (c) => {
+      const { id } = c.req.valid('param')
+      const entry = unwrap(await c.var.db.from('journal_entry_details').select('*').eq('id', id).maybeSingle())
+      if (!entry) throw notFound('Entry not found')
+      return c.json({ entry })
+    },
+  )
+  .openapi(
+    endpoint({
+      method: 'post', path: '/journal', tag, auth: 'bearer', body: NewEntry, status: 201, response: EntryReply,
+      summary: 'Create an entry', description: 'Without a mood, tone analysis may set one (SPEC Tone analysis).',
+    }),
+    async (c) => {
+      const body = c.req.valid('json')
+      let entry = unwrap(await c.var.db.rpc('create_journal_entry', body).single()) as Entry
+      if (!body.mood) entry = await analyzeTone(c.var.db, entry)
+      return c.json({ entry }, 201)
+    },
+  )
+  .openapi(
+    endpoint({
+      method: 'put', path: '/journal/{id}', tag, auth: 'bearer', params: idParams('id'), body: EntryPatch,
+      summary: 'Change an entry (the owner)', response: EntryReply, errors: [403],
+    }),
+    async (c) => {
+      const { id } = c.req.valid('param')
+      const patch = c.req.valid('json')
+      if (Object.keys(patch).length === 0) throw badRequest('Nothing to update')
+      let entry = unwrap(await c.var.db.rpc('update_journal_entry', { entry_id: id, patch }).single()) as Entry
+      if (patch.content !== undefined && !patch.mood) entry = await analyzeTone(c.var.db, entry)
+      return c.json({ entry })
+    },
+  )
+  .openapi(
+    endpoint({
+      method: 'delete', path: '/journal/{id}', tag, auth: 'bearer', params: idParams('id'),
+      summary: 'Delete an entry (the owner)', response: Message, errors: [403],
+    }),
+    async (c) => {
+      const { id } = c.req.valid('param')
+      const deleted = unwrap(await c.var.db.from('journal_entries').delete().eq('id', id).select('id'))
+      if (!deleted.length) await refuseWrite(c.var.db, 'journal_entries', { id }, 'entry')
+      return c.json({ message: 'Entry deleted' })
+    },
+  )

@@ -1,22 +1,19 @@
 // Organizations (SPEC "Organizations"): who may do what is enforced by RLS and SQL functions;
 // these routes validate, call the database as the caller and shape the reply.
-import { Hono } from 'hono'
-import { z } from 'zod'
+import { z } from '@hono/zod-openapi'
 import { refuseWrite } from '../../_shared/access.ts'
 import { badRequest, notFound, unwrap } from '../../_shared/errors.ts'
-import { memberDirectory } from '../../_shared/members.ts'
+import { memberDirectory, MemberSchema } from '../../_shared/members.ts'
 import { newestFirstPage, pageQuery } from '../../_shared/pagination.ts'
-import { pathUuid, readJson, readQuery, uuid } from '../../_shared/validation.ts'
-import { type ApiEnv, bearer } from '../credentials.ts'
+import { idParams, uuid } from '../../_shared/validation.ts'
+import { endpoint, Message, NextCursor, routeModule } from '../openapi.ts'
 
 const COLUMNS = 'id, name, description, owner_id, settings, created_at, updated_at'
 
 export const groupFields = {
-  name: z.string({ required_error: 'name is required', invalid_type_error: 'name must be a string' })
-    .trim().min(1, 'name must not be empty').max(200, 'name must be at most 200 characters'),
-  description: z.string({ invalid_type_error: 'description must be a string' })
-    .max(2000, 'description must be at most 2000 characters').nullable(),
-  settings: z.record(z.unknown(), { invalid_type_error: 'settings must be an object' }),
+  name: z.string().trim().min(1).max(200),
+  description: z.string().max(2000).nullable(),
+  settings: z.record(z.string(), z.unknown()),
 }
 
 const NewOrganization = z.object({
@@ -25,89 +22,157 @@ const NewOrganization = z.object({
   settings: groupFields.settings.optional(),
 }).strict()
 const OrganizationPatch = NewOrganization.partial().strict()
-const role = (allowed: readonly [string, ...string[]]) =>
-  z.enum(allowed as [string, ...string[]], { errorMap: () => ({ message: `role must be one of ${allowed.join(', ')}` }) })
-const NewMember = z.object({ user_id: uuid('user_id'), role: role(['owner', 'admin', 'member']) }).strict()
-const RoleChange = z.object({ role: role(['admin', 'member']) }).strict()
-const Transfer = z.object({ new_owner_id: uuid('new_owner_id') }).strict()
+const NewMember = z.object({ user_id: uuid(), role: z.enum(['owner', 'admin', 'member']) }).strict()
+const RoleChange = z.object({ role: z.enum(['admin', 'member']) }).strict()
+const Transfer = z.object({ new_owner_id: uuid() }).strict()
+
+const Organization = z.object({
+  id: z.string(),
+  name: z.string(),
+  description: z.string().nullable(),
+  owner_id: z.string(),
+  settings: z.record(z.string(), z.unknown()),
+  created_at: z.string(),
+  updated_at: z.string(),
+}).openapi('Organization')
 
 const members = memberDirectory('list_organization_members', 'target_org')
+const tag = 'Organizations'
+const orgId = idParams('id')
+const orgMember = idParams('id', 'userId')
 
-export const organizationRoutes = new Hono<ApiEnv>()
-  .get('/organizations', bearer, async (c) => {
-    const q = readQuery(c, z.object(pageQuery).strict())
-    const query = c.var.db.from('organizations').select(COLUMNS)
-    const { items, next_cursor } = await newestFirstPage(query, q)
-    return c.json({ organizations: items, next_cursor })
-  })
-  .post('/organizations', bearer, async (c) => {
-    const body = await readJson(c, NewOrganization)
-    const organization = unwrap(
-      await c.var.db.from('organizations').insert({ ...body, owner_id: c.var.caller.id }).select(COLUMNS).single(),
-    )
-    return c.json({ organization }, 201)
-  })
-  .get('/organizations/:id', bearer, async (c) => {
-    const orgId = pathUuid(c)
-    const organization = unwrap(await c.var.db.from('organizations').select(COLUMNS).eq('id', orgId).maybeSingle())
-    if (!organization) throw notFound('Organization not found')
-    const mine = unwrap<{ role: string } | null>(
-      await c.var.db.from('organization_members').select('role').eq('org_id', orgId).eq('user_id', c.var.caller.id).maybeSingle(),
-    )
-    return c.json({ organization, user_role: mine?.role ?? null })
-  })
-  .put('/organizations/:id', bearer, async (c) => {
-    const orgId = pathUuid(c)
-    const patch = await readJson(c, OrganizationPatch)
-    if (Object.keys(patch).length === 0) throw badRequest('Nothing to update')
-    const rows = unwrap(await c.var.db.from('organizations').update(patch).eq('id', orgId).select(COLUMNS))
-    if (!rows.length) await refuseWrite(c.var.db, 'organizations', { id: orgId }, 'organization')
-    return c.json(rows[0])
-  })
-  .delete('/organizations/:id', bearer, async (c) => {
-    const orgId = pathUuid(c)
-    const rows = unwrap(await c.var.db.from('organizations').delete().eq('id', orgId).select('id'))
-    if (!rows.length) await refuseWrite(c.var.db, 'organizations', { id: orgId }, 'organization')
-    return c.json({ message: 'Organization deleted' })
-  })
-  .get('/organizations/:id/members', bearer, async (c) => {
-    const orgId = pathUuid(c)
-    return c.json({ members: await members.list(c.var.db, orgId) })
-  })
-  .post('/organizations/:id/members', bearer, async (c) => {
-    const orgId = pathUuid(c)
-    const body = await readJson(c, NewMember)
-    if (body.role === 'owner') {
-      // Adding someone as owner hands them the organization (the old owner stays as admin).
-      unwrap(await c.var.db.rpc('transfer_organization_ownership', { target_org: orgId, new_owner_id: body.user_id }))
-    } else {
-      const { error } = await c.var.db.from('organization_members').insert({ org_id: orgId, ...body })
-      if (error?.code === '23503') throw badRequest('user_id: no such user')
-      if (error?.code === '42501') await refuseWrite(c.var.db, 'organizations', { id: orgId }, 'organization')
-      unwrap({ data: null, error })
-    }
-    return c.json(await members.one(c.var.db, orgId, body.user_id), 201)
-  })
-  .put('/organizations/:id/members/:userId', bearer, async (c) => {
-    const orgId = pathUuid(c), userId = pathUuid(c, 'userId')
-    const body = await readJson(c, RoleChange)
-    const rows = unwrap(
-      await c.var.db.from('organization_members').update(body).eq('org_id', orgId).eq('user_id', userId).select('user_id'),
-    )
-    if (!rows.length) await refuseWrite(c.var.db, 'organization_members', { org_id: orgId, user_id: userId }, 'member')
-    return c.json(await members.one(c.var.db, orgId, userId))
-  })
-  .delete('/organizations/:id/members/:userId', bearer, async (c) => {
-    const orgId = pathUuid(c), userId = pathUuid(c, 'userId')
-    const rows = unwrap(
-      await c.var.db.from('organization_members').delete().eq('org_id', orgId).eq('user_id', userId).select('user_id'),
-    )
-    if (!rows.length) await refuseWrite(c.var.db, 'organization_members', { org_id: orgId, user_id: userId }, 'member')
-    return c.json({ message: 'Member removed' })
-  })
-  .post('/organizations/:id/transfer-ownership', bearer, async (c) => {
-    const orgId = pathUuid(c)
-    const { new_owner_id } = await readJson(c, Transfer)
-    unwrap(await c.var.db.rpc('transfer_organization_ownership', { target_org: orgId, new_owner_id }))
-    return c.json({ message: 'Ownership transferred', owner_id: new_owner_id })
-  })
+export const organizationRoutes = routeModule()
+  .openapi(
+    endpoint({
+      method: 'get', path: '/organizations', tag, auth: 'bearer', query: z.object(pageQuery).strict(),
+      summary: 'Organizations the caller belongs to (super admins: all)',
+      response: z.object({ organizations: z.array(Organization), next_cursor: NextCursor }),
+    }),
+    async (c) => {
+      const { items, next_cursor } = await newestFirstPage(c.var.db.from('organizations').select(COLUMNS), c.req.valid('query'))
+      return c.json({ organizations: items, next_cursor })
+    },
+  )
+  .openapi(
+    endpoint({
+      method: 'post', path: '/organizations', tag, auth: 'bearer', body: NewOrganization, status: 201,
+      summary: 'Create an organization; the creator becomes owner', response: z.object({ organization: Organization }),
+    }),
+    async (c) => {
+      const body = c.req.valid('json')
+      const organization = unwrap(
+        await c.var.db.from('organizations').insert({ ...body, owner_id: c.var.caller.id }).select(COLUMNS).single(),
+      )
+      return c.json({ organization }, 201)
+    },
+  )
+  .openapi(
+    endpoint({
+      method: 'get', path: '/organizations/{id}', tag, auth: 'bearer', params: orgId, summary: 'An organization (members)',
+      response: z.object({ organization: Organization, user_role: z.enum(['owner', 'admin', 'member']).nullable() }),
+    }),
+    async (c) => {
+      const { id } = c.req.valid('param')
+      const organization = unwrap(await c.var.db.from('organizations').select(COLUMNS).eq('id', id).maybeSingle())
+      if (!organization) throw notFound('Organization not found')
+      const mine = unwrap<{ role: string } | null>(
+        await c.var.db.from('organization_members').select('role').eq('org_id', id).eq('user_id', c.var.caller.id).maybeSingle(),
+      )
+      return c.json({ organization, user_role: mine?.role ?? null })
+    },
+  )
+  .openapi(
+    endpoint({
+      method: 'put', path: '/organizations/{id}', tag, auth: 'bearer', params: orgId, body: OrganizationPatch,
+      response: Organization, errors: [403], summary: 'Change an organization (owners)',
+    }),
+    async (c) => {
+      const { id } = c.req.valid('param')
+      const patch = c.req.valid('json')
+      if (Object.keys(patch).length === 0) throw badRequest('Nothing to update')
+      const rows = unwrap(await c.var.db.from('organizations').update(patch).eq('id', id).select(COLUMNS))
+      if (!rows.length) await refuseWrite(c.var.db, 'organizations', { id }, 'organization')
+      return c.json(rows[0])
+    },
+  )
+  .openapi(
+    endpoint({
+      method: 'delete', path: '/organizations/{id}', tag, auth: 'bearer', params: orgId, response: Message, errors: [403],
+      summary: 'Delete an organization (owners)',
+    }),
+    async (c) => {
+      const { id } = c.req.valid('param')
+      const rows = unwrap(await c.var.db.from('organizations').delete().eq('id', id).select('id'))
+      if (!rows.length) await refuseWrite(c.var.db, 'organizations', { id }, 'organization')
+      return c.json({ message: 'Organization deleted' })
+    },
+  )
+  .openapi(
+    endpoint({
+      method: 'get', path: '/organizations/{id}/members', tag, auth: 'bearer', params: orgId, summary: 'Members (members)',
+      response: z.object({ members: z.array(MemberSchema) }),
+    }),
+    async (c) => c.json({ members: await members.list(c.var.db, c.req.valid('param').id) }),
+  )
+  .openapi(
+    endpoint({
+      method: 'post', path: '/organizations/{id}/members', tag, auth: 'bearer', params: orgId, body: NewMember,
+      status: 201, response: MemberSchema, errors: [403, 409],
+      summary: 'Add a member (owners); role owner hands over ownership',
+    }),
+    async (c) => {
+      const { id } = c.req.valid('param')
+      const body = c.req.valid('json')
+      if (body.role === 'owner') {
+        // Adding someone as owner hands them the organization (the old owner stays as admin).
+        unwrap(await c.var.db.rpc('transfer_organization_ownership', { target_org: id, new_owner_id: body.user_id }))
+      } else {
+        const { error } = await c.var.db.from('organization_members').insert({ org_id: id, ...body })
+        if (error?.code === '23503') throw badRequest('user_id: no such user')
+        if (error?.code === '42501') await refuseWrite(c.var.db, 'organizations', { id }, 'organization')
+        unwrap({ data: null, error })
+      }
+      return c.json(await members.one(c.var.db, id, body.user_id), 201)
+    },
+  )
+  .openapi(
+    endpoint({
+      method: 'put', path: '/organizations/{id}/members/{userId}', tag, auth: 'bearer', params: orgMember, body: RoleChange,
+      response: MemberSchema, errors: [403], summary: 'Change a member\'s role (owners; never the owner\'s row)',
+    }),
+    async (c) => {
+      const { id, userId } = c.req.valid('param')
+      const rows = unwrap(
+        await c.var.db.from('organization_members').update(c.req.valid('json')).eq('org_id', id).eq('user_id', userId).select('user_id'),
+      )
+      if (!rows.length) await refuseWrite(c.var.db, 'organization_members', { org_id: id, user_id: userId }, 'member')
+      return c.json(await members.one(c.var.db, id, userId))
+    },
+  )
+  .openapi(
+    endpoint({
+      method: 'delete', path: '/organizations/{id}/members/{userId}', tag, auth: 'bearer', params: orgMember,
+      response: Message, errors: [403], summary: 'Remove a member (owners, or the member leaving)',
+    }),
+    async (c) => {
+      const { id, userId } = c.req.valid('param')
+      const rows = unwrap(
+        await c.var.db.from('organization_members').delete().eq('org_id', id).eq('user_id', userId).select('user_id'),
+      )
+      if (!rows.length) await refuseWrite(c.var.db, 'organization_members', { org_id: id, user_id: userId }, 'member')
+      return c.json({ message: 'Member removed' })
+    },
+  )
+  .openapi(
+    endpoint({
+      method: 'post', path: '/organizations/{id}/transfer-ownership', tag, auth: 'bearer', params: orgId, body: Transfer,
+      response: z.object({ message: z.string(), owner_id: z.string() }), errors: [403],
+      summary: 'Hand the organization to another member (the current owner)',
+    }),
+    async (c) => {
+      const { id } = c.req.valid('param')
+      const { new_owner_id } = c.req.valid('json')
+      unwrap(await c.var.db.rpc('transfer_organization_ownership', { target_org: id, new_owner_id }))
+      return c.json({ message: 'Ownership transferred', owner_id: new_owner_id })
+    },
+  )

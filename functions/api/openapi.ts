@@ -1,0 +1,215 @@
+// Declaring a route once: endpoint({...}) takes the zod schemas that validate the request and
+// turns them, with the route's credential and reply shapes, into both the Hono route and its
+// entry in GET /api/openapi.json. Every route module is a routeModule(), so every one shares
+// the validation hook that answers SPEC's 400 {error} naming the field.
+//
+//   export const goalRoutes = routeModule()
+//     .openapi(endpoint({
+//       method: 'get', path: '/goals/{id}', summary: 'A goal with its check-ins', tag: 'Goals',
+//       auth: 'bearer', params: idParams('id'), response: Goal,
+//     }), async (c) => { const { id } = c.req.valid('param'); ... })
+import { createRoute, type OpenAPIHono as OpenAPIHonoType, OpenAPIHono, type RouteConfig, z } from '@hono/zod-openapi'
+import type { MiddlewareHandler } from 'hono'
+import type { CronGroup } from '../_shared/cron.ts'
+import { badRequest } from '../_shared/errors.ts'
+import { describeZodError } from '../_shared/validation.ts'
+import { adminOrCron, type ApiEnv, bearer, cronBearer, cronSecret, publicRoute, superAdmin } from './credentials.ts'
+
+/** Who may call a route, and how they prove it. */
+export type Credential =
+  | 'bearer' // a signed-in user's access token
+  | 'superAdmin' // the same, and profiles.role = super_admin (checked in the database)
+  | 'none' // public on purpose
+  | { cron: CronGroup } // x-cron-secret (SPEC Authentication 5)
+  | { cronBearer: CronGroup } // Authorization: Bearer <cron secret> (frontend-hosted jobs)
+  | { adminOrCron: CronGroup } // a super admin's bearer token, or x-cron-secret
+  | { signature: 'stripe' | 'svix' } // a provider-signed webhook; the handler verifies it
+
+export const ErrorBody = z.object({ error: z.string() }).openapi('Error', {
+  description: 'Every error body (SPEC Errors 1).',
+  example: { error: 'title: must not be empty' },
+})
+export const Message = z.object({ message: z.string() }).openapi('Message')
+/** The cursor of the next page of a newest-first list, or null at the end. */
+export const NextCursor = z.string().nullable().openapi({ description: 'Pass as `before` for the next page; null at the end.' })
+
+const ERROR_TEXT: Record<number, string> = {
+  400: 'Bad input: the message names the field; nothing was written',
+  401: 'Missing, invalid or expired credential',
+  402: 'Not enough drops',
+  403: 'Not allowed for this caller',
+  404: 'Not found (or not visible to the caller)',
+  409: 'Conflict with the current state',
+  413: 'Body too large',
+  429: 'A limit was reached; try again later',
+  500: 'Internal error',
+  501: 'Not available in this deployment',
+  502: 'The upstream provider failed',
+  503: 'The database or a provider is unavailable (or not configured)',
+}
+
+type Method = 'get' | 'post' | 'put' | 'delete' | 'patch'
+type AnyObject = z.ZodType<Record<string, unknown>>
+
+export interface EndpointDef<
+  M extends Method,
+  P extends string,
+  Params extends AnyObject | undefined,
+  Query extends AnyObject | undefined,
+  Body extends z.ZodType | undefined,
+> {
+  method: M
+  /** OpenAPI style: /journal/{id} */
+  path: P
+  summary: string
+  description?: string
+  tag: string
+  auth: Credential
+  params?: Params
+  query?: Query
+  /** A JSON body, validated before the handler runs. */
+  body?: Body
+  /** Set false when the body may be left out entirely (then the handler sees {}). */
+  bodyRequired?: boolean
+  /** A multipart body, documented here and parsed by the handler (file uploads). */
+  multipart?: z.ZodType
+  /** The success reply's shape; `status` defaults to 200. */
+  response?: z.ZodType
+  status?: 200 | 201 | 202 | 204 | 302
+  responseDescription?: string
+  /** Error statuses beyond those the credential and request imply. */
+  errors?: readonly number[]
+}
+
+type RequestOf<Params, Query, Body> =
+  & (Params extends z.ZodType ? { params: Params } : {})
+  & (Query extends z.ZodType ? { query: Query } : {})
+  & (Body extends z.ZodType ? { body: { content: { 'application/json': { schema: Body } }; required: boolean } } : {})
+
+export type Endpoint<M extends Method, P extends string, Params, Query, Body> =
+  & Omit<RouteConfig, 'method' | 'path' | 'request'>
+  & { method: M; path: P; request: RequestOf<Params, Query, Body>; getRoutingPath(): string }
+
+function middlewareFor(auth: Credential): MiddlewareHandler<ApiEnv> {
+  if (auth === 'bearer') return bearer
+  if (auth === 'superAdmin') return superAdmin
+  if (auth === 'none') return publicRoute
+  if ('cron' in auth) return cronSecret(auth.cron)
+  if ('cronBearer' in auth) return cronBearer(auth.cronBearer)
+  if ('adminOrCron' in auth) return adminOrCron(auth.adminOrCron)
+  return publicRoute // signatures are verified by the handler, on the raw body
+}
+
+function securityFor(auth: Credential): Record<string, string[]>[] {
+  if (auth === 'bearer' || auth === 'superAdmin') return [{ bearerAuth: [] }]
+  if (auth === 'none') return []
+  if ('cron' in auth) return [{ cronSecret: [] }]
+  if ('cronBearer' in auth) return [{ cronBearer: [] }]
+  if ('adminOrCron' in auth) return [{ bearerAuth: [] }, { cronSecret: [] }]
+  return [{ [auth.signature === 'stripe' ? 'stripeSignature' : 'svixSignature']: [] }]
+}
+
+function credentialNote(auth: Credential): string {
+  if (auth === 'bearer') return 'Credential: a signed-in user\'s bearer token.'
+  if (auth === 'superAdmin') return 'Credential: a super admin\'s bearer token.'
+  if (auth === 'none') return 'Credential: none.'
+  if ('cron' in auth) return `Credential: x-cron-secret (${auth.cron} group).`
+  if ('cronBearer' in auth) return `Credential: Authorization: Bearer <cron secret> (${auth.cronBearer} group).`
+  if ('adminOrCron' in auth) return `Credential: a super admin's bearer token, or x-cron-secret (${auth.adminOrCron} group).`
+  return `Credential: the ${auth.signature === 'stripe' ? 'Stripe-Signature' : 'svix-*'} headers; no bearer.`
+}
+
+function errorStatuses(d: EndpointDef<Method, string, any, any, any>): number[] {
+  const s = new Set<number>(d.errors ?? [])
+  if (d.params || d.query || d.body || d.multipart) s.add(400)
+  if (d.auth !== 'none') s.add(401)
+  if (d.auth === 'superAdmin' || (typeof d.auth === 'object' && 'adminOrCron' in d.auth)) s.add(403)
+  if (d.params) s.add(404)
+  if (d.body || d.multipart) s.add(413)
+  s.add(500)
+  s.add(503)
+  return [...s].sort()
+}
+
+/** The route for app.openapi(): validation, credential middleware and documentation in one. */
+export function endpoint<
+  M extends Method,
+  P extends string,
+  Params extends AnyObject | undefined = undefined,
+  Query extends AnyObject | undefined = undefined,
+  Body extends z.ZodType | undefined = undefined,
+>(d: EndpointDef<M, P, Params, Query, Body>): Endpoint<M, P, Params, Query, Body> {
+  const request: Record<string, unknown> = {}
+  if (d.params) request.params = d.params
+  if (d.query) request.query = d.query
+  if (d.body) request.body = { content: { 'application/json': { schema: d.body } }, required: d.bodyRequired ?? true }
+  if (d.multipart) request.body = { content: { 'multipart/form-data': { schema: d.multipart } }, required: true }
+  const status = d.status ?? 200
+  const responses: RouteConfig['responses'] = {
+    [status]: {
+      description: d.responseDescription ?? (status === 302 ? 'Redirect' : 'Success'),
+      ...(d.response ? { content: { 'application/json': { schema: d.response } } } : {}),
+    },
+  }
+  for (const code of errorStatuses(d)) {
+    responses[code] = { description: ERROR_TEXT[code] ?? 'Error', content: { 'application/json': { schema: ErrorBody } } }
+  }
+  return createRoute({
+    method: d.method,
+    path: d.path,
+    summary: d.summary,
+    description: [d.description, credentialNote(d.auth)].filter(Boolean).join('\n\n'),
+    tags: [d.tag],
+    security: securityFor(d.auth),
+    middleware: middlewareFor(d.auth),
+    request,
+    responses,
+  }) as unknown as Endpoint<M, P, Params, Query, Body>
+}
+
+/**
+ * Turns a failed validation into SPEC's 400 {error} naming the field. A body that is not JSON
+ * (or JSON sent under another Content-Type) never reads as {}: the route refuses it.
+ */
+export const validationHook = (result: { success: boolean; error?: unknown; target: string }) => {
+  if (!result.success) throw badRequest(describeZodError(result.error as z.ZodError))
+}
+
+/** A route module: an OpenAPIHono sharing the validation hook. */
+export function routeModule(): OpenAPIHonoType<ApiEnv> {
+  return new OpenAPIHono<ApiEnv>({ defaultHook: validationHook })
+}
+
+/** Registers the credentials every route may name, for the OpenAPI document. */
+export function registerSecuritySchemes(app: OpenAPIHonoType<ApiEnv>) {
+  const r = app.openAPIRegistry
+  r.registerComponent('securitySchemes', 'bearerAuth', {
+    type: 'http',
+    scheme: 'bearer',
+    bearerFormat: 'JWT',
+    description: 'A Supabase Auth access token (HS256 with the project secret, or ES256/RS256 from the JWKS).',
+  })
+  r.registerComponent('securitySchemes', 'cronSecret', {
+    type: 'apiKey',
+    in: 'header',
+    name: 'x-cron-secret',
+    description: 'The cron secret of the endpoint\'s group (README: Scheduled jobs).',
+  })
+  r.registerComponent('securitySchemes', 'cronBearer', {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'Frontend-hosted scheduled routes: the cron secret as a bearer token.',
+  })
+  r.registerComponent('securitySchemes', 'stripeSignature', {
+    type: 'apiKey',
+    in: 'header',
+    name: 'Stripe-Signature',
+    description: 'Stripe\'s webhook signature over the raw body.',
+  })
+  r.registerComponent('securitySchemes', 'svixSignature', {
+    type: 'apiKey',
+    in: 'header',
+    name: 'svix-signature',
+    description: 'Resend\'s webhook signature (Svix headers svix-id, svix-timestamp, svix-signature).',
+  })
+}

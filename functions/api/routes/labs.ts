@@ -1,0 +1,4 @@
+// Labs (issue 13): not built yet.
+import { routeModule } from '../openapi.ts'
+
+export const labsRoutes = routeModule()

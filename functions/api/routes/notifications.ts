@@ -1,0 +1,4 @@
+// Notifications (issue 11): not built yet.
+import { routeModule } from '../openapi.ts'
+
+export const notificationRoutes = routeModule()

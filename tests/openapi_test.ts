@@ -1,0 +1,118 @@
+// GET /api/openapi.json describes every route the router serves, from the same zod schemas
+// that validate requests; and the input rules every route shares (validation hook, JSON
+// Content-Type, unstorable strings, cursors, body size).
+import { strict as assert } from 'node:assert'
+import { app } from '../functions/api/app.ts'
+import { api, assertError, createUser, postEntry, test } from './_helpers.ts'
+
+/** Method + OpenAPI path of every route the router really serves (not middleware). */
+function servedRoutes(): string[] {
+  const served = new Set<string>()
+  for (const r of app.routes) {
+    if (r.method === 'ALL' || r.path.endsWith('*') || r.path === '/api/openapi.json') continue
+    served.add(`${r.method.toLowerCase()} ${r.path.replace(/:([^/]+)/g, '{$1}')}`)
+  }
+  return [...served].sort()
+}
+
+test('GET /api/openapi.json: an OpenAPI 3.1 document listing every served route', async () => {
+  const res = await api('/api/openapi.json')
+  assert.equal(res.status, 200)
+  const doc = res.body
+  assert.equal(doc.openapi, '3.1.0')
+  const documented = Object.entries(doc.paths as Record<string, Record<string, unknown>>)
+    .flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m} ${path}`)).sort()
+  const served = servedRoutes()
+  assert.ok(served.length >= 40, `the router serves the existing areas (${served.length})`)
+  assert.deepEqual(served.filter((r) => !documented.includes(r)), [], 'every served route is documented')
+  assert.deepEqual(documented.filter((r) => !served.includes(r)), [], 'nothing documented that is not served')
+})
+
+test('OpenAPI: each operation names its credential, parameters, body and {error} replies', async () => {
+  const doc = (await api('/api/openapi.json')).body
+  const schemes = Object.keys(doc.components.securitySchemes)
+  for (const s of ['bearerAuth', 'cronSecret', 'cronBearer', 'stripeSignature', 'svixSignature']) assert.ok(schemes.includes(s), s)
+  for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+    for (const [method, op] of Object.entries(ops)) {
+      const where = `${method} ${path}`
+      assert.ok(Array.isArray(op.security), `${where}: security listed (empty = public)`)
+      assert.ok(op.summary, `${where}: summary`)
+      const statuses = Object.keys(op.responses)
+      assert.ok(statuses.some((s) => s.startsWith('2') || s === '302'), `${where}: a success reply`)
+      assert.ok(statuses.includes('500'), `${where}: 500 documented`)
+      for (const s of statuses.filter((s) => Number(s) >= 400)) {
+        assert.equal(op.responses[s].content['application/json'].schema.$ref, '#/components/schemas/Error', `${where} ${s}`)
+      }
+      const pathParams = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1])
+      const declared = (op.parameters ?? []).filter((p: any) => p.in === 'path').map((p: any) => p.name)
+      assert.deepEqual(declared.sort(), pathParams.sort(), `${where}: path parameters`)
+      if (op.security.length) assert.ok(statuses.includes('401'), `${where}: 401 documented`)
+    }
+  }
+  const post = doc.paths['/api/journal'].post
+  const body = post.requestBody.content['application/json'].schema
+  const resolved = body.$ref ? doc.components.schemas[body.$ref.split('/').pop()] : body
+  assert.ok(resolved.required.includes('title'), 'the body schema is the validating schema')
+  assert.deepEqual(post.security, [{ bearerAuth: [] }])
+  assert.deepEqual(doc.paths['/api/drops/cron/award-monthly-all'].post.security, [{ cronSecret: [] }])
+  assert.deepEqual(doc.paths['/api/auth/verify'].post.security, [])
+})
+
+test('a JSON body without Content-Type: application/json is refused, never read as {}', async () => {
+  const u = await createUser()
+  const res = await api('/api/journal', { token: u.token, rawBody: JSON.stringify({ title: 'x' }), headers: { 'content-type': 'text/plain' } })
+  assertError(res, 400, 'Content-Type')
+  const none = await fetch(`${Deno.env.get('SUPABASE_URL')}/functions/v1/api/user/profile`, {
+    method: 'PUT',
+    headers: { authorization: `Bearer ${u.token}` },
+    body: JSON.stringify({ full_name: 'Sneaky' }),
+  })
+  assert.equal(none.status, 400)
+  assert.match((await none.json()).error, /Content-Type/)
+  const profile = await api('/api/user/profile', { token: u.token })
+  assert.notEqual(profile.body.full_name, 'Sneaky')
+})
+
+test('NUL bytes, lone surrogates and deep nesting are 400 naming the field, nothing written', async () => {
+  const u = await createUser()
+  const cases: [string, string][] = [
+    ['{"title":"a\\u0000b","content":"x"}', 'title'],
+    ['{"title":"ok","content":"\\ud800"}', 'content'],
+    ['{"title":"ok","tags":["fine","bad\\u0000"]}', 'tags.1'],
+  ]
+  for (const [raw, field] of cases) {
+    assertError(await api('/api/journal', { token: u.token, rawBody: raw }), 400, field)
+  }
+  const deep = '{"preferences":' + '{"a":'.repeat(50_000) + '1' + '}'.repeat(50_000) + '}'
+  assertError(await api('/api/user/profile', { method: 'PUT', token: u.token, rawBody: deep }), 400, 'nested')
+  assertError(await api('/api/journal?q=a%00b', { token: u.token }), 400, 'q')
+  assertError(await api('/api/goals', { token: u.token, body: { title: 'x', target_date: '0000-01-01' } }), 400, 'target_date')
+  const entries = await api('/api/journal', { token: u.token })
+  assert.deepEqual(entries.body.entries, [])
+})
+
+test('cursors JavaScript accepts but Postgres refuses are 400 naming before', async () => {
+  const u = await createUser()
+  await postEntry(u, { title: 'one', content: 'x' })
+  const b64 = (v: unknown) => btoa(JSON.stringify(v)).replace(/=+$/, '')
+  for (const cursor of [['2020', 'abc'], ['0000-01-01T00:00:00Z', crypto.randomUUID()], ['+275760-09-13T00:00:00.000Z', crypto.randomUUID()], ['2020-02-30T00:00:00Z', 'x']]) {
+    assertError(await api(`/api/journal?before=${b64(cursor)}`, { token: u.token }), 400, 'before')
+    assertError(await api(`/api/goals?before=${b64(cursor)}`, { token: u.token }), 400, 'before')
+  }
+})
+
+test('a JSON body over 1 MB is 413 {error}; the route never runs', async () => {
+  const u = await createUser()
+  const big = JSON.stringify({ title: 'big', content: 'x'.repeat(1024 * 1024 + 10) })
+  const res = await api('/api/journal', { token: u.token, rawBody: big })
+  assertError(res, 413)
+  assert.deepEqual((await api('/api/journal', { token: u.token })).body.entries, [])
+})
+
+test('unknown query parameters and fields are 400 naming them, on every module', async () => {
+  const u = await createUser()
+  assertError(await api('/api/goals?colour=red', { token: u.token }), 400, 'colour')
+  assertError(await api('/api/notebooks', { token: u.token, body: { name: 'n', colour: 'red' } }), 400, 'colour')
+  assertError(await api('/api/organizations', { token: u.token, body: { name: 1 } }), 400, 'name')
+  assertError(await api('/api/drops/transactions?type=gift', { token: u.token }), 400, 'type')
+})
