@@ -52,12 +52,24 @@ const publicJwk = { ...(await exportJWK(publicKey)), kid: 'test-es256', alg: 'ES
 const jwksServer = Deno.serve({ hostname: '127.0.0.1', port: 0, onListen: () => {} }, () => Response.json({ keys: [publicJwk] }))
 const jwksUrl = `http://127.0.0.1:${jwksServer.addr.port}/auth/v1/.well-known/jwks.json`
 
+// Small servers that speak each external provider's HTTP protocol (tests/fakes/*.ts, each
+// exporting start()); the env they return points the edge functions at them.
+const fakes: { name: string; stop(): Promise<void> }[] = []
+const fakeEnv: Record<string, string> = {}
+for (const f of [...Deno.readDirSync(`${ROOT}/tests/fakes`)].map((e) => e.name).filter((n) => n.endsWith('.ts')).sort()) {
+  const mod = await import(`${ROOT}/tests/fakes/${f}`)
+  if (typeof mod.start !== 'function') continue
+  const started = await mod.start()
+  Object.assign(fakeEnv, started.env)
+  fakes.push({ name: f, stop: started.stop })
+}
+
 const dataDir = await Deno.makeTempDir({ prefix: 'journal-test-stack-' })
 await Deno.chmod(dataDir, 0o755)
 console.log(`Starting a throw-away stack in ${dataDir}`)
 let stack
 try {
-  stack = await startStack({ ...TEST, dataDir, throwaway: true, env: { JWKS_URL: jwksUrl }, log: (s) => console.log(`  ${s}`) })
+  stack = await startStack({ ...TEST, dataDir, throwaway: true, env: { JWKS_URL: jwksUrl, ...fakeEnv }, log: (s) => console.log(`  ${s}`) })
 } catch (e) {
   console.error(e instanceof StackError ? e.message : e)
   console.log('0 passed, 1 failed')
@@ -87,6 +99,7 @@ try {
 } finally {
   await stack.stop()
   await jwksServer.shutdown()
+  for (const f of fakes) await f.stop().catch((e) => console.error(`stopping ${f.name}:`, e))
   if (Deno.uid() === 0) await run('rm', ['-rf', dataDir]).catch(() => {})
   else await Deno.remove(dataDir, { recursive: true }).catch(() => {})
 }
