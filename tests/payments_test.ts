@@ -279,6 +279,14 @@ test('webhook: events out of order never move a subscription back', async () => 
   assert.equal(row.cancel_at_period_end, false)
   assert.equal(row.current_period_end.getTime(), periodEnd * 1000)
 
+  // A payment failure reported before any subscription event is kept; the state comes later.
+  const early = newId('sub')
+  assert.equal(await deliverOk(stripeEvent('invoice.payment_failed', invoiceFailedObject({ subscription: early, customer }), at(70))), 'applied')
+  assert.equal((await subscriptionRow(early)).status, 'incomplete')
+  assert.equal(await deliverOk(subscriptionEvent('updated', { id: early, customer, userId: user.id, status: 'past_due' }, at(69))), 'applied')
+  assert.equal((await subscriptionRow(early)).status, 'past_due')
+  assert.equal((await subscriptionRow(early)).last_payment_failed_at.getTime(), at(70) * 1000)
+
   // Within one second Stripe sends created (incomplete) and updated (active): either order ends active.
   const tie = newId('sub')
   await deliverOk(subscriptionEvent('updated', { id: tie, customer, userId: user.id, status: 'active' }, at(60)))

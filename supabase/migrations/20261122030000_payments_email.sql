@@ -132,12 +132,17 @@ begin
       raise exception 'a subscription event without a status' using errcode = '22023';
     end if;
   elsif event_type = 'invoice.payment_failed' then
-    update public.subscriptions s
-       set last_payment_failed_at = greatest(s.last_payment_failed_at, event_created),
-           user_id = coalesce(s.user_id, owner),
-           updated_at = now()
-     where s.stripe_subscription_id = sub_id;
-    result := case when found then 'applied' else 'ignored' end;
+    -- Records when; the status itself comes with Stripe's subscription events. Arriving before
+    -- any of them, it starts the row as 'incomplete' with no position, so the first state event wins.
+    insert into public.subscriptions as s
+      (user_id, stripe_customer_id, stripe_subscription_id, status, last_payment_failed_at)
+    values (owner, customer, sub_id, 'incomplete', event_created)
+    on conflict (stripe_subscription_id) do update
+      set last_payment_failed_at = greatest(s.last_payment_failed_at, excluded.last_payment_failed_at),
+          user_id = coalesce(s.user_id, excluded.user_id),
+          stripe_customer_id = coalesce(s.stripe_customer_id, excluded.stripe_customer_id),
+          updated_at = now();
+    result := 'applied';
     update private.stripe_events e set outcome = result where e.event_id = apply_stripe_event.event_id;
     return result;
   else

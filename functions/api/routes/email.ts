@@ -85,6 +85,10 @@ export const emailRoutes = routeModule()
       const sent = await sendEmail(mail, `${c.var.caller.id}:${key}`)
       const finish = (provider_id: string | null, status: 'sent' | 'failed', error: string | null) =>
         serviceDb().rpc('finish_email_send', { message_id: logged.id, provider_id, status, error }).single()
+      if ('error' in sent && sent.error.name === 'concurrent_idempotent_requests') {
+        // The same request is being sent right now (a client retry overlapping the first try).
+        throw new HttpError(409, 'Idempotency-Key: the same e-mail is being sent right now; retry shortly')
+      }
       if ('error' in sent) {
         const { error } = await finish(null, 'failed', sent.error.message ?? sent.error.name ?? 'provider error')
         if (error) console.error(`e-mail ${logged.id}: could not log the failure`, error)
