@@ -44,11 +44,22 @@ async function subscriptionRow(subId: string) {
 const recordedEvents = async (ids: string[]) =>
   (await sql`select count(*)::int as n from private.stripe_events where event_id = any(${ids})`)[0].n as number
 
-/** The monthly award for a month of our choosing (the one function the award endpoints use). */
+class Rollback extends Error {}
+
+/**
+ * What the monthly award (the one SQL function both award endpoints use) would give the user
+ * for a month of our choosing, in a transaction rolled back so no ledger row stays behind.
+ */
 async function awardFor(userId: string, month: string): Promise<number> {
-  await sql`select * from private.award_monthly_drops(array[${userId}::uuid], ${month}::date)`
-  const [row] = await sql`select amount from public.monthly_drop_awards where user_id = ${userId} and award_month = ${month}`
-  return row.amount
+  let amount = 0
+  await sql.begin(async (tx) => {
+    await tx`select * from private.award_monthly_drops(array[${userId}::uuid], ${month}::date)`
+    ;[{ amount }] = await tx`select amount from public.monthly_drop_awards where user_id = ${userId} and award_month = ${month}`
+    throw new Rollback()
+  }).catch((e) => {
+    if (!(e instanceof Rollback)) throw e
+  })
+  return amount
 }
 
 // ---------------------------------------------------------------------------------------
