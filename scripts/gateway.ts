@@ -5,6 +5,7 @@
 // and the worker that sends what net.http_post/net.http_get queued (pg_net's job).
 import postgres from 'postgres'
 import { drainNetQueue } from './lib/net_queue.ts'
+import { handleDocs } from './lib/docs.ts'
 import { handleStorage } from './lib/storage.ts'
 import { ROOT } from './lib/proc.ts'
 
@@ -64,6 +65,8 @@ async function route(req: Request): Promise<Response> {
       rootDir: env('STORAGE_DIR'),
     })
   }
+  const docs = await handleDocs(p)
+  if (docs) return docs
   return json(404, { error: `No route for ${p}` })
 }
 

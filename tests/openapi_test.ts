@@ -116,3 +116,21 @@ test('unknown query parameters and fields are 400 naming them, on every module',
   assertError(await api('/api/organizations', { token: u.token, body: { name: 1 } }), 400, 'name')
   assertError(await api('/api/drops/transactions?type=gift', { token: u.token }), 400, 'type')
 })
+
+test('the gateway\'s /docs renders the document with Swagger UI served locally', async () => {
+  const base = Deno.env.get('SUPABASE_URL')!
+  const page = await fetch(`${base}/docs`)
+  const html = await page.text()
+  assert.equal(page.status, 200)
+  assert.match(page.headers.get('content-type')!, /text\/html/)
+  assert.match(html, /\/functions\/v1\/api\/openapi\.json/)
+  assert.ok(!/https?:\/\//.test(html.replace(/<!doctype[^>]*>/i, '')), 'nothing loaded from another origin')
+  for (const src of html.matchAll(/(?:src|href)="(\/docs\/[^"]+)"/g)) {
+    const asset = await fetch(`${base}${src[1]}`)
+    await asset.body?.cancel()
+    assert.equal(asset.status, 200, src[1])
+  }
+  const missing = await fetch(`${base}/docs/../package.json`)
+  await missing.body?.cancel()
+  assert.notEqual(missing.status, 200)
+})
