@@ -100,8 +100,11 @@ test('webhook storm: 200 events twice each, shuffled, 10 at a time: every subscr
   const ms = Math.round(performance.now() - started)
   const tally: Record<string, number> = {}
   for (const list of outcomes.values()) for (const o of list) tally[o] = (tally[o] ?? 0) + 1
-  console.log(`storm (seed ${seed}): ${deliveries.length} deliveries of ${events.length} events, ${CONCURRENCY} at a time, ` +
-    `${ms} ms; outcomes ${JSON.stringify(tally)}`)
+  // Straight to stderr as a TAP comment: the TAP reporter does not show console output.
+  await Deno.stderr.write(new TextEncoder().encode(
+    `# storm (seed ${seed}): ${deliveries.length} deliveries of ${events.length} events, ${CONCURRENCY} at a time, ` +
+      `${ms} ms; outcomes ${JSON.stringify(tally)}\n`,
+  ))
 
   assert.deepEqual(failures, [], `seed ${seed}: every delivery is acknowledged with 2xx`)
   for (const [id, list] of outcomes) {

@@ -165,7 +165,7 @@ test('payment endpoints need a signed-in user (the webhook needs a signature ins
 test('GET /api/payment/subscription: the caller\'s latest or null, never provider ids, never another\'s', async () => {
   const user = await createUser()
   const other = await createUser()
-  assert.deepEqual((await api('/api/payment/subscription', { token: user.token })).body, { subscription: null })
+  assert.deepEqual((await api('/api/payment/subscription', { token: user.token })).body, { subscription: null, premium: false })
   await sql`insert into public.subscriptions (user_id, stripe_customer_id, stripe_subscription_id, status, created_at)
             values (${user.id}, 'cus_old', ${newId('sub')}, 'canceled', now() - interval '1 year'),
                    (${user.id}, 'cus_new', ${newId('sub')}, 'active', now()),
@@ -174,6 +174,8 @@ test('GET /api/payment/subscription: the caller\'s latest or null, never provide
   assert.equal(res.status, 200)
   assert.equal(res.body.subscription.status, 'active')
   assert.equal(res.body.subscription.user_id, user.id)
+  assert.equal(res.body.premium, true)
+  assert.equal((await api('/api/payment/subscription', { token: other.token })).body.premium, false, 'past_due is not premium')
   assert.deepEqual(Object.keys(res.body.subscription).sort(), [
     'cancel_at_period_end', 'created_at', 'current_period_end', 'id', 'last_payment_failed_at', 'status', 'updated_at', 'user_id',
   ])
@@ -235,6 +237,7 @@ test('webhook: checkout, created, updated, payment failed, deleted keep subscrip
 
   const mine = await api('/api/payment/subscription', { token: user.token })
   assert.equal(mine.body.subscription.status, 'active')
+  assert.equal(mine.body.premium, true)
   assert.equal(mine.body.subscription.current_period_end, new Date(periodEnd * 1000).toISOString().replace('.000Z', '+00:00'))
 
   // Cancel at period end: still active, so still premium.
@@ -259,7 +262,9 @@ test('webhook: checkout, created, updated, payment failed, deleted keep subscrip
   row = await subscriptionRow(sub)
   assert.equal(row.status, 'canceled')
   assert.equal(await awardFor(user.id, '2031-07-01'), 30, 'after cancellation: back to 30')
-  assert.equal((await api('/api/payment/subscription', { token: user.token })).body.subscription.status, 'canceled')
+  const after = (await api('/api/payment/subscription', { token: user.token })).body
+  assert.equal(after.subscription.status, 'canceled')
+  assert.equal(after.premium, false)
 })
 
 test('webhook: a replayed event is acknowledged and changes nothing, even after newer events', async () => {
@@ -394,7 +399,7 @@ test('without Stripe keys: input is still checked first (400), then 503; reading
     assert.match((await res.json()).error, /STRIPE_WEBHOOK_SECRET/)
     res = await fetch(`${base}/api/payment/subscription`, { headers: { authorization: `Bearer ${user.token}` } })
     assert.equal(res.status, 200)
-    assert.deepEqual(await res.json(), { subscription: null })
+    assert.deepEqual(await res.json(), { subscription: null, premium: false })
   })
   assert.equal(await storedCustomer(user.id), null)
 })

@@ -248,6 +248,22 @@ as $$ select private.remember_stripe_customer(target_user_id, customer_id) $$;
 revoke execute on function public.remember_stripe_customer(uuid, text) from public, anon, authenticated;
 grant execute on function public.remember_stripe_customer(uuid, text) to service_role;
 
+-- Whether the caller is premium, for the subscription endpoint and any client that asks: the
+-- same helper the monthly award uses (private.is_premium), asked about oneself only.
+create or replace function private.caller_is_premium() returns boolean
+language sql stable security definer
+set search_path = ''
+as $$ select coalesce(private.is_premium((select auth.uid())), false) $$;
+revoke execute on function private.caller_is_premium() from public;
+grant execute on function private.caller_is_premium() to authenticated;
+
+create or replace function public.caller_is_premium() returns boolean
+language sql stable security invoker
+set search_path = ''
+as $$ select private.caller_is_premium() $$;
+revoke execute on function public.caller_is_premium() from public, anon;
+grant execute on function public.caller_is_premium() to authenticated;
+
 -- =========================================================================================
 -- E-mail
 -- =========================================================================================

@@ -11,7 +11,7 @@ begin;
 create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
-select plan(69);
+select plan(71);
 
 insert into auth.users (id, email, email_confirmed_at) values
   ('99990000-0000-4000-8000-000000000001', 'pgtap-pay-owner@example.test', now()),
@@ -209,6 +209,10 @@ select results_eq(
   $$values ('active'::text, true), ('active'::text, true)$$,
   'the owner reads status and cancel_at_period_end of their subscriptions');
 select throws_ok($$select stripe_event_id from public.subscriptions$$, '42501', null, 'the event position is not readable');
+select is(public.caller_is_premium(), true, 'caller_is_premium: the owner (active subscriptions) is premium');
+reset role;
+select pg_temp.act_as('99990000-0000-4000-8000-000000000004');
+select is(public.caller_is_premium(), false, 'caller_is_premium: a user without a subscription is not');
 select throws_ok($$select private.apply_stripe_event('evt_x', 'customer.subscription.created', now(), '{}')$$, '42501', null,
   'the private function is not callable by clients either');
 reset role;

@@ -21,7 +21,7 @@ interface Sent {
   idempotency_key: string | null
 }
 
-export async function start() {
+export function start(): Promise<{ env: Record<string, string>; stop(): Promise<void> }> {
   const key = `re_test_${rand().replace(/-/g, '')}`
   // Svix secrets are whsec_ + base64 of the key bytes.
   const webhookSecret = `whsec_${btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(24))))}`
@@ -100,7 +100,7 @@ export async function start() {
     return Response.json({ id })
   })
 
-  return {
+  return Promise.resolve({
     env: {
       RESEND_API_KEY: key,
       RESEND_BASE_URL: `http://127.0.0.1:${server.addr.port}`,
@@ -108,5 +108,5 @@ export async function start() {
       EMAIL_FROM: 'Journal <journal@mail.journal.test>',
     },
     stop: () => server.shutdown(),
-  }
+  })
 }

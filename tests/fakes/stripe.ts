@@ -39,7 +39,7 @@ function decodeForm(body: string): Params {
 
 const rand = () => crypto.randomUUID().replace(/-/g, '').slice(0, 24)
 
-export async function start() {
+export function start(): Promise<{ env: Record<string, string>; stop(): Promise<void> }> {
   const key = `sk_test_fake_${rand()}`
   const webhookSecret = `whsec_test_${rand()}`
   const customers = new Map<string, Params>()
@@ -167,7 +167,7 @@ export async function start() {
     return Response.json(entry.answer.body, { status: entry.answer.status })
   })
 
-  return {
+  return Promise.resolve({
     env: {
       STRIPE_SECRET_KEY: key,
       STRIPE_WEBHOOK_SECRET: webhookSecret,
@@ -176,5 +176,5 @@ export async function start() {
       SITE_URL: 'http://127.0.0.1:3000,https://app.journal.test',
     },
     stop: () => server.shutdown(),
-  }
+  })
 }

@@ -106,18 +106,22 @@ export const paymentRoutes = routeModule()
   .openapi(
     endpoint({
       method: 'get', path: '/payment/subscription', tag, auth: 'bearer',
-      summary: 'The caller\'s latest subscription, or null',
-      description: 'Read from the database (works without Stripe keys). Premium means status active.',
-      response: z.object({ subscription: Subscription.nullable() }),
+      summary: 'The caller\'s latest subscription (or null), and whether the caller is premium',
+      description: 'Read from the database (works without Stripe keys). `premium` is the helper the monthly award ' +
+        'uses: a subscription with status active exists.',
+      response: z.object({ subscription: Subscription.nullable(), premium: z.boolean() }),
     }),
     async (c) => {
-      const rows = unwrap(
-        await c.var.db.from('subscriptions')
+      const [rows, premium] = await Promise.all([
+        c.var.db.from('subscriptions')
           .select('id, user_id, status, current_period_end, cancel_at_period_end, last_payment_failed_at, created_at, updated_at')
           .eq('user_id', c.var.caller.id)
-          .order('created_at', { ascending: false }).order('id', { ascending: false }).limit(1),
-      ) as unknown[]
-      return c.json({ subscription: (rows[0] ?? null) as z.infer<typeof Subscription> | null })
+          .order('created_at', { ascending: false }).order('id', { ascending: false }).limit(1)
+          .then(unwrap),
+        c.var.db.rpc('caller_is_premium').then(unwrap),
+      ])
+      const latest = ((rows as unknown[])[0] ?? null) as z.infer<typeof Subscription> | null
+      return c.json({ subscription: latest, premium: premium === true })
     },
   )
   .openapi(
