@@ -110,6 +110,20 @@ test('checkout: two concurrent first calls create one customer', async () => {
   assert.equal(await storedCustomer(user.id), customers[0].id)
 })
 
+test('checkout: a stored customer Stripe no longer knows is replaced once, then reused', async () => {
+  const user = await createUser()
+  assert.equal((await checkout(user)).status, 200)
+  const gone = (await storedCustomer(user.id))!
+  await stripeControl('delete-customer', { id: gone })
+  const res = await checkout(user)
+  assert.equal(res.status, 200, JSON.stringify(res.body))
+  const replacement = (await storedCustomer(user.id))!
+  assert.notEqual(replacement, gone)
+  assert.equal((await checkout(user)).status, 200)
+  const sessions = await stripeControl(`sessions?user_id=${user.id}`)
+  assert.deepEqual(sessions.map((s: any) => s.customer), [gone, replacement, replacement])
+})
+
 test('checkout: malformed or foreign fields are 400 naming the field; nothing reaches Stripe', async () => {
   const user = await createUser()
   const cases: [unknown, string][] = [

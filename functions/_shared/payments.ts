@@ -83,6 +83,10 @@ export function fromStripe(e: unknown, paramNames: Record<string, string> = {}):
   return new HttpError(502, 'The payment provider refused the request')
 }
 
+/** Stripe no longer knows the customer passed (deleted, or the account's keys changed mode). */
+export const isMissingCustomer = (e: unknown) =>
+  e instanceof Stripe.errors.StripeInvalidRequestError && e.code === 'resource_missing' && e.param === 'customer'
+
 /** Verifies a webhook's signature over the raw body, then parses it (only then). */
 export function verifiedEvent(rawBody: string, signature: string, secret: string): Promise<Stripe.Event> {
   return Stripe.webhooks.constructEventAsync(rawBody, signature, secret, WEBHOOK_TOLERANCE_SECONDS, cryptoProvider)

@@ -248,6 +248,33 @@ as $$ select private.remember_stripe_customer(target_user_id, customer_id) $$;
 revoke execute on function public.remember_stripe_customer(uuid, text) from public, anon, authenticated;
 grant execute on function public.remember_stripe_customer(uuid, text) to service_role;
 
+-- Replaces a stored customer Stripe no longer knows (deleted in the dashboard, or the account
+-- switched from test to live keys), only if it is still the stored one; returns the stored one.
+create or replace function private.replace_stripe_customer(target_user_id uuid, old_customer_id text, new_customer_id text)
+returns text
+language plpgsql security definer
+set search_path = ''
+as $$
+declare
+  stored text;
+begin
+  update private.stripe_customers c set stripe_customer_id = new_customer_id, created_at = now()
+   where c.user_id = target_user_id and c.stripe_customer_id = old_customer_id;
+  select c.stripe_customer_id into stored from private.stripe_customers c where c.user_id = target_user_id;
+  return stored;
+end
+$$;
+revoke execute on function private.replace_stripe_customer(uuid, text, text) from public;
+grant execute on function private.replace_stripe_customer(uuid, text, text) to service_role;
+
+create or replace function public.replace_stripe_customer(target_user_id uuid, old_customer_id text, new_customer_id text)
+returns text
+language sql security invoker
+set search_path = ''
+as $$ select private.replace_stripe_customer(target_user_id, old_customer_id, new_customer_id) $$;
+revoke execute on function public.replace_stripe_customer(uuid, text, text) from public, anon, authenticated;
+grant execute on function public.replace_stripe_customer(uuid, text, text) to service_role;
+
 -- Whether the caller is premium, for the subscription endpoint and any client that asks: the
 -- same helper the monthly award uses (private.is_premium), asked about oneself only.
 create or replace function private.caller_is_premium() returns boolean

@@ -11,7 +11,7 @@ begin;
 create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
-select plan(71);
+select plan(74);
 
 insert into auth.users (id, email, email_confirmed_at) values
   ('99990000-0000-4000-8000-000000000001', 'pgtap-pay-owner@example.test', now()),
@@ -131,6 +131,13 @@ select results_eq(
   'each recorded event keeps its outcome (applied or stale)');
 select is((select stripe_customer_id from private.stripe_customers where user_id = '99990000-0000-4000-8000-000000000001'),
   'cus_pgtap_owner', 'a checkout remembers the user''s Stripe customer');
+select is(private.remember_stripe_customer('99990000-0000-4000-8000-000000000001', 'cus_pgtap_second'), 'cus_pgtap_owner',
+  'remembering another customer keeps the first (first write wins)');
+select is(private.replace_stripe_customer('99990000-0000-4000-8000-000000000001', 'cus_pgtap_not_stored', 'cus_pgtap_new'), 'cus_pgtap_owner',
+  'replacing a customer that is not the stored one changes nothing (a concurrent replacement won)');
+select is(private.replace_stripe_customer('99990000-0000-4000-8000-000000000001', 'cus_pgtap_owner', 'cus_pgtap_new'), 'cus_pgtap_new',
+  'replacing the stored customer stores the new one');
+update private.stripe_customers set stripe_customer_id = 'cus_pgtap_owner' where user_id = '99990000-0000-4000-8000-000000000001';
 
 -- A subscription for nobody we know: kept, unlinked; a user id that is no profile is ignored.
 select is(private.apply_stripe_event('evt_stray', 'customer.subscription.created', now(),
@@ -174,6 +181,7 @@ insert into service_only values
   ('public.apply_stripe_event(text, text, timestamp with time zone, jsonb)'),
   ('public.stripe_customer_of(uuid)'),
   ('public.remember_stripe_customer(uuid, text)'),
+  ('public.replace_stripe_customer(uuid, text, text)'),
   ('public.finish_email_send(uuid, text, text, text)'),
   ('public.record_email_event(text, jsonb, jsonb)');
 grant select on service_only to public;

@@ -11,6 +11,7 @@
 //   POST /__control/fail {user_id, status, type?, message?, times?, retry_after?}
 //        the next `times` (default 1) API requests for that user answer with that error
 //   POST /__control/slow {user_id, ms}         requests for that user answer after `ms`
+//   POST /__control/delete-customer {id}       the customer is gone (as if deleted in the dashboard)
 const PRICES = new Set(['price_premium_monthly', 'price_premium_yearly'])
 
 interface Failure {
@@ -116,6 +117,10 @@ export function start(): Promise<{ env: Record<string, string>; stop(): Promise<
           status: body.status, type: body.type ?? 'api_error', message: body.message ?? 'Something went wrong on Stripe\'s end.',
           times: body.times ?? 1, retryAfter: body.retry_after,
         })
+        return Response.json({ ok: true })
+      }
+      if (url.pathname === '/__control/delete-customer') {
+        customers.delete(body.id)
         return Response.json({ ok: true })
       }
       if (url.pathname === '/__control/slow') {

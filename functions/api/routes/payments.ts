@@ -11,6 +11,7 @@ import {
   eventForDatabase,
   fromStripe,
   HANDLED_EVENTS,
+  isMissingCustomer,
   requireStripe,
   siteOrigins,
   verifiedEvent,
@@ -50,21 +51,32 @@ function checkRedirects(body: { successUrl: string; cancelUrl: string }) {
   }
 }
 
+/** Creates a Stripe customer for the caller; the key makes concurrent first attempts one customer. */
+function createCustomer(stripe: Stripe, caller: Caller, idempotencyKey: string) {
+  return stripe.customers.create({ email: caller.email ?? undefined, metadata: { user_id: caller.id } }, { idempotencyKey })
+    .catch((e) => {
+      throw fromStripe(e)
+    })
+}
+
 /** The caller's Stripe customer: the stored one, or a new one stored once. */
 async function customerFor(stripe: Stripe, caller: Caller): Promise<string> {
   const db = serviceDb() // customer ids are secrets no client role may read or write
   const stored = unwrap(await db.rpc('stripe_customer_of', { target_user_id: caller.id })) as string | null
   if (stored) return stored
-  // The same idempotency key for every first attempt: concurrent first checkouts get one customer.
-  const created = await stripe.customers.create(
-    { email: caller.email ?? undefined, metadata: { user_id: caller.id } },
-    { idempotencyKey: `customer-for-user-${caller.id}` },
-  ).catch((e) => {
-    throw fromStripe(e)
-  })
+  const created = await createCustomer(stripe, caller, `customer-for-user-${caller.id}`)
   const kept = unwrap(await db.rpc('remember_stripe_customer', { target_user_id: caller.id, customer_id: created.id })) as string
   if (kept !== created.id) console.error(`stripe: customer ${created.id} was made beside the stored ${kept}`)
   return kept
+}
+
+/** A new customer in place of one Stripe no longer knows (deleted, or test keys swapped for live ones). */
+async function replaceCustomer(stripe: Stripe, caller: Caller, gone: string): Promise<string> {
+  const created = await createCustomer(stripe, caller, `customer-for-user-${caller.id}-replacing-${gone}`)
+  console.error(`stripe: customer ${gone} of user ${caller.id} no longer exists; replaced by ${created.id}`)
+  return unwrap(await serviceDb().rpc('replace_stripe_customer', {
+    target_user_id: caller.id, old_customer_id: gone, new_customer_id: created.id,
+  })) as string
 }
 
 const tag = 'Payments'
@@ -86,19 +98,23 @@ export const paymentRoutes = routeModule()
       checkRedirects(body)
       const stripe = requireStripe()
       const caller = c.var.caller
+      const sessionFor = (customer: string) =>
+        stripe.checkout.sessions.create({
+          mode: 'subscription',
+          customer,
+          line_items: [{ price: body.priceId, quantity: 1 }],
+          success_url: body.successUrl,
+          cancel_url: body.cancelUrl,
+          client_reference_id: caller.id,
+          metadata: { user_id: caller.id },
+          subscription_data: { metadata: { user_id: caller.id } },
+        })
       const customer = await customerFor(stripe, caller)
-      const session = await stripe.checkout.sessions.create({
-        mode: 'subscription',
-        customer,
-        line_items: [{ price: body.priceId, quantity: 1 }],
-        success_url: body.successUrl,
-        cancel_url: body.cancelUrl,
-        client_reference_id: caller.id,
-        metadata: { user_id: caller.id },
-        subscription_data: { metadata: { user_id: caller.id } },
-      }).catch((e) => {
-        throw fromStripe(e, { 'line_items[0][price]': 'priceId', success_url: 'successUrl', cancel_url: 'cancelUrl' })
-      })
+      const session = await sessionFor(customer)
+        .catch(async (e) => isMissingCustomer(e) ? sessionFor(await replaceCustomer(stripe, caller, customer)) : Promise.reject(e))
+        .catch((e) => {
+          throw e instanceof HttpError ? e : fromStripe(e, { 'line_items[0][price]': 'priceId', success_url: 'successUrl', cancel_url: 'cancelUrl' })
+        })
       if (!session.url) throw new HttpError(502, 'The payment provider returned no checkout URL')
       return c.json({ sessionId: session.id, url: session.url })
     },
