@@ -16,6 +16,7 @@ import OpenAI from 'openai'
 import { zodResponseFormat } from 'openai/helpers/zod'
 import type { z } from '@hono/zod-openapi'
 import { optionalEnv } from './env.ts'
+import { HttpError } from './errors.ts'
 
 export const TEXT_TIMEOUT_MAX_MS = 10_000
 
@@ -312,4 +313,25 @@ export async function generateImage(
   const contentType = imageType(bytes)
   if (!contentType) throw invalid('not a PNG, JPEG or WEBP image')
   return { bytes, contentType, usage }
+}
+
+/**
+ * The HTTP answer for a failed AI call on an endpoint that exists to make one: 503 when AI is
+ * not configured or the provider is rate limiting, 504 when it did not answer in time, 502 for
+ * any other provider failure or an unusable answer.
+ */
+export function aiHttpError(e: unknown): HttpError {
+  if (!(e instanceof AiError)) return e instanceof HttpError ? e : new HttpError(500, 'Internal error')
+  switch (e.kind) {
+    case 'not_configured':
+      return new HttpError(503, 'AI is not configured on this server')
+    case 'rate_limited':
+      return new HttpError(503, 'The AI provider is busy; try again shortly')
+    case 'timeout':
+      return new HttpError(504, 'The AI provider did not answer in time')
+    case 'invalid_answer':
+      return new HttpError(502, 'The AI provider gave an unusable answer')
+    default:
+      return new HttpError(502, 'The AI provider failed')
+  }
 }
