@@ -30,10 +30,14 @@
 //            image: "png"|"jpeg"|"webp"|"garbage"|"none"|"url"   images: what to send back
 //   GET    /__control/requests?match=<marker>   {requests: [{path, body, at}]} seen so far
 //   DELETE /__control/script?match=<marker>      forget the script and the requests
-// The key is `fake-ai-key`; any other bearer gets 401 invalid_api_key.
+// The key is `fake-ai-key`; any other bearer gets 401 invalid_api_key. The env it hands the
+// stack also sets short deadlines (AI_TEXT_TIMEOUT_MS 3000, AI_IMAGE_TIMEOUT_MS 5000).
 import { encode } from 'fast-png'
 
 export const FAKE_AI_KEY = 'fake-ai-key'
+/** The deadlines the test stack runs with (a slow reply must outlast these). */
+export const TEST_TEXT_TIMEOUT_MS = 3000
+export const TEST_IMAGE_TIMEOUT_MS = 5000
 
 export interface Reply {
   status?: number
@@ -140,16 +144,8 @@ export async function start(): Promise<{ env: Record<string, string>; stop(): Pr
     return undefined
   }
 
-  async function reply(r: Reply | undefined, signal: AbortSignal) {
-    if (r?.delay_ms) {
-      await new Promise((res) => {
-        const t = setTimeout(res, r.delay_ms)
-        signal.addEventListener('abort', () => {
-          clearTimeout(t)
-          res(null)
-        }, { once: true })
-      })
-    }
+  async function reply(r: Reply | undefined) {
+    if (r?.delay_ms) await new Promise((res) => setTimeout(res, r.delay_ms))
     if (r?.status && r.status >= 400) {
       const type = r.status === 429 ? 'rate_limit_exceeded' : r.status >= 500 ? 'server_error' : 'invalid_request_error'
       return openAiError(r.status, r.error?.message ?? `fake error ${r.status}`, r.error?.type ?? type, r.error?.code ?? null, r.headers)
@@ -157,8 +153,8 @@ export async function start(): Promise<{ env: Record<string, string>; stop(): Pr
     return null
   }
 
-  async function chat(body: any, r: Reply | undefined, signal: AbortSignal) {
-    const error = await reply(r, signal)
+  async function chat(body: any, r: Reply | undefined) {
+    const error = await reply(r)
     if (error) return error
     const schema = body?.response_format?.type === 'json_schema' ? body.response_format.json_schema?.schema : undefined
     let content: string | null
@@ -187,8 +183,8 @@ export async function start(): Promise<{ env: Record<string, string>; stop(): Pr
     }, r?.headers)
   }
 
-  async function images(body: any, r: Reply | undefined, signal: AbortSignal) {
-    const error = await reply(r, signal)
+  async function images(body: any, r: Reply | undefined) {
+    const error = await reply(r)
     if (error) return error
     const model = String(body?.model ?? 'dall-e-3')
     const gptImage = /^gpt-image/.test(model)
@@ -264,15 +260,22 @@ export async function start(): Promise<{ env: Record<string, string>; stop(): Pr
       script.used++
     } else {
       unscripted.push({ raw, entry })
-      if (unscripted.length > 2000) unscripted.shift()
+      if (unscripted.length > 300) unscripted.shift()
     }
-    if (req.method === 'POST' && url.pathname === '/v1/chat/completions') return chat(body, r, req.signal)
-    if (req.method === 'POST' && url.pathname === '/v1/images/generations') return images(body, r, req.signal)
+    if (req.method === 'POST' && url.pathname === '/v1/chat/completions') return chat(body, r)
+    if (req.method === 'POST' && url.pathname === '/v1/images/generations') return images(body, r)
     return openAiError(404, `Invalid URL (${req.method} ${url.pathname})`, 'invalid_request_error')
   })
   baseUrl = `http://127.0.0.1:${server.addr.port}`
   return {
-    env: { AI_API_KEY: FAKE_AI_KEY, AI_BASE_URL: `${baseUrl}/v1`, AI_FAKE_CONTROL_URL: `${baseUrl}/__control` },
+    env: {
+      AI_API_KEY: FAKE_AI_KEY,
+      AI_BASE_URL: `${baseUrl}/v1`,
+      AI_FAKE_CONTROL_URL: `${baseUrl}/__control`,
+      // Short deadlines, so a test of a slow provider waits seconds, not the production 10/60.
+      AI_TEXT_TIMEOUT_MS: String(TEST_TEXT_TIMEOUT_MS),
+      AI_IMAGE_TIMEOUT_MS: String(TEST_IMAGE_TIMEOUT_MS),
+    },
     stop: () => server.shutdown(),
   }
 }
