@@ -694,7 +694,8 @@ language plpgsql stable security definer
 set search_path = ''
 as $$
 declare
-  pattern text := '%' || replace(replace(replace(btrim(search), '\', '\\'), '%', '\%'), '_', '\_') || '%';
+  -- The text searched for, with LIKE's wildcards taken literally; null: no search.
+  pattern text := '%' || replace(replace(replace(nullif(btrim(search), ''), '\', '\\'), '%', '\%'), '_', '\_') || '%';
   this_month date := date_trunc('month', now() at time zone 'UTC')::date;
 begin
   if not private.is_trusted_caller() then
@@ -703,15 +704,35 @@ begin
   if page_size is null or page_size not between 1 and 101 then
     raise exception 'page_size: must be between 1 and 101' using errcode = '22023';
   end if;
-  return query
-    select p.id, u.email::text, p.full_name, p.role, p.is_ai, p.is_active, p.drops_balance, p.created_at,
-           private.usage_summary(p.id, this_month)
-      from public.profiles p
-      join auth.users u on u.id = p.id
-     where (search is null or btrim(search) = '' or u.email ilike pattern or p.full_name ilike pattern)
-       and (before_created_at is null or (p.created_at, p.id) < (before_created_at, before_id))
-     order by p.created_at desc, p.id desc
-     limit page_size;
+  -- The cursor is always a row comparison (never "or null"), so it stays an index condition
+  -- on profiles_newest in a cached generic plan: every page starts where the last one ended.
+  if pattern is null then
+    return query
+      select p.id, u.email::text, p.full_name, p.role, p.is_ai, p.is_active, p.drops_balance, p.created_at,
+             private.usage_summary(p.id, this_month)
+        from public.profiles p
+        join auth.users u on u.id = p.id
+       where (p.created_at, p.id) < (coalesce(before_created_at, 'infinity'::timestamptz),
+                                     coalesce(before_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid))
+       order by p.created_at desc, p.id desc
+       limit page_size;
+  else
+    -- A search reads each table once for its matches (e-mail in auth.users, name in
+    -- profiles), then orders just those; filtering the newest-first walk row by row across
+    -- the join is slower whenever matches are rare.
+    return query
+      select p.id, u.email::text, p.full_name, p.role, p.is_ai, p.is_active, p.drops_balance, p.created_at,
+             private.usage_summary(p.id, this_month)
+        from public.profiles p
+        join auth.users u on u.id = p.id
+       where p.id in (select m.id from auth.users m where m.email ilike pattern
+                      union
+                      select m.id from public.profiles m where m.full_name ilike pattern)
+         and (p.created_at, p.id) < (coalesce(before_created_at, 'infinity'::timestamptz),
+                                     coalesce(before_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid))
+       order by p.created_at desc, p.id desc
+       limit page_size;
+  end if;
 end
 $$;
 grant execute on function private.admin_list_users(text, timestamptz, uuid, integer) to authenticated, service_role;
