@@ -3,7 +3,7 @@
 // every call the provider billed is recorded (cost computed in SQL) before the reply.
 import { z } from '@hono/zod-openapi'
 import { aiConfig, AiError, aiHttpError, generateImage, notConfigured } from '../../_shared/ai.ts'
-import { claimDailyCall, recordUsage, recordUsageQuietly } from '../../_shared/ai_usage.ts'
+import { claimDailyCall, recordUsageQuietly } from '../../_shared/ai_usage.ts'
 import { forbidden, fromDb, HttpError, notFound, unwrap } from '../../_shared/errors.ts'
 import { removeObjects, StorageError, uploadObject } from '../../_shared/storage.ts'
 import { analyzeTone, TONES } from '../../_shared/tone.ts'
@@ -37,7 +37,7 @@ const BackgroundResult = z.object({
   background_url: z.string(),
   model: z.string(),
   quality: z.enum(['standard', 'hd']),
-  cost_usd: z.number().openapi({ description: 'What this image cost, as recorded in token usage' }),
+  cost_usd: z.number().nullable().openapi({ description: 'What this image cost, as recorded in token usage' }),
 }).openapi('EntryBackground')
 
 const UsageQuery = z.object({
@@ -120,7 +120,8 @@ export const aiRoutes = routeModule()
         console.error('generate-background failed:', (e as Error).message)
         throw aiHttpError(e)
       }
-      const usage = await recordUsage(caller.id, 'entry_background', image.usage, { entryId: entry.id })
+      // Billed either way: recorded before anything else can fail (a failed record is logged).
+      const usage = await recordUsageQuietly(caller.id, 'entry_background', image.usage, { entryId: entry.id })
 
       const objectName = `${caller.id}/${entry.id}-${Date.now()}.${EXTENSION[image.contentType]}`
       let url: string
@@ -142,7 +143,7 @@ export const aiRoutes = routeModule()
         background_url: url,
         model: image.usage.model,
         quality: image.usage.quality,
-        cost_usd: Number(usage.cost_usd),
+        cost_usd: usage ? Number(usage.cost_usd) : null,
       })
     },
   )
