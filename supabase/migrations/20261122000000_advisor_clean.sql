@@ -664,7 +664,7 @@ set search_path = ''
 set plan_cache_mode = force_generic_plan
 as $$
 declare
-  me uuid := (select auth.uid());
+  me uuid := auth.uid(); -- a plain expression: no query per call
   -- No cursor: start after the newest possible entry (keeps the cursor an index condition).
   cursor_at timestamptz := coalesce(journal_feed.before_created_at, 'infinity'::timestamptz);
   cursor_id uuid := coalesce(journal_feed.before_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid);
