@@ -10,15 +10,16 @@
 --    against the writer's current memberships (finding 3).
 -- 6. Ownership goes only to an existing member; people added to an organization or team are
 --    told through the new, general `public.notifications` table (finding 4).
--- 7. Anonymous clients no longer read the internal scope columns (finding 8).
+-- 7. Client roles no longer read the internal scope columns, except the one the feed's
+--    index conditions need, which tells a signed-in reader nothing new (finding 8).
 --
--- Index review (Supabase's INFO lints after `npm run bench` and `npm test`): no index was
--- dropped. Every index the "unused_index" lint lists after the bench serves a query in the
+-- Index review (Supabase's INFO lints, sql/lint/splinter.sql, after `npm run bench`): no index
+-- was dropped. Every index the "unused_index" lint lists after the bench serves a query in the
 -- code or a foreign key, the latter so that deleting or changing the referenced row does not
 -- scan the whole referencing table:
 --   drops_transactions_user_history  GET /api/drops/transactions (newest first); FK user_id
 --   goals_by_owner                   GET /api/goals (newest first); FK user_id
---   goal_check_ins_by_goal           a goal's check-ins (newest first); FK goal_id
+--   goal_check_ins_by_goal           GET /api/goals/:id (its check-ins, newest first); FK goal_id
 --   goal_check_ins_by_owner          FK user_id
 --   notebooks_by_owner               GET /api/notebooks (newest first); FK user_id
 --   notebooks_team, notebooks_org    FK team_id, org_id (set null when a team/org goes)
