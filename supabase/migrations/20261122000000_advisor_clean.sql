@@ -641,12 +641,12 @@ $$;
  * The visibility feed with a fixed search_path. A SQL function with a SET clause is no
  * longer inlined into the caller's statement and is planned again on every call (measured:
  * 10+ ms a page on the bench's million entries), so this is PL/pgSQL, whose statements keep
- * their plans for the session. Each scope is its own statement (own; everything for super
- * admins; own + my teams + my organizations + public), so the generic plan PL/pgSQL keeps
- * reads each branch newest-first from its own index with only the filters the request
- * names being optional; plan_cache_mode is forced to generic because the planner otherwise
- * re-plans this statement on every call. The tables' policies apply to every row of every
- * branch (security invoker), and the page's content is joined under its own policy.
+ * their plans for the session. Each scope is its own statement (own; own + my teams + my
+ * organizations + public), so the generic plan PL/pgSQL keeps reads each branch newest-first
+ * from its own index, only the filters the request names being optional; plan_cache_mode
+ * is forced to generic because the planner would otherwise re-plan them on every call.
+ * (Super admins' pages are planned per call: see there.) The tables' policies apply to
+ * every row of every branch (security invoker); the page's content is joined under its own.
  */
 create or replace function public.journal_feed(
   scope text default 'own',
@@ -695,8 +695,10 @@ begin
         left join public.journal_entry_contents c on c.entry_id = p.id
        order by p.created_at desc, p.id desc;
   elsif private.is_super_admin() then
-    -- Super admins may see every entry (rule 6): their own, then everyone else's.
-    return query
+    -- Super admins may see every entry (rule 6). Planned on each call with the request's
+    -- values (EXECUTE): their filters decide the index (a team's or an organization's, a
+    -- notebook's, or simply the newest), which one generic plan could not.
+    return query execute $feed$
       select p.id, p.user_id, p.notebook_id, p.title, c.content, c.entry_id is null, p.mood, p.tags,
              p.metadata_visibility, p.content_visibility, p.team_id, p.org_id, p.music_track_id,
              p.created_at, p.updated_at
@@ -704,18 +706,20 @@ begin
           select e.id, e.user_id, e.notebook_id, e.title, e.mood, e.tags, e.metadata_visibility,
                  e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.created_at, e.updated_at
             from public.journal_entries e
-           where (journal_feed.team_id is null or (e.meta_scope = 'team' and e.meta_scope_id = journal_feed.team_id))
-             and (journal_feed.org_id is null or (e.meta_scope = 'org' and e.meta_scope_id = journal_feed.org_id))
-             and (journal_feed.notebook_id is null or e.notebook_id = journal_feed.notebook_id)
-             and (journal_feed.mood is null or e.mood = journal_feed.mood)
-             and (journal_feed.tag is null or e.tags @> array[journal_feed.tag])
-             and (journal_feed.search is null or e.title ilike pattern or exists (
-                   select 1 from public.journal_entry_contents x where x.entry_id = e.id and x.content ilike pattern))
-             and e.created_at <= cursor_at and (e.created_at < cursor_at or e.id < cursor_id)
+           where ($1 is null or (e.meta_scope = 'team' and e.meta_scope_id = $1))
+             and ($2 is null or (e.meta_scope = 'org' and e.meta_scope_id = $2))
+             and ($3 is null or e.notebook_id = $3)
+             and ($4 is null or e.mood = $4)
+             and ($5 is null or e.tags @> array[$5])
+             and ($6 is null or e.title ilike $6 or exists (
+                   select 1 from public.journal_entry_contents x where x.entry_id = e.id and x.content ilike $6))
+             and e.created_at <= $7 and (e.created_at < $7 or e.id < $8)
            order by e.created_at desc, e.id desc
-           limit n) p
+           limit $9) p
         left join public.journal_entry_contents c on c.entry_id = p.id
-       order by p.created_at desc, p.id desc;
+       order by p.created_at desc, p.id desc
+    $feed$ using journal_feed.team_id, journal_feed.org_id, journal_feed.notebook_id, journal_feed.mood,
+                 journal_feed.tag, pattern, cursor_at, cursor_id, n;
   else
     -- Four branches, each newest-first from its own index and limited to the page size.
     return query
