@@ -4,6 +4,7 @@
 import postgres from 'postgres'
 import { encodeCursor } from '../../functions/_shared/pagination.ts'
 import { ROOT } from '../lib/proc.ts'
+import { type BenchModule, knob } from './_module.ts'
 import type { Stack } from '../lib/stack.ts'
 import { signClaims } from '../lib/tokens.ts'
 
@@ -99,3 +100,5 @@ export async function benchJournalFeed(stack: Stack, iterations: number) {
   await viewer.end()
   await admin.end()
 }
+
+export const bench: BenchModule = { name: 'feed', run: (stack) => benchJournalFeed(stack, knob('BENCH_FEED_RUNS', 200)) }
