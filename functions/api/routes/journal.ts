@@ -67,6 +67,16 @@ export const EntrySchema = z.object({
   music_track_id: z.string().nullable(),
   created_at: z.string(),
   updated_at: z.string(),
+  background_url: z.string().nullable().describe('The entry\'s generated background image (POST /api/ai/generate-background)'),
+  tone_icon_url: z.string().nullable().describe('Icon of the viewer\'s active tone pack for the entry\'s mood'),
+  track: z.object({
+    id: z.string(),
+    name: z.string(),
+    artists: z.array(z.string()),
+    album: z.string().nullable(),
+    image_url: z.string().nullable(),
+    external_url: z.string().nullable(),
+  }).nullable().describe('The track linked by music_track_id, for display'),
 }).openapi('Entry')
 const EntryReply = z.object({ entry: EntrySchema })
 const Stats = z.object({
