@@ -47,7 +47,7 @@ test('record_ai_usage: unknown type or user, negative tokens, bad quality are re
   const user = await createUser()
   for (const [args, code] of [
     [{ user_id: user.id, usage_type: 'mining', model: 'gpt-4o-mini' }, '22023'],
-    [{ user_id: crypto.randomUUID(), usage_type: 'tone_analysis', model: 'gpt-4o-mini' }, 'P0002'],
+    [{ user_id: crypto.randomUUID(), usage_type: 'tone_analysis', model: 'gpt-4o-mini' }, 'PT404'],
     [{ user_id: user.id, usage_type: 'tone_analysis', model: '' }, '22023'],
     [{ user_id: user.id, usage_type: 'tone_analysis', model: 'gpt-4o-mini', input_tokens: -1 }, '23514'],
     [{ user_id: user.id, usage_type: 'entry_background', model: 'dall-e-3', image_count: 1, image_quality: 'ultra' }, '23514'],

@@ -8,6 +8,7 @@ import postgres from 'postgres'
 import { ROOT } from '../lib/proc.ts'
 import type { Stack } from '../lib/stack.ts'
 import { signClaims } from '../lib/tokens.ts'
+import { type BenchModule, knob } from './_module.ts'
 
 const ADMIN = 'a1000000-0000-4000-8000-000000000001'
 const TYPICAL = 'a1000000-0000-4000-8000-00000000c350' // user 50,000: about 2 rows this month
@@ -126,3 +127,5 @@ export async function benchAiUsage(stack: Stack, runs: number) {
   console.log('targets: /api/admin/users p50 < 50 ms; the monthly read never scans ai_usage')
   await Promise.all([admin.end(), asAdmin.end()])
 }
+
+export const bench: BenchModule = { name: 'ai', run: (stack) => benchAiUsage(stack, knob('BENCH_AI_RUNS', 200)) }

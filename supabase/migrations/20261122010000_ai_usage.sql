@@ -16,7 +16,7 @@
 --     at the row's created_at. EXECUTE: service_role only (edge functions with the service
 --     key: serviceDb().rpc('record_ai_usage', {...}); functions/_shared/ai_usage.ts wraps it).
 --     Tokens: chat replies' usage.prompt_tokens/completion_tokens, GPT-image replies'
---     usage.input_tokens/output_tokens. Unknown usage_type: 22023; unknown user: P0002.
+--     usage.input_tokens/output_tokens. Unknown usage_type: 22023; unknown user: PT404.
 --
 --   public.claim_ai_call(usage_type text) returns boolean
 --     Counts one call against the CALLER's daily cap (UTC day) for that type and says whether
@@ -277,7 +277,7 @@ declare
   row public.ai_usage;
 begin
   if not exists (select 1 from public.profiles p where p.id = record_ai_usage.user_id) then
-    raise exception 'user_id: no user %', record_ai_usage.user_id using errcode = 'P0002';
+    raise exception 'user_id: no user %', record_ai_usage.user_id using errcode = 'PT404';
   end if;
   if coalesce(btrim(record_ai_usage.model), '') = '' then
     raise exception 'model: required' using errcode = '22023';
@@ -442,6 +442,7 @@ select cron.schedule('ai-daily-calls-cleanup', '17 3 * * *',
 alter table public.journal_entries add column mood_detected boolean not null default false;
 comment on column public.journal_entries.mood_detected is
   'True while the mood is the one tone analysis set; any other change of mood makes it false. Not client-writable.';
+grant select (mood_detected) on public.journal_entries to anon; -- anon columns are granted one by one (advisor_clean)
 
 create or replace function private.track_mood_source() returns trigger
 language plpgsql

@@ -140,7 +140,7 @@ select throws_ok($$update public.ai_usage set model = 'x'$$, '42501', null, 'usa
 select throws_ok($$select public.record_ai_usage('a7000000-0000-4000-8000-00000000000a', 'mining', 'gpt-4o-mini')$$,
   '22023', null, 'an unknown usage type is refused');
 select throws_ok($$select public.record_ai_usage(gen_random_uuid(), 'tone_analysis', 'gpt-4o-mini')$$,
-  'P0002', null, 'an unknown user is refused');
+  'PT404', null, 'an unknown user is refused');
 
 -- ---------------------------------------------------------------------------------------
 -- The monthly aggregate: per UTC calendar month, in the inserting transaction.
