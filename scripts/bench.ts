@@ -1,16 +1,35 @@
 // npm run bench: performance figures from a throw-away stack, each with its baseline
 // measured in the same run. Targets live in the issues; this prints, it does not judge.
-//   BENCH_ONLY=profile|feed   one part only
-//   BENCH_SECONDS, BENCH_CONCURRENCY   the profile load;  BENCH_FEED_RUNS   feed repetitions
-//   BENCH_KEEP=1   leave the stack running afterwards, to explain plans by hand
-import { benchJournalFeed } from './bench/journal_feed.ts'
-import { benchProfile } from './bench/profile.ts'
-import { run, StackError } from './lib/proc.ts'
+// Every module in scripts/bench/ that exports `bench` (see scripts/bench/_module.ts) runs,
+// in file-name order:
+//   BENCH_ONLY=feed,profile   only the modules so named (`BENCH_ONLY=list` prints the names)
+//   BENCH_KEEP=1              leave the stack running afterwards, to explain plans by hand
+//   other knobs (BENCH_SECONDS, BENCH_FEED_RUNS, ...) are read by the modules themselves
+import type { BenchModule } from './bench/_module.ts'
+import { ROOT, run, StackError } from './lib/proc.ts'
 import { startStack } from './lib/stack.ts'
 
-const env = (k: string, d: number) => Number(Deno.env.get(k) ?? d)
-const base = env('BENCH_PORT_BASE', 26321)
-const only = Deno.env.get('BENCH_ONLY')
+const modules: BenchModule[] = []
+const files = [...Deno.readDirSync(`${ROOT}/scripts/bench`)].map((f) => f.name)
+  .filter((n) => n.endsWith('.ts') && !n.startsWith('_')).sort()
+for (const file of files) {
+  const mod = await import(`./bench/${file}`)
+  if (mod.bench) modules.push(mod.bench as BenchModule)
+}
+
+const only = Deno.env.get('BENCH_ONLY')?.split(',').map((s) => s.trim()).filter(Boolean)
+if (only?.includes('list')) {
+  console.log(modules.map((m) => m.name).join('\n'))
+  Deno.exit(0)
+}
+const unknown = only?.filter((n) => !modules.some((m) => m.name === n)) ?? []
+if (unknown.length) {
+  console.error(`BENCH_ONLY: no bench module named ${unknown.join(', ')} (have: ${modules.map((m) => m.name).join(', ')})`)
+  Deno.exit(2)
+}
+const chosen = only ? modules.filter((m) => only.includes(m.name)) : modules
+
+const base = Number(Deno.env.get('BENCH_PORT_BASE') ?? 26321)
 const dataDir = await Deno.makeTempDir({ prefix: 'journal-bench-' })
 await Deno.chmod(dataDir, 0o755)
 
@@ -22,14 +41,23 @@ try {
   Deno.exit(1)
 }
 
+let failed = false
 try {
-  if (only !== 'feed') await benchProfile(stack, { seconds: env('BENCH_SECONDS', 5), concurrency: env('BENCH_CONCURRENCY', 16) })
-  if (only !== 'profile') await benchJournalFeed(stack, env('BENCH_FEED_RUNS', 200))
+  for (const m of chosen) {
+    console.log(`\n=== ${m.name} ===`)
+    try {
+      await m.run(stack)
+    } catch (e) {
+      failed = true
+      console.error(`bench module ${m.name} failed:`, e)
+    }
+  }
 } finally {
   if (Deno.env.get('BENCH_KEEP') === '1') {
     console.log(`BENCH_KEEP=1: the bench stack stays up (${stack.dbUrl}); stop it with: npm run stop -- ${dataDir}`)
-    Deno.exit(0)
+    Deno.exit(failed ? 1 : 0)
   }
   await stack.stop()
   await run('rm', ['-rf', dataDir]).catch(() => {})
 }
+if (failed) Deno.exit(1)

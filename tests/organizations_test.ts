@@ -377,7 +377,7 @@ test('POST /api/organizations/:id/members: bad bodies are 400 naming the field; 
   assert.deepEqual(await roles(c.orgId), before)
 })
 
-test('POST /api/organizations/:id/members with role owner transfers ownership (owner only)', async () => {
+test('POST /api/organizations/:id/members with role owner transfers ownership to a member (owner only)', async () => {
   const c = await cast()
   const newcomer = await createUser()
   const path = `/api/organizations/${c.orgId}/members`
@@ -387,6 +387,15 @@ test('POST /api/organizations/:id/members with role owner transfers ownership (o
   assertError(await api(path, { token: c.outsider.token, body: { user_id: c.outsider.id, role: 'owner' } }), 404)
   assert.equal((await orgRow(c.orgId))?.owner_id, c.owner.id)
 
+  // Ownership goes only to an existing member: someone outside gets the answer an unknown id gets.
+  const outside = await api(path, { token: c.owner.token, body: { user_id: newcomer.id, role: 'owner' } })
+  const unknown = await api(path, { token: c.owner.token, body: { user_id: crypto.randomUUID(), role: 'owner' } })
+  assertError(outside, 400)
+  assert.deepEqual([unknown.status, unknown.body], [outside.status, outside.body])
+  assert.equal((await orgRow(c.orgId))?.owner_id, c.owner.id)
+  assert.equal((await roles(c.orgId))[newcomer.id], undefined)
+
+  assert.equal((await api(path, { token: c.owner.token, body: { user_id: newcomer.id, role: 'member' } })).status, 201)
   const res = await api(path, { token: c.owner.token, body: { user_id: newcomer.id, role: 'owner' } })
   assert.equal(res.status, 201, JSON.stringify(res.body))
   assert.equal(res.body.user_id, newcomer.id)
@@ -470,7 +479,7 @@ test('DELETE /api/organizations/:id/members/:userId: owners remove, members remo
   assert.deepEqual(await roles(c.orgId), { [c.owner.id]: 'owner' })
 })
 
-test('POST /api/organizations/:id/transfer-ownership: only the current owner (or a super admin)', async () => {
+test('POST /api/organizations/:id/transfer-ownership: only the current owner (or a super admin), only to a member', async () => {
   const c = await cast()
   const path = `/api/organizations/${c.orgId}/transfer-ownership`
   assertError(await api(path, { token: c.admin.token, body: { new_owner_id: c.admin.id } }), 403)
@@ -499,11 +508,16 @@ test('POST /api/organizations/:id/transfer-ownership: only the current owner (or
   assert.equal(members[0].is_owner, true)
   assert.equal('joined_at' in members[0], false)
 
-  // A super admin may move it too, even to someone outside the organization.
-  const bySuper = await api(path, { token: c.superAdmin.token, body: { new_owner_id: c.outsider.id } })
+  // A super admin may move it too, but only to a member: an outsider gets the unknown id's answer.
+  const toOutsider = await api(path, { token: c.superAdmin.token, body: { new_owner_id: c.outsider.id } })
+  const toNobody = await api(path, { token: c.superAdmin.token, body: { new_owner_id: crypto.randomUUID() } })
+  assertError(toOutsider, 400, 'new_owner_id')
+  assert.deepEqual([toNobody.status, toNobody.body], [toOutsider.status, toOutsider.body])
+  assert.equal((await roles(c.orgId))[c.outsider.id], undefined)
+  const bySuper = await api(path, { token: c.superAdmin.token, body: { new_owner_id: c.admin.id } })
   assert.equal(bySuper.status, 200, JSON.stringify(bySuper.body))
-  assert.equal((await orgRow(c.orgId))?.owner_id, c.outsider.id)
-  assert.equal((await roles(c.orgId))[c.outsider.id], 'owner')
+  assert.equal((await orgRow(c.orgId))?.owner_id, c.admin.id)
+  assert.equal((await roles(c.orgId))[c.admin.id], 'owner')
   assert.equal((await roles(c.orgId))[c.member.id], 'admin')
 })
 

@@ -1,9 +1,10 @@
 // Issue 2: GET /api/user/profile through the gateway versus the same read directly through
 // /rest/v1/profiles, under the same closed-loop load, and their throughput ratio.
 import postgres from 'postgres'
+import { type BenchModule, knob } from './_module.ts'
 import type { Stack } from '../lib/stack.ts'
 import { mintUserToken } from '../lib/tokens.ts'
-import { load, printTable } from './load.ts'
+import { load, printTable } from './_load.ts'
 
 export async function benchProfile(stack: Stack, o: { seconds: number; concurrency: number }) {
   const sql = postgres(stack.dbUrl, { max: 2, onnotice: () => {} })
@@ -21,4 +22,9 @@ export async function benchProfile(stack: Stack, o: { seconds: number; concurren
     fetch(`${stack.apiUrl}/functions/v1/api/user/profile`, { headers: auth }), o)
   printTable([direct, endpoint])
   console.log(`\nratio endpoint/direct throughput: ${(endpoint.rps / direct.rps).toFixed(2)} (target >= 0.50)`)
+}
+
+export const bench: BenchModule = {
+  name: 'profile',
+  run: (stack) => benchProfile(stack, { seconds: knob('BENCH_SECONDS', 5), concurrency: knob('BENCH_CONCURRENCY', 16) }),
 }

@@ -27,17 +27,18 @@ select o.id, a.id, case when a.n <= 2000 then 'owner' else 'member' end
 insert into public.teams (id, name, org_id, admin_id)
 select t.id, 'Bench team ' || t.n, o.id, a.id
   from bench_teams t join bench_orgs o on o.n = t.org_n join bench_authors a on a.n = t.n;
-insert into public.team_members (team_id, user_id, role)
-select t.id, a.id, case when a.n = t.n then 'admin' else 'member' end
-  from bench_authors a join bench_teams t on t.n = ((a.n - 1) % 10000) + 1;
+insert into public.team_members (team_id, org_id, user_id, role)
+select t.id, o.id, a.id, case when a.n = t.n then 'admin' else 'member' end
+  from bench_authors a join bench_teams t on t.n = ((a.n - 1) % 10000) + 1 join bench_orgs o on o.n = t.org_n;
 
 -- The viewer: organizations 1..5 and 20 of their teams.
 insert into auth.users (id, email) values ('b0000000-0000-4000-8000-00000000beef', 'bench-viewer@bench.local');
 insert into public.profiles (id, full_name) values ('b0000000-0000-4000-8000-00000000beef', 'Bench Viewer');
 insert into public.organization_members (org_id, user_id, role)
 select id, 'b0000000-0000-4000-8000-00000000beef', 'member' from bench_orgs where n <= 5;
-insert into public.team_members (team_id, user_id, role)
-select id, 'b0000000-0000-4000-8000-00000000beef', 'member' from bench_teams where org_n <= 5 and n <= 8000;
+insert into public.team_members (team_id, org_id, user_id, role)
+select t.id, o.id, 'b0000000-0000-4000-8000-00000000beef', 'member'
+  from bench_teams t join bench_orgs o on o.n = t.org_n where t.org_n <= 5 and t.n <= 8000;
 
 -- Entry i: author ((i - 1) % 50000) + 1, one minute older than entry i - 1.
 create temporary table bench_entries on commit drop as

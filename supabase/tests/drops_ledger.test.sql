@@ -245,8 +245,8 @@ select throws_ok(
   'a zero delta is refused');
 select throws_ok(
   $$select public.admin_adjust_drops('22222222-0000-4000-8000-0000000000ff', 10, 'nobody')$$,
-  'P0002', null,
-  'an unknown user is refused');
+  'PT404', null,
+  'an unknown user is refused (PT404: PostgREST answers 404)');
 select ok(
   (select count(*) from public.drops_transactions where user_id = '22222222-0000-4000-8000-00000000000b') > 0,
   'a super admin reads another user''s ledger rows');
@@ -314,8 +314,8 @@ select throws_ok(
   'after a recomputation direct balance writes are refused again');
 select throws_ok(
   $$select public.recompute_drops_balance('22222222-0000-4000-8000-0000000000ff')$$,
-  'P0002', null,
-  'recompute_drops_balance of an unknown user is refused');
+  'PT404', null,
+  'recompute_drops_balance of an unknown user is refused (PT404: PostgREST answers 404)');
 
 -- ---------------------------------------------------------------------------------------
 -- Deleting the auth user removes the profile and its ledger rows.

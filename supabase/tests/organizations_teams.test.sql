@@ -8,7 +8,7 @@ create extension if not exists pgtap with schema extensions;
 -- let the roles this test acts as call pgTAP (rolled back with the rest).
 grant execute on all functions in schema extensions to anon, authenticated;
 
-select plan(119);
+select plan(120);
 
 -- ---------------------------------------------------------------------------------------
 -- People (b2000000-...-NN):
@@ -182,10 +182,10 @@ select is_empty($$select 1 from public.organization_members where org_id = 'b200
   'read members: a non-member sees none of its membership rows');
 select throws_ok(
   $$select * from public.list_organization_members('b20000a0-0000-4000-8000-000000000001')$$,
-  'P0002', 'organization not found', 'list_organization_members: a non-member is refused as if it did not exist (P0002)');
+  'PT404', 'organization not found', 'list_organization_members: a non-member is refused as if it did not exist (PT404)');
 select throws_ok(
   $$select public.transfer_organization_ownership('b20000a0-0000-4000-8000-000000000001', 'b2000000-0000-4000-8000-000000000004')$$,
-  'P0002', 'organization not found', 'transfer: a non-member is refused as if it did not exist (P0002)');
+  'PT404', 'organization not found', 'transfer: a non-member is refused as if it did not exist (PT404)');
 select is(pg_temp.rows_affected($$update public.organizations set name = 'hijacked' where id = 'b20000a0-0000-4000-8000-000000000001'$$), 0,
   'update org: a non-member cannot update the organization (0 rows)');
 select is(pg_temp.rows_affected($$delete from public.organizations where id = 'b20000a0-0000-4000-8000-000000000001'$$), 0,
@@ -303,7 +303,7 @@ select is_empty($$select 1 from public.team_members where team_id = 'b20000c0-00
   'read team members: a non-member sees none of T1''s membership rows');
 select throws_ok(
   $$select * from public.list_team_members('b20000c0-0000-4000-8000-000000000001')$$,
-  'P0002', 'team not found', 'list_team_members: a non-member is refused as if it did not exist (P0002)');
+  'PT404', 'team not found', 'list_team_members: a non-member is refused as if it did not exist (PT404)');
 select is(pg_temp.rows_affected($$update public.teams set name = 'hijacked' where id = 'b20000c0-0000-4000-8000-000000000001'$$), 0,
   'update team: a non-member cannot update T1 (0 rows)');
 
@@ -484,7 +484,12 @@ select set_config('request.jwt.claims',
   json_build_object('sub', 'b2000000-0000-4000-8000-000000000001', 'role', 'authenticated')::text, true);
 select throws_ok(
   $$select public.transfer_organization_ownership('b20000a0-0000-4000-8000-000000000001', 'b2000000-0000-4000-8000-0000000000ff')$$,
-  '22023', 'new_owner_id: no such user', 'transfer: the new owner must be an existing user (22023)');
+  '22023', 'new_owner_id: the new owner must already be a member of the organization',
+  'transfer: an unknown user id is refused (22023)');
+select throws_ok(
+  $$select public.transfer_organization_ownership('b20000a0-0000-4000-8000-000000000001', 'b2000000-0000-4000-8000-000000000004')$$,
+  '22023', 'new_owner_id: the new owner must already be a member of the organization',
+  'transfer: an existing user outside the organization gets the same answer as an unknown id (22023)');
 select is(
   (select owner_id from public.transfer_organization_ownership('b20000a0-0000-4000-8000-000000000001', 'b2000000-0000-4000-8000-000000000003')),
   'b2000000-0000-4000-8000-000000000003'::uuid,

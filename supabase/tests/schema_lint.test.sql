@@ -16,7 +16,7 @@ create temp table lint_anon_definer_allowlist (signature text primary key, reaso
 -- insert into lint_anon_definer_allowlist values ('public.example(uuid)', 'why anon needs it');
 -- ---------------------------------------------------------------------------------------
 
-select plan(34);
+select plan(39);
 
 -- Schemas the API exposes (PostgREST db-schemas).
 create function pg_temp.lint_exposed_schemas() returns text[]
@@ -212,6 +212,31 @@ language sql stable as $$
    order by 1
 $$;
 
+-- (j) security definer functions in an exposed schema, whoever may execute them: an RPC
+-- that needs elevated rights is a security invoker function calling a definer in private.
+create function pg_temp.lint_definer_in_exposed_schema() returns setof text
+language sql stable as $$
+  select pg_temp.lint_signature(p.oid)
+    from pg_catalog.pg_proc p join pg_catalog.pg_namespace n on n.oid = p.pronamespace
+   where p.prosecdef
+     and n.nspname = any (pg_temp.lint_exposed_schemas())
+     and not pg_temp.lint_is_extension_member(p.oid)
+   order by 1
+$$;
+
+-- (k) functions in an exposed schema without the fixed search_path '' (missing: the caller's
+-- search_path decides what unqualified names mean; anything else: the convention).
+create function pg_temp.lint_exposed_function_search_path() returns setof text
+language sql stable as $$
+  select pg_temp.lint_signature(p.oid) || coalesce(' has ' || (
+           select cfg from unnest(p.proconfig) cfg where cfg like 'search_path=%' limit 1), ' has no search_path')
+    from pg_catalog.pg_proc p join pg_catalog.pg_namespace n on n.oid = p.pronamespace
+   where n.nspname = any (pg_temp.lint_exposed_schemas())
+     and not pg_temp.lint_is_extension_member(p.oid)
+     and not exists (select 1 from unnest(p.proconfig) cfg where cfg = 'search_path=""')
+   order by 1
+$$;
+
 -- =======================================================================================
 -- The real checks (one per rule). The diagnostics of a failure list the offenders.
 -- =======================================================================================
@@ -237,6 +262,10 @@ select is_empty('select * from pg_temp.lint_duplicate_permissive_policies()',
   'lint (h): at most one permissive policy per table, role and action');
 select is_empty('select * from pg_temp.lint_tables_without_comment()',
   'lint (i): every table in public has a comment');
+select is_empty('select * from pg_temp.lint_definer_in_exposed_schema()',
+  'lint (j): no security definer function in an exposed schema');
+select is_empty('select * from pg_temp.lint_exposed_function_search_path()',
+  'lint (k): every function in an exposed schema sets search_path = ''''');
 
 -- Baselines, so the self-tests below show exactly what each bad object adds (and still
 -- work if a real check above fails).
@@ -251,7 +280,9 @@ create temp table lint_baseline as
   union all select 'g', x from pg_temp.lint_definer_executable_by_anon() x
   union all select 'g0', x from pg_temp.lint_default_function_privileges() x
   union all select 'h', x from pg_temp.lint_duplicate_permissive_policies() x
-  union all select 'i', x from pg_temp.lint_tables_without_comment() x;
+  union all select 'i', x from pg_temp.lint_tables_without_comment() x
+  union all select 'j', x from pg_temp.lint_definer_in_exposed_schema() x
+  union all select 'k', x from pg_temp.lint_exposed_function_search_path() x;
 
 -- New offenders a rule reports compared with its baseline, as a sorted array.
 create function pg_temp.lint_new(rule text, lint_fn text) returns text[]
@@ -421,6 +452,36 @@ select is(pg_temp.lint_new('i', 'lint_tables_without_comment'), '{}'::text[],
   'self-test (i): the same table with a comment is not reported');
 drop table public.lint_selftest_uncommented;
 
+-- (j) a security definer function in public, even one nobody may execute; a definer in
+-- private and an invoker in public are not reported.
+create function public.lint_selftest_exposed_definer(a uuid) returns integer
+language sql security definer set search_path = '' as 'select 1';
+revoke all on function public.lint_selftest_exposed_definer(uuid) from public, anon, authenticated;
+create function private.lint_selftest_private_definer() returns integer
+language sql security definer set search_path = '' as 'select 1';
+create function public.lint_selftest_exposed_invoker() returns integer
+language sql set search_path = '' as 'select private.lint_selftest_private_definer()';
+select is(pg_temp.lint_new('j', 'lint_definer_in_exposed_schema'), array['public.lint_selftest_exposed_definer(uuid)'],
+  'self-test (j): a security definer function in public is reported, granted or not');
+alter function public.lint_selftest_exposed_definer(uuid) security invoker;
+select is(pg_temp.lint_new('j', 'lint_definer_in_exposed_schema'), '{}'::text[],
+  'self-test (j): the same function as security invoker is not reported');
+drop function public.lint_selftest_exposed_definer(uuid), public.lint_selftest_exposed_invoker(),
+  private.lint_selftest_private_definer();
+
+-- (k) functions in public without search_path, or with another one; SQL, PL/pgSQL alike.
+create function public.lint_selftest_no_path(n integer) returns integer language sql as 'select n';
+create function public.lint_selftest_public_path() returns integer
+language plpgsql set search_path = public as 'begin return 1; end';
+create function public.lint_selftest_empty_path() returns integer language sql set search_path = '' as 'select 1';
+create function private.lint_selftest_private_no_path() returns integer language sql as 'select 1';
+select is(pg_temp.lint_new('k', 'lint_exposed_function_search_path'),
+  array['public.lint_selftest_no_path(integer) has no search_path',
+        'public.lint_selftest_public_path() has search_path=public'],
+  'self-test (k): functions in public without search_path '''' are reported (not those in private: lint b covers definers there)');
+drop function public.lint_selftest_no_path(integer), public.lint_selftest_public_path(),
+  public.lint_selftest_empty_path(), private.lint_selftest_private_no_path();
+
 -- Conventions the lint relies on, from the conventions migration.
 select is(
   (select array_agg(e.extname::text || ' in ' || n.nspname order by e.extname)
@@ -437,8 +498,8 @@ select is(
     where n.nspname in ('public', 'private')
       and not pg_temp.lint_is_extension_member(p.oid)
       and has_function_privilege('anon', p.oid, 'EXECUTE')),
-  null,
-  'no function in public or private is executable by anon (none is granted to anon on purpose yet)');
+  array['private.entry_track(text)', 'private.tone_icon_url(text)'],
+  'anon executes only the entry view''s seam functions (granted on purpose: anon reads public entries)');
 select is(
   (select array_agg(pg_temp.lint_signature(p.oid) order by pg_temp.lint_signature(p.oid))
      from pg_catalog.pg_proc p join pg_catalog.pg_namespace n on n.oid = p.pronamespace

@@ -1,0 +1,14 @@
+// The contract between scripts/bench.ts and each area's bench module: every file in
+// scripts/bench/ (not starting with "_") that exports `bench` is run, in file-name order,
+// against one throw-away stack. A module loads its own fixture, prints its figures with a
+// baseline measured in the same run, and leaves the database usable for the next module.
+import type { Stack } from '../lib/stack.ts'
+
+export interface BenchModule {
+  /** What BENCH_ONLY names (comma-separated) to run only some modules. */
+  name: string
+  run(stack: Stack): Promise<void>
+}
+
+/** A numeric knob from the environment. */
+export const knob = (name: string, fallback: number) => Number(Deno.env.get(name) ?? fallback)
