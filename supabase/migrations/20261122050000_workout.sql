@@ -86,26 +86,42 @@ create table public.workout_locations (
 comment on table public.workout_locations is
   'Where a user works out (one per user). Private: the owner and super admins read it; matching reads it inside SQL.';
 
-create or replace function private.prepare_workout_row() returns trigger
+create or replace function private.check_workout_timezone(tz text) returns void
+language plpgsql stable
+set search_path = ''
+as $$
+begin
+  if tz is not null and not private.is_valid_timezone(tz) then
+    raise exception 'timezone: % is not an IANA time zone', tz using errcode = '22023';
+  end if;
+end
+$$;
+
+create or replace function private.prepare_workout_window() returns trigger
 language plpgsql
 set search_path = ''
 as $$
 begin
-  if new.timezone is not null and not private.is_valid_timezone(new.timezone) then
-    raise exception 'timezone: % is not an IANA time zone', new.timezone using errcode = '22023';
-  end if;
-  if tg_table_name = 'workout_windows' then
-    new.updated_at := now();
-  else
-    new.last_updated := now();
-  end if;
+  perform private.check_workout_timezone(new.timezone);
+  new.updated_at := now();
   return new;
 end
 $$;
 create trigger workout_windows_prepare before insert or update on public.workout_windows
-  for each row execute function private.prepare_workout_row();
+  for each row execute function private.prepare_workout_window();
+
+create or replace function private.prepare_workout_location() returns trigger
+language plpgsql
+set search_path = ''
+as $$
+begin
+  perform private.check_workout_timezone(new.timezone);
+  new.last_updated := now();
+  return new;
+end
+$$;
 create trigger workout_locations_prepare before insert or update on public.workout_locations
-  for each row execute function private.prepare_workout_row();
+  for each row execute function private.prepare_workout_location();
 
 alter table public.workout_windows enable row level security;
 alter table public.workout_locations enable row level security;
@@ -1136,7 +1152,7 @@ declare
   red_chips integer; blue_chips integer; red_power integer; blue_power integer;
   foe integer; rounds integer; cap integer;
   red_total integer := 0; blue_total integer := 0;
-  r integer; rd integer; bd integer; fd integer;
+  rd integer; bd integer; fd integer;
   log jsonb := '[]'::jsonb;
   won text;
   seed text := 'workout-battle:' || week_start::text;
