@@ -1,0 +1,246 @@
+-- Workout windows (issue 11): chain generation (ordering, neighbours, ties, teams, squads of
+-- three and two, isolated users, repeat runs), chips (every rule and the floor), photo
+-- validation, unique keys, robot power, battle determinism and the policies.
+begin;
+create extension if not exists pgtap with schema extensions;
+grant execute on all functions in schema extensions to anon, authenticated;
+
+select plan(74);
+
+-- ---------------------------------------------------------------------------------------
+-- Fixture: Monday 2030-01-07. City A (Springfield, US) has seven users; windows in UTC unless
+-- said. u5's window is 07:00 in New York = 12:00 UTC. u6 and u7 are identical (tie by id).
+--   u1 06-08 (0,0)      u2 08-10 (0,0.1)   u3 08-10 (0,0.01)   u4 10-12 (0,0.02)
+--   u5 12-14 UTC (NY)   u6 14-16 (1,1)     u7 14-16 (1,1)
+-- City B has u8 alone; u9 has no location (isolated). u10 joins later (16-18, city A).
+-- ---------------------------------------------------------------------------------------
+insert into auth.users (id, email, raw_user_meta_data)
+select ('d1100000-0000-4000-8000-0000000000' || lpad(i::text, 2, '0'))::uuid, 'pgtap-workout-' || i || '@example.test',
+       jsonb_build_object('full_name', 'Workout ' || i)
+  from generate_series(1, 12) i;
+update public.profiles set role = 'super_admin' where id = 'd1100000-0000-4000-8000-000000000012';
+
+create function pg_temp.u(i integer) returns uuid language sql immutable as
+  $$ select ('d1100000-0000-4000-8000-0000000000' || lpad(i::text, 2, '0'))::uuid $$;
+grant execute on function pg_temp.u(integer) to authenticated;
+
+insert into public.workout_windows (user_id, activity_type, window_start_time, window_end_time, timezone) values
+  (pg_temp.u(1), 'cardio', '06:00', '08:00', 'UTC'),
+  (pg_temp.u(2), 'walk', '08:00', '10:00', 'UTC'),
+  (pg_temp.u(3), 'walk', '08:00', '10:00', 'UTC'),
+  (pg_temp.u(4), 'strength', '10:00', '12:00', 'UTC'),
+  (pg_temp.u(5), 'reading', '07:00', '09:00', 'America/New_York'),
+  (pg_temp.u(6), 'cardio', '14:00', '16:00', 'UTC'),
+  (pg_temp.u(7), 'cardio', '14:00', '16:00', 'UTC'),
+  (pg_temp.u(8), 'cardio', '14:00', '16:00', 'UTC'),
+  (pg_temp.u(9), 'cardio', '15:00', '17:00', 'UTC');
+insert into public.workout_locations (user_id, latitude, longitude, city, country) values
+  (pg_temp.u(1), 0, 0, 'Springfield', 'US'),
+  (pg_temp.u(2), 0, 0.1, 'Springfield', 'US'),
+  (pg_temp.u(3), 0, 0.01, 'springfield', 'US'),
+  (pg_temp.u(4), 0, 0.02, 'Springfield', 'US'),
+  (pg_temp.u(5), 0, 0.03, 'Springfield', 'US'),
+  (pg_temp.u(6), 1, 1, 'Springfield', 'US'),
+  (pg_temp.u(7), 1, 1, 'Springfield', 'US'),
+  (pg_temp.u(8), 5, 5, 'Shelbyville', 'US');
+
+-- Window rules live in the table: exactly two hours, a real time zone, custom only with other.
+select throws_ok($$insert into public.workout_windows (user_id, activity_type, window_start_time, window_end_time, timezone)
+                   values (pg_temp.u(10), 'cardio', '06:00', '09:00', 'UTC')$$, '23514', null, 'a 3-hour window is refused');
+select throws_ok($$insert into public.workout_windows (user_id, activity_type, window_start_time, window_end_time, timezone)
+                   values (pg_temp.u(10), 'cardio', '06:00', '08:00', 'Mars/Olympus')$$, '22023', null, 'an unknown time zone is refused');
+select throws_ok($$insert into public.workout_windows (user_id, activity_type, custom_activity, window_start_time, window_end_time, timezone)
+                   values (pg_temp.u(10), 'cardio', 'rowing', '06:00', '08:00', 'UTC')$$, '23514', null, 'customActivity only with other');
+select lives_ok($$insert into public.workout_windows (user_id, activity_type, custom_activity, window_start_time, window_end_time, timezone)
+                  values (pg_temp.u(11), 'other', 'rowing', '23:00', '01:00', 'UTC')$$, 'a window may cross midnight');
+delete from public.workout_windows where user_id = pg_temp.u(11);
+
+-- ---------------------------------------------------------------------------------------
+-- First run.
+-- ---------------------------------------------------------------------------------------
+select is(public.generate_workout_chains('2030-01-07') - 'date',
+          '{"participants": 9, "created": 9, "relinked": 0, "squadsCreated": 3}'::jsonb, 'first run: 9 rows, 3 squads');
+
+create function pg_temp.link(i integer) returns text language sql stable as $$
+  select coalesce(substr(c.before_user_id::text, 35), '-') || '<' || i || '>' || coalesce(substr(c.after_user_id::text, 35), '-')
+    from public.workout_chains c where c.user_id = pg_temp.u(i) and c.date = '2030-01-07' $$;
+
+select is(pg_temp.link(1), '-<1>03', 'u1: nothing ends before 06:00; after: u2 and u3 start at 08:00, u3 is nearer');
+select is(pg_temp.link(2), '01<2>04', 'u2: before u1 (ends 08:00 exactly), after u4');
+select is(pg_temp.link(3), '01<3>04', 'u3: same neighbours as u2');
+select is(pg_temp.link(4), '03<4>05', 'u4: u2 and u3 both end at 10:00, u3 is nearer; after u5 (07:00 New York = 12:00 UTC)');
+select is(pg_temp.link(5), '04<5>06', 'u5: after u6 and u7 tie on time and distance: the smaller id wins');
+select is(pg_temp.link(6), '05<6>-', 'u6: before u5, nothing after');
+select is(pg_temp.link(7), '05<7>-', 'u7: before u5, nothing after');
+select is(pg_temp.link(8), '-<8>-', 'u8, alone in its city, has a row without neighbours');
+select is(pg_temp.link(9), '-<9>-', 'u9, without a location, has a row without neighbours');
+
+select results_eq(
+  $$select team_color, array_agg(substr(user_id::text, 35) order by user_id)
+      from public.workout_chains where date = '2030-01-07' and user_id <> all (array[pg_temp.u(8), pg_temp.u(9)])
+     group by team_color order by team_color$$,
+  $$values ('blue', array['02', '04', '06']), ('red', array['01', '03', '05', '07'])$$,
+  'city A alternates red/blue in start order (then id): 4 red, 3 blue');
+select results_eq(
+  $$select s.team_color, array_remove(array[substr(s.user_1_id::text, 35), substr(s.user_2_id::text, 35), substr(s.user_3_id::text, 35)], null)
+      from public.workout_squads s where s.date = '2030-01-07' order by s.team_color, s.user_1_id$$,
+  $$values ('blue', array['02', '04', '06']), ('red', array['01', '03']), ('red', array['05', '07'])$$,
+  'blue: one squad of three; red (4 members): two squads of two');
+select ok((select bool_and(c.squad_id = s.id) from public.workout_chains c
+             join public.workout_squads s on c.user_id in (s.user_1_id, s.user_2_id, s.user_3_id) and s.date = c.date
+            where c.date = '2030-01-07'), 'every chain row points at the squad that lists its user');
+select ok((select bool_and(c.team_color = s.team_color) from public.workout_chains c join public.workout_squads s on s.id = c.squad_id),
+          'a squad is one team');
+select is((select count(*)::integer from public.workout_chains where date = '2030-01-07' and squad_id is null
+             and user_id in (pg_temp.u(8), pg_temp.u(9))), 2, 'isolated users have no squad');
+
+-- Squad sizes for larger teams: 3k, 3k+1 (two pairs at the end), 3k+2 (one pair).
+select is((select array_agg(n order by n) from (
+             select count(*)::integer as n from generate_series(0, 6) i
+              cross join lateral (select case when 7 % 3 = 1 and i >= 7 - 4 then (7 - 4) / 3 + (i - (7 - 4)) / 2 else i / 3 end as sq) x
+              group by sq) s), array[2, 2, 3], 'the squad rule splits 7 into 3 + 2 + 2');
+
+-- Repeat run: nothing changes.
+select is(public.generate_workout_chains('2030-01-07') - 'date',
+          '{"participants": 9, "created": 0, "relinked": 0, "squadsCreated": 0}'::jsonb, 'a repeat run adds and changes nothing');
+select is((select count(*)::integer from public.workout_chains where date = '2030-01-07'), 9, 'still one row per user');
+
+-- ---------------------------------------------------------------------------------------
+-- Check-ins and chips (private.record_workout_checkin with an explicit time).
+-- Arguments: user, activity, url, object, taken_local, offset_minutes, photo_lat, photo_lng, lat, lng, at
+-- ---------------------------------------------------------------------------------------
+create function pg_temp.check_in(i integer, at timestamptz, taken timestamp default null, offset_min integer default null,
+                                 plat numeric default null, plng numeric default null)
+returns jsonb language sql as $$
+  select private.record_workout_checkin(pg_temp.u(i), 'cardio', 'https://example.test/p.jpg', null, taken, offset_min,
+                                        plat, plng, null, null, at) $$;
+
+create temp table r (who integer primary key, result jsonb);
+insert into r values (1, pg_temp.check_in(1, '2030-01-07 06:10+00', '2030-01-07 06:05', 0));
+select is(r.result -> 'battleChipsEarned', '1'::jsonb, 'u1: 1 + 0.5 (first 30 minutes), floored to 1') from r where who = 1;
+select is(r.result ->> 'chainStatus', 'broken', 'u1 has no before user: broken') from r where who = 1;
+select is(r.result -> 'nextUserNotified', 'true'::jsonb, 'u1''s after user is told') from r where who = 1;
+select is((select count(*)::integer from public.notifications where user_id = pg_temp.u(3) and type = 'workout.baton_pass'
+             and payload ->> 'fromUserId' = pg_temp.u(1)::text), 1, 'u3 got one baton pass from u1');
+select is(r.result -> 'checkin' ->> 'status', 'verified', 'capture time inside the window: verified') from r where who = 1;
+
+insert into r values (3, pg_temp.check_in(3, '2030-01-07 08:45+00'));
+select is(r.result -> 'battleChipsEarned', '2'::jsonb, 'u3: 1 + 1 (before user u1 checked in earlier)') from r where who = 3;
+select is(r.result ->> 'chainStatus', 'continued', 'u3: continued') from r where who = 3;
+select is(r.result -> 'checkin' ->> 'status', 'pending', 'no EXIF time: pending') from r where who = 3;
+select is(r.result -> 'checkin' ->> 'reviewReason', 'no capture time (EXIF) in the photo', 'with the reason') from r where who = 3;
+
+insert into r values (4, pg_temp.check_in(4, '2030-01-07 10:05+00', '2030-01-07 03:00', 0));
+select is(r.result -> 'battleChipsEarned', '2'::jsonb, 'u4: 1 + 1 + 0.5, floored to 2') from r where who = 4;
+select is(r.result -> 'checkin' ->> 'status', 'pending', 'photo taken hours before the window: pending') from r where who = 4;
+select matches(r.result -> 'checkin' ->> 'reviewReason', 'outside the window', 'reason says outside the window') from r where who = 4;
+select is(r.result -> 'checkin' ->> 'photoTimestamp', '2030-01-07T03:00:00+00:00', 'photo_timestamp is the EXIF time') from r where who = 4;
+
+-- Streak: u2 checked in the six days before.
+insert into public.workout_checkins (user_id, date, activity_type, photo_url, photo_timestamp, status, streak_days)
+select pg_temp.u(2), date '2030-01-07' - i, 'walk', 'https://example.test/p.jpg', now(), 'verified', 7 - i
+  from generate_series(1, 6) i;
+-- 10:05 local +02:00 = 08:05 UTC: inside the window (offset applied).
+insert into r values (2, pg_temp.check_in(2, '2030-01-07 08:05+00', '2030-01-07 10:05', 120));
+select is(r.result -> 'battleChipsEarned', '4'::jsonb, 'u2: 1 + 1 + 0.5 + 2 (seventh day), floored to 4') from r where who = 2;
+select is(r.result -> 'checkin' -> 'streakDays', '7'::jsonb, 'u2 is on day 7') from r where who = 2;
+select is(r.result -> 'checkin' ->> 'status', 'verified', 'the EXIF offset is applied before comparing') from r where who = 2;
+
+-- u5: local time without offset is read in the window's zone (07:10 New York = 12:10 UTC).
+insert into r values (5, pg_temp.check_in(5, '2030-01-07 12:20+00', '2030-01-07 07:10'));
+select is(r.result -> 'checkin' ->> 'status', 'verified', 'no offset: the window''s time zone applies') from r where who = 5;
+select is(r.result -> 'battleChipsEarned', '2'::jsonb, 'u5: 1 + 1 (u4 checked in) + 0.5 floored') from r where who = 5;
+
+-- u6: the photo's GPS is far from the stored location.
+insert into r values (6, pg_temp.check_in(6, '2030-01-07 14:40+00', '2030-01-07 14:35', 0, 40, 40));
+select is(r.result -> 'checkin' ->> 'status', 'pending', 'photo taken far away: pending') from r where who = 6;
+select matches(r.result -> 'checkin' ->> 'reviewReason', 'km from your location', 'with the distance') from r where who = 6;
+
+-- One check-in per user and date.
+select throws_ok($$select pg_temp.check_in(1, '2030-01-07 07:00+00')$$, '23505', 'already checked in for 2030-01-07',
+                 'a second check-in the same day is refused');
+select throws_ok($$select private.record_workout_checkin(pg_temp.u(10), 'cardio', 'x', null, null, null, null, null, null, null)$$,
+                 '22023', null, 'no window: refused');
+
+-- Day status.
+select is(private.workout_day_status(pg_temp.u(1), '2030-01-07', '2030-01-07 23:00+00'), 'completed', 'checked in: completed');
+select is(private.workout_day_status(pg_temp.u(8), '2030-01-07', '2030-01-07 13:00+00'), 'not_started', 'before the window: not_started');
+select is(private.workout_day_status(pg_temp.u(8), '2030-01-07', '2030-01-07 15:00+00'), 'pending', 'during the window: pending');
+select is(private.workout_day_status(pg_temp.u(8), '2030-01-07', '2030-01-07 16:00+00'), 'failed', 'after it, no check-in: failed');
+
+-- ---------------------------------------------------------------------------------------
+-- Repeat run after a newcomer: links a check-in counted on are kept.
+-- u7 checks in, then u10 joins (16-18, city A, at 1,1): u6 and u7 would both get u10 after.
+-- ---------------------------------------------------------------------------------------
+select pg_temp.check_in(7, '2030-01-07 15:00+00');
+insert into public.workout_windows (user_id, activity_type, window_start_time, window_end_time, timezone)
+values (pg_temp.u(10), 'cardio', '16:00', '18:00', 'UTC');
+insert into public.workout_locations (user_id, latitude, longitude, city, country) values (pg_temp.u(10), 1, 1, 'Springfield', 'US');
+-- u6 already checked in too; remove its check-in so it can be relinked.
+delete from public.workout_checkins where user_id = pg_temp.u(6);
+select is(public.generate_workout_chains('2030-01-07') - 'date',
+          '{"participants": 10, "created": 1, "relinked": 1, "squadsCreated": 0}'::jsonb, 'rerun: the newcomer added, one row relinked');
+select is(pg_temp.link(6), '05<6>10', 'u6 (no check-in) now passes to u10');
+select is(pg_temp.link(7), '05<7>-', 'u7 (checked in) keeps its links');
+select is((select team_color from public.workout_chains where user_id = pg_temp.u(10) and date = '2030-01-07'), 'blue',
+          'the newcomer joins the team its group has fewer of');
+
+-- ---------------------------------------------------------------------------------------
+-- Robot power, battles.
+-- ---------------------------------------------------------------------------------------
+select is(private.robot_power(10, 4), 170, 'floor(10*10 + 4*5 + (10/4)*20) = 170');
+select is(private.robot_power(7, 3), 131, 'floor(70 + 15 + 46.67) = 131');
+select is(private.robot_power(0, 0), 0, 'no members: 0');
+
+create temp table battle (n integer, result jsonb);
+insert into battle values (1, public.execute_workout_battle('2030-01-07'));
+insert into battle values (2, public.execute_workout_battle('2030-01-07'));
+select is((select result -> 'battleResult' from battle where n = 2), (select result -> 'battleResult' from battle where n = 1),
+          'executing twice gives the same result');
+select is((select result -> 'alreadyExecuted' from battle where n = 2), 'true'::jsonb, 'the second run changes nothing');
+select ok((select jsonb_array_length(result -> 'battleResult' -> 'rounds') between 3 and 5 from battle where n = 1), '3 to 5 rounds');
+select is((select result ->> 'winner' from battle where n = 1),
+          (select case when (b ->> 'redTotalDamage')::int > (b ->> 'blueTotalDamage')::int then 'red'
+                       when (b ->> 'redTotalDamage')::int < (b ->> 'blueTotalDamage')::int then 'blue' else 'tie' end
+             from (select result -> 'battleResult' as b from battle where n = 1) x),
+          'the winner dealt the most damage');
+select is((select red_team_chips from public.workout_battles where week_start_date = '2030-01-07'),
+          (select sum(k.battle_chips_earned)::integer from public.workout_checkins k
+             join public.workout_chains c on c.user_id = k.user_id and c.date = k.date
+            where c.team_color = 'red' and k.date between '2030-01-07' and '2030-01-13' and k.status <> 'rejected'),
+          'red chips are the red members'' chips that week');
+select throws_ok($$select public.execute_workout_battle('2030-01-08')$$, '22023', null, 'a week must start on a Monday');
+select ok((select count(*) > 0 from public.notifications where type = 'workout.battle_result'), 'participants are told the result');
+
+-- A rejected check-in's chips stop counting.
+create temp table blue_before as select (private.workout_week_totals('2030-01-07') -> 'blueTeam' ->> 'totalChips')::integer as chips;
+select private.review_workout_checkin(k.id, 'rejected', 'not a workout') from public.workout_checkins k
+ where k.user_id = pg_temp.u(2) and k.date = '2030-01-07';
+select is((select chips from blue_before) - (private.workout_week_totals('2030-01-07') -> 'blueTeam' ->> 'totalChips')::integer, 4,
+          'rejecting u2''s check-in removes its 4 chips from blue');
+
+-- ---------------------------------------------------------------------------------------
+-- Policies: a user sees only their own location and rows; others through the functions.
+-- ---------------------------------------------------------------------------------------
+set local role authenticated;
+select set_config('request.jwt.claims', json_build_object('sub', pg_temp.u(3), 'role', 'authenticated')::text, true);
+select is((select count(*)::integer from public.workout_locations), 1, 'a user reads only their own location');
+select is((select count(*)::integer from public.workout_chains), 1, 'and only their own chain row');
+select is((select count(*)::integer from public.workout_checkins), 1, 'and only their own check-ins');
+select is((public.workout_chain('2030-01-07') -> 'chain' -> 'beforeUser' ->> 'id')::uuid, pg_temp.u(1), 'the chain shows the before user');
+select ok(not (public.workout_chain('2030-01-07')::text ~ 'latitude|longitude|city'), 'the chain never carries a location');
+select throws_ok($$select private.record_workout_checkin(pg_temp.u(3), 'x', 'x', null, null, null, null, null, null, null)$$,
+                 '42501', null, 'clients cannot write check-ins directly');
+select throws_ok($$select public.workout_checkin('cardio', 'https://x/storage/v1/object/public/workout-checkins/other/p.jpg', 'other/p.jpg')$$,
+                 '22023', null, 'the RPC only takes a photo stored under the caller''s prefix');
+select throws_ok($$select public.execute_workout_battle('2030-01-14')$$, '42501', null, 'only super admins execute battles');
+select throws_ok($$select public.generate_ai_users(1)$$, '42501', null, 'only super admins generate AI users');
+select set_config('request.jwt.claims', json_build_object('sub', pg_temp.u(12), 'role', 'authenticated')::text, true);
+select is((select count(*)::integer from public.workout_locations), 9, 'a super admin reads every location');
+reset role;
+set local role anon;
+select throws_ok($$select count(*) from public.workout_windows$$, '42501', null, 'anon reads no windows');
+reset role;
+
+select * from finish();
+rollback;
