@@ -97,6 +97,9 @@ begin
 end
 $$;
 
+-- The triggers run as the writer (a client through RLS), so they may call the check.
+grant execute on function private.is_valid_timezone(text), private.check_workout_timezone(text) to authenticated, service_role;
+
 create or replace function private.prepare_workout_window() returns trigger
 language plpgsql
 set search_path = ''

@@ -1,0 +1,231 @@
+// Workout windows over HTTP: setup and locations (validation, privacy), chains, squads, team
+// stats and generation (manual, cron, concurrent). Check-ins: workout_checkin_test.ts;
+// battles, mosaic and synthetic users: workout_battle_test.ts.
+import { strict as assert } from 'node:assert'
+import { api, assertError, clientAs, createUser, env, sql, test, type TestUser } from './_helpers.ts'
+
+const W = '/api/workout-window'
+
+async function setup(user: TestUser, start: string, end: string, tz = 'UTC', activityType = 'cardio') {
+  const res = await api(`${W}/setup`, {
+    token: user.token,
+    body: { activityType, windowStartTime: start, windowEndTime: end, timezone: tz },
+  })
+  assert.equal(res.status, 200, JSON.stringify(res.body))
+  return res.body.window
+}
+
+async function place(user: TestUser, body: Record<string, unknown>) {
+  const res = await api(`${W}/update-location`, { method: 'PUT', token: user.token, body })
+  assert.equal(res.status, 200, JSON.stringify(res.body))
+  return res.body.location
+}
+
+/** Only these users' windows take part (other tests' windows are paused). */
+async function onlyThese(users: TestUser[]) {
+  const ids = users.map((u) => u.id)
+  await sql`update public.workout_windows set is_active = (user_id = any(${ids}::uuid[]))`
+}
+
+const uniqueCity = () => `Town-${crypto.randomUUID().slice(0, 8)}`
+/** A random date per test (far future by default), so tests never share a chain day. */
+const uniqueDate = (fromYear = 2040) => {
+  const d = new Date(Date.UTC(fromYear, 0, 1) + Math.floor(Math.random() * 3000) * 86400_000)
+  return d.toISOString().slice(0, 10)
+}
+
+test('setup stores one 2-hour window per user; my-window returns it; setting up again replaces it', async () => {
+  const user = await createUser()
+  const empty = await api(`${W}/my-window`, { token: user.token })
+  assert.deepEqual(empty.body, { window: null, location: null })
+  const res = await api(`${W}/setup`, {
+    token: user.token,
+    body: { activityType: 'other', customActivity: 'Rowing', windowStartTime: '23:00', windowEndTime: '01:00', timezone: 'Europe/Paris' },
+  })
+  assert.equal(res.status, 200, JSON.stringify(res.body))
+  assert.equal(typeof res.body.message, 'string')
+  assert.equal(res.body.window.custom_activity, 'Rowing')
+  assert.equal(res.body.window.window_start_time, '23:00:00')
+  assert.equal(res.body.window.window_end_time, '01:00:00')
+  await setup(user, '06:30', '08:30', 'America/Chicago', 'walk')
+  const mine = await api(`${W}/my-window`, { token: user.token })
+  assert.equal(mine.body.window.activity_type, 'walk')
+  assert.equal(mine.body.window.custom_activity, null)
+  assert.equal(mine.body.window.timezone, 'America/Chicago')
+  const [{ n }] = await sql`select count(*)::int as n from public.workout_windows where user_id = ${user.id}`
+  assert.equal(n, 1)
+})
+
+test('setup: bad input is 400 naming the field, and nothing is stored', async () => {
+  const user = await createUser()
+  const ok = { activityType: 'cardio', windowStartTime: '06:00', windowEndTime: '08:00', timezone: 'UTC' }
+  const cases: [Record<string, unknown>, string][] = [
+    [{ ...ok, windowEndTime: '09:00' }, 'windowEndTime'],
+    [{ ...ok, windowEndTime: '07:59' }, 'windowEndTime'],
+    [{ ...ok, windowStartTime: '24:00' }, 'windowStartTime'],
+    [{ ...ok, windowStartTime: '6:00' }, 'windowStartTime'],
+    [{ ...ok, activityType: 'swimming' }, 'activityType'],
+    [{ ...ok, customActivity: 'Rowing' }, 'customActivity'],
+    [{ ...ok, activityType: 'other', customActivity: 'x'.repeat(101) }, 'customActivity'],
+    [{ ...ok, timezone: 'Mars/Olympus' }, 'timezone'],
+    [{ ...ok, timezone: 'A'.repeat(51) }, 'timezone'],
+    [{ ...ok, timezone: undefined }, 'timezone'],
+    [{ ...ok, colour: 'red' }, 'colour'],
+  ]
+  for (const [body, field] of cases) assertError(await api(`${W}/setup`, { token: user.token, body }), 400, field)
+  const [{ n }] = await sql`select count(*)::int as n from public.workout_windows where user_id = ${user.id}`
+  assert.equal(n, 0)
+  assertError(await api(`${W}/setup`, { body: ok }), 401)
+  assertError(await api(`${W}/my-window`), 401)
+})
+
+test('update-location: each field optional, kept when absent; bad values are 400; private to the user', async () => {
+  const user = await createUser()
+  const other = await createUser()
+  const admin = await createUser({ superAdmin: true })
+  await place(user, { city: 'Lyon', country: 'fr', latitude: 45.76404, longitude: 4.83566 })
+  const after = await place(user, { ipAddress: '2001:db8::1', timezone: 'Europe/Paris' })
+  assert.equal(after.city, 'Lyon')
+  assert.equal(after.country, 'FR')
+  assert.equal(Number(after.latitude), 45.76404)
+  assert.equal(after.ip_address, '2001:db8::1')
+  for (const [body, field] of [
+    [{ latitude: 90.5 }, 'latitude'],
+    [{ longitude: -181 }, 'longitude'],
+    [{ latitude: 1.123456789 }, 'latitude'],
+    [{ country: 'FRA' }, 'country'],
+    [{ ipAddress: '300.1.1.1' }, 'ipAddress'],
+    [{ timezone: 'Nowhere/Land' }, 'timezone'],
+    [{ city: '' }, 'city'],
+    [{ street: 'x' }, 'street'],
+    [{}, 'body'],
+  ] as const) {
+    assertError(await api(`${W}/update-location`, { method: 'PUT', token: user.token, body }), 400, field)
+  }
+  const [row] = await sql`select city, ip_address::text from public.workout_locations where user_id = ${user.id}`
+  assert.equal(row.city, 'Lyon')
+  // PostgREST: another user sees nothing; a super admin sees it; anonymous is refused.
+  const theirs = await clientAs(other.token).from('workout_locations').select('*').eq('user_id', user.id)
+  assert.deepEqual(theirs.data, [])
+  const adminView = await clientAs(admin.token).from('workout_locations').select('city').eq('user_id', user.id)
+  assert.deepEqual(adminView.data, [{ city: 'Lyon' }])
+  const anon = await clientAs().from('workout_locations').select('*')
+  assert.ok(anon.error, 'anon must be refused')
+  assert.equal((await api(`${W}/my-window`, { token: other.token })).body.location, null)
+})
+
+test('chains: neighbours, team and squad by date; cards carry name and window, never a location', async () => {
+  const [a, b, c, d] = await Promise.all([1, 2, 3, 4].map(() => createUser()))
+  const city = uniqueCity()
+  await sql`update public.profiles set full_name = 'Ann' where id = ${a.id}`
+  await setup(a, '06:00', '08:00')
+  await setup(b, '08:00', '10:00')
+  await setup(c, '10:00', '12:00')
+  await setup(d, '07:00', '09:00')
+  for (const [u, lng] of [[a, 0], [b, 0.01], [c, 0.02], [d, 0.03]] as const) {
+    await place(u, { city, country: 'US', latitude: 10, longitude: lng })
+  }
+  await onlyThese([a, b, c, d])
+  const date = uniqueDate()
+  const run = await api(`${W}/generate-chains`, { token: b.token, body: { date } })
+  assert.equal(run.status, 200, JSON.stringify(run.body))
+  assert.deepEqual({ ...run.body, date: undefined }, { date: undefined, participants: 4, created: 4, relinked: 0, squadsCreated: 2 })
+
+  const chainB = await api(`${W}/chain/${date}`, { token: b.token })
+  assert.equal(chainB.status, 200, JSON.stringify(chainB.body))
+  assert.equal(chainB.body.chain.beforeUser.id, a.id)
+  assert.equal(chainB.body.chain.beforeUser.name, 'Ann')
+  assert.equal(chainB.body.chain.beforeUser.window.windowStartTime, '06:00')
+  assert.equal(chainB.body.chain.currentUser.id, b.id)
+  assert.equal(chainB.body.chain.afterUser.id, c.id)
+  assert.deepEqual(chainB.body.checkins, [])
+  assert.doesNotMatch(JSON.stringify(chainB.body), /latitude|longitude|city|Town-/)
+  // Order by start: a 06, d 07, b 08, c 10 → red a, blue d, red b, blue c; squads of two.
+  assert.equal(chainB.body.chain.teamColor, 'red')
+  const squad = await api(`${W}/squad/${date}`, { token: b.token })
+  assert.equal(squad.status, 200)
+  assert.deepEqual([squad.body.squad.user1.id, squad.body.squad.user2.id], [a.id, b.id])
+  assert.equal(squad.body.squad.user3, null)
+  assert.equal(squad.body.squad.teamColor, 'red')
+
+  const chainA = await api(`${W}/chain/${date}`, { token: a.token })
+  assert.equal(chainA.body.chain.beforeUser, null)
+  assert.equal(chainA.body.chain.afterUser.id, b.id, 'd (07-09) ends after b starts: b is the window starting first after 08:00')
+
+  const stats = await api(`${W}/team-stats/${date}`, { token: c.token })
+  assert.equal(stats.status, 200)
+  assert.equal(stats.body.redTeam.totalMembers, 2)
+  assert.equal(stats.body.blueTeam.totalMembers, 2)
+  assert.equal(stats.body.redTeam.failed, 0, 'a future date: nothing has failed yet')
+  assert.equal(stats.body.redTeam.pending, 2)
+
+  // A second run changes nothing; a stranger without a chain gets 404; bad dates are 400.
+  const again = await api(`${W}/generate-chains`, { token: a.token, body: { date } })
+  assert.equal(again.body.created, 0)
+  assert.equal(again.body.squadsCreated, 0)
+  const stranger = await createUser()
+  assertError(await api(`${W}/chain/${date}`, { token: stranger.token }), 404)
+  assertError(await api(`${W}/squad/${date}`, { token: stranger.token }), 404)
+  for (const bad of ['2040-13-01', '20400101', '2040-02-30', 'today']) {
+    assertError(await api(`${W}/chain/${bad}`, { token: a.token }), 400, 'date')
+    assertError(await api(`${W}/team-stats/${bad}`, { token: a.token }), 400, 'date')
+    assertError(await api(`${W}/checkins/${bad}`, { token: a.token }), 400, 'date')
+  }
+  assertError(await api(`${W}/generate-chains`, { token: a.token, body: { date: '2040-1-1' } }), 400, 'date')
+  assertError(await api(`${W}/chain/${date}`), 401)
+  assertError(await api(`${W}/generate-chains`, { body: { date } }), 401)
+})
+
+test('team stats: a past window without a check-in has failed', async () => {
+  const [a, b] = await Promise.all([createUser(), createUser()])
+  const city = uniqueCity()
+  for (const u of [a, b]) {
+    await setup(u, '06:00', '08:00')
+    await place(u, { city })
+  }
+  await onlyThese([a, b])
+  const past = uniqueDate(2010)
+  await api(`${W}/generate-chains`, { token: a.token, body: { date: past } })
+  const stats = await api(`${W}/team-stats/${past}`, { token: a.token })
+  assert.deepEqual(
+    [stats.body.redTeam.failed + stats.body.blueTeam.failed, stats.body.redTeam.completionRate, stats.body.redTeam.totalChips],
+    [2, 0, 0],
+  )
+  const day = await api(`${W}/checkin/${past}`, { token: a.token })
+  assert.deepEqual(day.body, { checkin: null, status: 'failed' })
+  const list = await api(`${W}/checkins/${past}`, { token: a.token })
+  assert.deepEqual(list.body, { checkins: [], stats: { total: 2, completed: 0, failed: 2 } })
+})
+
+test('generate-chains: concurrent runs for one date give one row per user', async () => {
+  const users = await Promise.all(Array.from({ length: 7 }, () => createUser()))
+  const city = uniqueCity()
+  for (const [i, u] of users.entries()) {
+    await setup(u, `${String(6 + i).padStart(2, '0')}:00`, `${String(8 + i).padStart(2, '0')}:00`)
+    await place(u, { city })
+  }
+  await onlyThese(users)
+  const date = uniqueDate()
+  const runs = await Promise.all(users.slice(0, 4).map((u) => api(`${W}/generate-chains`, { token: u.token, body: { date } })))
+  for (const r of runs) assert.equal(r.status, 200, JSON.stringify(r.body))
+  assert.equal(runs.reduce((n, r) => n + r.body.created, 0), 7, 'exactly one run created the rows')
+  const [{ rows, distinct_users, squads }] = await sql`
+    select count(*)::int as rows, count(distinct user_id)::int as distinct_users,
+           (select count(*)::int from public.workout_squads where date = ${date}) as squads
+      from public.workout_chains where date = ${date}`
+  assert.deepEqual({ rows, distinct_users, squads }, { rows: 7, distinct_users: 7, squads: 3 })
+})
+
+test('cron/generate-chains needs the workout-window secret and generates today', async () => {
+  const user = await createUser()
+  await setup(user, '06:00', '08:00')
+  await onlyThese([user])
+  assertError(await api(`${W}/cron/generate-chains`, { method: 'POST' }), 401)
+  assertError(await api(`${W}/cron/generate-chains`, { method: 'POST', headers: { 'x-cron-secret': 'wrong' } }), 401)
+  assertError(await api(`${W}/cron/generate-chains`, { method: 'POST', token: user.token }), 401)
+  const res = await api(`${W}/cron/generate-chains`, { method: 'POST', headers: { 'x-cron-secret': env('WORKOUT_WINDOW_CRON_SECRET') } })
+  assert.equal(res.status, 200, JSON.stringify(res.body))
+  assert.equal(res.body.date, new Date().toISOString().slice(0, 10))
+  const [{ n }] = await sql`select count(*)::int as n from public.workout_chains where user_id = ${user.id} and date = ${res.body.date}`
+  assert.equal(n, 1)
+})
