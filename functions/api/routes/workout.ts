@@ -210,11 +210,12 @@ const ChainRun = z.object({
   squadsCreated: z.number().int(),
 }).openapi('WorkoutChainRun')
 
+// Documents the form; the handler reads and checks it (files are not zod's to judge).
 const CheckinForm = z.object({
-  photo: z.string().openapi({ format: 'binary', description: 'JPEG, PNG, GIF or WEBP (read from the bytes), at most 10 MB' }),
-  activityType: z.string().openapi({ description: '1..50 characters' }),
-  latitude: z.string().optional().openapi({ description: 'Decimal degrees -90..90' }),
-  longitude: z.string().optional().openapi({ description: 'Decimal degrees -180..180' }),
+  photo: z.unknown().openapi({ type: 'string', format: 'binary', description: 'JPEG, PNG, GIF or WEBP (read from the bytes), at most 10 MB' }),
+  activityType: z.unknown().openapi({ type: 'string', description: '1..50 characters' }),
+  latitude: z.unknown().optional().openapi({ type: 'number', description: 'Decimal degrees -90..90, at most 8 decimals' }),
+  longitude: z.unknown().optional().openapi({ type: 'number', description: 'Decimal degrees -180..180, at most 8 decimals' }),
 }).openapi('WorkoutCheckinForm')
 
 const ReviewQuery = z.object({
