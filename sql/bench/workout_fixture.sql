@@ -2,25 +2,34 @@
 -- location in one of 500 cities (200 per city), in four time zones. Windows start between
 -- 05:00 and 19:45 on the quarter hour, so many users share a start and the Haversine
 -- tie-break is exercised. All windows start inactive; the bench activates the share it needs.
+-- Loaded with triggers off (session_replication_role = replica): profiles are written
+-- directly, no signup bonus is booked (nothing here reads drops).
+begin;
+set local session_replication_role = replica;
 insert into auth.users (id, email)
 select md5('wbench-' || g)::uuid, 'wbench-' || g || '@bench.local'
+  from generate_series(1, 100000) g;
+insert into public.profiles (id, full_name)
+select md5('wbench-' || g)::uuid, 'Bench ' || g
   from generate_series(1, 100000) g;
 
 insert into public.workout_windows (user_id, activity_type, window_start_time, window_end_time, timezone, is_active)
 select md5('wbench-' || g)::uuid,
        (array['cardio', 'strength', 'walk', 'meditation', 'reading', 'homework', 'other'])[1 + g % 7],
-       time '05:00' + make_interval(mins => 15 * ((g * 37) % 60)),
-       time '07:00' + make_interval(mins => 15 * ((g * 37) % 60)),
+       time '05:00' + make_interval(mins => 15 * (('x' || substr(md5('s' || g), 1, 4))::bit(16)::integer % 60)),
+       time '07:00' + make_interval(mins => 15 * (('x' || substr(md5('s' || g), 1, 4))::bit(16)::integer % 60)),
        (array['America/New_York', 'America/Chicago', 'America/Denver', 'America/Los_Angeles'])[1 + (g % 500) % 4],
        false
   from generate_series(1, 100000) g;
 
 insert into public.workout_locations (user_id, latitude, longitude, city, region, country)
 select md5('wbench-' || g)::uuid,
-       30 + (g % 500) * 0.03 + ((g * 7919) % 1000) / 20000.0,
-       -120 + (g % 500) * 0.1 + ((g * 104729) % 1000) / 20000.0,
+       30 + (g % 500) * 0.03 + ((g::bigint * 7919) % 1000) / 20000.0,
+       -120 + (g % 500) * 0.1 + ((g::bigint * 104729) % 1000) / 20000.0,
        'Bench City ' || (g % 500), 'Bench Region ' || (g % 50), 'US'
   from generate_series(1, 100000) g;
+
+commit;
 
 analyze public.workout_windows;
 analyze public.workout_locations;
