@@ -1,0 +1,153 @@
+// Issue 11: chain generation for 10,000 and 100,000 active windows in 500 cities (target:
+// 100,000 under 3 s, growing no worse than linearly), a repeat run, 1,000 concurrent
+// check-ins (p50/p99, no duplicate per user-day) and the mosaic for 200 participants.
+// Baselines from the same run: a scan of the participants (what any plan must read) and a
+// plain authenticated GET through the same gateway.
+import postgres from 'postgres'
+import { encode } from 'fast-png'
+import type { Stack } from '../lib/stack.ts'
+import { mintUserToken, signClaims } from '../lib/tokens.ts'
+import { type BenchModule, knob } from './_module.ts'
+
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
+const ms = (n: number) => `${n.toFixed(0)} ms`
+
+async function timed<T>(f: () => Promise<T>): Promise<[T, number]> {
+  const t0 = performance.now()
+  const r = await f()
+  return [r, performance.now() - t0]
+}
+
+async function activate(sql: postgres.Sql, n: number) {
+  await sql`update public.workout_windows set is_active = false where is_active`
+  await sql`update public.workout_windows set is_active = true
+             where user_id in (select md5('wbench-' || g)::uuid from generate_series(1, ${n}::int) g)`
+}
+
+async function chainGeneration(sql: postgres.Sql) {
+  console.log('Chain generation (public.generate_workout_chains), 500 cities, 4 time zones, 60 start times')
+  const rows: [string, number][] = []
+  for (const [n, date] of [[10_000, '2031-03-03'], [100_000, '2031-03-04']] as const) {
+    await activate(sql, n)
+    const [, scan] = await timed(() => sql`select count(*) from private.workout_participants(${date}::date)`)
+    const [[{ r }], t] = await timed(() => sql`select public.generate_workout_chains(${date}::date) as r`)
+    if (r.created !== n) throw new Error(`expected ${n} rows, got ${JSON.stringify(r)}`)
+    rows.push([`${n.toLocaleString('en')} windows`, t])
+    console.log(`  ${n.toLocaleString('en').padStart(7)} windows: ${ms(t)} (${r.squadsCreated} squads; baseline participant scan ${ms(scan)})`)
+  }
+  const [[{ r }], again] = await timed(() => sql`select public.generate_workout_chains('2031-03-04'::date) as r`)
+  console.log(`  repeat run, 100,000 windows: ${ms(again)} (created ${r.created}, relinked ${r.relinked})`)
+  const perUser = rows.map(([, t], i) => t / (i === 0 ? 10_000 : 100_000))
+  console.log(`  growth 10k → 100k: ${(rows[1][1] / rows[0][1]).toFixed(1)}x for 10x the windows ` +
+    `(per window ${(perUser[0] * 1000).toFixed(1)} → ${(perUser[1] * 1000).toFixed(1)} µs; linear or better when ≤ 10x)`)
+  console.log(`  target: 100,000 under 3,000 ms: ${rows[1][1] < 3000 ? 'met' : 'NOT met'}`)
+}
+
+async function checkins(stack: Stack, sql: postgres.Sql) {
+  const count = knob('BENCH_CHECKINS', 1000)
+  const concurrency = knob('BENCH_CHECKIN_CONCURRENCY', 50)
+  // Users 1..count: a window that started 10 minutes ago in UTC.
+  const start = new Date(Date.now() - 10 * 60_000)
+  const hh = (d: Date) => `${String(d.getUTCHours()).padStart(2, '0')}:${String(d.getUTCMinutes()).padStart(2, '0')}`
+  await sql`update public.workout_windows set is_active = true, timezone = 'UTC', window_start_time = ${hh(start)}::time,
+             window_end_time = ${hh(new Date(start.getTime() + 2 * 3600_000))}::time
+             where user_id in (select md5('wbench-' || g)::uuid from generate_series(1, ${count}::int) g)`
+  const users = await sql`select md5('wbench-' || g)::uuid::text as id from generate_series(1, ${count}::int) g`
+  const signed = await Promise.all(users.map((u) =>
+    signClaims({ sub: u.id, role: 'authenticated', aud: 'authenticated', email: null }, stack.jwtSecret)))
+  const png = encode({ width: 8, height: 8, data: new Uint8Array(8 * 8 * 3).fill(120), channels: 3, depth: 8 })
+  const url = `${stack.apiUrl}/functions/v1/api/workout-window/checkin`
+  const send = (token: string) => {
+    const form = new FormData()
+    form.append('photo', new File([png as Uint8Array<ArrayBuffer>], 'p.png', { type: 'image/png' }))
+    form.append('activityType', 'cardio')
+    return fetch(url, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form })
+  }
+  // Every user once, plus a second attempt by every tenth user, all in flight together
+  // (bounded by the worker count).
+  const jobs = [...signed, ...signed.filter((_, i) => i % 10 === 0)]
+  const latencies: number[] = []
+  const statuses: Record<number, number> = {}
+  let next = 0
+  const t0 = performance.now()
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (next < jobs.length) {
+      const token = jobs[next++]
+      const s = performance.now()
+      const res = await send(token)
+      await res.arrayBuffer()
+      latencies.push(performance.now() - s)
+      statuses[res.status] = (statuses[res.status] ?? 0) + 1
+    }
+  }))
+  const wall = performance.now() - t0
+  latencies.sort((a, b) => a - b)
+  const [{ rows, distinct_days }] = await sql`
+    select count(*)::int as rows, count(distinct (user_id, date))::int as distinct_days from public.workout_checkins
+     where user_id in (select md5('wbench-' || g)::uuid from generate_series(1, ${count}::int) g)`
+  // Baseline: the same number of authenticated reads through the same gateway.
+  const base: number[] = []
+  next = 0
+  const reads = signed.slice()
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (next < reads.length) {
+      const token = reads[next++]
+      const s = performance.now()
+      const res = await fetch(`${stack.apiUrl}/functions/v1/api/workout-window/my-window`, { headers: { authorization: `Bearer ${token}` } })
+      await res.arrayBuffer()
+      base.push(performance.now() - s)
+    }
+  }))
+  base.sort((a, b) => a - b)
+  console.log(`\nCheck-ins: ${count} users with a photo each (+${jobs.length - count} repeats), ${concurrency} in flight`)
+  console.log(`  POST /checkin        p50 ${ms(percentile(latencies, 50))}  p99 ${ms(percentile(latencies, 99))}  ` +
+    `${(jobs.length / (wall / 1000)).toFixed(0)} req/s  statuses ${JSON.stringify(statuses)}`)
+  console.log(`  GET /my-window (baseline) p50 ${ms(percentile(base, 50))}  p99 ${ms(percentile(base, 99))}`)
+  console.log(`  rows ${rows}, distinct user-days ${distinct_days}: ${rows === count && distinct_days === count ? 'no duplicates' : 'DUPLICATES OR MISSING'}`)
+}
+
+async function mosaic(stack: Stack, sql: postgres.Sql) {
+  const date = '2031-03-05'
+  await activate(sql, 200)
+  await sql`select public.generate_workout_chains(${date}::date)`
+  await sql`insert into auth.users (email) values ('wbench-admin@bench.local') on conflict do nothing`
+  await sql`update public.profiles set role = 'super_admin' where id = (select id from auth.users where email = 'wbench-admin@bench.local')`
+  const { token } = await mintUserToken(sql, 'wbench-admin@bench.local', { secret: stack.jwtSecret })
+  const headers = { authorization: `Bearer ${token}` }
+  const runs = knob('BENCH_MOSAIC_RUNS', 10)
+  const gen: number[] = []
+  const read: number[] = []
+  for (let i = 0; i < runs; i++) {
+    const [res, t] = await timed(() => fetch(`${stack.apiUrl}/functions/v1/api/workout-window/mosaic/generate/${date}`, { method: 'POST', headers }))
+    if (res.status !== 200) throw new Error(`mosaic: ${res.status} ${await res.text()}`)
+    await res.arrayBuffer()
+    gen.push(t)
+    const [r2, t2] = await timed(() => fetch(`${stack.apiUrl}/functions/v1/api/workout-window/mosaic/${date}`, { headers }))
+    await r2.arrayBuffer()
+    read.push(t2)
+  }
+  gen.sort((a, b) => a - b)
+  read.sort((a, b) => a - b)
+  console.log(`\nMosaic for 200 participants (${runs} regenerations): generate p50 ${ms(percentile(gen, 50))} ` +
+    `p99 ${ms(percentile(gen, 99))}; GET mosaic (baseline) p50 ${ms(percentile(read, 50))}`)
+}
+
+export const bench: BenchModule = {
+  name: 'workout',
+  async run(stack) {
+    const sql = postgres(stack.dbUrl, { max: 4, onnotice: () => {} })
+    try {
+      console.log('Loading sql/bench/workout_fixture.sql (100,000 users, windows and locations)...')
+      const loader = postgres(stack.dbUrl, { max: 1, onnotice: () => {} }) // the file has its own transaction
+      await loader.file(new URL('../../sql/bench/workout_fixture.sql', import.meta.url).pathname)
+      await loader.end()
+      await chainGeneration(sql)
+      await checkins(stack, sql)
+      await mosaic(stack, sql)
+      await sql`update public.workout_windows set is_active = false where user_id in
+                 (select md5('wbench-' || g)::uuid from generate_series(1, 100000) g)`
+    } finally {
+      await sql.end()
+    }
+  },
+}
