@@ -79,7 +79,7 @@ begin
   return v;
 end
 $$;
-grant execute on function private.valid_email(text, text) to anon, authenticated, service_role;
+grant execute on function private.valid_email(text, text) to authenticated, service_role;
 
 -- =========================================================================================
 -- 1. Sponsors, opportunities, dream videos
@@ -1089,7 +1089,7 @@ declare
   prompted integer := 0;
   skipped integer := 0;
   failed integer := 0;
-  errors text[] := '{}';
+  errors text[] := '{}'::text[];
   remaining integer;
 begin
   perform private.require_trusted_caller('run the step-prompt job');
@@ -1118,7 +1118,7 @@ begin
       errors := errors || format('%s: %s', r.owner_id, sqlerrm);
     end;
   end loop;
-  select count(distinct e.owner_id) into remaining
+  select count(distinct e.owner_id)::integer into remaining
     from public.labs_experiments e
    where e.cloned_from is not null and e.completed_at is null
      and not exists (select 1 from private.labs_step_prompts s
@@ -1315,20 +1315,9 @@ create policy "labs_kit_waitlist: signed-in users sign up as themselves" on publ
 create policy "labs_kit_waitlist: super admins read" on public.labs_kit_waitlist
   for select to authenticated using ((select private.is_super_admin()));
 
--- Signs an address up (as the caller: the insert policies apply); an address already on the
--- list changes nothing, and the answer does not say which (no probing of who signed up).
-create or replace function public.labs_join_kit_waitlist(email text) returns boolean
-language plpgsql security invoker
-set search_path = ''
-as $$
-begin
-  insert into public.labs_kit_waitlist (email, user_id)
-  values (private.valid_email(email, 'email'), (select auth.uid()))
-  on conflict do nothing;
-  return true;
-end
-$$;
-grant execute on function public.labs_join_kit_waitlist(text) to anon, authenticated;
+-- Signing up is an insert as the caller (anonymous or signed in) under the policies above,
+-- ON CONFLICT DO NOTHING: an address already on the list changes nothing, and the answer does
+-- not say which (no probing who signed up).
 
 -- The gate (SPEC Other admin rules 2): more than 200 signups within 30 days of launch.
 create or replace function private.labs_kit_waitlist_gate(launch_date date)
@@ -1470,7 +1459,7 @@ as $$
   select case when c ? 'act' and c ? 'impersonation_session' then c end
     from (select nullif(current_setting('request.jwt.claims', true), '')::jsonb as c) x
 $$;
-grant execute on function private.impersonation_claims() to anon, authenticated, service_role;
+grant execute on function private.impersonation_claims() to authenticated, service_role;
 
 -- Ends a session: the impersonation token itself (its session), or a super admin naming the
 -- session. Returns false when it had already ended.
