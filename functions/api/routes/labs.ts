@@ -544,9 +544,10 @@ export const labsRoutes = routeModule()
       response: z.object({ message: z.string() }),
     }),
     async (c) => {
-      const { error } = await userDb(requiredEnv('SUPABASE_ANON_KEY')).from('labs_kit_waitlist')
-        .upsert({ email: c.req.valid('json').email }, { onConflict: 'email', ignoreDuplicates: true })
-      if (error) unwrap({ data: null, error })
+      // A plain insert as anonymous (an upsert would need SELECT, which only super admins
+      // have); an address already listed is a unique violation, answered like a new one.
+      const { error } = await userDb(requiredEnv('SUPABASE_ANON_KEY')).from('labs_kit_waitlist').insert({ email: c.req.valid('json').email })
+      if (error && error.code !== '23505') unwrap({ data: null, error })
       return c.json({ message: 'You are on the kit waitlist' }, 202)
     },
   )
