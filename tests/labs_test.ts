@@ -440,3 +440,20 @@ test('kit waitlist: anyone joins once per address; super admins see the signups 
   assertError(await api('/api/labs/admin/kit-waitlist?launch_date=2031-02-30', { token: admin.token }), 400, 'launch_date')
   await sql`delete from public.labs_kit_waitlist where created_at >= '2031-01-01'`
 })
+
+// ---- Admin health: pg_cron jobs ------------------------------------------------------------
+
+test('admin health lists each pg_cron job with its last run', async () => {
+  const [job] = await sql`select jobid from cron.job where jobname = 'labs-process-step-prompts'`
+  assert.ok(job, 'the step-prompt job is scheduled')
+  await sql`insert into cron.job_run_details (jobid, runid, job_pid, database, username, command, status, return_message, start_time, end_time)
+            values (${job.jobid}, nextval('cron.runid_seq'), 1, 'postgres', 'postgres', 'select 1', 'failed', 'boom', now() - interval '2 minutes', now() - interval '1 minute'),
+                   (${job.jobid}, nextval('cron.runid_seq'), 1, 'postgres', 'postgres', 'select 1', 'succeeded', '1 row', now() - interval '10 seconds', now())`
+  const res = await api('/api/admin/health', { token: admin.token })
+  assert.equal(res.status, 200)
+  const row = res.body.cron.find((j: { job_name: string }) => j.job_name === 'labs-process-step-prompts')
+  assert.equal(row.schedule, '0 3 * * *')
+  assert.equal(row.last_status, 'succeeded', 'the latest run')
+  assert.ok(row.last_finished_at)
+  assertError(await api('/api/admin/health', { token: classroom.token }), 403)
+})

@@ -30,9 +30,9 @@ const resonance: Calculator = {
   objective: 'q_factor',
   goal: 'maximize',
   parameters: {
-    inductance_h: { min: 1e-6, max: 1e-2, steps: 40, scale: 'log' },
+    inductance_h: { min: 1e-6, max: 1e-2, steps: 50, scale: 'log' },
     capacitance_f: { min: 1e-12, max: 1e-6, steps: 40, scale: 'log' },
-    resistance_ohm: { min: 0.1, max: 100, steps: 30, scale: 'log' },
+    resistance_ohm: { min: 0.1, max: 100, steps: 25, scale: 'log' },
   },
   evaluate: (v) => Math.sqrt(v[0] / v[1]) / v[2],
   details: (v) => ({ resonant_frequency_hz: resonantFrequency(v[0], v[1]) }),
@@ -43,8 +43,8 @@ const impedance: Calculator = {
   objective: 'q_factor',
   goal: 'maximize',
   parameters: {
-    resistance_ohm: { min: 100, max: 1e6, steps: 30, scale: 'log' },
-    inductance_h: { min: 1e-6, max: 1e-2, steps: 40, scale: 'log' },
+    resistance_ohm: { min: 100, max: 1e6, steps: 25, scale: 'log' },
+    inductance_h: { min: 1e-6, max: 1e-2, steps: 50, scale: 'log' },
     capacitance_f: { min: 1e-12, max: 1e-6, steps: 40, scale: 'log' },
   },
   evaluate: (v) => v[0] * Math.sqrt(v[2] / v[1]),
@@ -68,8 +68,8 @@ const coil: Calculator = {
   goal: 'maximize',
   parameters: {
     diameter_m: { min: 0.01, max: 0.2, steps: 40 },
-    length_m: { min: 0.01, max: 0.5, steps: 40 },
-    turns: { min: 5, max: 500, steps: 30 },
+    length_m: { min: 0.01, max: 0.5, steps: 50 },
+    turns: { min: 5, max: 500, steps: 25 },
   },
   evaluate: (v) => resonantFrequency(coilInductance(v[0], v[1], v[2]), coilCapacitance(v[0], v[1])),
   details: (v) => ({ inductance_h: coilInductance(v[0], v[1], v[2]), self_capacitance_f: coilCapacitance(v[0], v[1]) }),
