@@ -2,6 +2,8 @@
 // with it attributed to the impersonator and refused after stop, and the immutable audit trail.
 import { strict as assert } from 'node:assert'
 import { decodeJwt } from 'jose'
+import { HttpError } from '../functions/_shared/errors.ts'
+import { signingSecret } from '../functions/api/routes/impersonation.ts'
 import { api, assertError, clientAs, createUser, sql, test } from './_helpers.ts'
 
 const admin = await createUser({ superAdmin: true, prefix: 'imp-admin' })
@@ -87,4 +89,9 @@ test('audit rows cannot be edited or deleted, by a super admin through PostgREST
   await assert.rejects(sql`update public.impersonation_audit set reason = 'edited' where session_id = ${s.body.session_id}`, /never changed/)
   await assert.rejects(sql`delete from public.impersonation_audit where session_id = ${s.body.session_id}`, /never changed/)
   assert.equal((await sql`select reason from public.impersonation_audit where session_id = ${s.body.session_id}`)[0].reason, 'immutability')
+})
+
+test('a project without an HS256 secret (asymmetric signing keys only) answers 501 with the reason', () => {
+  assert.throws(() => signingSecret(() => undefined), (e: unknown) => e instanceof HttpError && e.status === 501 && /asymmetric/.test(e.message))
+  assert.deepEqual(signingSecret((k) => (k === 'SUPABASE_JWT_SECRET' ? 'legacy' : undefined)), new TextEncoder().encode('legacy'))
 })

@@ -11,16 +11,16 @@ assert.equal((await api(`/api/labs/admin/users/${classroom.id}/account-type`, { 
 const frontendCron = () => ({ authorization: `Bearer ${env('CRON_SECRET')}` })
 const labsCron = () => ({ 'x-cron-secret': env('LABS_CRON_SECRET') })
 
-async function submitSponsor(user: TestUser, name = `Sponsor ${crypto.randomUUID().slice(0, 6)}`) {
+async function submitSponsor(user: TestUser, name = `Sponsor ${crypto.randomUUID().slice(0, 6)}`, contactEmail = 'Ada@Example.org') {
   const res = await api('/api/labs/sponsors', {
-    token: user.token, body: { name, tier: 'gold', contact_email: 'Ada@Example.org', contact_name: 'Ada Lovelace' },
+    token: user.token, body: { name, tier: 'gold', contact_email: contactEmail, contact_name: 'Ada Lovelace' },
   })
   assert.equal(res.status, 201, JSON.stringify(res.body))
   return res.body.sponsor
 }
 
-async function approvedSponsor(owner: TestUser) {
-  const s = await submitSponsor(owner)
+async function approvedSponsor(owner: TestUser, contactEmail?: string) {
+  const s = await submitSponsor(owner, undefined, contactEmail)
   assert.equal((await api(`/api/labs/admin/sponsors/${s.id}/approve`, { method: 'POST', token: admin.token })).status, 200)
   return s
 }
@@ -376,18 +376,33 @@ test('outreach: 5 messages per 24 hours per sponsor, even sent at once; bodies f
   assertError(await api(`/api/labs/sponsors/${sponsor.id}/messages`, { body: { body: 'x' } }), 401)
 })
 
-test('outreach digest: Bearer CRON_SECRET; one e-mail per sponsor per week however often it runs', async () => {
-  const owner = await createUser()
-  const sponsor = await approvedSponsor(owner)
+const resendControl = async (path: string, body?: unknown) =>
+  await (await fetch(`${env('RESEND_BASE_URL')}/__control/${path}`, body === undefined ? {} : {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
+  })).json()
+
+test('outreach digest: Bearer CRON_SECRET; one e-mail per sponsor per week however often it runs; a failed send is retried', async () => {
+  const contact = `sponsor-${crypto.randomUUID().slice(0, 8)}@example.org`
+  const sponsor = await approvedSponsor(await createUser(), contact)
   const sender = await createUser()
   await api(`/api/labs/sponsors/${sponsor.id}/messages`, { token: sender.token, body: { body: 'Could you sponsor our <robotics> club?' } })
-  // Last week's message (the digest covers the 7 days before this week's Monday).
-  await sql`update public.labs_sponsor_messages set created_at = date_trunc('week', now() at time zone 'utc') at time zone 'utc' - interval '2 days' where sponsor_id = ${sponsor.id}`
+  await api(`/api/labs/sponsors/${sponsor.id}/messages`, { token: sender.token, body: { body: 'This week, not in last week\'s digest' } })
+  // The first message moves into last week (the digest covers the 7 days before this week's Monday).
+  await sql`update public.labs_sponsor_messages set created_at = date_trunc('week', now() at time zone 'utc') at time zone 'utc' - interval '2 days'
+             where sponsor_id = ${sponsor.id} and body like 'Could you%'`
   assertError(await api('/api/cron/labs/sponsor-outreach-digest', { method: 'POST' }), 401)
   assertError(await api('/api/cron/labs/sponsor-outreach-digest', { method: 'POST', headers: { authorization: `Bearer ${env('LABS_CRON_SECRET')}` } }), 401)
+  const digests = () => sql`select status, messages, email_id from private.labs_outreach_digests where sponsor_id = ${sponsor.id}`
+
+  // The provider fails once: nothing is recorded as sent, and the next run sends it.
+  await resendControl('fail', { to: contact, status: 500, name: 'internal_server_error', times: 1 })
+  const failed = await api('/api/cron/labs/sponsor-outreach-digest', { method: 'POST', headers: frontendCron() })
+  assert.equal(failed.status, 200, JSON.stringify(failed.body))
+  assert.ok(failed.body.results.errors.some((e: string) => e.startsWith(sponsor.id)), JSON.stringify(failed.body.results))
+  assert.equal((await digests()).length, 0)
+
   const first = await api('/api/cron/labs/sponsor-outreach-digest', { method: 'POST', headers: frontendCron() })
   assert.equal(first.status, 200, JSON.stringify(first.body))
-  const digests = () => sql`select status, messages, email_id from private.labs_outreach_digests where sponsor_id = ${sponsor.id}`
   assert.equal((await digests()).length, 1)
   assert.equal((await digests())[0].status, 'sent')
   assert.equal((await digests())[0].messages, 1)
@@ -397,8 +412,11 @@ test('outreach digest: Bearer CRON_SECRET; one e-mail per sponsor per week howev
   ])
   assert.equal(second.status, 200)
   assert.equal(third.status, 200)
+  const mails = await resendControl(`sent?to=${encodeURIComponent(contact)}`)
+  assert.equal(mails.length, 1, 'one digest however often the job runs')
+  assert.match(mails[0].html, /&#60;robotics&#62;/, 'message bodies are escaped in the HTML')
+  assert.ok(!mails[0].text.includes('not in last week'), 'only last week\'s messages')
   assert.equal((await digests()).length, 1)
-  assert.equal((await digests())[0].status, 'sent')
 })
 
 // ---- Kit waitlist -------------------------------------------------------------------------

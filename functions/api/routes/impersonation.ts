@@ -20,8 +20,8 @@ const tag = 'Admin'
  * The project's HS256 secret, or a 501: a project that signs its tokens with an asymmetric key
  * only Supabase Auth holds (JWT signing keys, no legacy secret) cannot mint one here.
  */
-function signingSecret(): Uint8Array {
-  const secret = optionalEnv('JWT_SECRET') ?? optionalEnv('SUPABASE_JWT_SECRET')
+export function signingSecret(env: (name: string) => string | undefined = optionalEnv): Uint8Array {
+  const secret = env('JWT_SECRET') ?? env('SUPABASE_JWT_SECRET')
   if (!secret) {
     throw new HttpError(501, 'Impersonation needs the project\'s HS256 JWT secret (JWT_SECRET); this project signs tokens ' +
       'with an asymmetric key that only Supabase Auth holds, so the API cannot mint a token for another user')
