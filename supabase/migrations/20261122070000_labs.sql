@@ -1212,7 +1212,7 @@ create table private.labs_outreach_digests (
 );
 comment on table private.labs_outreach_digests is 'Sponsor outreach digests, once per sponsor and week.';
 
-create or replace function private.labs_claim_outreach_digests(batch_size integer default 50)
+create or replace function private.labs_claim_outreach_digests(batch_size integer default 50, skip_sponsors uuid[] default '{}')
 returns table (sponsor_id uuid, week_start date, sponsor_name text, contact_email text, contact_name text, messages jsonb)
 language plpgsql security definer
 set search_path = ''
@@ -1227,6 +1227,7 @@ begin
         from public.labs_sponsors s
         join private.labs_sponsor_private p on p.sponsor_id = s.id
        where s.status = 'approved'
+         and s.id <> all (coalesce(skip_sponsors, '{}'))
          and exists (select 1 from public.labs_sponsor_messages m
                       where m.sponsor_id = s.id
                         and m.created_at >= (this_week - 7)::timestamp at time zone 'utc'
@@ -1253,15 +1254,16 @@ begin
       from due join claimed on claimed.sponsor_id = due.id;
 end
 $$;
-comment on function private.labs_claim_outreach_digests(integer) is
-  'Claims this week''s digest of up to batch_size sponsors (last week''s messages); each claimed once per week.';
-grant execute on function private.labs_claim_outreach_digests(integer) to service_role;
-create or replace function public.labs_claim_outreach_digests(batch_size integer default 50)
+comment on function private.labs_claim_outreach_digests(integer, uuid[]) is
+  'Claims this week''s digest of up to batch_size sponsors (last week''s messages); each claimed once per week. '
+  'skip_sponsors: those whose send failed earlier in the same run (released for the next run, not retried at once).';
+grant execute on function private.labs_claim_outreach_digests(integer, uuid[]) to service_role;
+create or replace function public.labs_claim_outreach_digests(batch_size integer default 50, skip_sponsors uuid[] default '{}')
 returns table (sponsor_id uuid, week_start date, sponsor_name text, contact_email text, contact_name text, messages jsonb)
 language sql security invoker
 set search_path = ''
-as $$ select * from private.labs_claim_outreach_digests(batch_size) $$;
-grant execute on function public.labs_claim_outreach_digests(integer) to service_role;
+as $$ select * from private.labs_claim_outreach_digests(batch_size, skip_sponsors) $$;
+grant execute on function public.labs_claim_outreach_digests(integer, uuid[]) to service_role;
 
 -- After the send: 'sent' with the provider's id, or the claim is released for the next run.
 create or replace function private.labs_finish_outreach_digest(sponsor_id uuid, week_start date, email_id text, message_count integer)

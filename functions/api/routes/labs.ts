@@ -508,8 +508,10 @@ export const labsRoutes = routeModule()
       if (!resendClient()) throw unavailable('E-mail is not configured (RESEND_API_KEY and EMAIL_FROM must be set)')
       console.log('labs sponsor-outreach-digest: start')
       const results = { total: 0, sent: 0, failed: 0, errors: [] as string[] }
+      // Failed sends are released for the next run, not retried within this one.
+      const failedSponsors: string[] = []
       for (let round = 0; round < 20; round++) {
-        const due = unwrap(await c.var.db.rpc('labs_claim_outreach_digests', { batch_size: 50 })) as Array<{
+        const due = unwrap(await c.var.db.rpc('labs_claim_outreach_digests', { batch_size: 50, skip_sponsors: failedSponsors })) as Array<{
           sponsor_id: string; week_start: string; sponsor_name: string; contact_email: string; contact_name: string
           messages: Array<{ body: string; sent_at: string }>
         }>
@@ -529,7 +531,10 @@ export const labsRoutes = routeModule()
             sponsor_id: d.sponsor_id, week_start: d.week_start, email_id: emailId, message_count: d.messages.length,
           }))
           if (emailId) results.sent++
-          else results.failed++
+          else {
+            results.failed++
+            failedSponsors.push(d.sponsor_id)
+          }
         }
       }
       console.log(`labs sponsor-outreach-digest: ${results.sent} sent, ${results.failed} failed`)
