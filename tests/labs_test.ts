@@ -109,6 +109,20 @@ test('opportunities and dream videos: same review flow; classroom accounts canno
   assertError(await api(`/api/labs/admin/videos/${video.body.video.id}/decline`, { token: admin.token, body: {} }), 400, 'reason')
   assert.equal((await api(`/api/labs/admin/videos/${video.body.video.id}/decline`, { token: admin.token, body: { reason: 'off topic' } })).body.status, 'declined')
   assertError(await api('/api/labs/videos', { body: { title: 'x', video_url: 'https://v.example/3' } }), 401)
+  // Featuring: approved videos only, super admins only; featured ones lead the listing.
+  const v2 = (await api('/api/labs/videos', { token: user.token, body: { title: 'Second', video_url: 'https://videos.example/4' } })).body.video
+  assertError(await api(`/api/labs/admin/videos/${v2.id}/feature`, { token: admin.token, body: { is_featured: true } }), 409)
+  await api(`/api/labs/admin/videos/${v2.id}/approve`, { method: 'POST', token: admin.token })
+  assertError(await api(`/api/labs/admin/videos/${v2.id}/feature`, { token: user.token, body: { is_featured: true } }), 403)
+  assertError(await api(`/api/labs/admin/videos/${v2.id}/feature`, { token: admin.token, body: {} }), 400, 'is_featured')
+  assert.equal((await api(`/api/labs/admin/videos/${v2.id}/feature`, { token: admin.token, body: { is_featured: true } })).body.video.is_featured, true)
+  const later = (await api('/api/labs/videos', { token: user.token, body: { title: 'Third', video_url: 'https://videos.example/5' } })).body.video
+  await api(`/api/labs/admin/videos/${later.id}/approve`, { method: 'POST', token: admin.token })
+  const listing = (await api('/api/labs/videos?limit=100')).body.videos
+  const at = (id: string) => listing.findIndex((x: { id: string }) => x.id === id)
+  assert.ok(at(v2.id) >= 0 && at(later.id) > at(v2.id), 'featured first, though older')
+  const flags = listing.map((x: { is_featured: boolean }) => x.is_featured)
+  assert.deepEqual(flags, [...flags].sort((a, b) => Number(b) - Number(a)))
 })
 
 test('account type: super admins only; bad value 400', async () => {

@@ -393,6 +393,36 @@ set search_path = ''
 as $$ select * from private.labs_review(kind, record_id, decision, reason) $$;
 grant execute on function public.labs_review(text, uuid, text, text) to authenticated, service_role;
 
+-- Feature (or unfeature) an approved dream video on the public listing (super admins).
+create or replace function private.labs_feature_video(video_id uuid, is_featured boolean) returns public.labs_dream_videos
+language plpgsql security definer
+set search_path = ''
+as $$
+declare
+  v public.labs_dream_videos;
+begin
+  perform private.require_trusted_caller('feature dream videos');
+  if is_featured is null then
+    raise exception 'is_featured: required' using errcode = '22023';
+  end if;
+  select * into v from public.labs_dream_videos d where d.id = video_id for update;
+  if v.id is null then
+    raise exception 'no video %', video_id using errcode = 'PT404';
+  end if;
+  if v.status <> 'approved' then
+    raise exception 'only approved videos can be featured (this one is %)', v.status using errcode = 'PT409';
+  end if;
+  update public.labs_dream_videos d set is_featured = labs_feature_video.is_featured where d.id = v.id returning * into v;
+  return v;
+end
+$$;
+grant execute on function private.labs_feature_video(uuid, boolean) to authenticated, service_role;
+create or replace function public.labs_feature_video(video_id uuid, is_featured boolean) returns public.labs_dream_videos
+language sql security invoker
+set search_path = ''
+as $$ select * from private.labs_feature_video(video_id, is_featured) $$;
+grant execute on function public.labs_feature_video(uuid, boolean) to authenticated, service_role;
+
 -- Account type (super admins): standard or classroom.
 create or replace function private.labs_set_account_type(target_user_id uuid, account_type text) returns text
 language plpgsql security definer

@@ -220,6 +220,18 @@ export const labsRoutes = routeModule()
   )
   .openapi(
     endpoint({
+      method: 'post', path: '/labs/admin/videos/{id}/feature', tag, auth: 'superAdmin', params: idParams('id'), errors: [409],
+      body: z.object({ is_featured: z.boolean() }).strict(),
+      summary: 'Feature or unfeature an approved dream video (super admin); featured ones lead the public listing',
+      response: z.object({ video: Row }),
+    }),
+    async (c) => {
+      const row = rowOf(await c.var.db.rpc('labs_feature_video', { video_id: c.req.valid('param').id, is_featured: c.req.valid('json').is_featured }).single())
+      return c.json({ video: row })
+    },
+  )
+  .openapi(
+    endpoint({
       method: 'put', path: '/labs/admin/users/{id}/account-type', tag, auth: 'superAdmin', params: idParams('id'),
       body: z.object({ account_type: z.enum(['standard', 'classroom']) }).strict(),
       summary: 'Set a user\'s account type: standard or classroom (super admin)',
