@@ -13,19 +13,8 @@ import { CALCULATORS } from '../../functions/_shared/optimizer/calculators.ts'
 import { optimize, resolveRanges } from '../../functions/_shared/optimizer/sweep.ts'
 import { ROOT } from '../lib/proc.ts'
 import type { Stack } from '../lib/stack.ts'
-import { type BenchModule, knob } from './_module.ts'
+import { type BenchModule, knob, timed } from './_module.ts'
 
-async function timed<T>(n: number, fn: () => Promise<T> | T) {
-  const ms: number[] = []
-  let last: T | undefined
-  for (let i = 0; i < n; i++) {
-    const t0 = performance.now()
-    last = await fn()
-    ms.push(performance.now() - t0)
-  }
-  ms.sort((a, b) => a - b)
-  return { p50: ms[Math.floor(n * 0.5)], p99: ms[Math.min(n - 1, Math.floor(n * 0.99))], last: last as T }
-}
 const fmt = (t: { p50: number; p99: number }) => `p50 ${t.p50.toFixed(2)} p99 ${t.p99.toFixed(2)}`
 
 /** The baseline: every grid point as an object, all sorted, the top N sliced off. */
@@ -52,8 +41,8 @@ async function benchOptimizer(stack: Stack, runs: number) {
   console.log(`\nLabs optimizer: 50,000 combinations per calculator, top 10 (${runs} runs each; ms)`)
   console.log('  calculator     in-process            naive baseline          ratio   /api                  /api 1-point baseline')
   for (const name of Object.keys(CALCULATORS)) {
-    const fast = await timed(runs, () => optimize({ calculator: name, top_n: 10 }))
-    const naive = await timed(Math.max(3, Math.floor(runs / 10)), () => naiveSweep(name, 10))
+    const fast = await timed(runs, async () => optimize({ calculator: name, top_n: 10 }))
+    const naive = await timed(Math.max(3, Math.floor(runs / 10)), async () => naiveSweep(name, 10))
     const sameBest = Math.abs(naive.last[0].value - (fast.last.results[0][fast.last.objective] as number)) <= 1e-9 * Math.abs(naive.last[0].value)
     const http = await timed(runs, async () => {
       const res = await fetch(`${stack.apiUrl}/functions/v1/api/labs/optimize`, {
@@ -85,9 +74,9 @@ async function benchRecompute(stack: Stack, runs: number) {
     console.log(`\nLabs competition recompute: ${participants.toLocaleString()} participants, ${events.toLocaleString()} activity events ` +
       `(loaded in ${((performance.now() - t0) / 1000).toFixed(1)}s; ${runs} runs; ms)`)
     await db`update public.labs_competition_participants set score = 0 where competition_id = 'b1300000-0000-4000-8000-00000000c0de'`
-    const first = await timed(1, () => db`select * from public.labs_recompute_competitions()`)
-    const steady = await timed(runs, () => db`select * from public.labs_recompute_competitions()`)
-    const aggregate = await timed(runs, () => db`
+    const first = await timed(1, async () => await db`select * from public.labs_recompute_competitions()`)
+    const steady = await timed(runs, async () => await db`select * from public.labs_recompute_competitions()`)
+    const aggregate = await timed(runs, async () => await db`
       select p.user_id, coalesce(sum(coalesce((c.scoring_config ->> e.kind)::integer, 0)), 0)::integer as score
         from public.labs_competition_participants p
         join public.labs_competitions c on c.id = p.competition_id and c.is_active and c.entry_open
