@@ -101,12 +101,13 @@ const electrolysis: Calculator = {
 // freewheels into the clamp: L·di/dt = −(Vc + Vf + i·R), so with a = (Vc + Vf)/R and τ = L/R the
 // charge delivered is τ·(I0 − a·ln(1 + I0/a)) and the energy recovered Vc·τ·(I0 − a·ln(1 + I0/a)).
 // Recovery efficiency = recovered / stored (→ Vc/(Vc + Vf) as R → 0).
+// Indexed reads, not destructuring: destructuring a typed array runs its iterator per point.
 function peakCurrent(v: Float64Array) {
-  const [l, r, t, , vs] = v
+  const l = v[0], r = v[1], t = v[2], vs = v[4]
   return (vs / r) * -Math.expm1((-r * t) / l)
 }
 function recoveryEfficiency(v: Float64Array) {
-  const [l, r, , vc, , vf] = v
+  const l = v[0], r = v[1], vc = v[3], vf = v[5]
   const i0 = peakCurrent(v)
   if (!(i0 > 0)) return NaN
   const a = (vc + vf) / r
