@@ -363,6 +363,27 @@ test('step prompts: x-cron-secret; users with an unfinished clone get one prompt
   assert.equal((await prompts()).length, 2)
 })
 
+test('step prompts: one user\'s failure is reported in results.errors and does not stop the others', async () => {
+  const [broken, fine] = await Promise.all([createUser(), createUser()])
+  const t = await publicTemplate(await createUser())
+  for (const u of [broken, fine]) await api(`/api/labs/templates/${t.id}/clone`, { method: 'POST', token: u.token })
+  // A notification trigger that fails for one recipient only (removed below).
+  await sql.unsafe(`create function public.zz_test_fail_prompt() returns trigger language plpgsql set search_path = '' as $$
+    begin if new.user_id = '${broken.id}' then raise exception 'inbox unavailable'; end if; return new; end $$`)
+  await sql`create trigger zz_test_fail_prompt before insert on public.notifications for each row execute function public.zz_test_fail_prompt()`
+  try {
+    const run = await api('/api/labs/cron/process-step-prompts', { method: 'POST', headers: labsCron() })
+    assert.equal(run.status, 200, JSON.stringify(run.body))
+    assert.ok(run.body.results.failed >= 1)
+    assert.ok(run.body.results.errors.some((e: string) => e.startsWith(broken.id) && e.includes('inbox unavailable')), JSON.stringify(run.body.results))
+    assert.equal((await sql`select count(*)::int as n from public.notifications where user_id = ${fine.id} and type = 'labs.step_prompt'`)[0].n, 1)
+    assert.equal((await sql`select count(*)::int as n from private.labs_step_prompts where user_id = ${broken.id}`)[0].n, 0, 'the failed user is tried again next run')
+  } finally {
+    await sql`drop trigger zz_test_fail_prompt on public.notifications`
+    await sql`drop function public.zz_test_fail_prompt()`
+  }
+})
+
 // ---- Outreach -----------------------------------------------------------------------------
 
 test('outreach: 5 messages per 24 hours per sponsor, even sent at once; bodies for sender and recipient only', async () => {
