@@ -191,7 +191,12 @@ export const tonePackRoutes = routeModule()
     async (c) => {
       const q = c.req.valid('query')
       const packsAfter = decodeCursor(q.before)
-      const purchasesAfter = decodeCursor(q.purchased_before)
+      let purchasesAfter
+      try {
+        purchasesAfter = decodeCursor(q.purchased_before)
+      } catch {
+        throw badRequest('purchased_before: not a valid cursor')
+      }
       const args = (cur: typeof packsAfter) => ({
         before_created_at: cur?.createdAt ?? null, before_id: cur?.id ?? null, page_size: q.limit + 1,
       })
