@@ -2,26 +2,7 @@
 // with its purchased section, sharing, activation and the icons entries then carry.
 import { strict as assert } from 'node:assert'
 import { api, assertError, clientAs, createUser, postEntry, sql, test, type TestUser } from './_helpers.ts'
-
-export async function createPack(owner: TestUser, body: Record<string, unknown> = {}) {
-  const res = await api('/api/tone-packs', {
-    token: owner.token,
-    body: { name: `Pack ${crypto.randomUUID().slice(0, 8)}`, theme: 'origami', ...body },
-  })
-  if (res.status !== 201) throw new Error(`POST /api/tone-packs: ${res.status} ${JSON.stringify(res.body)}`)
-  return res.body.pack
-}
-
-/** Maps an image to a tone straight in SQL (an object row and the mapping), for tests about something else. */
-export async function imageFor(packId: string, ownerId: string, tone: string) {
-  const name = `${ownerId}/${packId}/${tone}-${Date.now()}${Math.floor(Math.random() * 1000)}.png`
-  const url = `http://icons.test/storage/v1/object/public/tone-packs/${name}`
-  await sql`insert into storage.objects (bucket_id, name, owner_id) values ('tone-packs', ${name}, ${ownerId})`
-  await sql`insert into public.tone_pack_images (pack_id, tone, object_name, url) values (${packId}, ${tone}, ${name}, ${url})`
-  return url
-}
-
-const ids = (packs: { id: string }[]) => packs.map((p) => p.id).sort()
+import { createPack, imageFor } from './_tone_packs.ts'
 
 test('POST creates a pack owned by the caller with defaults; PUT changes it; the owner reads it back', async () => {
   const owner = await createUser()
