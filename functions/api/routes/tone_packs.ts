@@ -105,7 +105,8 @@ const ImageParams = z.object({
   tone: z.enum(TONES).openapi({ param: { name: 'tone', in: 'path' } }),
 })
 const ImageUpload = z.object({
-  file: z.string().openapi({ format: 'binary', description: 'PNG, JPEG or WEBP, at most 5 MB' }),
+  file: z.custom<File>((v) => v instanceof File, 'required: a file part named file')
+    .openapi({ type: 'string', format: 'binary', description: 'PNG, JPEG or WEBP, at most 5 MB' }),
 })
 
 const EXTENSION = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/webp': 'webp' } as const
@@ -344,7 +345,7 @@ export const tonePackRoutes = routeModule()
         throw badRequest('file: malformed multipart body')
       })
       const file = form.file
-      if (!(file instanceof File)) throw badRequest('file: required (a file part named file)')
+      if (!(file instanceof File)) throw badRequest('file: required: a file part named file')
       if (file.size > PACK_LIMITS.imageBytes) throw new HttpError(413, 'file: must be at most 5 MB')
       const bytes = new Uint8Array(await file.arrayBuffer())
       const type = imageType(bytes)
