@@ -70,7 +70,7 @@ create table public.tone_pack_purchases (
   user_id uuid not null references public.profiles (id) on delete cascade,
   pack_name text not null,
   price_drops integer not null check (price_drops >= 0),
-  transaction_id bigint unique references public.drops_transactions (id),
+  transaction_id bigint unique,
   idempotency_key text check (char_length(idempotency_key) between 1 and 200),
   created_at timestamptz not null default now(),
   constraint tone_pack_purchases_once unique (pack_id, user_id),
@@ -79,6 +79,8 @@ create table public.tone_pack_purchases (
 comment on table public.tone_pack_purchases is
   'Who bought which pack, for what, and the ledger row that charged it (none for a free pack). Kept when the pack is deleted: the buyer''s history.';
 comment on column public.tone_pack_purchases.pack_id is 'Null only if the pack was removed with its owner''s account.';
+comment on column public.tone_pack_purchases.transaction_id is
+  'The drops_transactions row that charged it (no foreign key: the append-only ledger stays truncate-proof on its own terms).';
 comment on column public.tone_pack_purchases.idempotency_key is 'The Idempotency-Key of the request that made it: a retry returns this purchase.';
 create index tone_pack_purchases_by_user on public.tone_pack_purchases (user_id, created_at desc, id desc);
 create unique index tone_pack_purchases_one_per_key on public.tone_pack_purchases (user_id, idempotency_key)
@@ -572,6 +574,10 @@ language plpgsql security definer
 set search_path = ''
 as $$
 begin
+  -- Not a UUID at all: the profile's shape constraint answers that (400 naming the field).
+  if new.preferences ->> 'active_tone_pack_id' !~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' then
+    return new;
+  end if;
   if not private.can_use_tone_pack((new.preferences ->> 'active_tone_pack_id')::uuid, new.id) then
     raise exception 'preferences.active_tone_pack_id: not a tone pack this user may use' using errcode = '22023';
   end if;
