@@ -438,58 +438,67 @@ comment on policy "tone-packs bucket: users delete their own files that no pack 
   'A pack''s current image goes only with its mapping (replacing it, deleting the pack), so buyers never lose an icon.';
 
 /*
- * Maps a stored image to a tone of the caller's pack (replacing the previous one). The object
- * must exist in the bucket, in the caller's folder for this pack and tone
- * ({userId}/{packId}/{tone}-...), and the URL must be its public address. Returns
- * {previous_object} (the caller deletes it) and the image.
+ * Maps a stored image to a tone of an owner's pack (replacing the previous one): service role
+ * only (the api, once the image is in the bucket), for the owner it names, so no client can
+ * point an icon that sharees and buyers load at an address of its choosing. The object must
+ * exist in the bucket, in the owner's folder for this pack and tone ({userId}/{packId}/{tone}-...),
+ * and the URL must end with its name. Returns {previous_object} (the caller deletes it) and
+ * the image. Not the owner's pack (or retired): not found.
  */
-create or replace function private.set_tone_pack_image(pack_id uuid, tone text, object_name text, url text) returns jsonb
+create or replace function private.set_tone_pack_image(owner_id uuid, pack_id uuid, tone text, object_name text, url text)
+returns jsonb
 language plpgsql security definer
 set search_path = ''
 as $$
 declare
-  pack public.tone_packs := private.owned_tone_pack(pack_id, true);
   previous text;
   image public.tone_pack_images;
 begin
+  perform 1 from public.tone_packs p
+   where p.id = set_tone_pack_image.pack_id and p.owner_id = set_tone_pack_image.owner_id and p.retired_at is null
+     for update;
+  if not found then
+    raise exception 'tone pack not found' using errcode = 'PT404';
+  end if;
   if tone is null or tone not in ('joyful', 'grateful', 'excited', 'hopeful', 'content', 'peaceful', 'optimistic',
                                   'sad', 'anxious', 'frustrated', 'angry', 'worried', 'disappointed', 'melancholic',
                                   'pessimistic', 'calm', 'contemplative', 'neutral', 'tired', 'energetic') then
     raise exception 'tone: must be one of the 20 detectable tones' using errcode = '22023';
   end if;
   if object_name is null or char_length(object_name) > 512
-     or object_name not like pack.owner_id::text || '/' || pack.id::text || '/' || tone || '-%'
-     or object_name ~ '(^|/)\.\.?(/|$)' then
-    raise exception 'object_name: must name an object in the caller''s folder for this pack and tone' using errcode = '22023';
+     or object_name not like owner_id::text || '/' || pack_id::text || '/' || tone || '-%'
+     or object_name ~ '(^|/)\.\.?(/|$)'
+     or not exists (select 1 from storage.objects o where o.bucket_id = 'tone-packs' and o.name = object_name) then
+    raise exception 'object_name: must name a stored object in the owner''s folder for this pack and tone' using errcode = '22023';
   end if;
   if url is null or url !~ '^https?://' or char_length(url) > 2048
      or right(url, char_length(object_name) + 1) <> '/' || object_name then
     raise exception 'url: must be the public address of object_name' using errcode = '22023';
   end if;
-  if not exists (select 1 from storage.objects o where o.bucket_id = 'tone-packs' and o.name = object_name) then
-    raise exception 'object_name: no such object in the tone-packs bucket' using errcode = '22023';
-  end if;
   select i.object_name into previous from public.tone_pack_images i
-   where i.pack_id = pack.id and i.tone = set_tone_pack_image.tone;
+   where i.pack_id = set_tone_pack_image.pack_id and i.tone = set_tone_pack_image.tone;
   insert into public.tone_pack_images as i (pack_id, tone, object_name, url)
-  values (pack.id, set_tone_pack_image.tone, object_name, url)
+  values (set_tone_pack_image.pack_id, set_tone_pack_image.tone, object_name, url)
   on conflict on constraint tone_pack_images_pkey
   do update set object_name = excluded.object_name, url = excluded.url, updated_at = now()
   returning * into image;
-  update public.tone_packs p set updated_at = now() where p.id = pack.id;
+  update public.tone_packs p set updated_at = now() where p.id = set_tone_pack_image.pack_id;
   return jsonb_build_object('previous_object', nullif(previous, object_name), 'tone', image.tone, 'url', image.url,
                             'updated_at', image.updated_at);
 end
 $$;
-grant execute on function private.set_tone_pack_image(uuid, text, text, text) to authenticated;
+revoke execute on function private.set_tone_pack_image(uuid, uuid, text, text, text) from public, anon, authenticated;
+grant execute on function private.set_tone_pack_image(uuid, uuid, text, text, text) to service_role;
 
-create or replace function public.set_tone_pack_image(pack_id uuid, tone text, object_name text, url text) returns jsonb
+create or replace function public.set_tone_pack_image(owner_id uuid, pack_id uuid, tone text, object_name text, url text)
+returns jsonb
 language sql
 set search_path = ''
-as $$ select private.set_tone_pack_image($1, $2, $3, $4) $$;
-comment on function public.set_tone_pack_image(uuid, text, text, text) is
-  'Owner only: makes a stored object (bucket tone-packs, {userId}/{packId}/{tone}-...) the pack''s image for a tone; returns {previous_object, tone, url, updated_at}.';
-grant execute on function public.set_tone_pack_image(uuid, text, text, text) to authenticated;
+as $$ select private.set_tone_pack_image($1, $2, $3, $4, $5) $$;
+comment on function public.set_tone_pack_image(uuid, uuid, text, text, text) is
+  'Service role (the api) only: makes a stored object (bucket tone-packs, {userId}/{packId}/{tone}-...) the owner''s pack image for a tone; returns {previous_object, tone, url, updated_at}.';
+revoke execute on function public.set_tone_pack_image(uuid, uuid, text, text, text) from public, anon, authenticated;
+grant execute on function public.set_tone_pack_image(uuid, uuid, text, text, text) to service_role;
 
 -- ---------------------------------------------------------------------------------------
 -- Sharing (owner only). A user is named by id or by e-mail; an unknown one is "user not

@@ -7,7 +7,7 @@ import { z } from '@hono/zod-openapi'
 import { refuseWrite } from '../../_shared/access.ts'
 import { aiConfig, AiError, aiHttpError, generateImage, imageType, notConfigured } from '../../_shared/ai.ts'
 import { recordUsageQuietly } from '../../_shared/ai_usage.ts'
-import type { Db } from '../../_shared/db.ts'
+import { type Db, serviceDb } from '../../_shared/db.ts'
 import { optionalEnv } from '../../_shared/env.ts'
 import { badRequest, fromDb, HttpError, unwrap } from '../../_shared/errors.ts'
 import { decodeCursor, encodeCursor, pageQuery } from '../../_shared/pagination.ts'
@@ -150,8 +150,8 @@ async function ownedPack(db: Db, id: string) {
   return pack
 }
 
-/** Stores an image as the caller and maps it to the tone; returns its URL (the replaced object is deleted). */
-async function storeImage(c: { db: Db; userId: string; token: string }, packId: string, tone: string, bytes: Uint8Array, type: keyof typeof EXTENSION) {
+/** Stores an image as the caller (the bucket's policies apply) and maps it to the tone; the replaced object is deleted. */
+async function storeImage(c: { userId: string; token: string }, packId: string, tone: string, bytes: Uint8Array, type: keyof typeof EXTENSION) {
   const objectName = `${c.userId}/${packId}/${tone}-${Date.now()}.${EXTENSION[type]}`
   let url: string
   try {
@@ -162,7 +162,8 @@ async function storeImage(c: { db: Db; userId: string; token: string }, packId: 
     console.error('tone pack image: storing failed:', (e as Error).message)
     throw new HttpError(502, 'Storing the image failed')
   }
-  const mapped = await c.db.rpc('set_tone_pack_image', { pack_id: packId, tone, object_name: objectName, url })
+  // Mapped by the service role for this owner: only the api decides which address an icon has.
+  const mapped = await serviceDb().rpc('set_tone_pack_image', { owner_id: c.userId, pack_id: packId, tone, object_name: objectName, url })
   if (mapped.error) {
     await removeObjects(TONE_PACK_BUCKET, [objectName])
     throw fromDb(mapped.error)
@@ -315,7 +316,7 @@ export const tonePackRoutes = routeModule()
         }
         const usage = await recordUsageQuietly(caller.id, 'tone_pack_image', image.usage, { packId: id })
         try {
-          const stored = await storeImage({ db: c.var.db, userId: caller.id, token: caller.token }, id, tone, image.bytes, image.contentType)
+          const stored = await storeImage({ userId: caller.id, token: caller.token }, id, tone, image.bytes, image.contentType)
           return { tone, url: stored.url, cost_usd: usage ? Number(usage.cost_usd) : null }
         } catch (e) {
           return { tone, error: e instanceof HttpError ? e.message : 'Storing the image failed' }
@@ -351,7 +352,7 @@ export const tonePackRoutes = routeModule()
       const type = imageType(bytes)
       if (!type) throw badRequest('file: must be a PNG, JPEG or WEBP image')
       await ownedPack(c.var.db, id)
-      const image = await storeImage({ db: c.var.db, userId: c.var.caller.id, token: c.var.caller.token }, id, tone, bytes, type)
+      const image = await storeImage({ userId: c.var.caller.id, token: c.var.caller.token }, id, tone, bytes, type)
       return c.json({ image: image as z.infer<typeof Image> })
     },
   )
