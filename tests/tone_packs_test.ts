@@ -165,6 +165,10 @@ test('share by user id or e-mail (owner only); oneself 400; unknown user 404 ali
   assert.equal(byEmail.body.share.created, true)
   const again = await api(`/api/tone-packs/${pack.id}/share`, { token: owner.token, body: { user_id: friend.id } })
   assert.equal(again.body.share.created, false, 'sharing twice is harmless')
+  const told = await sql`select type, payload from public.notifications where user_id = ${friend.id}`
+  assert.deepEqual(told.map((n) => ({ ...n })), [
+    { type: 'tone_pack.shared', payload: { pack_id: pack.id, pack_name: pack.name, shared_by: owner.id } },
+  ], 'the sharee is told once')
 
   assertError(await api(`/api/tone-packs/${pack.id}/share`, { token: owner.token, body: { user_id: owner.id } }), 400, 'owner')
   assertError(await api(`/api/tone-packs/${pack.id}/share`, { token: owner.token, body: { email: owner.email } }), 400, 'email')

@@ -502,7 +502,8 @@ grant execute on function public.set_tone_pack_image(uuid, uuid, text, text, tex
 
 -- ---------------------------------------------------------------------------------------
 -- Sharing (owner only). A user is named by id or by e-mail; an unknown one is "user not
--- found" either way, and only the pack's owner ever gets that far.
+-- found" either way, and only the pack's owner ever gets that far. A new sharee is notified
+-- (tone_pack.shared).
 
 create or replace function private.share_tone_pack(pack_id uuid, user_id uuid, email text) returns jsonb
 language plpgsql security definer
@@ -534,6 +535,8 @@ begin
   returning * into share;
   if found then
     created := true;
+    perform private.notify(target, 'tone_pack.shared',
+      jsonb_build_object('pack_id', pack.id, 'pack_name', pack.name, 'shared_by', pack.owner_id));
   else
     select * into share from public.tone_pack_shares s where s.pack_id = pack.id and s.user_id = target;
   end if;
