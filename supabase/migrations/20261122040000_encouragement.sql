@@ -1046,6 +1046,7 @@ as $$
   update private.ai_job_queue q set status = outcome, finished_at = now(), error = left(failure, 500)
    where q.job = job_name and q.day = private.utc_today() and q.user_id = target_user
 $$;
+grant execute on function private.finish_ai_job_item(text, uuid, text, text) to service_role;
 
 create or replace function public.fail_ai_job_item(job_name text, user_id uuid, error text) returns void
 language sql
@@ -1078,6 +1079,7 @@ begin
   return row;
 end
 $$;
+grant execute on function private.save_note_analysis(uuid, jsonb, integer) to service_role;
 
 create or replace function public.save_note_analysis(user_id uuid, analysis jsonb, entry_count integer)
 returns public.note_analyses
@@ -1113,6 +1115,7 @@ begin
   return sent_id is not null;
 end
 $$;
+grant execute on function private.send_assistant_drop(uuid, text) to service_role;
 
 create or replace function public.send_assistant_drop(user_id uuid, content text) returns boolean
 language sql
