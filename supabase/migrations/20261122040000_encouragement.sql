@@ -305,11 +305,12 @@ create table public.encouragement_badges (
   success_rate numeric(5, 2) not null default 0,
   bonus_earned integer not null default 0,
   consecutive_days integer not null default 0,
+  last_sent_day date,
   progress_to_next numeric(5, 2) not null default 0,
   updated_at timestamptz not null default now()
 );
 comment on table public.encouragement_badges is
-  'Each sender''s badge: level (never lowered), drops sent, engagement increases (successful drops), success rate (%), bonus earned, consecutive UTC sending days, progress to the next level (%). Written only by private.recalculate_encouragement_badges; every signed-in user may read badges.';
+  'Each sender''s badge: level (never lowered), drops sent, engagement increases (successful drops), success rate (%), bonus earned, consecutive UTC sending days as of last_sent_day (a run is over once last_sent_day is before yesterday: readers show 0), progress to the next level (%). Written only by private.recalculate_encouragement_badges; every signed-in user may read badges.';
 create index encouragement_badges_leaderboard on public.encouragement_badges
   (engagement_increases desc, success_rate desc, user_id);
 create index encouragement_badges_level on public.encouragement_badges (level);
@@ -352,30 +353,37 @@ begin
     select distinct u.id from unnest(user_ids) u(id)
       join public.profiles p on p.id = u.id
      where u.id <> private.assistant_user_id()
-     order by u.id
+  ),
+  counts as (
+    select d.sender_id, count(*) as total_sent, count(*) filter (where d.bonus_drops_awarded > 0) as successes,
+           sum(d.bonus_drops_awarded) as bonus, max(d.sent_day) as last_day
+      from public.encouragement_sent_drops d
+      join users u on u.id = d.sender_id
+     group by d.sender_id
+  ),
+  -- The run of consecutive sending days ending at the last one: with the days numbered from
+  -- the newest (rn = 1), a day belongs to it while day + rn - 1 is the newest day.
+  ranked as (
+    select x.sender_id, x.sent_day, row_number() over (partition by x.sender_id order by x.sent_day desc) as rn
+      from (select distinct d.sender_id, d.sent_day from public.encouragement_sent_drops d
+              join users u on u.id = d.sender_id where d.sent_day <= today) x
+  ),
+  streaks as (
+    select r.sender_id, count(*) filter (where r.sent_day + (r.rn - 1)::integer = c.last_day) as streak
+      from ranked r join counts c on c.sender_id = r.sender_id
+     group by r.sender_id
   ),
   stats as (
     select u.id as user_id,
-           coalesce(s.total_sent, 0)::integer as total_sent,
-           coalesce(s.successes, 0)::integer as successes,
-           coalesce(s.bonus, 0)::integer as bonus,
-           coalesce(k.streak, 0)::integer as streak
+           coalesce(c.total_sent, 0)::integer as total_sent,
+           coalesce(c.successes, 0)::integer as successes,
+           coalesce(c.bonus, 0)::integer as bonus,
+           c.last_day,
+           -- A run that ended before yesterday is over.
+           case when c.last_day >= today - 1 then coalesce(k.streak, 0) else 0 end::integer as streak
       from users u
-      left join lateral (
-        select count(*) as total_sent,
-               count(*) filter (where d.bonus_drops_awarded > 0) as successes,
-               sum(d.bonus_drops_awarded) as bonus
-          from public.encouragement_sent_drops d where d.sender_id = u.id
-      ) s on true
-      left join lateral (
-        -- The run of consecutive sending days ending today or yesterday.
-        select count(*) as streak from (
-          select x.sent_day, row_number() over (order by x.sent_day desc) as rn, max(x.sent_day) over () as top
-            from (select distinct d.sent_day from public.encouragement_sent_drops d
-                   where d.sender_id = u.id and d.sent_day <= today) x
-        ) y
-        where y.top >= today - 1 and y.sent_day = y.top - (y.rn - 1)::integer
-      ) k on true
+      left join counts c on c.sender_id = u.id
+      left join streaks k on k.sender_id = u.id
   ),
   rated as (
     select s.*, case when s.total_sent > 0 then round(s.successes * 100.0 / s.total_sent, 2) else 0 end as rate
@@ -405,8 +413,9 @@ begin
   ),
   saved as (
     insert into public.encouragement_badges as b
-           (user_id, level, total_sent, engagement_increases, success_rate, bonus_earned, consecutive_days, progress_to_next, updated_at)
-    select p.user_id, p.new_level, p.total_sent, p.successes, p.rate, p.bonus, p.streak, p.progress, now()
+           (user_id, level, total_sent, engagement_increases, success_rate, bonus_earned, consecutive_days, last_sent_day,
+            progress_to_next, updated_at)
+    select p.user_id, p.new_level, p.total_sent, p.successes, p.rate, p.bonus, p.streak, p.last_day, p.progress, now()
       from progressed p
      order by p.user_id
     on conflict (user_id) do update set
@@ -416,6 +425,7 @@ begin
       success_rate = excluded.success_rate,
       bonus_earned = excluded.bonus_earned,
       consecutive_days = excluded.consecutive_days,
+      last_sent_day = excluded.last_sent_day,
       progress_to_next = excluded.progress_to_next,
       updated_at = excluded.updated_at
     returning b.user_id
@@ -483,7 +493,9 @@ begin
   return query
   select p.id, p.full_name, p.avatar_url, d.level, d.name, d.emoji, d.color,
          coalesce(b.total_sent, 0), coalesce(b.engagement_increases, 0), coalesce(b.success_rate, 0),
-         coalesce(b.bonus_earned, 0), coalesce(b.consecutive_days, 0), coalesce(b.progress_to_next, 0),
+         coalesce(b.bonus_earned, 0),
+         case when b.last_sent_day >= private.utc_today() - 1 then b.consecutive_days else 0 end,
+         coalesce(b.progress_to_next, 0),
          n.level, n.name, n.min_successful_drops, b.updated_at
     from (select distinct u.id from unnest(user_ids) u(id)) ids
     join public.profiles p on p.id = ids.id and p.id <> private.assistant_user_id()
@@ -851,13 +863,14 @@ begin
          (select array_agg(user_id) from credited)
     into judged, engaged, paid, paid_senders;
 
-  -- Badges: the paid senders, and everyone who sent lately (their streak may have ended).
+  -- Badges: the paid senders, and those who sent in the last two hours (recalculated at each
+  -- send already; this catches a send whose recalculation raced this run). A streak that
+  -- ended needs no run: readers show 0 once last_sent_day is before yesterday.
   recent := private.recalculate_encouragement_badges(array(
-    select distinct x.sender_id from (
-      select unnest(coalesce(paid_senders, '{}')) as sender_id
-      union
-      select b.user_id from public.encouragement_badges b where b.consecutive_days > 0
-    ) x));
+    select unnest(coalesce(paid_senders, '{}'))
+    union
+    select d.sender_id from public.encouragement_sent_drops d
+     where not d.engagement_checked and d.date_sent > now() - interval '2 hours' and not d.is_system));
 
   select count(*) into remaining from public.encouragement_sent_drops d
    where not d.engagement_checked and d.date_sent + window_length <= now();
