@@ -31,6 +31,7 @@ export async function benchEncouragement(stack: Stack, runs: number) {
   const db = postgres(stack.dbUrl, { max: 1, onnotice: () => {} })
   let t0 = performance.now()
   await db.file(`${ROOT}/sql/bench/encouragement_fixture.sql`)
+  await db`vacuum analyze public.encouragement_sent_drops, public.journal_entries, public.profiles` // as autovacuum would
   const [{ users, drops, due }] = await db`select
       (select count(*) from public.profiles where id::text like 'e2000000-%')::int as users,
       (select count(*) from public.encouragement_sent_drops)::int as drops,

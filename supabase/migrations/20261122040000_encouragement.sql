@@ -223,9 +223,9 @@ create table public.encouragement_sent_drops (
   sender_id uuid not null references public.profiles (id) on delete cascade,
   recipient_id uuid not null references public.profiles (id) on delete cascade,
   drop_type text not null check (drop_type in ('encouragement', 'media', 'science_tidbit')),
-  template_id uuid references public.encouragement_templates (id) on delete set null,
+  template_id uuid,
   content text not null check (char_length(content) between 1 and 2000),
-  entry_id uuid references public.journal_entries (id) on delete set null,
+  entry_id uuid,
   is_custom boolean not null default false,
   is_system boolean not null default false,
   date_sent timestamptz not null default now(),
@@ -237,6 +237,10 @@ create table public.encouragement_sent_drops (
 );
 comment on table public.encouragement_sent_drops is
   'Sent encouragement drops. engagement_checked: judged once by engagement processing; bonus_drops_awarded > 0 marks a successful drop. is_system: the daily assistant drop (not counted against allowances).';
+comment on column public.encouragement_sent_drops.template_id is
+  'The template sent (no foreign key: the drop keeps its text and this id after the template is deleted, and engagement runs maintain one index less).';
+comment on column public.encouragement_sent_drops.entry_id is
+  'The entry the drop is about, checked visible to the sender at send time; kept (no foreign key) after the entry is deleted.';
 comment on column public.encouragement_sent_drops.engaged_at is
   'The recipient''s first journal entry or goal check-in within the engagement window, if any.';
 create index encouragement_sent_drops_inbox on public.encouragement_sent_drops (recipient_id, date_sent desc, id desc);
@@ -244,8 +248,6 @@ create index encouragement_sent_drops_unread on public.encouragement_sent_drops 
   where read_at is null;
 create index encouragement_sent_drops_by_sender on public.encouragement_sent_drops (sender_id, sent_day);
 create index encouragement_sent_drops_unjudged on public.encouragement_sent_drops (date_sent) where not engagement_checked;
-create index encouragement_sent_drops_template on public.encouragement_sent_drops (template_id);
-create index encouragement_sent_drops_entry on public.encouragement_sent_drops (entry_id);
 -- At most one assistant drop per user and day.
 create unique index encouragement_sent_drops_one_assistant_drop_a_day
   on public.encouragement_sent_drops (recipient_id, sent_day) where is_system;
@@ -259,14 +261,14 @@ create policy "encouragement_sent_drops: sender, recipient and super admins read
 
 -- Which sender-recipient pairs were already paid a bonus on a day (anti-gaming: one per pair and day).
 create table private.encouragement_bonus_pairs (
-  sender_id uuid not null references public.profiles (id) on delete cascade,
-  recipient_id uuid not null references public.profiles (id) on delete cascade,
+  sender_id uuid not null,
+  recipient_id uuid not null,
   day date not null,
   drop_id uuid not null,
   primary key (sender_id, recipient_id, day)
 );
-comment on table private.encouragement_bonus_pairs is 'One engagement bonus per sender, recipient and UTC send day.';
-create index encouragement_bonus_pairs_recipient on private.encouragement_bonus_pairs (recipient_id);
+comment on table private.encouragement_bonus_pairs is
+  'One engagement bonus per sender, recipient and UTC send day. Bookkeeping only (no foreign keys: a bulk engagement run inserts here without per-row checks).';
 
 -- ---------------------------------------------------------------------------------------
 -- Badges
@@ -341,24 +343,44 @@ create policy "encouragement_badge_milestones: signed-in users read" on public.e
 
 -- Recalculates the badges of the given users from their sent drops, set-based. A level is
 -- never lost; each newly reached level writes one milestone with the stats snapshot.
-create or replace function private.recalculate_encouragement_badges(user_ids uuid[]) returns integer
+create or replace function private.recalculate_encouragement_badges(
+  user_ids uuid[], successes_added integer[] default null, bonus_added integer[] default null
+) returns integer
 language plpgsql security definer
 set search_path = ''
+set work_mem = '64MB'
 as $$
 declare
   today constant date := private.utc_today();
+  incremental constant boolean := successes_added is not null;
   changed integer;
 begin
+  if coalesce(cardinality(user_ids), 0) = 0 then
+    return 0;
+  end if;
+  -- Concurrent recalculations of a user queue here (in key order), so the statement below
+  -- starts from the latest committed badge and drops.
+  perform 1 from public.encouragement_badges b where b.user_id = any (user_ids) order by b.user_id for update;
   with users as (
     select distinct u.id from unnest(user_ids) u(id)
       join public.profiles p on p.id = u.id
      where u.id <> private.assistant_user_id()
   ),
   counts as (
+    -- Full: from the sent drops. Incremental (engagement runs): the badge's own stats plus the
+    -- successes and bonus just paid, without reading the drops again.
+    select i.user_id as sender_id, b.total_sent::bigint as total_sent,
+           (b.engagement_increases + i.n)::bigint as successes, (b.bonus_earned + i.bonus)::bigint as bonus,
+           b.last_sent_day as last_day, b.consecutive_days as kept_streak
+      from unnest(user_ids, successes_added, bonus_added) i(user_id, n, bonus)
+      join public.encouragement_badges b on b.user_id = i.user_id
+     where incremental
+    union all
     select d.sender_id, count(*) as total_sent, count(*) filter (where d.bonus_drops_awarded > 0) as successes,
-           sum(d.bonus_drops_awarded) as bonus, max(d.sent_day) as last_day
+           sum(d.bonus_drops_awarded) as bonus, max(d.sent_day) as last_day, null::integer
       from public.encouragement_sent_drops d
       join users u on u.id = d.sender_id
+     where not incremental
      group by d.sender_id
   ),
   -- The run of consecutive sending days ending at the last one: with the days numbered from
@@ -366,7 +388,7 @@ begin
   ranked as (
     select x.sender_id, x.sent_day, row_number() over (partition by x.sender_id order by x.sent_day desc) as rn
       from (select distinct d.sender_id, d.sent_day from public.encouragement_sent_drops d
-              join users u on u.id = d.sender_id where d.sent_day <= today) x
+              join users u on u.id = d.sender_id where d.sent_day <= today and not incremental) x
   ),
   streaks as (
     select r.sender_id, count(*) filter (where r.sent_day + (r.rn - 1)::integer = c.last_day) as streak
@@ -380,10 +402,11 @@ begin
            coalesce(c.bonus, 0)::integer as bonus,
            c.last_day,
            -- A run that ended before yesterday is over.
-           case when c.last_day >= today - 1 then coalesce(k.streak, 0) else 0 end::integer as streak
+           case when c.last_day >= today - 1 then coalesce(c.kept_streak, k.streak, 0) else 0 end::integer as streak
       from users u
       left join counts c on c.sender_id = u.id
       left join streaks k on k.sender_id = u.id
+     where not incremental or c.sender_id is not null
   ),
   rated as (
     select s.*, case when s.total_sent > 0 then round(s.successes * 100.0 / s.total_sent, 2) else 0 end as rate
@@ -446,9 +469,9 @@ begin
   return changed;
 end
 $$;
-comment on function private.recalculate_encouragement_badges(uuid[]) is
-  'Recomputes the badges of these users from their sent drops (the assistant has none); writes milestones for newly reached levels. Returns how many badges were written.';
-revoke all on function private.recalculate_encouragement_badges(uuid[]) from public;
+comment on function private.recalculate_encouragement_badges(uuid[], integer[], integer[]) is
+  'Recomputes the badges of these users from their sent drops (the assistant has none), or, given successes_added and bonus_added (engagement runs), adds those to the stats of existing badges; then level (never lowered), progress and a milestone per newly reached level. Returns how many badges were written.';
+revoke all on function private.recalculate_encouragement_badges(uuid[], integer[], integer[]) from public;
 
 -- POST badge/update: the caller's own badge.
 create or replace function private.update_my_encouragement_badge() returns void
@@ -778,6 +801,7 @@ create index job_runs_by_job on private.job_runs (job, started_at desc);
 create or replace function private.process_encouragement_engagement(max_drops integer) returns jsonb
 language plpgsql security definer
 set search_path = ''
+set work_mem = '64MB'
 as $$
 declare
   started constant timestamptz := clock_timestamp();
@@ -788,6 +812,8 @@ declare
   engaged integer;
   paid integer;
   paid_senders uuid[];
+  paid_counts integer[];
+  paid_bonus integer[];
   recent integer;
   remaining integer;
   result jsonb;
@@ -810,7 +836,7 @@ begin
      limit max_drops
        for update skip locked
   ),
-  observed as (
+  observed as materialized (
     select c.*, (
              select min(t) from (
                select min(e.created_at) as t from public.journal_entries e
@@ -848,7 +874,7 @@ begin
     returning s.sender_id, s.engaged_at, s.bonus_drops_awarded
   ),
   per_sender as (
-    select m.sender_id, sum(m.bonus_drops_awarded)::integer as bonus
+    select m.sender_id, count(*)::integer as n, sum(m.bonus_drops_awarded)::integer as bonus
       from marked m where m.bonus_drops_awarded > 0
      group by m.sender_id
   ),
@@ -860,14 +886,19 @@ begin
   )
   select (select count(*) from marked), (select count(*) from marked where engaged_at is not null),
          (select count(*) from marked where bonus_drops_awarded > 0),
-         (select array_agg(user_id) from credited)
-    into judged, engaged, paid, paid_senders;
+         (select array_agg(p.sender_id order by p.sender_id) from per_sender p),
+         (select array_agg(p.n order by p.sender_id) from per_sender p),
+         (select array_agg(p.bonus order by p.sender_id) from per_sender p)
+    into judged, engaged, paid, paid_senders, paid_counts, paid_bonus;
 
-  -- Badges: the paid senders, and those who sent in the last two hours (recalculated at each
-  -- send already; this catches a send whose recalculation raced this run). A streak that
-  -- ended needs no run: readers show 0 once last_sent_day is before yesterday.
-  recent := private.recalculate_encouragement_badges(array(
-    select unnest(coalesce(paid_senders, '{}'))
+  -- Badges: the paid senders' successes and bonus are added to their badges (those without a
+  -- badge yet, and everyone who sent in the last two hours, are recalculated in full; sends
+  -- recalculate already, this catches one that raced this run). A streak that ended needs no
+  -- run: readers show 0 once last_sent_day is before yesterday.
+  recent := private.recalculate_encouragement_badges(paid_senders, paid_counts, paid_bonus);
+  recent := recent + private.recalculate_encouragement_badges(array(
+    select u from unnest(coalesce(paid_senders, '{}')) u
+     where not exists (select 1 from public.encouragement_badges b where b.user_id = u)
     union
     select d.sender_id from public.encouragement_sent_drops d
      where not d.engagement_checked and d.date_sent > now() - interval '2 hours' and not d.is_system));

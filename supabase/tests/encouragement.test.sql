@@ -5,7 +5,7 @@ begin;
 create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
-select plan(100);
+select plan(101);
 
 -- S: sender, R: recipient, T: another recipient, X: stranger, I: inactive, A: AI user,
 -- B: badge climber, Z: super admin.
@@ -210,6 +210,8 @@ update public.encouragement_sent_drops set engagement_checked = true
 insert into public.journal_entries (user_id, title, created_at) values
   ('e1000000-0000-4000-8000-00000000000b', 'after d1', now() - interval '28 hours'),
   ('e1000000-0000-4000-8000-00000000000f', 'ai writes', now() - interval '28 hours');
+-- Sends recalculate the sender's badge; these were written directly, so recalculate once.
+select private.recalculate_encouragement_badges(array['e1000000-0000-4000-8000-00000000000a'::uuid]);
 insert into public.goals (id, user_id, title) values ('e1000000-0000-4000-8000-0000000000a1', 'e1000000-0000-4000-8000-00000000000b', 'g');
 insert into public.goal_check_ins (goal_id, user_id, created_at) values
   ('e1000000-0000-4000-8000-0000000000a1', 'e1000000-0000-4000-8000-00000000000b', now() - interval '49 hours');
@@ -229,6 +231,15 @@ select results_eq($$select bonus_earned, total_available from public.encourageme
 select results_eq($$select engagement_increases, bonus_earned, total_sent, success_rate from public.encouragement_badges
                      where user_id = 'e1000000-0000-4000-8000-00000000000a'$$,
   $$values (2, 4, 11, 18.18::numeric)$$, 'the badge counts 2 successful drops of 11 sent (today''s 5 and the 6 earlier ones)');
+create temp table incremental_badge as
+  select total_sent, engagement_increases, success_rate, bonus_earned, consecutive_days, level
+    from public.encouragement_badges where user_id = 'e1000000-0000-4000-8000-00000000000a';
+select private.recalculate_encouragement_badges(array['e1000000-0000-4000-8000-00000000000a'::uuid]);
+select results_eq(
+  $$select total_sent, engagement_increases, success_rate, bonus_earned, consecutive_days, level
+      from public.encouragement_badges where user_id = 'e1000000-0000-4000-8000-00000000000a'$$,
+  $$select * from incremental_badge$$,
+  'the run''s incremental badge update equals a full recalculation from the drops');
 select is((select sum(amount)::integer from public.drops_transactions where user_id = 'e1000000-0000-4000-8000-00000000000a'), 50,
   'the drops ledger is untouched (only the signup bonus)');
 select results_eq($$select (r ->> 'judged')::int, (r ->> 'bonuses_awarded')::int from (select public.process_encouragement_engagement() as r) x$$,
