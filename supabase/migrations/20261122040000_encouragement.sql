@@ -349,6 +349,7 @@ create or replace function private.recalculate_encouragement_badges(
 language plpgsql security definer
 set search_path = ''
 set work_mem = '64MB'
+set jit = off
 as $$
 declare
   today constant date := private.utc_today();
@@ -798,10 +799,13 @@ create table private.job_runs (
 comment on table private.job_runs is 'One row per scheduled-job run (SPEC Events 4): start, end, success and failure counts.';
 create index job_runs_by_job on private.job_runs (job, started_at desc);
 
+-- jit off (also for the badge recalculation and the job claims): these statements are driven by
+-- index lookups, and compiling their large plans cost about a second per call in the bench.
 create or replace function private.process_encouragement_engagement(max_drops integer) returns jsonb
 language plpgsql security definer
 set search_path = ''
 set work_mem = '64MB'
+set jit = off
 as $$
 declare
   started constant timestamptz := clock_timestamp();
@@ -1017,6 +1021,7 @@ $$;
 create or replace function private.claim_ai_job_chunk(job_name text, chunk_size integer) returns jsonb
 language plpgsql security definer
 set search_path = ''
+set jit = off
 as $$
 declare
   today constant date := private.utc_today();
