@@ -9,21 +9,10 @@ import postgres from 'postgres'
 import { ROOT } from '../lib/proc.ts'
 import type { Stack } from '../lib/stack.ts'
 import { signClaims } from '../lib/tokens.ts'
-import { type BenchModule, knob } from './_module.ts'
+import { type BenchModule, knob, timed } from './_module.ts'
 
 const VIEWER = 'e2000000-0000-4000-8000-000000000001'
 
-async function timed<T>(n: number, fn: () => Promise<T>) {
-  const ms: number[] = []
-  let last: T | undefined
-  for (let i = 0; i < n; i++) {
-    const t0 = performance.now()
-    last = await fn()
-    ms.push(performance.now() - t0)
-  }
-  ms.sort((a, b) => a - b)
-  return { p50: ms[Math.floor(n * 0.5)], p99: ms[Math.min(n - 1, Math.floor(n * 0.99))], last: last as T }
-}
 const fmt = (t: { p50: number; p99: number }) => `p50 ${t.p50.toFixed(2)} p99 ${t.p99.toFixed(2)}`
 const seconds = (t0: number) => ((performance.now() - t0) / 1000).toFixed(2)
 
