@@ -983,6 +983,8 @@ as $$
 declare
   today constant date := private.utc_today();
 begin
+  -- A week of outcomes is kept for inspection; older days go (a range of the primary key).
+  delete from private.ai_job_queue q where q.job = job_name and q.day < today - 7;
   if job_name = 'analyze-notes' then
     insert into private.ai_job_queue (job, day, user_id)
     select job_name, today, p.id from public.profiles p
