@@ -77,8 +77,7 @@ create table public.encouragement_config_changes (
   new_values jsonb not null
 );
 comment on table public.encouragement_config_changes is 'Every configuration change: who, when, before and after.';
-create index encouragement_config_changes_by on public.encouragement_config_changes (changed_by);
-create index encouragement_config_changes_newest on public.encouragement_config_changes (changed_at desc, id desc);
+create index encouragement_config_changes_by on public.encouragement_config_changes (changed_by); -- the foreign key
 
 alter table public.encouragement_config_changes enable row level security;
 revoke all on public.encouragement_config_changes from anon, authenticated, service_role;
@@ -315,7 +314,7 @@ comment on table public.encouragement_badges is
   'Each sender''s badge: level (never lowered), drops sent, engagement increases (successful drops), success rate (%), bonus earned, consecutive UTC sending days as of last_sent_day (a run is over once last_sent_day is before yesterday: readers show 0), progress to the next level (%). Written only by private.recalculate_encouragement_badges; every signed-in user may read badges.';
 create index encouragement_badges_leaderboard on public.encouragement_badges
   (engagement_increases desc, success_rate desc, user_id);
-create index encouragement_badges_level on public.encouragement_badges (level);
+create index encouragement_badges_level on public.encouragement_badges (level); -- the foreign key
 
 alter table public.encouragement_badges enable row level security;
 revoke all on public.encouragement_badges from anon, authenticated, service_role;
@@ -333,7 +332,7 @@ create table public.encouragement_badge_milestones (
 );
 comment on table public.encouragement_badge_milestones is
   'One row when a user first reaches a level, with the stats at that moment; readable by every signed-in user.';
-create index encouragement_badge_milestones_level on public.encouragement_badge_milestones (level);
+create index encouragement_badge_milestones_level on public.encouragement_badge_milestones (level); -- the foreign key
 
 alter table public.encouragement_badge_milestones enable row level security;
 revoke all on public.encouragement_badge_milestones from anon, authenticated, service_role;
