@@ -215,3 +215,21 @@ test('claims are bounded chunks: concurrent claims get disjoint users and report
   const got = await sql`select count(*)::int as n from public.encouragement_sent_drops where is_system and recipient_id in ${sql([...ids])}`
   assert.equal(got[0].n, 5, 'each user got exactly one drop')
 })
+
+test('the pg_cron continuation calls the job through net while users wait unclaimed, and the job drains them', async () => {
+  const waiting = await createUser()
+  await optIn(waiting, true)
+  const path = '/api/encouragement-drops/cron/generate-daily-drops'
+  await sql`insert into private.ai_job_queue (job, day, user_id, queued_at)
+            values ('generate-daily-drops', (now() at time zone 'UTC')::date, ${waiting.id}, now() - interval '2 minutes')`
+  const [{ called }] = await sql`select private.continue_ai_job('generate-daily-drops', ${path}, 'DROPS_CRON_SECRET') as called`
+  assert.equal(called, true)
+  let drops = 0
+  for (let i = 0; i < 100 && drops === 0; i++) {
+    ;[{ n: drops }] = await sql`select count(*)::int as n from public.encouragement_sent_drops where recipient_id = ${waiting.id} and is_system`
+    if (drops === 0) await new Promise((r) => setTimeout(r, 100))
+  }
+  assert.equal(drops, 1, 'the continuation reached the function, which sent the drop')
+  const [{ again }] = await sql`select private.continue_ai_job('generate-daily-drops', ${path}, 'DROPS_CRON_SECRET') as again`
+  assert.equal(again, false, 'nothing left: no call')
+})

@@ -965,6 +965,7 @@ create table private.ai_job_queue (
   user_id uuid not null references public.profiles (id) on delete cascade,
   status text not null default 'pending' check (status in ('pending', 'running', 'done', 'skipped', 'failed')),
   attempts integer not null default 0,
+  queued_at timestamptz not null default now(),
   claimed_at timestamptz,
   finished_at timestamptz,
   error text,
@@ -1204,19 +1205,32 @@ grant execute on function public.record_job_run(text, timestamptz, integer, inte
 -- ---------------------------------------------------------------------------------------
 -- Schedules (pg_cron): engagement in SQL; the AI jobs through the edge function with their
 -- secret from Vault. A continuation job calls an AI job again every minute while today's
--- queue still holds due users (the first call of the day fills it).
+-- queue holds users no invocation has claimed for a minute (the first call of the day fills it).
 
 select cron.schedule('process-engagement', '0 * * * *', 'select public.process_encouragement_engagement()');
 select private.schedule_edge_function_job('analyze-notes', '0 2 * * *', '/api/chat/cron/analyze-notes', 'CHAT_CRON_SECRET');
 select private.schedule_edge_function_job('generate-daily-drops', '0 9 * * *',
   '/api/encouragement-drops/cron/generate-daily-drops', 'DROPS_CRON_SECRET');
 
+-- Work the running invocations will not reach: users queued over a minute ago and still
+-- unclaimed, or claims whose lease ran out.
+create or replace function private.ai_job_stalled(job_name text) returns boolean
+language sql stable security definer
+set search_path = ''
+as $$
+  select exists (
+    select 1 from private.ai_job_queue q
+     where q.job = job_name and q.day = private.utc_today()
+       and ((q.status = 'pending' and q.queued_at < now() - interval '1 minute')
+            or (q.status = 'running' and q.claimed_at < now() - interval '10 minutes')))
+$$;
+
 create or replace function private.continue_ai_job(job_name text, function_path text, secret_name text) returns boolean
 language plpgsql
 set search_path = ''
 as $$
 begin
-  if private.ai_job_remaining(job_name) = 0 then
+  if not private.ai_job_stalled(job_name) then
     return false;
   end if;
   perform net.http_post(
@@ -1229,7 +1243,7 @@ begin
 end
 $$;
 comment on function private.continue_ai_job(text, text, text) is
-  'pg_cron: calls an AI job''s endpoint again while today''s queue has due users.';
+  'pg_cron, every minute: calls an AI job''s endpoint again while today''s queue has users no running invocation will reach.';
 revoke all on function private.continue_ai_job(text, text, text) from public;
 
 select cron.schedule('analyze-notes-continue', '* * * * *',

@@ -5,7 +5,7 @@ begin;
 create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
-select plan(101);
+select plan(105);
 
 -- S: sender, R: recipient, T: another recipient, X: stranger, I: inactive, A: AI user,
 -- B: badge climber, Z: super admin.
@@ -333,6 +333,14 @@ select matches((select command from cron.job where jobname = 'generate-daily-dro
   'DROPS_CRON_SECRET', 'the daily-drops job reads its secret from Vault');
 select is((select private.continue_ai_job('generate-daily-drops', '/api/x', 'DROPS_CRON_SECRET')), false,
   'the continuation job calls nothing while no user is due');
+insert into private.ai_job_queue (job, day, user_id) values ('generate-daily-drops', private.utc_today(), 'e1000000-0000-4000-8000-00000000000b');
+select is(private.ai_job_stalled('generate-daily-drops'), false, 'a user queued just now is left to the running invocation');
+update private.ai_job_queue set queued_at = now() - interval '2 minutes' where user_id = 'e1000000-0000-4000-8000-00000000000b';
+select is(private.ai_job_stalled('generate-daily-drops'), true, 'a user unclaimed for over a minute makes the continuation call again');
+update private.ai_job_queue set status = 'running', claimed_at = now() - interval '1 minute' where user_id = 'e1000000-0000-4000-8000-00000000000b';
+select is(private.ai_job_stalled('generate-daily-drops'), false, 'a claim within its lease is left alone');
+update private.ai_job_queue set claimed_at = now() - interval '11 minutes' where user_id = 'e1000000-0000-4000-8000-00000000000b';
+select is(private.ai_job_stalled('generate-daily-drops'), true, 'a claim whose lease ran out is worked again');
 
 select * from finish();
 rollback;
