@@ -21,7 +21,8 @@
 //
 // Steering (per music user id, which each test makes unique):
 //   POST /__control/user  {id, plays?: [{track_id, played_at}], expires_in?, rotate_refresh?,
-//                          simplified?: [track ids]}   creates or updates the user
+//                          simplified?: [track ids], page_size?: n (pages hold at most n items)}
+//                          creates or updates the user
 //   POST /__control/script {user, replies: [{path?, status, headers?, body?, delay_ms?}]}
 //        the user's next API requests (path prefix match, e.g. "/v1/me/player") get these
 //        answers first, in order, once each
@@ -48,6 +49,7 @@ interface MusicUser {
   expires_in: number
   rotate_refresh: boolean
   simplified: Set<string>
+  page_size: number
   script: ScriptedReply[]
   requests: { method: string; path: string; query: Record<string, string>; at: string; grant_type?: string }[]
 }
@@ -187,8 +189,9 @@ function authorize(url: URL): Response {
 }
 
 function recentlyPlayed(user: MusicUser, url: URL, base: string): Response {
-  const limit = Number(url.searchParams.get('limit') ?? 20)
-  if (!Number.isInteger(limit) || limit < 1 || limit > 50) return apiError(400, 'Invalid limit')
+  const asked = Number(url.searchParams.get('limit') ?? 20)
+  if (!Number.isInteger(asked) || asked < 1 || asked > 50) return apiError(400, 'Invalid limit')
+  const limit = Math.min(asked, user.page_size) // pages smaller than asked make the client follow `next`
   const after = url.searchParams.get('after')
   const before = url.searchParams.get('before')
   if (after && before) return apiError(400, 'Only one of after and before may be given')
@@ -252,6 +255,7 @@ async function control(req: Request, url: URL): Promise<Response> {
       expires_in: 3600,
       rotate_refresh: true,
       simplified: new Set(),
+      page_size: 50,
       script: [],
       requests: [],
     }
@@ -259,6 +263,7 @@ async function control(req: Request, url: URL): Promise<Response> {
     if (b.expires_in !== undefined) user.expires_in = b.expires_in
     if (b.rotate_refresh !== undefined) user.rotate_refresh = b.rotate_refresh
     if (b.simplified) user.simplified = new Set(b.simplified)
+    if (b.page_size !== undefined) user.page_size = b.page_size
     users.set(user.id, user)
     return json({ ok: true })
   }
