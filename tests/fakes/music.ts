@@ -28,6 +28,8 @@
 //        answers first, in order, once each
 //   GET  /__control/requests?user=<id>  {requests: [{method, path, query, at, grant_type?}]}
 //   POST /__control/expire {user}        the user's current access tokens expire now
+//   POST /__control/grant {user}         a token set for the user without the login (benchmarks)
+// Run on its own (`deno run -A tests/fakes/music.ts`), it prints its env as one JSON line.
 // The client id is `fake-music-client`.
 
 export const FAKE_MUSIC_CLIENT_ID = 'fake-music-client'
@@ -274,6 +276,13 @@ async function control(req: Request, url: URL): Promise<Response> {
     user.script.push(...b.replies)
     return json({ ok: true })
   }
+  if (req.method === 'POST' && url.pathname === '/__control/grant') {
+    // Tokens for an existing user without the login dance (benchmarks link many users at once).
+    const b = await req.json()
+    const user = users.get(b.user)
+    if (!user) return json({ error: 'unknown user' }, 404)
+    return json(issueTokens(user))
+  }
   if (req.method === 'POST' && url.pathname === '/__control/expire') {
     const b = await req.json()
     for (const t of accessTokens.values()) if (t.user === b.user) t.expires = 0
@@ -318,4 +327,9 @@ export async function start() {
       await server.shutdown()
     },
   }
+}
+
+if (import.meta.main) {
+  const { env } = await start()
+  console.log(JSON.stringify(env))
 }
