@@ -7,8 +7,10 @@
 //   in this process against the stack's PostgREST with the service key, as the edge function
 //   does; baseline: the same provider reads alone (no database). Prints throughput and how
 //   many users one 150-second edge-function run syncs.
-// Knobs: BENCH_MUSIC_RUNS (API creates per side, default 40), BENCH_MUSIC_USERS (sync chunk,
-// default 1000), MUSIC_SYNC_CONCURRENCY (default 8).
+// A second round gives the provider a network's latency (150 ms per answer), which is what
+// bounds a real run. Knobs: BENCH_MUSIC_RUNS (API creates per side, default 40),
+// BENCH_MUSIC_USERS (chunk, default 1000), BENCH_MUSIC_LATENCY_USERS (200),
+// BENCH_MUSIC_LATENCY_MS (150), MUSIC_SYNC_CONCURRENCY (8).
 import postgres from 'postgres'
 import { ROOT } from '../lib/proc.ts'
 import type { Stack } from '../lib/stack.ts'
@@ -96,35 +98,43 @@ async function benchLinking(stack: Stack, db: postgres.Sql, runs: number) {
     `${(scan['Shared Hit Blocks'] ?? 0) + (scan['Shared Read Blocks'] ?? 0)} buffers`)
 }
 
-async function benchSyncAll(stack: Stack, db: postgres.Sql, users: number) {
+/** Links `users` bench users to fresh listeners at the fake (20 new plays each); returns their tokens. */
+async function linkListeners(db: postgres.Sql, control: string, users: number, latencyMs: number, round: string) {
+  const post = async (path: string, body: unknown) => {
+    const res = await fetch(`${control}${path}`, { method: 'POST', body: JSON.stringify(body) })
+    if (!res.ok) throw new Error(`${path}: ${res.status}`)
+    return await res.json()
+  }
+  const links: { user_id: string; music_user_id: string; access: string; refresh: string }[] = []
+  for (let n = 1; n <= users; n++) {
+    const id = `bench-listener-${round}-${n}`
+    await post('/user', {
+      id,
+      latency_ms: latencyMs,
+      plays: Array.from({ length: 20 }, (_, g) => ({
+        track_id: `bt${1 + ((n * 31 + g * 17) % 5000)}`,
+        played_at: new Date(Date.now() - (g + 1) * 120_000).toISOString(),
+      })),
+    })
+    const t = await post('/grant', { user: id })
+    links.push({ user_id: userId(n), music_user_id: id, access: t.access_token, refresh: t.refresh_token })
+  }
+  // A fresh link (and fresh plays: the previous round's are removed) for each bench user.
+  await db`delete from public.music_plays where user_id::text like 'b12a0000-%' and played_at > now() - interval '1 hour'`
+  await db`select public.music_save_link(l.user_id::uuid, l.music_user_id, 'user-read-recently-played', l.access, l.refresh,
+                                         now() + interval '1 hour')
+             from json_to_recordset(${db.json(links as unknown as postgres.JSONValue)}::json)
+                  as l(user_id text, music_user_id text, access text, refresh text)`
+  // Only this round's links are due.
+  const ids = links.map((l) => l.user_id)
+  await db`update public.music_connections set last_synced_at = now() where user_id <> all(${ids}::uuid[])`
+  await db`update public.music_connections set last_synced_at = null, sync_claimed_until = null where user_id = any(${ids}::uuid[])`
+  return links.map((l) => l.access)
+}
+
+async function benchSyncAll(stack: Stack, db: postgres.Sql, rounds: { users: number; latencyMs: number }[]) {
   const fake = await startFakeProvider()
   try {
-    const control = fake.env.MUSIC_FAKE_CONTROL_URL
-    const post = async (path: string, body: unknown) => {
-      const res = await fetch(`${control}${path}`, { method: 'POST', body: JSON.stringify(body) })
-      if (!res.ok) throw new Error(`${path}: ${res.status}`)
-      return await res.json()
-    }
-    // Each listener played 20 tracks in the last hour (newer than every stored play).
-    const links: { user_id: string; music_user_id: string; access: string; refresh: string }[] = []
-    for (let n = 1; n <= users; n++) {
-      const id = `bench-listener-${n}`
-      await post('/user', {
-        id,
-        plays: Array.from({ length: 20 }, (_, g) => ({
-          track_id: `bt${1 + ((n * 31 + g * 17) % 5000)}`,
-          played_at: new Date(Date.now() - (g + 1) * 120_000).toISOString(),
-        })),
-      })
-      const t = await post('/grant', { user: id })
-      links.push({ user_id: userId(n), music_user_id: id, access: t.access_token, refresh: t.refresh_token })
-    }
-    await db`select public.music_save_link(l.user_id::uuid, l.music_user_id, 'user-read-recently-played', l.access, l.refresh,
-                                           now() + interval '1 hour')
-               from json_to_recordset(${db.json(links as unknown as postgres.JSONValue)}::json) as l(user_id text, music_user_id text, access text, refresh text)`
-    await db`update public.music_connections set last_synced_at = null where user_id::text like 'b12a0000-%'`
-    await db`update public.music_connections set last_synced_at = now() where user_id::text not like 'b12a0000-%'`
-
     // The production code, pointed at the stack and the fake, as the edge function would be.
     for (const [k, v] of Object.entries({ ...stack.functionEnv, ...fake.env })) Deno.env.set(k, v)
     const { musicConfig, recentlyPlayed, syncAll } = await import('../../functions/_shared/music.ts')
@@ -132,24 +142,28 @@ async function benchSyncAll(stack: Stack, db: postgres.Sql, users: number) {
     const cfg = musicConfig()!
     cfg.budgetMs = 10 * 60_000 // measure the whole chunk
 
-    // Baseline: the same provider reads with the same concurrency, no database.
-    const queue = links.map((l) => l.access)
-    const t0 = performance.now()
-    await Promise.all(Array.from({ length: cfg.concurrency }, async () => {
-      for (let a = queue.shift(); a; a = queue.shift()) await recentlyPlayed(cfg, a, Date.now() - 3 * 3600_000)
-    }))
-    const providerOnly = (performance.now() - t0) / 1000
+    for (const [i, { users, latencyMs }] of rounds.entries()) {
+      const tokens = await linkListeners(db, fake.env.MUSIC_FAKE_CONTROL_URL, users, latencyMs, String(i))
+      // Baseline: the same provider reads with the same concurrency, no database.
+      const queue = [...tokens]
+      const t0 = performance.now()
+      await Promise.all(Array.from({ length: cfg.concurrency }, async () => {
+        for (let a = queue.shift(); a; a = queue.shift()) await recentlyPlayed(cfg, a, Date.now() - 3 * 3600_000)
+      }))
+      const providerOnly = (performance.now() - t0) / 1000
 
-    const t1 = performance.now()
-    const r = await syncAll(cfg, serviceDb(), users)
-    const seconds = (performance.now() - t1) / 1000
-    const perSecond = r.synced / seconds
-    console.log(`sync-all, one chunk of ${users.toLocaleString()} users (20 new plays each, concurrency ${cfg.concurrency}):`)
-    console.log(`  ${seconds.toFixed(1)} s: synced ${r.synced}, failed ${r.failed}, plays added ${r.plays_added.toLocaleString()}, ` +
-      `remaining ${r.remaining} | ${perSecond.toFixed(1)} users/s, ${(r.plays_added / seconds).toFixed(0)} plays/s`)
-    console.log(`  provider reads alone ${providerOnly.toFixed(1)} s (${(seconds / providerOnly).toFixed(2)}x) | ` +
-      `one 150 s edge-function run: about ${Math.floor(perSecond * 150).toLocaleString()} users`)
-    if (r.errors.length) console.log(`  first errors: ${r.errors.slice(0, 3).join(' | ')}`)
+      const t1 = performance.now()
+      const r = await syncAll(cfg, serviceDb(), users)
+      const seconds = (performance.now() - t1) / 1000
+      const perSecond = r.synced / seconds
+      console.log(`sync-all, one chunk of ${users.toLocaleString()} users, provider latency ${latencyMs} ms ` +
+        `(20 new plays each, concurrency ${cfg.concurrency}):`)
+      console.log(`  ${seconds.toFixed(1)} s: synced ${r.synced}, failed ${r.failed}, plays added ${r.plays_added.toLocaleString()}, ` +
+        `remaining ${r.remaining} | ${perSecond.toFixed(1)} users/s, ${(r.plays_added / seconds).toFixed(0)} plays/s`)
+      console.log(`  provider reads alone ${providerOnly.toFixed(1)} s (${(seconds / providerOnly).toFixed(2)}x) | ` +
+        `one 150 s edge-function run: about ${Math.floor(perSecond * 150).toLocaleString()} users`)
+      if (r.errors.length) console.log(`  first errors: ${r.errors.slice(0, 3).join(' | ')}`)
+    }
   } finally {
     await fake.stop()
   }
@@ -165,7 +179,10 @@ export const bench: BenchModule = {
       const [{ plays }] = await db`select count(*)::int as plays from public.music_plays`
       console.log(`Listening history: ${plays.toLocaleString()} plays (loaded in ${((performance.now() - t0) / 1000).toFixed(0)}s)`)
       await benchLinking(stack, db, knob('BENCH_MUSIC_RUNS', 40))
-      await benchSyncAll(stack, db, knob('BENCH_MUSIC_USERS', 1000))
+      await benchSyncAll(stack, db, [
+        { users: knob('BENCH_MUSIC_USERS', 1000), latencyMs: 0 },
+        { users: knob('BENCH_MUSIC_LATENCY_USERS', 200), latencyMs: knob('BENCH_MUSIC_LATENCY_MS', 150) },
+      ])
     } finally {
       await db.end()
     }

@@ -21,7 +21,8 @@
 //
 // Steering (per music user id, which each test makes unique):
 //   POST /__control/user  {id, plays?: [{track_id, played_at}], expires_in?, rotate_refresh?,
-//                          simplified?: [track ids], page_size?: n (pages hold at most n items)}
+//                          simplified?: [track ids], page_size?: n (pages hold at most n items),
+//                          latency_ms?: every Web API answer this much later (a real network)}
 //                          creates or updates the user
 //   POST /__control/script {user, replies: [{path?, status, headers?, body?, delay_ms?}]}
 //        the user's next API requests (path prefix match, e.g. "/v1/me/player") get these
@@ -52,6 +53,7 @@ interface MusicUser {
   rotate_refresh: boolean
   simplified: Set<string>
   page_size: number
+  latency_ms: number
   script: ScriptedReply[]
   requests: { method: string; path: string; query: Record<string, string>; at: string; grant_type?: string }[]
 }
@@ -236,6 +238,7 @@ async function api(req: Request, url: URL, base: string): Promise<Response> {
   log(user, req, url)
   const early = await scripted(user, url.pathname)
   if (early) return early
+  if (user.latency_ms) await new Promise((ok) => setTimeout(ok, user.latency_ms))
   if (at.expires <= Date.now()) return apiError(401, 'The access token expired')
   if (url.pathname === '/v1/me') return json({ id: user.id, display_name: `Listener ${user.id}`, type: 'user' })
   if (url.pathname === '/v1/me/player/recently-played') return recentlyPlayed(user, url, base)
@@ -258,6 +261,7 @@ async function control(req: Request, url: URL): Promise<Response> {
       rotate_refresh: true,
       simplified: new Set(),
       page_size: 50,
+      latency_ms: 0,
       script: [],
       requests: [],
     }
@@ -266,6 +270,7 @@ async function control(req: Request, url: URL): Promise<Response> {
     if (b.rotate_refresh !== undefined) user.rotate_refresh = b.rotate_refresh
     if (b.simplified) user.simplified = new Set(b.simplified)
     if (b.page_size !== undefined) user.page_size = b.page_size
+    if (b.latency_ms !== undefined) user.latency_ms = b.latency_ms
     users.set(user.id, user)
     return json({ ok: true })
   }
