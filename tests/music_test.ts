@@ -197,3 +197,51 @@ test('disconnect removes link and tokens and keeps plays; purge=true removes the
   const purge = await api('/api/music/connection?purge=true', { token: user.token, method: 'DELETE' })
   assert.deepEqual(purge.body, { disconnected: false, plays_removed: 1 })
 })
+
+test('without MUSIC_CLIENT_ID every music endpoint is 503 {error}, after input validation', async () => {
+  const user = await createUser()
+  const { withApi } = await import('./_api_process.ts')
+  await withApi({ MUSIC_CLIENT_ID: '' }, async (base) => {
+    const call = async (method: string, path: string, o: { token?: string; headers?: Record<string, string>; body?: unknown } = {}) => {
+      const res = await fetch(`${base}${path}`, {
+        method,
+        headers: {
+          ...(o.token ? { authorization: `Bearer ${o.token}` } : {}),
+          ...(o.body !== undefined ? { 'content-type': 'application/json' } : {}),
+          ...o.headers,
+        },
+        body: o.body === undefined ? undefined : JSON.stringify(o.body),
+      })
+      return { status: res.status, body: await res.json(), headers: res.headers }
+    }
+    for (const [method, path, o] of [
+      ['POST', '/api/music/connect', { token: user.token }],
+      ['GET', '/api/music/callback?code=c&state=s', {}],
+      ['GET', '/api/music/status', { token: user.token }],
+      ['DELETE', '/api/music/connection', { token: user.token }],
+      ['POST', '/api/music/sync', { token: user.token }],
+      ['POST', '/api/music/sync-all', { headers: { 'x-cron-secret': 'local-music-sync-cron-secret' }, body: {} }],
+    ] as const) {
+      assertError(await call(method, path, o), 503, 'MUSIC_CLIENT_ID')
+    }
+    // Bad input is still 400 first; a missing credential still 401.
+    assertError(await call('GET', '/api/music/callback?code=c'), 400, 'state')
+    assertError(await call('DELETE', '/api/music/connection?purge=maybe', { token: user.token }), 400, 'purge')
+    assertError(await call('POST', '/api/music/sync-all', { headers: { 'x-cron-secret': 'local-music-sync-cron-secret' }, body: { limit: 5000 } }), 400, 'limit')
+    assertError(await call('POST', '/api/music/connect'), 401)
+  })
+})
+
+test('with MUSIC_SUCCESS_URL the callback redirects there once the link is stored', async () => {
+  const user = await createUser()
+  const listener = await musicUser({ plays: [] })
+  const q = await authorize(user, listener)
+  const { withApi } = await import('./_api_process.ts')
+  await withApi({ MUSIC_SUCCESS_URL: 'https://app.example/settings/music' }, async (base) => {
+    const res = await fetch(`${base}/api/music/callback?${new URLSearchParams(q)}`, { redirect: 'manual' })
+    await res.body?.cancel()
+    assert.equal(res.status, 302)
+    assert.equal(res.headers.get('location'), 'https://app.example/settings/music')
+  })
+  assert.equal((await api('/api/music/status', { token: user.token })).body.music_user_id, listener)
+})
