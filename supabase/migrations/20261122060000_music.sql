@@ -173,10 +173,10 @@ begin
   if code_verifier is null or code_verifier !~ '^[A-Za-z0-9._~-]{43,128}$' then
     raise exception 'code_verifier: 43 to 128 unreserved characters' using errcode = '22023';
   end if;
-  delete from private.music_oauth_states s
-   where s.user_id = me and (s.used_at is not null or s.expires_at <= now());
   -- Serialize a user's logins so the cap holds under concurrent calls.
   perform pg_advisory_xact_lock(hashtextextended('music_begin_connect:' || me::text, 0));
+  delete from private.music_oauth_states s
+   where s.user_id = me and (s.used_at is not null or s.expires_at <= now());
   if (select count(*) from private.music_oauth_states s where s.user_id = me) >= 5 then
     delete from private.music_oauth_states s
      where s.state_hash = (select s2.state_hash from private.music_oauth_states s2
@@ -361,6 +361,9 @@ begin
     returning c.user_id
   )
   select coalesce(array_agg(r.user_id), '{}') into claimed from claimed_rows r;
+
+  -- Logins never completed (users who did not come back) are forgotten a day after expiry.
+  delete from private.music_oauth_states s where s.expires_at < now() - interval '1 day';
 
   select count(*) into left_over from public.music_connections c
    where not c.needs_reconnect

@@ -5,7 +5,7 @@ begin;
 create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated;
 
-select plan(32);
+select plan(33);
 
 insert into auth.users (id, email) values
   ('e1200000-0000-4000-8000-000000000001', 'pgtap-music-owner@example.test'),
@@ -175,9 +175,13 @@ select results_eq(
 
 update public.music_connections set last_synced_at = null where user_id = 'e1200000-0000-4000-8000-000000000001';
 update public.music_connections set last_synced_at = now() where user_id <> 'e1200000-0000-4000-8000-000000000001';
+insert into private.music_oauth_states (state_hash, user_id, code_verifier, expires_at, created_at)
+values (repeat('d', 64), 'e1200000-0000-4000-8000-000000000002', repeat('v', 43), now() - interval '2 days', now() - interval '2 days');
 select is((select array[user_id::text, access_token, refresh_token] from public.music_claim_links(10, 300, 600)),
   array['e1200000-0000-4000-8000-000000000001', 'access-2', 'refresh-secret-value'], 'a due link is claimed with its tokens');
 select is((select count(*)::int from public.music_claim_links(10, 300, 600)), 0, 'a claimed link is not claimed twice');
+select ok(not exists (select 1 from private.music_oauth_states where state_hash = repeat('d', 64)),
+  'a sync-all run forgets logins expired more than a day ago');
 select is((select outcome from public.music_claim_user('e1200000-0000-4000-8000-000000000001', 60, 300)), 'busy',
   'nor by a user''s own sync while a run holds it');
 select public.music_sync_failed('e1200000-0000-4000-8000-000000000001', 'invalid_grant', true);
