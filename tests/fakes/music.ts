@@ -311,7 +311,7 @@ export function handler(base: () => string) {
   }
 }
 
-export async function start() {
+export function start() {
   let base = ''
   const server = Deno.serve({ hostname: '127.0.0.1', port: 0, onListen: () => {} }, handler(() => base))
   base = `http://127.0.0.1:${server.addr.port}`
@@ -335,6 +335,6 @@ export async function start() {
 }
 
 if (import.meta.main) {
-  const { env } = await start()
+  const { env } = start()
   console.log(JSON.stringify(env))
 }

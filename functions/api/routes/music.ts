@@ -65,8 +65,6 @@ const SyncAllResults = z.object({
   }),
 }).openapi('MusicSyncAll')
 
-const token = z.string().min(1).max(2048)
-
 export const musicRoutes = routeModule()
   .openapi(
     endpoint({
