@@ -48,7 +48,7 @@ export function musicConfig(): MusicConfig | null {
     maxRetryAfterSeconds: num('MUSIC_MAX_RETRY_AFTER_SECONDS', 30),
     retryBaseMs: num('MUSIC_RETRY_BASE_MS', 500),
     cooldownSeconds: num('MUSIC_SYNC_COOLDOWN_SECONDS', 60),
-    chunk: Math.min(Math.max(Math.floor(num('MUSIC_SYNC_CHUNK', 100)), 1), 1000),
+    chunk: Math.min(Math.max(Math.floor(num('MUSIC_SYNC_CHUNK', 500)), 1), 1000),
     concurrency: Math.min(Math.max(Math.floor(num('MUSIC_SYNC_CONCURRENCY', 8)), 1), 50),
     budgetMs: num('MUSIC_SYNC_BUDGET_MS', 120_000),
     minIntervalSeconds: num('MUSIC_SYNC_MIN_INTERVAL_SECONDS', 600),

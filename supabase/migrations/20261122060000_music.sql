@@ -375,7 +375,7 @@ begin
       from public.music_connections c
      cross join lateral private.music_sync_work(c) w
      where c.user_id = any (claimed);
-  -- A claimed link without tokens cannot sync: release it so it is not counted as claimed.
+  -- A claimed link without tokens (none should exist) cannot sync: release it for reconnection.
   update public.music_connections c set sync_claimed_until = null, needs_reconnect = true,
          last_error = 'tokens missing: connect again'
    where c.user_id = any (claimed) and not exists (select 1 from private.music_tokens t where t.user_id = c.user_id);
