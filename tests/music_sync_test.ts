@@ -200,3 +200,21 @@ test('sync-all: a chunk smaller than the due links reports what remains', async 
   assert.equal(rest.body.results.remaining, 0)
   assert.match(rest.body.message, /3 of 3/)
 })
+
+test('sync-all: links a run has no time for are released and counted in remaining', async () => {
+  const users = await Promise.all(Array.from({ length: 3 }, () => createUser()))
+  for (const u of users) await connected(u, { plays: [play('bud', minutesAgo(5))] })
+  const mine = users.map((u) => u.id)
+  await sql`update public.music_connections set last_synced_at = now() where user_id <> all(${mine})`
+  const { withApi } = await import('./_api_process.ts')
+  await withApi({ MUSIC_SYNC_BUDGET_MS: '1' }, async (base) => {
+    const res = await fetch(`${base}/api/music/sync-all`, { method: 'POST', headers: { ...CRON, 'content-type': 'application/json' }, body: '{}' })
+    const body = await res.json()
+    assert.equal(res.status, 200, JSON.stringify(body))
+    assert.deepEqual([body.results.total, body.results.synced, body.results.remaining], [0, 0, 3])
+  })
+  const held = await sql`select 1 from public.music_connections where user_id = any(${mine}) and (sync_claimed_until is not null or last_synced_at is not null)`
+  assert.equal(held.length, 0, 'released, not synced')
+  const next = await api('/api/music/sync-all', { method: 'POST', headers: CRON, body: {} })
+  assert.deepEqual([next.body.results.synced, next.body.results.remaining], [3, 0], 'the next run takes them')
+})
