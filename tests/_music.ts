@@ -35,3 +35,12 @@ export async function syncNow(user: TestUser): Promise<ApiResponse> {
   await sql`update public.music_connections set manual_sync_at = null where user_id = ${user.id}`
   return await api('/api/music/sync', { token: user.token, method: 'POST' })
 }
+
+/**
+ * The music-sync-all pg_cron job (every 15 minutes) would claim these tests' links whenever a
+ * quarter hour passes mid-test; its schedule and its path through net are tested on their own
+ * (music_sync_test.ts), then it is paused for the rest of the run.
+ */
+export async function pauseScheduledSync() {
+  await sql`select cron.alter_job(jobid, active := false) from cron.job where jobname = 'music-sync-all' and active`
+}

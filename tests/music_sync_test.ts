@@ -3,8 +3,29 @@
 // full objects), late plays linking earlier entries, and the scheduled sync-all (issue 12).
 import { strict as assert } from 'node:assert'
 import { api, assertError, createUser, postEntry, sql, test } from './_helpers.ts'
-import { connected, CRON, syncNow } from './_music.ts'
+import { connected, CRON, pauseScheduledSync, syncNow } from './_music.ts'
 import { minutesAgo, musicRequests, play, scriptMusic, updateMusicUser } from './fakes/music_control.ts'
+
+test('the music-sync-all job runs every 15 minutes through the edge function with the secret from Vault', async () => {
+  const [job] = await sql`select schedule, command from cron.job where jobname = 'music-sync-all'`
+  assert.equal(job.schedule, '*/15 * * * *')
+  await pauseScheduledSync()
+  const user = await createUser()
+  await connected(user, { plays: [play('cron1', minutesAgo(5))] })
+  await sql`update public.music_connections set last_synced_at = now() where user_id <> ${user.id}`
+  // Run the job's command as pg_cron would, then wait for the gateway to send it.
+  const [queued] = await sql.unsafe(job.command)
+  const id = Number(Object.values(queued)[0])
+  let response
+  for (let i = 0; i < 100 && !response; i++) {
+    ;[response] = await sql`select status_code, content from net._http_response where id = ${id}`
+    if (!response) await new Promise((r) => setTimeout(r, 100))
+  }
+  assert.ok(response, 'the queued request was never sent')
+  assert.equal(response.status_code, 200, response.content)
+  assert.equal(JSON.parse(response.content).results.synced, 1)
+  assert.equal((await sql`select 1 from public.music_plays where user_id = ${user.id}`).length, 1)
+})
 
 const recentlyPlayed = async (listener: string) =>
   (await musicRequests(listener)).filter((r) => r.path === '/v1/me/player/recently-played')

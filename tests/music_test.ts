@@ -2,8 +2,10 @@
 // sync, and entries linked to the track that was playing (issue 12).
 import { strict as assert } from 'node:assert'
 import { api, assertError, clientAs, createUser, postEntry, sql, test } from './_helpers.ts'
-import { authorize, callback, connected, syncNow } from './_music.ts'
+import { authorize, callback, connected, pauseScheduledSync, syncNow } from './_music.ts'
 import { minutesAgo, musicRequests, musicUser, play } from './fakes/music_control.ts'
+
+await pauseScheduledSync()
 
 test('connect: an authorize URL with an S256 challenge, the scope, the redirect URI and a fresh state', async () => {
   const user = await createUser()
