@@ -205,6 +205,8 @@ export async function recentlyPlayed(cfg: MusicConfig, access: string, afterMs: 
     const body: { items?: PlayedItem[]; next?: string | null } = await getJson(cfg, next, access)
     for (const it of body.items ?? []) if (it?.track?.id && it.played_at) items.push(it)
     next = body.next ?? null
+    // The bearer token goes only to the API's own origin, whatever `next` says.
+    if (next && new URL(next).origin !== first.origin) throw new MusicError('provider', 502, `next points off the API: ${next}`)
   }
   return items
 }
