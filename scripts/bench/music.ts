@@ -15,20 +15,10 @@ import postgres from 'postgres'
 import { ROOT } from '../lib/proc.ts'
 import type { Stack } from '../lib/stack.ts'
 import { signClaims } from '../lib/tokens.ts'
-import { type BenchModule, knob } from './_module.ts'
+import { type BenchModule, knob, timed } from './_module.ts'
 
 const userId = (n: number) => `b12a0000-0000-4000-8000-${n.toString(16).padStart(12, '0')}`
 
-async function timed(n: number, fn: (i: number) => Promise<unknown>) {
-  const ms: number[] = []
-  for (let i = 0; i < n; i++) {
-    const t0 = performance.now()
-    await fn(i)
-    ms.push(performance.now() - t0)
-  }
-  ms.sort((a, b) => a - b)
-  return { p50: ms[Math.floor(n * 0.5)], p99: ms[Math.min(n - 1, Math.floor(n * 0.99))] }
-}
 const fmt = (t: { p50: number; p99: number }) => `p50 ${t.p50.toFixed(2)} ms, p99 ${t.p99.toFixed(2)} ms`
 
 async function startFakeProvider(): Promise<{ env: Record<string, string>; stop(): Promise<void> }> {
@@ -59,7 +49,9 @@ async function benchLinking(stack: Stack, db: postgres.Sql, runs: number) {
   // Entries as real users through /api (mood given, so no tone analysis).
   const tokens = await Promise.all(Array.from({ length: 20 }, (_, i) =>
     signClaims({ sub: userId(1 + i * 37), role: 'authenticated', aud: 'authenticated' }, stack.jwtSecret)))
-  const create = async (i: number) => {
+  let i = 0
+  const create = async () => {
+    i++
     const res = await fetch(`${stack.apiUrl}/functions/v1/api/journal`, {
       method: 'POST',
       headers: { authorization: `Bearer ${tokens[i % tokens.length]}`, 'content-type': 'application/json' },
@@ -71,7 +63,7 @@ async function benchLinking(stack: Stack, db: postgres.Sql, runs: number) {
   }
   await timed(5, create) // warm-up
   const linked = await timed(runs, create)
-  const sample = await create(0)
+  const sample = await create()
   await db`alter table public.journal_entries disable trigger journal_entries_track_link`
   let unlinked
   try {
@@ -84,8 +76,9 @@ async function benchLinking(stack: Stack, db: postgres.Sql, runs: number) {
   console.log(`  with linking ${fmt(linked)} | trigger disabled ${fmt(unlinked)} ` +
     `(${(linked.p50 / unlinked.p50).toFixed(2)}x) | linked: ${sample.music_track_id ? `yes (${sample.track?.name})` : 'NO'}`)
 
-  const lookup = await timed(runs * 5, (i) => db`select private.music_track_at(${userId(1 + (i % 1000))}, now()) as t`)
-  const probe = await timed(runs * 5, (i) => db`select id from public.profiles where id = ${userId(1 + (i % 1000))}`)
+  let k = 0
+  const lookup = await timed(runs * 5, () => db`select private.music_track_at(${userId(1 + (k++ % 1000))}, now()) as t`)
+  const probe = await timed(runs * 5, () => db`select id from public.profiles where id = ${userId(1 + (k++ % 1000))}`)
   const [{ 'QUERY PLAN': plan }] = await db.unsafe(
     `explain (analyze, buffers, format json) select p.track_id from public.music_plays p
       where p.user_id = $1 and p.played_at <= now() order by p.played_at desc limit 1`,
