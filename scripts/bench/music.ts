@@ -1,6 +1,6 @@
 // Listening history at scale (issue 12), with 1,000,000 plays (sql/bench/music_fixture.sql):
 //   linking a new entry: p50 of POST /api/journal with the linking trigger, against the same
-//   create with the trigger disabled (same run); and the SQL lookup alone, against a
+//   create with the trigger disabled (alternating blocks); and the trigger's lookup alone, against a
 //   primary-key lookup of a profile (one index probe) as its baseline, with its plan;
 //   one sync-all chunk for 1,000 users against the local provider (tests/fakes/music.ts run
 //   as its own process): the production sync code (functions/_shared/music.ts syncAll) runs
@@ -19,6 +19,19 @@ import { type BenchModule, knob, timed } from './_module.ts'
 
 const userId = (n: number) => `b12a0000-0000-4000-8000-${n.toString(16).padStart(12, '0')}`
 
+async function timedSamples(n: number, fn: () => Promise<unknown>) {
+  const ms: number[] = []
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now()
+    await fn()
+    ms.push(performance.now() - t0)
+  }
+  return ms
+}
+function percentiles(ms: number[]) {
+  const sorted = [...ms].sort((a, b) => a - b)
+  return { p50: sorted[Math.floor(sorted.length * 0.5)], p99: sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))] }
+}
 const fmt = (t: { p50: number; p99: number }) => `p50 ${t.p50.toFixed(2)} ms, p99 ${t.p99.toFixed(2)} ms`
 
 async function startFakeProvider(): Promise<{ env: Record<string, string>; stop(): Promise<void> }> {
@@ -61,31 +74,49 @@ async function benchLinking(stack: Stack, db: postgres.Sql, runs: number) {
     if (res.status !== 201) throw new Error(`POST /api/journal ${res.status}: ${JSON.stringify(body)}`)
     return body.entry
   }
+  // Alternating blocks (trigger on, trigger off), each after one discarded request, so load
+  // from elsewhere on the machine weighs on both sides alike.
+  const samples = { linked: [] as number[], unlinked: [] as number[] }
+  const toggle = (on: boolean) =>
+    on ? db`alter table public.journal_entries enable trigger journal_entries_track_link`
+       : db`alter table public.journal_entries disable trigger journal_entries_track_link`
   await timed(5, create) // warm-up
-  const linked = await timed(runs, create)
   const sample = await create()
-  await db`alter table public.journal_entries disable trigger journal_entries_track_link`
-  let unlinked
   try {
-    await timed(5, create)
-    unlinked = await timed(runs, create)
+    for (let block = 0; block < Math.ceil(runs / 10) * 2; block++) {
+      const on = block % 2 === 0
+      await toggle(on)
+      await create()
+      const t = await timedSamples(10, create)
+      samples[on ? 'linked' : 'unlinked'].push(...t)
+    }
   } finally {
-    await db`alter table public.journal_entries enable trigger journal_entries_track_link`
+    await toggle(true)
   }
-  console.log(`linking a new entry (POST /api/journal, ${runs} runs each):`)
+  const linked = percentiles(samples.linked)
+  const unlinked = percentiles(samples.unlinked)
+  console.log(`linking a new entry (POST /api/journal, ${samples.linked.length} runs each, alternating blocks of 10):`)
   console.log(`  with linking ${fmt(linked)} | trigger disabled ${fmt(unlinked)} ` +
     `(${(linked.p50 / unlinked.p50).toFixed(2)}x) | linked: ${sample.music_track_id ? `yes (${sample.track?.name})` : 'NO'}`)
 
-  let k = 0
-  const lookup = await timed(runs * 5, () => db`select private.music_track_at(${userId(1 + (k++ % 1000))}, now()) as t`)
-  const probe = await timed(runs * 5, () => db`select id from public.profiles where id = ${userId(1 + (k++ % 1000))}`)
+  // The lookup and its baseline alternate, one each per round.
+  const rounds = { lookup: [] as number[], probe: [] as number[] }
+  for (let k = 0; k < runs * 5; k++) {
+    const u = userId(1 + ((k * 7) % 1000))
+    rounds.lookup.push(...await timedSamples(1, () =>
+      db`select p.track_id from public.music_plays p where p.user_id = ${u} and p.played_at <= now()
+          order by p.played_at desc limit 1`))
+    rounds.probe.push(...await timedSamples(1, () => db`select id from public.profiles where id = ${u}`))
+  }
+  const lookup = percentiles(rounds.lookup)
+  const probe = percentiles(rounds.probe)
   const [{ 'QUERY PLAN': plan }] = await db.unsafe(
     `explain (analyze, buffers, format json) select p.track_id from public.music_plays p
       where p.user_id = $1 and p.played_at <= now() order by p.played_at desc limit 1`,
     [userId(500)],
   )
   const scan = plan[0].Plan.Plans?.[0] ?? plan[0].Plan
-  console.log(`  the SQL lookup alone (${runs * 5} runs): ${fmt(lookup)} | a profile by primary key ${fmt(probe)} ` +
+  console.log(`  the trigger's lookup alone (${runs * 5} runs): ${fmt(lookup)} | a profile by primary key ${fmt(probe)} ` +
     `(${(lookup.p50 / probe.p50).toFixed(2)}x)`)
   console.log(`    plan: ${scan['Node Type']} using ${scan['Index Name']}, ${scan['Actual Rows']} row, ` +
     `${(scan['Shared Hit Blocks'] ?? 0) + (scan['Shared Read Blocks'] ?? 0)} buffers`)

@@ -523,18 +523,6 @@ grant execute on function public.music_sync_failed(uuid, text, boolean) to servi
 -- ---------------------------------------------------------------------------------------
 -- Linking entries
 
-/* The track of the user's most recent play at or before `at` (one probe of the primary key). */
-create or replace function private.music_track_at(user_id uuid, at timestamptz) returns text
-language sql stable security definer
-set search_path = ''
-as $$
-  select p.track_id from public.music_plays p
-   where p.user_id = music_track_at.user_id and p.played_at <= music_track_at.at
-   order by p.played_at desc
-   limit 1
-$$;
-revoke execute on function private.music_track_at(uuid, timestamptz) from public, anon, authenticated;
-
 -- Clients cannot write music_track_id (it is not in their column grants), so a value present
 -- on insert was set by a trusted session and is kept.
 create or replace function private.link_entry_track() returns trigger
@@ -543,7 +531,13 @@ set search_path = ''
 as $$
 begin
   if new.music_track_id is null then
-    new.music_track_id := private.music_track_at(new.user_id, new.created_at);
+    -- The author's most recent play at or before created_at: one backward probe of the
+    -- plays' primary key (plpgsql keeps this plan for the session).
+    select p.track_id into new.music_track_id
+      from public.music_plays p
+     where p.user_id = new.user_id and p.played_at <= new.created_at
+     order by p.played_at desc
+     limit 1;
   end if;
   return new;
 end
@@ -608,7 +602,9 @@ begin
   -- more recent track than the one it was linked to at creation.
   if earliest is not null then
     with relink as (
-      select e.id, private.music_track_at(e.user_id, e.created_at) as track_id
+      select e.id, (select p.track_id from public.music_plays p
+                     where p.user_id = e.user_id and p.played_at <= e.created_at
+                     order by p.played_at desc limit 1) as track_id
         from public.journal_entries e
        where e.user_id = music_store_sync.user_id and e.created_at >= earliest
     )
