@@ -637,7 +637,7 @@ grant execute on function public.music_store_sync(uuid, jsonb, jsonb) to service
 -- Security invoker on purpose: the track cache is readable by every role, and the entry's
 -- own visibility already decided whether this row is seen at all.
 create or replace function private.entry_track(music_track_id text) returns jsonb
-language sql stable
+language sql stable strict -- most entries have no track: null without running the lookup
 set search_path = ''
 as $$
   select jsonb_build_object('id', t.id, 'name', t.name, 'artists', to_jsonb(t.artists), 'album', t.album,
