@@ -4,7 +4,7 @@
 import { strict as assert } from 'node:assert'
 import { api, assertError, createUser, postEntry, sql, test } from './_helpers.ts'
 import { connected, CRON, pauseScheduledSync, syncNow } from './_music.ts'
-import { minutesAgo, musicRequests, play, scriptMusic, updateMusicUser } from './fakes/music_control.ts'
+import { expireMusicTokens, minutesAgo, musicRequests, play, scriptMusic, updateMusicUser } from './fakes/music_control.ts'
 
 test('the music-sync-all job runs every 15 minutes through the edge function with the secret from Vault', async () => {
   const [job] = await sql`select schedule, command from cron.job where jobname = 'music-sync-all'`
@@ -68,11 +68,12 @@ test('an access token expiring within a minute is refreshed first; the rotated r
 test('a token the provider revoked early: one refresh, one retry', async () => {
   const user = await createUser()
   const listener = await connected(user, { plays: [play('rev1', minutesAgo(5))] })
-  await scriptMusic(listener, [{ path: '/v1/me/player', status: 401, body: { error: { status: 401, message: 'The access token expired' } } }])
+  await expireMusicTokens(listener) // the provider now answers 401 "The access token expired"
   const s = await syncNow(user)
   assert.equal(s.status, 200, JSON.stringify(s.body))
   assert.equal(s.body.plays_added, 1)
   assert.equal((await musicRequests(listener)).filter((r) => r.grant_type === 'refresh_token').length, 1)
+  assert.equal((await recentlyPlayed(listener)).length, 2, 'refused once, then answered with the new token')
 })
 
 test('invalid_grant on refresh: the link needs reconnection, its tokens are dropped, and syncing it stops', async () => {
