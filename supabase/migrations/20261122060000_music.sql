@@ -253,7 +253,9 @@ begin
           music_save_link.expires_at, now())
   on conflict on constraint music_connections_pkey do update
      set music_user_id = excluded.music_user_id, scope = excluded.scope, token_expires_at = excluded.token_expires_at,
-         connected_at = excluded.connected_at, needs_reconnect = false, last_error = null, sync_claimed_until = null
+         connected_at = excluded.connected_at, needs_reconnect = false, last_error = null, sync_claimed_until = null,
+         -- Another account: its first sync reads the provider's newest plays, not after ours.
+         last_synced_at = case when c.music_user_id = excluded.music_user_id then c.last_synced_at end
   returning c.* into link;
   insert into private.music_tokens as t (user_id, access_token, refresh_token)
   values (music_save_link.user_id, private.music_encrypt(music_save_link.access_token),
@@ -315,7 +317,10 @@ grant execute on function public.music_disconnect(boolean) to authenticated;
 -- ---------------------------------------------------------------------------------------
 -- Syncing: claims, tokens, results
 
-/* What a sync of one link needs: decrypted tokens and where to resume (ms since epoch). */
+/*
+ * What a sync of one link needs: decrypted tokens and where to resume (ms since epoch): after
+ * the newest stored play, or nowhere (the provider's newest plays) before the link's first sync.
+ */
 create or replace function private.music_sync_work(link public.music_connections)
 returns table (user_id uuid, music_user_id text, access_token text, refresh_token text,
                token_expires_at timestamptz, after_ms bigint)
@@ -324,7 +329,9 @@ set search_path = ''
 as $$
   select link.user_id, link.music_user_id, private.music_decrypt(t.access_token), private.music_decrypt(t.refresh_token),
          link.token_expires_at,
-         (select (extract(epoch from max(p.played_at)) * 1000)::bigint from public.music_plays p where p.user_id = link.user_id)
+         case when link.last_synced_at is not null then
+           (select (extract(epoch from max(p.played_at)) * 1000)::bigint from public.music_plays p where p.user_id = link.user_id)
+         end
     from private.music_tokens t
    where t.user_id = link.user_id
 $$;

@@ -5,7 +5,7 @@ begin;
 create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated;
 
-select plan(33);
+select plan(35);
 
 insert into auth.users (id, email) values
   ('e1200000-0000-4000-8000-000000000001', 'pgtap-music-owner@example.test'),
@@ -188,6 +188,18 @@ select public.music_sync_failed('e1200000-0000-4000-8000-000000000001', 'invalid
 select ok((select needs_reconnect from public.music_connections where user_id = 'e1200000-0000-4000-8000-000000000001')
       and not exists (select 1 from private.music_tokens where user_id = 'e1200000-0000-4000-8000-000000000001'),
   'invalid_grant: needs reconnection, tokens dropped');
+
+-- Connecting again: the same account resumes after the newest play; another one starts afresh.
+update public.music_connections set last_synced_at = now() where user_id = 'e1200000-0000-4000-8000-000000000001';
+select public.music_save_link('e1200000-0000-4000-8000-000000000001', 'listener-pgtap', '', 'a3', 'r3', now() + interval '1 hour');
+select is((select array[needs_reconnect::text, (w.after_ms = extract(epoch from timestamptz '2026-01-01T11:40:00Z') * 1000)::text]
+             from public.music_connections c cross join lateral private.music_sync_work(c) w
+            where c.user_id = 'e1200000-0000-4000-8000-000000000001'),
+  array['false', 'true'], 'reconnecting the same account clears needs_reconnect and resumes after the newest play');
+select public.music_save_link('e1200000-0000-4000-8000-000000000001', 'another-listener', '', 'a4', 'r4', now() + interval '1 hour');
+select is((select w.after_ms from public.music_connections c cross join lateral private.music_sync_work(c) w
+            where c.user_id = 'e1200000-0000-4000-8000-000000000001'),
+  null, 'another account''s first sync reads the provider''s newest plays');
 
 select * from finish();
 rollback;
