@@ -40,7 +40,7 @@ test('send: to the caller\'s own verified address; delivered through Resend and 
   const out = await sentTo(user.email)
   assert.equal(out.length, 1)
   assert.equal(out[0].from, env('EMAIL_FROM'))
-  assert.deepEqual(out[0].to, [user.email.toUpperCase()])
+  assert.deepEqual(out[0].to, [user.email], 'sent to the logged, normalized address')
   assert.equal(out[0].subject, 'Your weekly summary')
   assert.equal(out[0].html, '<p>Hello</p>')
   assert.equal(out[0].text, 'Hello there')
@@ -86,6 +86,20 @@ test('send: not an open relay: others\' addresses and unverified addresses are 4
   // The same rule for a direct PostgREST client: the SQL function decides.
   const direct = await clientAs(user.token).rpc('begin_email_send', { to_address: colleague.email, subject: 'x', idempotency_key: 'direct', request_hash: 'h' })
   assert.equal(direct.error?.code, '42501')
+})
+
+test('send: a key begun through PostgREST for one\'s own address cannot carry the mail to someone else', async () => {
+  const user = await verifiedUser()
+  const victim = `victim-${crypto.randomUUID().slice(0, 8)}@elsewhere.test`
+  const mail = mailTo(victim)
+  // The hash the api would compute for the victim's mail, attached to a row for the caller's address.
+  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(JSON.stringify([victim, mail.subject, null, mail.text])))
+  const hash = [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('')
+  const key = `relay-${crypto.randomUUID()}`
+  const begun = await clientAs(user.token).rpc('begin_email_send', { to_address: user.email, subject: mail.subject, idempotency_key: key, request_hash: hash })
+  assert.equal(begun.error, null)
+  assertError(await send(user, mail, { 'idempotency-key': key }), 409, 'Idempotency-Key')
+  assert.deepEqual(await sentTo(victim), [], 'nothing reached the victim')
 })
 
 test('send: malformed requests are 400 naming the field, before anything is checked or logged', async () => {

@@ -431,5 +431,20 @@ test('STRIPE_PRICE_IDS limits checkout to the prices the site sells', async () =
     assert.equal(ok.status, 200)
     await ok.body?.cancel()
   })
+  // Unset, checkout sells nothing (any recurring price would otherwise buy premium).
+  await withApi(stripeEnv, async (base) => {
+    const res = await fetch(`${base}/api/payment/create-checkout-session`, {
+      method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${user.token}` }, body: JSON.stringify(checkoutBody()),
+    })
+    assert.equal(res.status, 503)
+    assert.match((await res.json()).error, /STRIPE_PRICE_IDS/)
+  })
   assert.equal((await stripeControl(`sessions?user_id=${user.id}`)).length, 1)
+})
+
+test('checkout: a caller with an active subscription is 409 and no session is made', async () => {
+  const user = await createUser()
+  await sql`insert into public.subscriptions (user_id, stripe_subscription_id, status) values (${user.id}, ${'sub_' + crypto.randomUUID()}, 'active')`
+  assertError(await checkout(user), 409, 'already')
+  assert.equal((await stripeControl(`sessions?user_id=${user.id}`)).length, 0)
 })

@@ -4,7 +4,7 @@
 // Configuration: STRIPE_SECRET_KEY (API calls), STRIPE_WEBHOOK_SECRET (the webhook needs only
 // this), STRIPE_API_BASE (default https://api.stripe.com; tests point it at a local server that
 // speaks Stripe's HTTP API), SITE_URL (the origins checkout may redirect to, comma-separated),
-// STRIPE_PRICE_IDS (optional: the only prices checkout accepts, comma-separated).
+// STRIPE_PRICE_IDS (required for checkout: the only prices it accepts, comma-separated).
 import Stripe from 'stripe'
 import { optionalEnv } from './env.ts'
 import { badRequest, HttpError, unavailable } from './errors.ts'
@@ -62,10 +62,15 @@ export function siteOrigins(): string[] {
   })
 }
 
-/** The prices checkout accepts, or null when STRIPE_PRICE_IDS is unset (any price). */
-export function allowedPrices(): string[] | null {
-  const list = optionalEnv('STRIPE_PRICE_IDS')
-  return list ? list.split(',').map((s) => s.trim()).filter(Boolean) : null
+/**
+ * The prices checkout accepts (STRIPE_PRICE_IDS). Required: any active subscription makes its
+ * user premium, so an open list would sell premium at the price of the cheapest recurring
+ * price in the Stripe account.
+ */
+export function allowedPrices(): string[] {
+  const list = (optionalEnv('STRIPE_PRICE_IDS') ?? '').split(',').map((s) => s.trim()).filter(Boolean)
+  if (!list.length) throw new HttpError(503, 'Payments are not configured (STRIPE_PRICE_IDS is not set)')
+  return list
 }
 
 /** A Stripe error as the reply the caller gets: their mistake 400, Stripe's trouble 502/503. */

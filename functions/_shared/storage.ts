@@ -7,7 +7,9 @@ const TIMEOUT_MS = 15_000
 
 const encodeName = (name: string) => name.split('/').map(encodeURIComponent).join('/')
 
-function headers(extra: Record<string, string> = {}) {
+/** The service role's credentials, or a user's (asUser: their access token, so storage policies apply). */
+function headers(extra: Record<string, string> = {}, asUser?: string) {
+  if (asUser) return { authorization: `Bearer ${asUser}`, apikey: requiredEnv('SUPABASE_ANON_KEY'), ...extra }
   const key = requiredEnv('SUPABASE_SERVICE_ROLE_KEY')
   return { authorization: `Bearer ${key}`, apikey: key, ...extra }
 }
@@ -23,11 +25,20 @@ export function publicObjectUrl(bucket: string, name: string) {
   return `${requiredEnv('SUPABASE_URL')}/storage/v1/object/public/${bucket}/${encodeName(name)}`
 }
 
-/** Stores a new object (never overwrites) and returns its public URL. Throws StorageError. */
-export async function uploadObject(bucket: string, name: string, bytes: Uint8Array, contentType: string): Promise<string> {
+/**
+ * Stores a new object (never overwrites) and returns its public URL. Throws StorageError.
+ * With `asUser` (an access token) it is written as that user, under the bucket's policies.
+ */
+export async function uploadObject(
+  bucket: string,
+  name: string,
+  bytes: Uint8Array,
+  contentType: string,
+  asUser?: string,
+): Promise<string> {
   const res = await fetch(`${requiredEnv('SUPABASE_URL')}/storage/v1/object/${bucket}/${encodeName(name)}`, {
     method: 'POST',
-    headers: headers({ 'content-type': contentType, 'cache-control': 'max-age=31536000', 'x-upsert': 'false' }),
+    headers: headers({ 'content-type': contentType, 'cache-control': 'max-age=31536000', 'x-upsert': 'false' }, asUser),
     body: bytes as Uint8Array<ArrayBuffer>,
     signal: AbortSignal.timeout(TIMEOUT_MS),
   })

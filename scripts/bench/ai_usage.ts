@@ -8,24 +8,12 @@ import postgres from 'postgres'
 import { ROOT } from '../lib/proc.ts'
 import type { Stack } from '../lib/stack.ts'
 import { signClaims } from '../lib/tokens.ts'
-import { type BenchModule, knob } from './_module.ts'
+import { type BenchModule, knob, timed } from './_module.ts'
 
 const ADMIN = 'a1000000-0000-4000-8000-000000000001'
 const TYPICAL = 'a1000000-0000-4000-8000-00000000c350' // user 50,000: about 2 rows this month
 const HEAVY = 'a1000000-0000-4000-8000-000000000002' // user 2: 10,000 more this month
 const PAGE = 50
-
-async function timed<T>(n: number, fn: () => Promise<T>) {
-  const ms: number[] = []
-  let last: T | undefined
-  for (let i = 0; i < n; i++) {
-    const t0 = performance.now()
-    last = await fn()
-    ms.push(performance.now() - t0)
-  }
-  ms.sort((a, b) => a - b)
-  return { p50: ms[Math.floor(n * 0.5)], p99: ms[Math.min(n - 1, Math.floor(n * 0.99))], last: last as T }
-}
 
 type PlanNode = { 'Node Type': string; 'Relation Name'?: string; 'Actual Rows': number; 'Actual Loops': number; Plans?: PlanNode[] }
 

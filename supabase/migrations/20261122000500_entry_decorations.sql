@@ -45,29 +45,31 @@ select e.id, e.user_id, e.notebook_id, e.title, c.content, c.entry_id is null as
 grant select (background_url, background_object) on public.journal_entries to anon;
 
 /*
- * The owner sets the background of their entry once the image is stored. The object must
- * be in the caller's folder and named for this entry, and the URL must point at it, so the
- * column never carries an address the api did not store. Returns the object it replaced
- * (the caller deletes it). Anyone but the owner: not found.
+ * Records an entry's stored background: service role only (the api, once the image is in the
+ * bucket), for the owner it names. The object must exist in the bucket, in the owner's folder
+ * and named for this entry, and the URL must end with its name, so no client can point the
+ * column (which other readers see) at an address of its choosing. Returns the object it
+ * replaced (the caller deletes it). Not the owner's entry: not found.
  */
-create or replace function private.set_entry_background(entry_id uuid, object_name text, url text) returns jsonb
+create or replace function private.set_entry_background(owner_id uuid, entry_id uuid, object_name text, url text)
+returns jsonb
 language plpgsql security definer
 set search_path = ''
 as $$
 declare
-  me uuid := (select auth.uid());
   previous text;
 begin
   select e.background_object into previous
     from public.journal_entries e
-   where e.id = set_entry_background.entry_id and e.user_id = me
+   where e.id = set_entry_background.entry_id and e.user_id = owner_id
      for update;
   if not found then
     raise exception 'entry not found' using errcode = 'PT404';
   end if;
-  if object_name is null or object_name not like me::text || '/' || set_entry_background.entry_id::text || '-%'
-     or object_name ~ '(^|/)\.\.?(/|$)' or char_length(object_name) > 512 then
-    raise exception 'object_name: must name an object in the caller''s folder for this entry' using errcode = '22023';
+  if object_name is null or object_name not like owner_id::text || '/' || set_entry_background.entry_id::text || '-%'
+     or object_name ~ '(^|/)\.\.?(/|$)' or char_length(object_name) > 512
+     or not exists (select 1 from storage.objects o where o.bucket_id = 'entry-backgrounds' and o.name = object_name) then
+    raise exception 'object_name: must name a stored object in the owner''s folder for this entry' using errcode = '22023';
   end if;
   if url is null or url !~ '^https?://' or char_length(url) > 2048 or right(url, char_length(object_name) + 1) <> '/' || object_name then
     raise exception 'url: must be the public address of object_name' using errcode = '22023';
@@ -77,17 +79,18 @@ begin
   return jsonb_build_object('previous_object', previous, 'background_url', url);
 end
 $$;
-revoke execute on function private.set_entry_background(uuid, text, text) from public, anon;
-grant execute on function private.set_entry_background(uuid, text, text) to authenticated;
+revoke execute on function private.set_entry_background(uuid, uuid, text, text) from public, anon, authenticated;
+grant execute on function private.set_entry_background(uuid, uuid, text, text) to service_role;
 
-create or replace function public.set_entry_background(entry_id uuid, object_name text, url text) returns jsonb
+create or replace function public.set_entry_background(owner_id uuid, entry_id uuid, object_name text, url text)
+returns jsonb
 language sql
 set search_path = ''
-as $$ select private.set_entry_background($1, $2, $3) $$;
-comment on function public.set_entry_background(uuid, text, text) is
-  'Owner only: records the stored background image of an entry; returns {previous_object, background_url}.';
-revoke execute on function public.set_entry_background(uuid, text, text) from public, anon;
-grant execute on function public.set_entry_background(uuid, text, text) to authenticated;
+as $$ select private.set_entry_background($1, $2, $3, $4) $$;
+comment on function public.set_entry_background(uuid, uuid, text, text) is
+  'Service role (the api) only: records the stored background image of an owner''s entry; returns {previous_object, background_url}.';
+revoke execute on function public.set_entry_background(uuid, uuid, text, text) from public, anon, authenticated;
+grant execute on function public.set_entry_background(uuid, uuid, text, text) to service_role;
 
 create or replace function public.journal_feed(
   scope text default 'own',

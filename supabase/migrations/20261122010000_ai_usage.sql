@@ -398,6 +398,10 @@ declare
   cap integer;
   claimed integer;
 begin
+  -- A user may spend only their own cap (the service role counts anyone's).
+  if target_user_id is distinct from (select auth.uid()) and not private.is_trusted_caller() then
+    raise exception 'only your own AI calls are counted' using errcode = '42501';
+  end if;
   select t.daily_cap_per_user into cap from private.ai_usage_types t where t.usage_type = claim_ai_call.usage_type;
   if not found then
     raise exception 'usage_type: unknown type %', claim_ai_call.usage_type using errcode = '22023';

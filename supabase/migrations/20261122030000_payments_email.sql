@@ -409,8 +409,15 @@ begin
   select * into found_row from public.email_messages m
    where m.user_id = uid and m.idempotency_key = begin_email_send.idempotency_key;
   if found then
-    if found_row.request_hash <> begin_email_send.request_hash then
+    if found_row.request_hash <> begin_email_send.request_hash or found_row.to_address <> recipient
+       or found_row.subject <> begin_email_send.subject then
       raise exception 'Idempotency-Key: already used for a different e-mail' using errcode = 'PT409';
+    end if;
+    -- A retry of a send that never reached the provider goes to the logged (checked) address,
+    -- unless it has bounced or complained since.
+    if found_row.status in ('sending', 'failed')
+       and exists (select 1 from private.email_suppressions s where s.address = found_row.to_address) then
+      raise exception 'to: % bounced or complained earlier; e-mail to it is suppressed', found_row.to_address using errcode = 'PT422';
     end if;
     return query select found_row, true;
     return;

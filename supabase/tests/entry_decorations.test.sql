@@ -3,7 +3,7 @@
 -- address of an object stored for that entry.
 begin;
 create extension if not exists pgtap with schema extensions;
-grant execute on all functions in schema extensions to anon, authenticated;
+grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
 select plan(14);
 
@@ -27,41 +27,43 @@ select is(
   array['background_url', 'tone_icon_url', 'track'],
   'the view ends with the three decorations');
 
+insert into storage.buckets (id, name, public) values ('entry-backgrounds', 'entry-backgrounds', true) on conflict do nothing;
+insert into storage.objects (bucket_id, name) values
+  ('entry-backgrounds', 'd5000000-0000-4000-8000-000000000001/d50000e0-0000-4000-8000-000000000001-1.png'), ('entry-backgrounds', 'd5000000-0000-4000-8000-000000000001/d50000e0-0000-4000-8000-000000000001-2.png');
+
 set local role authenticated;
-select pg_temp.act_as('02');
+select pg_temp.act_as('01');
 select throws_ok(
-  $$select public.set_entry_background('d50000e0-0000-4000-8000-000000000001',
-      'd5000000-0000-4000-8000-000000000002/d50000e0-0000-4000-8000-000000000001-1.png',
-      'http://x/storage/v1/object/public/entry-backgrounds/d5000000-0000-4000-8000-000000000002/d50000e0-0000-4000-8000-000000000001-1.png')$$,
-  'PT404', null, 'another user cannot set the background (not found)');
+  $$select public.set_entry_background('d5000000-0000-4000-8000-000000000001', 'd50000e0-0000-4000-8000-000000000001', 'd5000000-0000-4000-8000-000000000001/d50000e0-0000-4000-8000-000000000001-1.png', 'https://evil.example/d5000000-0000-4000-8000-000000000001/d50000e0-0000-4000-8000-000000000001-1.png')$$,
+  '42501', null, 'no client records a background, not even the owner (the api does, as service role)');
 select throws_ok($$update public.journal_entries set background_url = 'http://evil/x.png'$$, '42501', null,
   'no client writes background_url directly');
 
-select pg_temp.act_as('01');
-select throws_ok($$update public.journal_entries set background_url = 'http://evil/x.png'$$, '42501', null,
-  'not even the owner writes background_url directly');
+reset role;
+set local role service_role;
 select throws_ok(
-  $$select public.set_entry_background('d50000e0-0000-4000-8000-000000000001',
-      'd5000000-0000-4000-8000-000000000002/d50000e0-0000-4000-8000-000000000001-1.png', 'http://x/a.png')$$,
-  '22023', 'object_name: must name an object in the caller''s folder for this entry',
-  'the object must be in the owner''s folder');
+  $$select public.set_entry_background('d5000000-0000-4000-8000-000000000002', 'd50000e0-0000-4000-8000-000000000001',
+      'd5000000-0000-4000-8000-000000000002/d50000e0-0000-4000-8000-000000000001-1.png', 'http://x/d5000000-0000-4000-8000-000000000002/d50000e0-0000-4000-8000-000000000001-1.png')$$,
+  'PT404', null, 'someone else''s entry: not found');
 select throws_ok(
-  $$select public.set_entry_background('d50000e0-0000-4000-8000-000000000001',
-      'd5000000-0000-4000-8000-000000000001/d50000e0-0000-4000-8000-000000000001-1.png', 'http://evil.example/other.png')$$,
+  $$select public.set_entry_background('d5000000-0000-4000-8000-000000000001', 'd50000e0-0000-4000-8000-000000000001', 'd5000000-0000-4000-8000-000000000001/d50000e0-0000-4000-8000-000000000001-9.png', 'http://x/d5000000-0000-4000-8000-000000000001/d50000e0-0000-4000-8000-000000000001-9.png')$$,
+  '22023', 'object_name: must name a stored object in the owner''s folder for this entry',
+  'the object must exist in the bucket');
+select throws_ok(
+  $$select public.set_entry_background('d5000000-0000-4000-8000-000000000001', 'd50000e0-0000-4000-8000-000000000001', 'd5000000-0000-4000-8000-000000000001/d50000e0-0000-4000-8000-000000000001-1.png', 'http://evil.example/other.png')$$,
   '22023', 'url: must be the public address of object_name', 'the URL must point at the object');
 select is(
-  public.set_entry_background('d50000e0-0000-4000-8000-000000000001',
-    'd5000000-0000-4000-8000-000000000001/d50000e0-0000-4000-8000-000000000001-1.png',
-    'http://x/storage/v1/object/public/entry-backgrounds/d5000000-0000-4000-8000-000000000001/d50000e0-0000-4000-8000-000000000001-1.png')
-    ->> 'previous_object',
+  public.set_entry_background('d5000000-0000-4000-8000-000000000001', 'd50000e0-0000-4000-8000-000000000001', 'd5000000-0000-4000-8000-000000000001/d50000e0-0000-4000-8000-000000000001-1.png',
+    'http://x/storage/v1/object/public/entry-backgrounds/d5000000-0000-4000-8000-000000000001/d50000e0-0000-4000-8000-000000000001-1.png') ->> 'previous_object',
   null, 'the first background replaces nothing');
 select is(
-  public.set_entry_background('d50000e0-0000-4000-8000-000000000001',
-    'd5000000-0000-4000-8000-000000000001/d50000e0-0000-4000-8000-000000000001-2.png',
-    'http://x/storage/v1/object/public/entry-backgrounds/d5000000-0000-4000-8000-000000000001/d50000e0-0000-4000-8000-000000000001-2.png')
-    ->> 'previous_object',
-  'd5000000-0000-4000-8000-000000000001/d50000e0-0000-4000-8000-000000000001-1.png',
-  'a new background returns the object it replaced');
+  public.set_entry_background('d5000000-0000-4000-8000-000000000001', 'd50000e0-0000-4000-8000-000000000001', 'd5000000-0000-4000-8000-000000000001/d50000e0-0000-4000-8000-000000000001-2.png',
+    'http://x/storage/v1/object/public/entry-backgrounds/d5000000-0000-4000-8000-000000000001/d50000e0-0000-4000-8000-000000000001-2.png') ->> 'previous_object',
+  'd5000000-0000-4000-8000-000000000001/d50000e0-0000-4000-8000-000000000001-1.png', 'a new background returns the object it replaced');
+
+reset role;
+set local role authenticated;
+select pg_temp.act_as('01');
 select is((select background_url from public.journal_entry_details where id = 'd50000e0-0000-4000-8000-000000000001'),
   'http://x/storage/v1/object/public/entry-backgrounds/d5000000-0000-4000-8000-000000000001/d50000e0-0000-4000-8000-000000000001-2.png',
   'the view carries the newest background');
@@ -80,7 +82,7 @@ set local role anon;
 select is((select background_url from public.journal_entry_details where id = 'd50000e0-0000-4000-8000-000000000001'),
   'http://x/storage/v1/object/public/entry-backgrounds/d5000000-0000-4000-8000-000000000001/d50000e0-0000-4000-8000-000000000001-2.png',
   'anonymous readers see a public entry''s background');
-select throws_ok($$select public.set_entry_background(null, null, null)$$, '42501', null, 'anonymous callers cannot set one');
+select throws_ok($$select public.set_entry_background(null, null, null, null)$$, '42501', null, 'anonymous callers cannot set one');
 
 select * from finish();
 rollback;

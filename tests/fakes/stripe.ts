@@ -177,6 +177,8 @@ export function start(): Promise<{ env: Record<string, string>; stop(): Promise<
       STRIPE_SECRET_KEY: key,
       STRIPE_WEBHOOK_SECRET: webhookSecret,
       STRIPE_API_BASE: `http://127.0.0.1:${server.addr.port}`,
+      // The prices the site sells (the last one is on the list but unknown to Stripe).
+      STRIPE_PRICE_IDS: 'price_premium_monthly,price_premium_yearly,price_does_not_exist',
       // The site checkout may redirect back to (the payment endpoint's origin rule).
       SITE_URL: 'http://127.0.0.1:3000,https://app.journal.test',
     },

@@ -4,6 +4,7 @@
 import { z } from '@hono/zod-openapi'
 import { aiConfig, AiError, aiHttpError, generateImage, notConfigured } from '../../_shared/ai.ts'
 import { claimDailyCall, recordUsageQuietly } from '../../_shared/ai_usage.ts'
+import { serviceDb } from '../../_shared/db.ts'
 import { forbidden, fromDb, HttpError, notFound, unwrap } from '../../_shared/errors.ts'
 import { removeObjects, StorageError, uploadObject } from '../../_shared/storage.ts'
 import { analyzeTone, TONES } from '../../_shared/tone.ts'
@@ -131,7 +132,8 @@ export const aiRoutes = routeModule()
         console.error('generate-background: storing the image failed:', (e as Error).message)
         throw new HttpError(502, e instanceof StorageError && e.status === 413 ? 'The generated image is too large to store' : 'Storing the image failed')
       }
-      const stored = await c.var.db.rpc('set_entry_background', { entry_id: entry.id, object_name: objectName, url })
+      // Service role: the column other readers see is written only with an address the api stored.
+      const stored = await serviceDb().rpc('set_entry_background', { owner_id: caller.id, entry_id: entry.id, object_name: objectName, url })
       if (stored.error) {
         await removeObjects(BACKGROUND_BUCKET, [objectName])
         throw fromDb(stored.error)

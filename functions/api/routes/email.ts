@@ -82,7 +82,9 @@ export const emailRoutes = routeModule()
       if (begun.existing && logged.status !== 'sending' && logged.status !== 'failed') {
         return c.json({ message: 'Already sent (same Idempotency-Key)', email: shape(logged) })
       }
-      const sent = await sendEmail(mail, `${c.var.caller.id}:${key}`)
+      // Only ever to the logged address, which the database checked against the recipient rule
+      // (a retried key was matched to it there), never to an address taken from this request alone.
+      const sent = await sendEmail({ ...mail, to: logged.to_address }, `${c.var.caller.id}:${key}`)
       const finish = (provider_id: string | null, status: 'sent' | 'failed', error: string | null) =>
         serviceDb().rpc('finish_email_send', { message_id: logged.id, provider_id, status, error }).single()
       if ('error' in sent && sent.error.name === 'concurrent_idempotent_requests') {

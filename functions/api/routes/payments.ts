@@ -87,16 +87,18 @@ export const paymentRoutes = routeModule()
       method: 'post', path: '/payment/create-checkout-session', tag, auth: 'bearer', body: CheckoutRequest,
       summary: 'Start a Stripe Checkout for a subscription',
       description: 'Redirect URLs must be on a SITE_URL origin. The caller\'s Stripe customer is created once and reused; ' +
-        'the user id travels in client_reference_id and metadata. 503 when STRIPE_SECRET_KEY or SITE_URL is not set.',
+        'the user id travels in client_reference_id and metadata. Only prices in STRIPE_PRICE_IDS (else 400); 409 when the caller ' +
+        'already has an active subscription. 503 when STRIPE_SECRET_KEY, STRIPE_PRICE_IDS or SITE_URL is not set.',
       response: z.object({ sessionId: z.string(), url: z.string() }),
-      errors: [502],
+      errors: [409, 502],
     }),
     async (c) => {
       const body = c.req.valid('json')
-      const prices = allowedPrices()
-      if (prices && !prices.includes(body.priceId)) throw badRequest('priceId: not a price this site sells')
       checkRedirects(body)
       const stripe = requireStripe()
+      if (!allowedPrices().includes(body.priceId)) throw badRequest('priceId: not a price this site sells')
+      // A second subscription would be paid for twice: change plans in Stripe's billing portal instead.
+      if (unwrap(await c.var.db.rpc('caller_is_premium'))) throw new HttpError(409, 'You already have an active subscription')
       const caller = c.var.caller
       const sessionFor = (customer: string) =>
         stripe.checkout.sessions.create({
