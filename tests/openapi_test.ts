@@ -71,6 +71,8 @@ test('a JSON body without Content-Type: application/json is refused, never read 
   assert.match((await none.json()).error, /Content-Type/)
   const profile = await api('/api/user/profile', { token: u.token })
   assert.notEqual(profile.body.full_name, 'Sneaky')
+  // JSON sent to an upload route: the answer names the type it takes.
+  assertError(await api('/api/workout-window/checkin', { token: u.token, body: { photo: 'x' } }), 400, 'multipart/form-data')
 })
 
 test('NUL bytes, lone surrogates and deep nesting are 400 naming the field, nothing written', async () => {

@@ -115,9 +115,12 @@ app.onError((err, c) => {
     status = err.status
     message = err.message
   } else if (err instanceof HTTPException && err.status === 415) {
-    // A body sent without Content-Type: application/json is refused, never read as {}.
+    // A body of the wrong type is refused, never read as {}. JSON sent where it is refused can
+    // only mean an upload route (the others take JSON).
     status = 400
-    message = 'body: send JSON with Content-Type: application/json'
+    message = /application\/json/i.test(c.req.header('content-type') ?? '')
+      ? 'body: this endpoint takes an upload: send multipart/form-data'
+      : 'body: send JSON with Content-Type: application/json'
   } else if (err instanceof HTTPException) {
     status = err.status
     message = err.message || 'Request failed'
