@@ -1251,6 +1251,76 @@ grant execute on function public.execute_workout_battle(date) to authenticated, 
 select cron.schedule('workout-execute-battle', '0 20 * * 0',
   $$select public.execute_workout_battle(date_trunc('week', now() at time zone 'UTC')::date)$$);
 
+-- Battle update: stores the week's live standing on its (not yet completed) battle and, only
+-- when chips or robot power changed since the last store, tells that week's participants.
+-- Idempotent: a second run without new chips changes nothing and sends nothing. Run daily
+-- just after chain generation (yesterday's check-ins are then counted).
+create or replace function private.refresh_workout_battle_standing(week_start date)
+returns jsonb
+language plpgsql security definer
+set search_path = ''
+as $$
+declare
+  b public.workout_battles;
+  totals jsonb;
+  red_chips integer; blue_chips integer; red_power integer; blue_power integer;
+  told integer := 0;
+begin
+  if not private.is_trusted_caller() then
+    raise exception 'the scheduler, the service role or super admins only' using errcode = '42501';
+  end if;
+  perform private.assert_monday(week_start);
+  select * into b from public.workout_battles where week_start_date = week_start for update;
+  if b.id is null or b.battle_status = 'completed' then
+    return jsonb_build_object('weekStartDate', week_start, 'changed', false, 'notified', 0);
+  end if;
+  totals := private.workout_week_totals(week_start);
+  red_chips := (totals -> 'redTeam' ->> 'totalChips')::integer;
+  blue_chips := (totals -> 'blueTeam' ->> 'totalChips')::integer;
+  red_power := (totals -> 'redTeam' ->> 'robotPower')::integer;
+  blue_power := (totals -> 'blueTeam' ->> 'robotPower')::integer;
+  if (b.red_team_chips, b.blue_team_chips, b.red_team_robot_power, b.blue_team_robot_power)
+     = (red_chips, blue_chips, red_power, blue_power) then
+    return jsonb_build_object('weekStartDate', week_start, 'changed', false, 'notified', 0);
+  end if;
+  update public.workout_battles set
+    red_team_chips = red_chips, blue_team_chips = blue_chips,
+    red_team_robot_power = red_power, blue_team_robot_power = blue_power,
+    battle_status = 'in_progress'
+   where id = b.id;
+  insert into public.notifications (user_id, type, payload)
+  select c.user_id, 'workout.battle_update',
+         jsonb_build_object('weekStartDate', week_start, 'yourTeam', c.team_color,
+           'redTeamChips', red_chips, 'blueTeamChips', blue_chips,
+           'redRobotPower', red_power, 'blueRobotPower', blue_power,
+           'leader', case when red_power > blue_power then 'red' when blue_power > red_power then 'blue' else 'tie' end)
+    from (select distinct on (user_id) user_id, team_color from public.workout_chains
+           where date between week_start and week_start + 6 order by user_id, date desc) c;
+  get diagnostics told = row_count;
+  raise log 'workout battle %: standing changed, % participants told', week_start, told;
+  return jsonb_build_object('weekStartDate', week_start, 'changed', true, 'notified', told);
+end
+$$;
+grant execute on function private.refresh_workout_battle_standing(date) to authenticated, service_role;
+create or replace function public.refresh_workout_battle_standing(week_start date default null) returns jsonb
+language sql set search_path = ''
+as $$ select private.refresh_workout_battle_standing(coalesce(week_start, date_trunc('week', now() at time zone 'UTC')::date)) $$;
+comment on function public.refresh_workout_battle_standing(date) is
+  'Daily job (scheduler, service role, super admins): stores the week''s standing and sends workout.battle_update when it changed.';
+grant execute on function public.refresh_workout_battle_standing(date) to authenticated, service_role;
+select cron.schedule('workout-battle-standing', '5 0 * * *', 'select public.refresh_workout_battle_standing()');
+
+-- Realtime pushes notifications when the publication exists (hosted Supabase, supabase start).
+do $$
+begin
+  if exists (select 1 from pg_publication where pubname = 'supabase_realtime')
+     and not exists (select 1 from pg_publication_tables
+                      where pubname = 'supabase_realtime' and schemaname = 'public' and tablename = 'notifications') then
+    alter publication supabase_realtime add table public.notifications;
+  end if;
+end
+$$;
+
 create or replace function private.workout_battle_history(page_size integer)
 returns jsonb
 language plpgsql stable security definer

@@ -5,7 +5,7 @@ begin;
 create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated;
 
-select plan(74);
+select plan(82);
 
 -- ---------------------------------------------------------------------------------------
 -- Fixture: Monday 2030-01-07. City A (Springfield, US) has seven users; windows in UTC unless
@@ -192,6 +192,25 @@ select is(private.robot_power(10, 4), 170, 'floor(10*10 + 4*5 + (10/4)*20) = 170
 select is(private.robot_power(7, 3), 131, 'floor(70 + 15 + 46.67) = 131');
 select is(private.robot_power(0, 0), 0, 'no members: 0');
 
+-- Battle update: told once per change of standing, never again without one.
+select public.generate_weekly_battle('2030-01-07');
+create temp table standing (n integer, result jsonb);
+insert into standing values (1, public.refresh_workout_battle_standing('2030-01-07'));
+insert into standing values (2, public.refresh_workout_battle_standing('2030-01-07'));
+select is((select result -> 'changed' from standing where n = 1), 'true'::jsonb, 'new chips change the week''s standing');
+select is((select (result ->> 'notified')::integer from standing where n = 1),
+          (select count(distinct user_id)::integer from public.workout_chains where date between '2030-01-07' and '2030-01-13'),
+          'every participant of the week is told');
+select is((select result - 'weekStartDate' from standing where n = 2), '{"changed": false, "notified": 0}'::jsonb,
+          'a second run without new chips sends nothing');
+select is((select count(*)::integer from public.notifications where type = 'workout.battle_update'),
+          (select (result ->> 'notified')::integer from standing where n = 1), 'one battle update per participant');
+select is((select payload ->> 'redTeamChips' from public.notifications where type = 'workout.battle_update' limit 1),
+          private.workout_week_totals('2030-01-07') -> 'redTeam' ->> 'totalChips', 'the update carries the live chips');
+select is((select battle_status from public.workout_battles where week_start_date = '2030-01-07'), 'in_progress',
+          'the battle is in progress once it has a standing');
+select throws_ok($$select public.refresh_workout_battle_standing('2030-01-08')$$, '22023', null, 'the standing week starts on a Monday');
+
 create temp table battle (n integer, result jsonb);
 insert into battle values (1, public.execute_workout_battle('2030-01-07'));
 insert into battle values (2, public.execute_workout_battle('2030-01-07'));
@@ -234,6 +253,7 @@ select throws_ok($$select private.record_workout_checkin(pg_temp.u(3), 'x', 'x',
 select throws_ok($$select public.workout_checkin('cardio', 'https://x/storage/v1/object/public/workout-checkins/other/p.jpg', 'other/p.jpg')$$,
                  '22023', null, 'the RPC only takes a photo stored under the caller''s prefix');
 select throws_ok($$select public.execute_workout_battle('2030-01-14')$$, '42501', null, 'only super admins execute battles');
+select throws_ok($$select public.refresh_workout_battle_standing('2030-01-14')$$, '42501', null, 'only trusted callers refresh the standing');
 select throws_ok($$select public.generate_ai_users(1)$$, '42501', null, 'only super admins generate AI users');
 select set_config('request.jwt.claims', json_build_object('sub', pg_temp.u(12), 'role', 'authenticated')::text, true);
 select is((select count(*)::integer from public.workout_locations where user_id::text like 'd1100000-%'), 9, 'a super admin reads every location');
