@@ -454,6 +454,7 @@ returns jsonb
 language plpgsql security definer
 set search_path = ''
 set work_mem = '64MB'
+set jit = off
 as $$
 declare
   result jsonb;
