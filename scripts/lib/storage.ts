@@ -6,6 +6,7 @@
 import type postgres from 'postgres'
 import { errors as joseErrors, jwtVerify } from 'jose'
 import { createHash } from 'node:crypto'
+import { BodyTooLarge, JSON_BODY_LIMIT, readLimited } from './body.ts'
 import { parseMultipart } from './multipart.ts'
 
 export interface StorageContext {
@@ -19,6 +20,7 @@ type Tx = postgres.TransactionSql
 
 const ROLES = new Set(['anon', 'authenticated', 'service_role'])
 const GLOBAL_SIZE_LIMIT = 50 * 1024 * 1024 // Supabase's default global upload limit (50 MiB)
+const MULTIPART_ENVELOPE = 64 * 1024 // room for a form's boundaries, part headers and small fields
 // Supabase routes under /object that this store does not implement (not bucket names).
 const UNSUPPORTED = new Set(['sign', 'move', 'copy', 'upload', 'info', 'list-v2'])
 
@@ -40,6 +42,7 @@ export async function handleStorage(req: Request, path: string, ctx: StorageCont
     return await route(req, path, ctx)
   } catch (e) {
     if (e instanceof StorageError) return errorBody(e.status, e.error, e.message)
+    if (e instanceof BodyTooLarge) return errorBody(413, 'Payload too large', e.message)
     // Postgres errors a caller can cause: RLS refusals, duplicate keys, timeouts.
     const code = (e as { code?: string }).code
     if (code === '42501') return errorBody(403, 'Unauthorized', 'new row violates row-level security policy')
@@ -213,9 +216,12 @@ async function readUpload(req: Request, limit: number) {
   const type = req.headers.get('content-type') ?? ''
   const tooLarge = () => fail(413, 'Payload too large', 'The object exceeded the maximum allowed size')
   const boundary = /^multipart\/form-data/i.test(type) ? type.match(/boundary="?([^";]+)"?/i)?.[1] : undefined
-  // Refuse early on the declared length, allowing for the multipart envelope.
-  if (Number(req.headers.get('content-length')) > limit + (boundary ? 64 * 1024 : 0)) tooLarge()
-  const body = new Uint8Array(await req.arrayBuffer())
+  // Stop reading once the body passes the limit (declared or chunked), allowing for the
+  // multipart envelope; the file itself is checked against the exact limit below.
+  const body = await readLimited(req, limit + (boundary ? MULTIPART_ENVELOPE : 0)).catch((e) => {
+    if (e instanceof BodyTooLarge) tooLarge()
+    throw e
+  })
   let file = {
     bytes: body as Uint8Array,
     mimetype: type,
@@ -426,8 +432,9 @@ function intParam(v: unknown, dflt: number): number {
   return Number.isInteger(n) && n >= 0 ? Math.min(n, 10000) : dflt
 }
 
+/** A JSON body (list, remove), at most JSON_BODY_LIMIT. */
 async function readJson(req: Request): Promise<any> {
-  const text = await req.text()
+  const text = new TextDecoder().decode(await readLimited(req, JSON_BODY_LIMIT))
   try {
     return text ? JSON.parse(text) : {}
   } catch {
