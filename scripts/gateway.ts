@@ -55,7 +55,6 @@ async function route(req: Request): Promise<Response> {
     // segment by segment (no traversal) in handleStorage.
     return handleStorage(req, p.slice('/storage/v1'.length), {
       sql,
-      jwtSecret: env('JWT_SECRET'),
       rootDir: env('STORAGE_DIR'),
     })
   }

@@ -4,14 +4,14 @@
 // as on Supabase. Bucket settings (limits, public) are read as the superuser, as Supabase
 // Storage does, so uploads need no bucket policy.
 import type postgres from 'postgres'
-import { errors as joseErrors, jwtVerify } from 'jose'
 import { createHash } from 'node:crypto'
+import { HttpError } from '../../functions/_shared/errors.ts'
+import { isUserToken, verifyAccessToken } from '../../functions/_shared/jwt.ts'
 import { BodyTooLarge, JSON_BODY_LIMIT, readLimited } from './body.ts'
 import { parseMultipart } from './multipart.ts'
 
 export interface StorageContext {
   sql: postgres.Sql
-  jwtSecret: string
   rootDir: string
 }
 
@@ -143,21 +143,33 @@ async function pruneEmptyDirs(ctx: StorageContext, bucket: string, file: string)
 
 // ---- identity -------------------------------------------------------------------------
 
-/** The caller's verified claims, from `Authorization: Bearer` or else the `apikey` header. */
-async function identify(req: Request, ctx: StorageContext): Promise<Claims> {
+/**
+ * The caller's verified claims, from `Authorization: Bearer` or else the `apikey` header, by
+ * /api's rules (functions/_shared/jwt.ts: HS256 with JWT_SECRET or ES256/RS256 against
+ * JWKS_URL, `exp` required), and then: the role is one of the three API roles; a user's token
+ * (role authenticated) has a `sub` and the `authenticated` audience; the anon and
+ * service-role keys carry no audience.
+ */
+async function identify(req: Request, _ctx: StorageContext): Promise<Claims> {
   const bearer = req.headers.get('authorization')?.match(/^Bearer\s+(\S+)$/i)?.[1]
   const token = bearer ?? req.headers.get('apikey')
   if (!token) return fail(400, 'Error', "headers must have required property 'authorization'")
   let claims: Record<string, unknown> = {}
   try {
-    const key = new TextEncoder().encode(ctx.jwtSecret)
-    claims = (await jwtVerify(token, key, { algorithms: ['HS256'] })).payload
+    claims = await verifyAccessToken(token)
   } catch (e) {
-    fail(403, 'Unauthorized', e instanceof joseErrors.JWTExpired ? 'jwt expired' : 'invalid signature')
+    if (!(e instanceof HttpError)) throw e
+    fail(403, 'Unauthorized', e.message === 'Token expired' ? 'jwt expired' : e.message)
   }
   // The role becomes `set local role`: only the three API roles, never e.g. postgres.
   if (typeof claims.role !== 'string' || !ROLES.has(claims.role)) {
     fail(403, 'Unauthorized', 'Invalid JWT role')
+  }
+  if (claims.role === 'authenticated' && !isUserToken(claims)) {
+    fail(403, 'Unauthorized', 'A user token needs a sub and the authenticated audience')
+  }
+  if (claims.role !== 'authenticated' && claims.aud !== undefined) {
+    fail(403, 'Unauthorized', `A ${claims.role} token carries no audience`)
   }
   return claims as Claims
 }
