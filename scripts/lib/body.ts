@@ -15,7 +15,7 @@ export const formatBytes = (n: number) =>
   n >= 1024 * 1024 && n % (1024 * 1024) === 0 ? `${n / 1024 / 1024} MB` : n >= 1024 && n % 1024 === 0 ? `${n / 1024} KB` : `${n} bytes`
 
 /** The whole body, or BodyTooLarge once more than `limit` bytes were declared or received. */
-export async function readLimited(req: Request, limit: number): Promise<Uint8Array> {
+export async function readLimited(req: Request, limit: number): Promise<Uint8Array<ArrayBuffer>> {
   const declared = req.headers.get('content-length')
   if (declared !== null && Number(declared) > limit) {
     await req.body?.cancel().catch(() => {})

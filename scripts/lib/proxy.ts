@@ -26,6 +26,13 @@ export async function proxyRest(req: Request, target: URL): Promise<Response> {
   const hasBody = req.method !== 'GET' && req.method !== 'HEAD'
   const body = hasBody ? await readLimited(req, JSON_BODY_LIMIT) : undefined
   if (body) headers.delete('transfer-encoding')
-  const res = await fetch(target, { method: req.method, headers, body, redirect: 'manual' })
+  let res: Response
+  try {
+    res = await fetch(target, { method: req.method, headers, body, redirect: 'manual' })
+  } catch (e) {
+    // PostgREST is down or restarting (the stack's supervisor brings it back).
+    console.error('PostgREST unreachable:', (e as Error).message)
+    return Response.json({ error: 'PostgREST is unavailable; try again shortly' }, { status: 503 })
+  }
   return new Response(res.body, { status: res.status, headers: res.headers })
 }
