@@ -34,7 +34,8 @@ export async function demoTokens(sql: postgres.Sql, secret: string, expiresInSec
 }
 
 export function statusText(stack: Stack, tokens: DemoToken[], logsDir: string): string {
-  const pad = (s: string) => s.padEnd(18)
+  const width = Math.max(18, ...Object.keys(stack.cronSecrets).map((k) => k.length + 2))
+  const pad = (s: string) => s.padEnd(width)
   const secrets = Object.entries(stack.cronSecrets).map(([k, v]) => `  ${pad(k)}${v}`).join('\n')
   return `
 Local stack is up.
