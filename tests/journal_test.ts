@@ -8,8 +8,8 @@ import {
 import { LIMITS } from '../functions/api/routes/journal.ts'
 
 const ENTRY_FIELDS = [
-  'content', 'content_hidden', 'content_visibility', 'created_at', 'id', 'metadata_visibility', 'mood', 'music_track_id',
-  'notebook_id', 'org_id', 'tags', 'team_id', 'title', 'updated_at', 'user_id',
+  'background_url', 'content', 'content_hidden', 'content_visibility', 'created_at', 'id', 'metadata_visibility', 'mood', 'music_track_id',
+  'notebook_id', 'org_id', 'tags', 'team_id', 'title', 'tone_icon_url', 'track', 'updated_at', 'user_id',
 ].sort()
 
 const rnd = () => crypto.randomUUID().slice(0, 8)

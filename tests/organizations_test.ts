@@ -390,7 +390,7 @@ test('POST /api/organizations/:id/members with role owner transfers ownership to
   // Ownership goes only to an existing member: someone outside gets the answer an unknown id gets.
   const outside = await api(path, { token: c.owner.token, body: { user_id: newcomer.id, role: 'owner' } })
   const unknown = await api(path, { token: c.owner.token, body: { user_id: crypto.randomUUID(), role: 'owner' } })
-  assertError(outside, 400)
+  assertError(outside, 400, /^user_id: /)
   assert.deepEqual([unknown.status, unknown.body], [outside.status, outside.body])
   assert.equal((await orgRow(c.orgId))?.owner_id, c.owner.id)
   assert.equal((await roles(c.orgId))[newcomer.id], undefined)

@@ -10,6 +10,7 @@ export type CronGroup =
   | 'drops'
   | 'music'
   | 'labs'
+  | 'frontend'
 
 interface GroupRule {
   variables: string[]
@@ -32,6 +33,8 @@ export const CRON_GROUPS: Record<CronGroup, GroupRule> = {
   'drops': { variables: ['DROPS_CRON_SECRET'], mode: 'any', optional: true },
   'music': { variables: ['MUSIC_SYNC_CRON_SECRET'], mode: 'any' },
   'labs': { variables: ['LABS_CRON_SECRET', 'WORKOUT_WINDOW_CRON_SECRET'], mode: 'any' },
+  // Frontend-hosted scheduled routes (SPEC Authentication 6): Authorization: Bearer <CRON_SECRET>.
+  'frontend': { variables: ['CRON_SECRET'], mode: 'any' },
 }
 
 export type CronCheck =

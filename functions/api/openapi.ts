@@ -46,6 +46,7 @@ const ERROR_TEXT: Record<number, string> = {
   501: 'Not available in this deployment',
   502: 'The upstream provider failed',
   503: 'The database or a provider is unavailable (or not configured)',
+  504: 'The upstream provider did not answer in time',
 }
 
 type Method = 'get' | 'post' | 'put' | 'delete' | 'patch'

@@ -12,3 +12,16 @@ export interface BenchModule {
 
 /** A numeric knob from the environment. */
 export const knob = (name: string, fallback: number) => Number(Deno.env.get(name) ?? fallback)
+
+/** Runs fn n times; p50/p99 in ms and the last result (to check answers agree). */
+export async function timed<T>(n: number, fn: () => Promise<T>) {
+  const ms: number[] = []
+  let last: T | undefined
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now()
+    last = await fn()
+    ms.push(performance.now() - t0)
+  }
+  ms.sort((a, b) => a - b)
+  return { p50: ms[Math.floor(n * 0.5)], p99: ms[Math.min(n - 1, Math.floor(n * 0.99))], last: last as T }
+}

@@ -4,7 +4,7 @@
 import postgres from 'postgres'
 import { encodeCursor } from '../../functions/_shared/pagination.ts'
 import { ROOT } from '../lib/proc.ts'
-import { type BenchModule, knob } from './_module.ts'
+import { type BenchModule, knob, timed } from './_module.ts'
 import type { Stack } from '../lib/stack.ts'
 import { signClaims } from '../lib/tokens.ts'
 
@@ -14,18 +14,6 @@ const FAR_FUTURE = '9999-12-31T00:00:00Z'
 const MAX_ID = 'ffffffff-ffff-ffff-ffff-ffffffffffff'
 
 type Row = { id: string; content: string | null; created_at: string | Date }
-
-async function timed<T>(n: number, fn: () => Promise<T>) {
-  const ms: number[] = []
-  let last: T | undefined
-  for (let i = 0; i < n; i++) {
-    const t0 = performance.now()
-    last = await fn()
-    ms.push(performance.now() - t0)
-  }
-  ms.sort((a, b) => a - b)
-  return { p50: ms[Math.floor(n * 0.5)], p99: ms[Math.min(n - 1, Math.floor(n * 0.99))], last: last as T }
-}
 
 /** Times two calls alternately, so load from other processes on a shared machine weighs on both alike. */
 async function timedPair<A, B>(n: number, a: () => Promise<A>, b: () => Promise<B>) {

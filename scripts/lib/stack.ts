@@ -48,6 +48,7 @@ const LOCAL_CRON_SECRETS: Record<string, string> = {
   DROPS_CRON_SECRET: 'local-drops-cron-secret',
   MUSIC_SYNC_CRON_SECRET: 'local-music-sync-cron-secret',
   LABS_CRON_SECRET: 'local-labs-cron-secret',
+  CRON_SECRET: 'local-frontend-cron-secret',
 }
 
 async function commitId() {

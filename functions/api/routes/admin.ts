@@ -44,6 +44,15 @@ const Health = z.object({
   commit: z.string(),
   uptime_seconds: z.number().int(),
   unapplied_migrations: z.array(z.string()).nullable(),
+  cron: z.array(z.object({
+    job_name: z.string(),
+    schedule: z.string(),
+    active: z.boolean(),
+    last_status: z.string().nullable().describe('cron.job_run_details status of the last run (succeeded, failed, running); null: never ran'),
+    last_started_at: z.string().nullable(),
+    last_finished_at: z.string().nullable(),
+    last_message: z.string().nullable(),
+  })).nullable().describe('Each pg_cron job with its last run (null while the database is unreachable)'),
 }).openapi('Health')
 
 export const adminRoutes = routeModule()
@@ -68,6 +77,12 @@ export const adminRoutes = routeModule()
         }
       }
       const commit = optionalEnv('COMMIT_SHA') ?? 'unknown'
-      return c.json(healthReport(probe, await migrationFiles(), commit, (Date.now() - startedAt) / 1000))
+      let cron = null
+      if (probe.ok) {
+        const jobs = await c.var.db.rpc('cron_job_status')
+        if (jobs.error) console.error('health: cron job status failed', jobs.error)
+        else cron = jobs.data
+      }
+      return c.json({ ...healthReport(probe, await migrationFiles(), commit, (Date.now() - startedAt) / 1000), cron })
     },
   )

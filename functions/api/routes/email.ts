@@ -1,4 +1,160 @@
-// E-mail out and in (issue 9): not built yet.
-import { routeModule } from '../openapi.ts'
+// E-mail out and in (SPEC "Goals, profile, email", "Payments and email webhooks"), via Resend.
+// Sending is not an open relay: public.begin_email_send decides, as the caller, whether the
+// recipient is allowed (ordinary users: only their own verified address; super admins: anyone),
+// whether the address is suppressed, and whether the daily cap is reached; it also logs the
+// send. The webhook stores each provider event once by svix-id and suppresses bounced and
+// complained addresses.
+import { z } from '@hono/zod-openapi'
+import { serviceDb } from '../../_shared/db.ts'
+import { fromResend, inboundBody, requireResend, sendEmail, svixHeaders, verifiedEmailEvent } from '../../_shared/email.ts'
+import { optionalEnv } from '../../_shared/env.ts'
+import { badRequest, HttpError, unavailable, unwrap } from '../../_shared/errors.ts'
+import { newestFirstPage, pageQuery } from '../../_shared/pagination.ts'
+import { endpoint, NextCursor, routeModule } from '../openapi.ts'
+
+export const EMAIL_LIMITS = { subject: 500, html: 200_000, text: 100_000, idempotencyKey: 200 }
+
+const SendRequest = z.object({
+  to: z.email().max(320),
+  subject: z.string().trim().min(1).max(EMAIL_LIMITS.subject).regex(/^[^\r\n]*$/, 'must be one line'),
+  html: z.string().max(EMAIL_LIMITS.html).optional(),
+  text: z.string().max(EMAIL_LIMITS.text).optional(),
+}).strict().superRefine((b, ctx) => {
+  if (!b.html?.trim() && !b.text?.trim()) ctx.addIssue({ code: 'custom', path: ['text'], message: 'html or text is required' })
+}).openapi('EmailSendRequest')
+
+const EmailMessage = z.object({
+  id: z.string(),
+  user_id: z.string(),
+  to_address: z.string(),
+  subject: z.string(),
+  provider_id: z.string().nullable(),
+  status: z.enum(['sending', 'sent', 'failed', 'delivery_delayed', 'delivered', 'bounced', 'complained']),
+  error: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+}).openapi('EmailMessage')
+type EmailMessageRow = z.infer<typeof EmailMessage>
+
+const COLUMNS = 'id, user_id, to_address, subject, provider_id, status, error, created_at, updated_at'
+const shape = (m: EmailMessageRow): EmailMessageRow => ({
+  id: m.id, user_id: m.user_id, to_address: m.to_address, subject: m.subject, provider_id: m.provider_id,
+  status: m.status, error: m.error, created_at: m.created_at, updated_at: m.updated_at,
+})
+
+/** The client's Idempotency-Key (printable ASCII), or a fresh one for a request without it. */
+function idempotencyKey(header: string | undefined): string {
+  if (header === undefined) return crypto.randomUUID()
+  if (!/^[\x21-\x7e]{1,200}$/.test(header)) {
+    throw badRequest(`Idempotency-Key: must be 1..${EMAIL_LIMITS.idempotencyKey} printable ASCII characters`)
+  }
+  return header
+}
+
+async function sha256(text: string): Promise<string> {
+  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text))
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('')
+}
+
+const tag = 'E-mail'
 
 export const emailRoutes = routeModule()
+  .openapi(
+    endpoint({
+      method: 'post', path: '/email/send', tag, auth: 'bearer', body: SendRequest,
+      summary: 'Send an e-mail (to yourself; super admins to anyone)',
+      description: 'Ordinary users may send only to their own verified address; super admins to anyone. ' +
+        'At most the daily cap (default 20) per user in any 24 hours (429). Suppressed (bounced/complained) ' +
+        'addresses: 422. An optional Idempotency-Key header makes a retried request return the first result ' +
+        'instead of sending again (409 if reused for a different e-mail). 503 when RESEND_API_KEY or EMAIL_FROM is not set.',
+      response: z.object({ message: z.string(), email: EmailMessage }),
+      errors: [403, 409, 422, 429, 502],
+    }),
+    async (c) => {
+      const mail = c.req.valid('json')
+      const key = idempotencyKey(c.req.header('idempotency-key'))
+      requireResend()
+      const hash = await sha256(JSON.stringify([mail.to.toLowerCase(), mail.subject, mail.html ?? null, mail.text ?? null]))
+      const begun = unwrap(
+        await c.var.db.rpc('begin_email_send', { to_address: mail.to, subject: mail.subject, idempotency_key: key, request_hash: hash }).single(),
+      ) as { message: EmailMessageRow; existing: boolean }
+      const logged = begun.message
+      if (begun.existing && logged.status !== 'sending' && logged.status !== 'failed') {
+        return c.json({ message: 'Already sent (same Idempotency-Key)', email: shape(logged) })
+      }
+      // Only ever to the logged address, which the database checked against the recipient rule
+      // (a retried key was matched to it there), never to an address taken from this request alone.
+      const sent = await sendEmail({ ...mail, to: logged.to_address }, `${c.var.caller.id}:${key}`)
+      const finish = (provider_id: string | null, status: 'sent' | 'failed', error: string | null) =>
+        serviceDb().rpc('finish_email_send', { message_id: logged.id, provider_id, status, error }).single()
+      if ('error' in sent && sent.error.name === 'concurrent_idempotent_requests') {
+        // The same request is being sent right now (a client retry overlapping the first try).
+        throw new HttpError(409, 'Idempotency-Key: the same e-mail is being sent right now; retry shortly')
+      }
+      if ('error' in sent) {
+        const { error } = await finish(null, 'failed', sent.error.message ?? sent.error.name ?? 'provider error')
+        if (error) console.error(`e-mail ${logged.id}: could not log the failure`, error)
+        throw fromResend(sent.error)
+      }
+      const { data, error } = await finish(sent.id, 'sent', null)
+      if (error) {
+        // Sent, but the log could not be updated: say so rather than invite a second send.
+        console.error(`e-mail ${logged.id} sent as ${sent.id}, log not updated`, error)
+        return c.json({ message: 'E-mail sent', email: shape({ ...logged, provider_id: sent.id, status: 'sent' }) })
+      }
+      return c.json({ message: 'E-mail sent', email: shape(data as EmailMessageRow) })
+    },
+  )
+  .openapi(
+    endpoint({
+      method: 'get', path: '/email/messages', tag, auth: 'bearer', query: z.object(pageQuery).strict(),
+      summary: 'The caller\'s sent e-mail, newest first',
+      response: z.object({ messages: z.array(EmailMessage), next_cursor: NextCursor }),
+    }),
+    async (c) => {
+      const q = c.req.valid('query')
+      const query = c.var.db.from('email_messages').select(COLUMNS).eq('user_id', c.var.caller.id)
+      const { items, next_cursor } = await newestFirstPage<EmailMessageRow>(query, q)
+      return c.json({ messages: items, next_cursor })
+    },
+  )
+  .openapi(
+    endpoint({
+      method: 'post', path: '/email/webhook', tag, auth: { signature: 'svix' },
+      summary: 'Resend events (Svix-signed): delivery, bounces, complaints, inbound mail',
+      description: 'The body is a Resend webhook event, verified with RESEND_WEBHOOK_SECRET over the raw body and the ' +
+        'svix-id/svix-timestamp/svix-signature headers (±5 minutes) before it is parsed. Each event is stored once by ' +
+        'svix-id; bounced (not transient) and complained recipients are suppressed; email.received is stored with its ' +
+        'body fetched from Resend. Missing/bad/stale signature: 400. 503 when RESEND_WEBHOOK_SECRET is not set.',
+      response: z.object({ received: z.literal(true), outcome: z.enum(['stored', 'replay']) }),
+      errors: [400, 502],
+    }),
+    async (c) => {
+      const raw = await c.req.text()
+      const headers = svixHeaders((n) => c.req.header(n))
+      if (!headers) throw badRequest('svix-id, svix-timestamp, svix-signature: headers are required')
+      const secret = optionalEnv('RESEND_WEBHOOK_SECRET')
+      if (!secret) throw unavailable('The e-mail webhook is not configured (RESEND_WEBHOOK_SECRET is not set)')
+      let event: Record<string, unknown>
+      try {
+        event = verifiedEmailEvent(raw, headers, secret)
+      } catch (e) {
+        throw badRequest(`svix-signature: ${e instanceof Error ? e.message : 'verification failed'}`)
+      }
+      const data = (event.data ?? {}) as { email_id?: unknown }
+      // Inbound events carry metadata only; the body is fetched (a failure answers 502: Resend retries).
+      const inbound = event.type === 'email.received' && typeof data.email_id === 'string'
+        ? await inboundBody(data.email_id)
+        : null
+      const { data: outcome, error } = await serviceDb().rpc('record_email_event', {
+        svix_id: headers['svix-id'],
+        payload: event,
+        inbound,
+      })
+      if (error) {
+        console.error(`resend event ${headers['svix-id']} not stored`, error)
+        throw new HttpError(500, 'The event could not be stored; it will be retried')
+      }
+      return c.json({ received: true as const, outcome: outcome as 'stored' | 'replay' })
+    },
+  )

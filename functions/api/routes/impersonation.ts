@@ -1,4 +1,135 @@
-// Impersonation (issue 13): not built yet.
-import { routeModule } from '../openapi.ts'
+// Impersonation (SPEC Authentication 7, admin route /auth/impersonate-callback): a super admin
+// gets a short-lived access token for a user, carrying the impersonator in its `act` claim
+// (RFC 8693). The database decides who may (never another super admin, never an inactive user,
+// a reason always) and writes the audit row; every write made with the token is recorded with
+// its impersonator, and refused once the session is stopped (migration *_labs.sql).
+import { z } from '@hono/zod-openapi'
+import { SignJWT } from 'jose'
+import { optionalEnv } from '../../_shared/env.ts'
+import { HttpError, unwrap } from '../../_shared/errors.ts'
+import { decodeCursor, encodeCursor, pageQuery } from '../../_shared/pagination.ts'
+import { uuid } from '../../_shared/validation.ts'
+import { endpoint, NextCursor, routeModule } from '../openapi.ts'
+
+/** At most 15 minutes (the issue's bound). */
+export const IMPERSONATION_TOKEN_SECONDS = 15 * 60
+
+const tag = 'Admin'
+
+/**
+ * The project's HS256 secret, or a 501: a project that signs its tokens with an asymmetric key
+ * only Supabase Auth holds (JWT signing keys, no legacy secret) cannot mint one here.
+ */
+export function signingSecret(env: (name: string) => string | undefined = optionalEnv): Uint8Array {
+  const secret = env('JWT_SECRET') ?? env('SUPABASE_JWT_SECRET')
+  if (!secret) {
+    throw new HttpError(501, 'Impersonation needs the project\'s HS256 JWT secret (JWT_SECRET); this project signs tokens ' +
+      'with an asymmetric key that only Supabase Auth holds, so the API cannot mint a token for another user')
+  }
+  return new TextEncoder().encode(secret)
+}
+
+const AuditRow = z.object({
+  id: z.number().int(),
+  session_id: z.string(),
+  event: z.enum(['start', 'stop']),
+  admin_id: z.string(),
+  target_id: z.string(),
+  reason: z.string(),
+  expires_at: z.string().nullable(),
+  created_at: z.string(),
+}).openapi('ImpersonationAudit')
 
 export const impersonationRoutes = routeModule()
+  .openapi(
+    endpoint({
+      method: 'post', path: '/admin/impersonation', tag, auth: 'superAdmin', errors: [404, 409, 501], status: 201,
+      body: z.object({ user_id: uuid(), reason: z.string().trim().min(1).max(1000) }).strict(),
+      summary: 'Start impersonating a user (super admin): audited, with a mandatory reason; returns a token of at most 15 minutes',
+      description: 'Never another super admin (403) or an inactive user (409). The token carries `act: {sub: <admin id>}` and ' +
+        '`impersonation_session`; writes made with it are recorded in impersonation_writes. 501 where the project cannot mint tokens.',
+      response: z.object({
+        session_id: z.string(),
+        access_token: z.string(),
+        token_type: z.literal('bearer'),
+        expires_at: z.string(),
+        user: z.object({ id: z.string(), email: z.string().nullable() }),
+      }),
+    }),
+    async (c) => {
+      const body = c.req.valid('json')
+      const secret = signingSecret() // before anything is written
+      const session = unwrap(
+        await c.var.db.rpc('start_impersonation', {
+          target_user_id: body.user_id, reason: body.reason, lifetime_seconds: IMPERSONATION_TOKEN_SECONDS,
+        }).single(),
+      ) as { session_id: string; target_id: string; target_email: string | null; expires_at: string }
+      const exp = Math.floor(new Date(session.expires_at).getTime() / 1000)
+      const token = await new SignJWT({
+        role: 'authenticated',
+        aud: 'authenticated',
+        email: session.target_email ?? undefined,
+        act: { sub: c.var.caller.id },
+        impersonation_session: session.session_id,
+      })
+        .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+        .setSubject(session.target_id)
+        .setIssuedAt()
+        .setExpirationTime(exp)
+        .sign(secret)
+      console.log(`impersonation started: admin ${c.var.caller.id} as ${session.target_id}, session ${session.session_id}`)
+      return c.json({
+        session_id: session.session_id,
+        access_token: token,
+        token_type: 'bearer' as const,
+        expires_at: session.expires_at,
+        user: { id: session.target_id, email: session.target_email },
+      }, 201)
+    },
+  )
+  .openapi(
+    endpoint({
+      method: 'post', path: '/admin/impersonation/stop', tag, auth: 'bearer', errors: [403, 404], bodyRequired: false,
+      body: z.object({ session_id: uuid().optional() }).strict(),
+      summary: 'End an impersonation session: with the impersonation token itself, or as a super admin naming session_id',
+      response: z.object({ session_id: z.string().nullable(), stopped: z.boolean() }),
+    }),
+    async (c) => {
+      const sessionId = c.req.valid('json')?.session_id ?? (c.var.caller.claims.impersonation_session as string | undefined) ?? null
+      const stopped = unwrap(await c.var.db.rpc('stop_impersonation', { session_id: sessionId })) as boolean
+      return c.json({ session_id: sessionId, stopped })
+    },
+  )
+  .openapi(
+    endpoint({
+      method: 'get', path: '/admin/impersonation/audit', tag, auth: 'superAdmin', query: z.object(pageQuery).strict(),
+      summary: 'The impersonation audit trail, newest first (super admin); rows never change',
+      response: z.object({
+        audit: z.array(AuditRow),
+        writes: z.array(z.record(z.string(), z.unknown())).describe('Writes made with impersonation tokens of the sessions on this page'),
+        next_cursor: NextCursor,
+      }),
+    }),
+    async (c) => {
+      const q = c.req.valid('query')
+      const cursor = decodeCursor(q.before)
+      let query = c.var.db.from('impersonation_audit').select('*')
+      if (cursor) {
+        if (!/^\d+$/.test(cursor.id)) throw new HttpError(400, 'before: not a valid cursor')
+        const t = JSON.stringify(cursor.createdAt)
+        query = query.or(`created_at.lt.${t},and(created_at.eq.${t},id.lt.${cursor.id})`)
+      }
+      const rows = unwrap(await query.order('created_at', { ascending: false }).order('id', { ascending: false }).limit(q.limit + 1)) as
+        z.infer<typeof AuditRow>[]
+      const audit = rows.slice(0, q.limit)
+      const sessions = [...new Set(audit.map((r) => r.session_id))]
+      const writes = sessions.length
+        ? unwrap(await c.var.db.from('impersonation_writes').select('*').in('session_id', sessions).order('created_at').limit(1000))
+        : []
+      return c.json({
+        audit,
+        writes: writes as Record<string, unknown>[],
+        next_cursor: rows.length > q.limit ? encodeCursor(audit[audit.length - 1]) : null,
+      })
+    },
+  )

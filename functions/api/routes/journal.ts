@@ -6,7 +6,7 @@ import { refuseWrite } from '../../_shared/access.ts'
 import type { Db } from '../../_shared/db.ts'
 import { badRequest, notFound, unwrap } from '../../_shared/errors.ts'
 import { decodeCursor, page, pageQuery } from '../../_shared/pagination.ts'
-import { detectMood, toneAnalyzer } from '../../_shared/tone.ts'
+import { applyEntryAnalysis, sha256Hex, startEntryAnalysis, toneAnalysisConfigured } from '../../_shared/tone.ts'
 import { idParams, uuid } from '../../_shared/validation.ts'
 import { requireSharingTargets, sharingFields, VISIBILITY_LEVELS } from '../../_shared/visibility.ts'
 import { endpoint, Message, NextCursor, routeModule } from '../openapi.ts'
@@ -67,6 +67,16 @@ export const EntrySchema = z.object({
   music_track_id: z.string().nullable(),
   created_at: z.string(),
   updated_at: z.string(),
+  background_url: z.string().nullable().describe('The entry\'s generated background image (POST /api/ai/generate-background)'),
+  tone_icon_url: z.string().nullable().describe('Icon of the viewer\'s active tone pack for the entry\'s mood'),
+  track: z.object({
+    id: z.string(),
+    name: z.string(),
+    artists: z.array(z.string()),
+    album: z.string().nullable(),
+    image_url: z.string().nullable(),
+    external_url: z.string().nullable(),
+  }).nullable().describe('The track linked by music_track_id, for display'),
 }).openapi('Entry')
 const EntryReply = z.object({ entry: EntrySchema })
 const Stats = z.object({
@@ -75,18 +85,20 @@ const Stats = z.object({
   moods: z.array(z.object({ mood: z.string(), count: z.number().int() })),
 })
 
-type Entry = { id: string; created_at: string; mood: string | null; title: string; content: string | null }
+type Entry = { id: string; user_id: string; created_at: string; updated_at: string; mood: string | null; title: string; content: string | null }
 
-/** After a write without a mood: the analyzer may set one. Never fails the write. */
-async function analyzeTone(db: Db, entry: Entry): Promise<Entry> {
-  const detected = await detectMood(toneAnalyzer(), { title: entry.title, content: entry.content ?? '' })
-  if (!detected) return entry
-  const { data, error } = await db.rpc('update_journal_entry', { entry_id: entry.id, patch: { mood: detected } }).single()
-  if (error) {
-    console.error('could not store the detected mood', error)
-    return entry
-  }
-  return data as Entry
+// Tone analysis (functions/_shared/tone.ts): on create it runs beside the insert; on update it
+// first asks the database whether the new text should be analysed (owner, text really changed,
+// mood not chosen by the user, daily cap), then runs beside the update. Never fails the write.
+function claimToneCall(db: Db) {
+  return async () => (await db.rpc('claim_ai_call', { usage_type: 'tone_analysis' })).data === true
+}
+
+async function planReanalysis(db: Db, id: string, patch: { title?: string; content?: string; mood?: string | null }) {
+  if (patch.content === undefined || patch.mood || !toneAnalysisConfigured()) return null
+  const { data, error } = await db.rpc('begin_entry_tone_analysis', { entry_id: id, content_sha256: await sha256Hex(patch.content) })
+  if (error || !data?.analyze) return null
+  return startEntryAnalysis({ title: patch.title ?? data.title, content: patch.content }, () => Promise.resolve(true))
 }
 
 const tag = 'Journal'
@@ -153,8 +165,11 @@ export const journalRoutes = routeModule()
     }),
     async (c) => {
       const body = c.req.valid('json')
-      let entry = unwrap(await c.var.db.rpc('create_journal_entry', body).single()) as Entry
-      if (!body.mood) entry = await analyzeTone(c.var.db, entry)
+      const analysis = body.mood ? null : startEntryAnalysis(body, claimToneCall(c.var.db))
+      const written = await c.var.db.rpc('create_journal_entry', body).single()
+      if (written.error) analysis?.cancel()
+      let entry = unwrap(written) as Entry
+      if (analysis) entry = await applyEntryAnalysis(analysis, entry)
       return c.json({ entry }, 201)
     },
   )
@@ -167,8 +182,11 @@ export const journalRoutes = routeModule()
       const { id } = c.req.valid('param')
       const patch = c.req.valid('json')
       if (Object.keys(patch).length === 0) throw badRequest('Nothing to update')
-      let entry = unwrap(await c.var.db.rpc('update_journal_entry', { entry_id: id, patch }).single()) as Entry
-      if (patch.content !== undefined && !patch.mood) entry = await analyzeTone(c.var.db, entry)
+      const analysis = await planReanalysis(c.var.db, id, patch)
+      const written = await c.var.db.rpc('update_journal_entry', { entry_id: id, patch }).single()
+      if (written.error) analysis?.cancel()
+      let entry = unwrap(written) as Entry
+      if (analysis) entry = await applyEntryAnalysis(analysis, entry)
       return c.json({ entry })
     },
   )

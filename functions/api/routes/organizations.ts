@@ -125,7 +125,10 @@ export const organizationRoutes = routeModule()
       const body = c.req.valid('json')
       if (body.role === 'owner') {
         // Adding someone as owner hands them the organization (the old owner stays as admin).
-        unwrap(await c.var.db.rpc('transfer_organization_ownership', { target_org: id, new_owner_id: body.user_id }))
+        const { error } = await c.var.db.rpc('transfer_organization_ownership', { target_org: id, new_owner_id: body.user_id })
+        // Here the new owner is the body's user_id: name that field.
+        if (error?.code === '22023') throw badRequest(error.message.replace(/^new_owner_id:/, 'user_id:'))
+        unwrap({ data: null, error })
       } else {
         const { error } = await c.var.db.from('organization_members').insert({ org_id: id, ...body })
         if (error?.code === '23503') throw badRequest('user_id: no such user')

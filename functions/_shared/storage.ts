@@ -1,0 +1,68 @@
+// Supabase Storage through its HTTP API (/storage/v1/object/...) with the service role: for
+// files the api function writes on a user's behalf (generated images), never for uploads a
+// client chooses. The bucket's own limits (size, MIME types) apply on every write.
+import { requiredEnv } from './env.ts'
+
+const TIMEOUT_MS = 15_000
+
+const encodeName = (name: string) => name.split('/').map(encodeURIComponent).join('/')
+
+/** The service role's credentials, or a user's (asUser: their access token, so storage policies apply). */
+function headers(extra: Record<string, string> = {}, asUser?: string) {
+  if (asUser) return { authorization: `Bearer ${asUser}`, apikey: requiredEnv('SUPABASE_ANON_KEY'), ...extra }
+  const key = requiredEnv('SUPABASE_SERVICE_ROLE_KEY')
+  return { authorization: `Bearer ${key}`, apikey: key, ...extra }
+}
+
+export class StorageError extends Error {
+  constructor(readonly status: number, message: string) {
+    super(message)
+  }
+}
+
+/** The public address of an object in a public bucket. */
+export function publicObjectUrl(bucket: string, name: string) {
+  return `${requiredEnv('SUPABASE_URL')}/storage/v1/object/public/${bucket}/${encodeName(name)}`
+}
+
+/**
+ * Stores a new object (never overwrites) and returns its public URL. Throws StorageError.
+ * With `asUser` (an access token) it is written as that user, under the bucket's policies.
+ */
+export async function uploadObject(
+  bucket: string,
+  name: string,
+  bytes: Uint8Array,
+  contentType: string,
+  asUser?: string,
+): Promise<string> {
+  const res = await fetch(`${requiredEnv('SUPABASE_URL')}/storage/v1/object/${bucket}/${encodeName(name)}`, {
+    method: 'POST',
+    headers: headers({ 'content-type': contentType, 'cache-control': 'max-age=31536000', 'x-upsert': 'false' }, asUser),
+    body: bytes as Uint8Array<ArrayBuffer>,
+    signal: AbortSignal.timeout(TIMEOUT_MS),
+  })
+  if (!res.ok) {
+    const detail = await res.text().catch(() => '')
+    throw new StorageError(res.status, `storing ${bucket}/${name} failed: ${res.status} ${detail.slice(0, 300)}`)
+  }
+  await res.body?.cancel()
+  return publicObjectUrl(bucket, name)
+}
+
+/** Deletes objects; best effort (logged), for cleaning up after a failed write. */
+export async function removeObjects(bucket: string, names: string[]) {
+  if (!names.length) return
+  try {
+    const res = await fetch(`${requiredEnv('SUPABASE_URL')}/storage/v1/object/${bucket}`, {
+      method: 'DELETE',
+      headers: headers({ 'content-type': 'application/json' }),
+      body: JSON.stringify({ prefixes: names }),
+      signal: AbortSignal.timeout(TIMEOUT_MS),
+    })
+    if (!res.ok) console.error(`removing ${names.join(', ')} from ${bucket} failed: ${res.status} ${await res.text()}`)
+    else await res.body?.cancel()
+  } catch (e) {
+    console.error(`removing ${names.join(', ')} from ${bucket} failed`, e)
+  }
+}

@@ -1,0 +1,552 @@
+// Labs endpoints as a user, a classroom user, a super admin and anonymous: submissions and their
+// review, templates/clones/replications, the optimizer against hand-worked values, competitions,
+// step prompts, sponsor outreach and its digest, the kit waitlist, and the cron credentials.
+import { strict as assert } from 'node:assert'
+import { api, assertError, clientAs, createUser, env, sql, test, type TestUser } from './_helpers.ts'
+
+const admin = await createUser({ superAdmin: true, prefix: 'labs-admin' })
+const classroom = await createUser({ prefix: 'labs-classroom' })
+assert.equal((await api(`/api/labs/admin/users/${classroom.id}/account-type`, { method: 'PUT', token: admin.token, body: { account_type: 'classroom' } })).status, 200)
+
+const frontendCron = () => ({ authorization: `Bearer ${env('CRON_SECRET')}` })
+const labsCron = () => ({ 'x-cron-secret': env('LABS_CRON_SECRET') })
+
+async function submitSponsor(user: TestUser, name = `Sponsor ${crypto.randomUUID().slice(0, 6)}`, contactEmail = 'Ada@Example.org') {
+  const res = await api('/api/labs/sponsors', {
+    token: user.token, body: { name, tier: 'gold', contact_email: contactEmail, contact_name: 'Ada Lovelace' },
+  })
+  assert.equal(res.status, 201, JSON.stringify(res.body))
+  return res.body.sponsor
+}
+
+async function approvedSponsor(owner: TestUser, contactEmail?: string) {
+  const s = await submitSponsor(owner, undefined, contactEmail)
+  assert.equal((await api(`/api/labs/admin/sponsors/${s.id}/approve`, { method: 'POST', token: admin.token })).status, 200)
+  return s
+}
+
+// ---- Submissions and review ---------------------------------------------------------------
+
+test('sponsor: pending → approved appears on the public listing without contact fields', async () => {
+  const applicant = await createUser()
+  const s = await submitSponsor(applicant)
+  assert.equal(s.status, 'pending')
+  assert.equal('contact_email' in s, false)
+  const listed = () => api('/api/labs/sponsors?limit=100').then((r) => r.body.sponsors.map((x: { id: string }) => x.id))
+  assert.ok(!(await listed()).includes(s.id), 'pending sponsors are not public')
+
+  const pending = await api('/api/labs/admin/sponsors/pending?limit=100', { token: admin.token })
+  const mine = pending.body.sponsors.find((x: { id: string }) => x.id === s.id)
+  assert.equal(mine.contact_email, 'ada@example.org')
+  assert.equal(mine.contact_name, 'Ada Lovelace')
+
+  const approved = await api(`/api/labs/admin/sponsors/${s.id}/approve`, { method: 'POST', token: admin.token })
+  assert.equal(approved.body.status, 'approved')
+  const pub = await api('/api/labs/sponsors?limit=100')
+  const row = pub.body.sponsors.find((x: { id: string }) => x.id === s.id)
+  assert.deepEqual(Object.keys(row).sort(), ['applied_at', 'id', 'name', 'tier'])
+  assertError(await api(`/api/labs/admin/sponsors/${s.id}/approve`, { method: 'POST', token: admin.token }), 409, 'already approved')
+  assertError(await api(`/api/labs/admin/sponsors/${s.id}/decline`, { token: admin.token, body: { reason: 'late' } }), 409)
+})
+
+test('decline: reason required (400, nothing moves); stored privately; the applicant sees the status only', async () => {
+  const applicant = await createUser()
+  const s = await submitSponsor(applicant)
+  assertError(await api(`/api/labs/admin/sponsors/${s.id}/decline`, { token: admin.token, body: {} }), 400, 'reason')
+  assertError(await api(`/api/labs/admin/sponsors/${s.id}/decline`, { token: admin.token, body: { reason: '   ' } }), 400, 'reason')
+  assert.equal((await sql`select status from public.labs_sponsors where id = ${s.id}`)[0].status, 'pending')
+  const declined = await api(`/api/labs/admin/sponsors/${s.id}/decline`, { token: admin.token, body: { reason: 'Not a fit this year' } })
+  assert.equal(declined.body.status, 'declined')
+  assert.equal((await sql`select decline_reason from private.labs_sponsor_private where sponsor_id = ${s.id}`)[0].decline_reason, 'Not a fit this year')
+  const own = await api('/api/labs/submissions', { token: applicant.token })
+  const mine = own.body.sponsors.find((x: { id: string }) => x.id === s.id)
+  assert.equal(mine.status, 'declined')
+  assert.ok(!JSON.stringify(own.body).includes('Not a fit'), 'no reason shown to the applicant')
+  // Not through PostgREST either, not even for a super admin (the private schema is not exposed).
+  const rest = await clientAs(admin.token).schema('private' as 'public').from('labs_sponsor_private').select('*')
+  assert.ok(rest.error, 'the private schema is not served')
+  assert.ok(!(await api('/api/labs/sponsors?limit=100')).body.sponsors.some((x: { id: string }) => x.id === s.id))
+})
+
+test('review endpoints: 403 for users and classroom users, 401 anonymous, 404 unknown id, nothing written', async () => {
+  const applicant = await createUser()
+  const s = await submitSponsor(applicant)
+  for (const who of [applicant, classroom]) {
+    assertError(await api('/api/labs/admin/sponsors/pending', { token: who.token }), 403)
+    assertError(await api(`/api/labs/admin/sponsors/${s.id}/approve`, { method: 'POST', token: who.token }), 403)
+    assertError(await api(`/api/labs/admin/sponsors/${s.id}/decline`, { token: who.token, body: { reason: 'x' } }), 403)
+  }
+  assertError(await api(`/api/labs/admin/sponsors/${s.id}/approve`, { method: 'POST' }), 401)
+  assertError(await api(`/api/labs/admin/sponsors/${crypto.randomUUID()}/approve`, { method: 'POST', token: admin.token }), 404)
+  assertError(await api(`/api/labs/admin/sponsors/not-a-uuid/approve`, { method: 'POST', token: admin.token }), 400, 'id')
+  assert.equal((await sql`select status from public.labs_sponsors where id = ${s.id}`)[0].status, 'pending')
+  // PostgREST: a user cannot approve their own record by a direct update.
+  const { error } = await clientAs(applicant.token).from('labs_sponsors').update({ status: 'approved' }).eq('id', s.id)
+  assert.ok(error)
+  assert.equal((await sql`select status from public.labs_sponsors where id = ${s.id}`)[0].status, 'pending')
+})
+
+test('opportunities and dream videos: same review flow; classroom accounts cannot submit videos', async () => {
+  const user = await createUser()
+  const opp = await api('/api/labs/opportunities', {
+    token: user.token,
+    body: { kind: 'fellowship', title: 'Summer fellowship', url: 'https://example.org/f', contact_email: 'hr@example.org', contact_name: 'HR' },
+  })
+  assert.equal(opp.status, 201)
+  assertError(await api('/api/labs/opportunities', { token: user.token, body: { kind: 'job', title: 'x', contact_email: 'a@b.co', contact_name: 'x' } }), 400, 'kind')
+  const pendingOpp = await api('/api/labs/admin/opportunities/pending?limit=100', { token: admin.token })
+  assert.equal(pendingOpp.body.opportunities.find((o: { id: string }) => o.id === opp.body.opportunity.id).contact_email, 'hr@example.org')
+  await api(`/api/labs/admin/opportunities/${opp.body.opportunity.id}/approve`, { method: 'POST', token: admin.token })
+  const listed = await api('/api/labs/opportunities?kind=fellowship&limit=100')
+  const row = listed.body.opportunities.find((o: { id: string }) => o.id === opp.body.opportunity.id)
+  assert.ok(row && !('contact_email' in row))
+
+  const video = await api('/api/labs/videos', { token: user.token, body: { title: 'My dream', video_url: 'https://videos.example/1' } })
+  assert.equal(video.status, 201)
+  assertError(await api('/api/labs/videos', { token: user.token, body: { title: 'x', video_url: 'http://insecure' } }), 400, 'video_url')
+  assertError(await api('/api/labs/videos', { token: classroom.token, body: { title: 'x', video_url: 'https://videos.example/2' } }), 403, 'classroom')
+  assert.equal((await sql`select count(*)::int as n from public.labs_dream_videos where submitter_id = ${classroom.id}`)[0].n, 0)
+  assertError(await api(`/api/labs/admin/videos/${video.body.video.id}/decline`, { token: admin.token, body: {} }), 400, 'reason')
+  assert.equal((await api(`/api/labs/admin/videos/${video.body.video.id}/decline`, { token: admin.token, body: { reason: 'off topic' } })).body.status, 'declined')
+  assertError(await api('/api/labs/videos', { body: { title: 'x', video_url: 'https://v.example/3' } }), 401)
+  // Featuring: approved videos only, super admins only; featured ones lead the listing.
+  const v2 = (await api('/api/labs/videos', { token: user.token, body: { title: 'Second', video_url: 'https://videos.example/4' } })).body.video
+  assertError(await api(`/api/labs/admin/videos/${v2.id}/feature`, { token: admin.token, body: { is_featured: true } }), 409)
+  await api(`/api/labs/admin/videos/${v2.id}/approve`, { method: 'POST', token: admin.token })
+  assertError(await api(`/api/labs/admin/videos/${v2.id}/feature`, { token: user.token, body: { is_featured: true } }), 403)
+  assertError(await api(`/api/labs/admin/videos/${v2.id}/feature`, { token: admin.token, body: {} }), 400, 'is_featured')
+  assert.equal((await api(`/api/labs/admin/videos/${v2.id}/feature`, { token: admin.token, body: { is_featured: true } })).body.video.is_featured, true)
+  const later = (await api('/api/labs/videos', { token: user.token, body: { title: 'Third', video_url: 'https://videos.example/5' } })).body.video
+  await api(`/api/labs/admin/videos/${later.id}/approve`, { method: 'POST', token: admin.token })
+  const listing = (await api('/api/labs/videos?limit=100')).body.videos
+  const at = (id: string) => listing.findIndex((x: { id: string }) => x.id === id)
+  assert.ok(at(v2.id) >= 0 && at(later.id) > at(v2.id), 'featured first, though older')
+  const flags = listing.map((x: { is_featured: boolean }) => x.is_featured)
+  assert.deepEqual(flags, [...flags].sort((a, b) => Number(b) - Number(a)))
+})
+
+test('account type: super admins only; bad value 400', async () => {
+  const u = await createUser()
+  assertError(await api(`/api/labs/admin/users/${u.id}/account-type`, { method: 'PUT', token: u.token, body: { account_type: 'classroom' } }), 403)
+  assertError(await api(`/api/labs/admin/users/${u.id}/account-type`, { method: 'PUT', token: admin.token, body: { account_type: 'teacher' } }), 400, 'account_type')
+  assertError(await api(`/api/labs/admin/users/${crypto.randomUUID()}/account-type`, { method: 'PUT', token: admin.token, body: { account_type: 'classroom' } }), 404)
+  assert.equal((await sql`select count(*)::int as n from public.labs_classroom_accounts where user_id = ${u.id}`)[0].n, 0)
+})
+
+// ---- Templates, clones, replications ------------------------------------------------------
+
+async function publicTemplate(owner: TestUser, title = 'Tesla coil') {
+  const res = await api('/api/labs/templates', { token: owner.token, body: { title, calculator: 'resonance', inputs: { inductance_h: 0.001 }, is_public: true } })
+  assert.equal(res.status, 201, JSON.stringify(res.body))
+  assert.equal(res.body.template.safety_level, 'adult_only')
+  return res.body.template
+}
+
+test('templates: classroom accounts list and clone classroom-safe ones only; reset blocks new classroom clones, keeps reports', async () => {
+  const author = await createUser()
+  const t = await publicTemplate(author)
+  const ids = async (u: TestUser) => (await api('/api/labs/templates?limit=100', { token: u.token })).body.templates.map((x: { id: string }) => x.id)
+  const user = await createUser()
+  assert.ok((await ids(user)).includes(t.id))
+  assert.ok(!(await ids(classroom)).includes(t.id), 'adult_only is hidden from classroom accounts')
+  assertError(await api(`/api/labs/templates/${t.id}/clone`, { method: 'POST', token: classroom.token }), 403, 'classroom-safe')
+
+  assertError(await api(`/api/labs/admin/templates/${t.id}/promote-to-classroom`, { token: admin.token, body: {} }), 400, 'min_grade_band')
+  assertError(await api(`/api/labs/admin/templates/${t.id}/promote-to-classroom`, { token: admin.token, body: { min_grade_band: '1-2' } }), 400, 'min_grade_band')
+  assertError(await api(`/api/labs/admin/templates/${t.id}/promote-to-classroom`, { token: author.token, body: { min_grade_band: '6-8' } }), 403)
+  const promoted = await api(`/api/labs/admin/templates/${t.id}/promote-to-classroom`, { token: admin.token, body: { min_grade_band: '6-8' } })
+  assert.equal(promoted.body.template.safety_level, 'classroom_safe')
+  assert.equal(promoted.body.template.min_grade_band, '6-8')
+  assert.ok((await ids(classroom)).includes(t.id))
+  const clone = await api(`/api/labs/templates/${t.id}/clone`, { method: 'POST', token: classroom.token })
+  assert.equal(clone.status, 201)
+  assert.equal(clone.body.clone.cloned_from, t.id)
+  const report = await api(`/api/labs/clones/${clone.body.clone.id}/replications`, { token: classroom.token, body: { measured_value: 3.5 } })
+  assert.equal(report.status, 201)
+
+  const reset = await api(`/api/labs/admin/templates/${t.id}/reset-safety`, { method: 'POST', token: admin.token })
+  assert.equal(reset.body.template.safety_level, 'adult_only')
+  assertError(await api(`/api/labs/templates/${t.id}/clone`, { method: 'POST', token: classroom.token }), 403, 'classroom-safe')
+  assert.equal((await sql`select count(*)::int as n from public.labs_replications where clone_id = ${clone.body.clone.id}`)[0].n, 1, 'earlier reports stay')
+  // A classroom account that can see a non-safe template (its own) still cannot clone it.
+  const own = await api('/api/labs/templates', { token: classroom.token, body: { title: 'Mine', calculator: 'coil' } })
+  assertError(await api(`/api/labs/templates/${own.body.template.id}/clone`, { method: 'POST', token: classroom.token }), 403, 'classroom-safe')
+  // Clones cannot be promoted.
+  assertError(await api(`/api/labs/admin/templates/${clone.body.clone.id}/promote-to-classroom`, { token: admin.token, body: { min_grade_band: 'K-5' } }), 409)
+})
+
+test('golden spec: super admin, validated, stored as predicted_values; replications confirm within 5 %', async () => {
+  const author = await createUser()
+  const t = await publicTemplate(author, 'Q factor demo')
+  const spec = {
+    calculator: 'resonance',
+    optimal_inputs: { inductance_h: 0.001, capacitance_f: 1e-9, resistance_ohm: 10 },
+    calculator_outputs: { outputs: [{ label: 'Q factor', value: 100, unit: '' }, { label: 'f0', value: 159154.9, unit: 'Hz' }] },
+  }
+  assertError(await api(`/api/labs/templates/${t.id}/golden-spec`, { token: author.token, body: spec }), 403)
+  assertError(await api(`/api/labs/templates/${t.id}/golden-spec`, { token: admin.token, body: { ...spec, calculator_outputs: { outputs: [] } } }), 400, 'outputs')
+  assertError(await api(`/api/labs/templates/${t.id}/golden-spec`, { token: admin.token, body: { ...spec, optimal_inputs: { l: 'x' } } }), 400, 'optimal_inputs')
+  assertError(await api(`/api/labs/templates/${t.id}/golden-spec`, { token: admin.token, body: { ...spec, calculator: 'plasma' } }), 400, 'calculator')
+  assert.equal((await sql`select predicted_values from public.labs_experiments where id = ${t.id}`)[0].predicted_values, null)
+  const stored = await api(`/api/labs/templates/${t.id}/golden-spec`, { token: admin.token, body: spec })
+  assert.equal(stored.status, 200)
+  assert.deepEqual(stored.body.template.predicted_values, spec)
+
+  const user = await createUser()
+  const clone = (await api(`/api/labs/templates/${t.id}/clone`, { method: 'POST', token: user.token })).body.clone
+  const near = await api(`/api/labs/clones/${clone.id}/replications`, { token: user.token, body: { measured_value: 104.9 } })
+  assert.equal(near.body.replication.confirmed, true)
+  const far = await api(`/api/labs/clones/${clone.id}/replications`, { token: user.token, body: { measured_value: 105.1 } })
+  assert.equal(far.body.replication.confirmed, false)
+  assertError(await api(`/api/labs/clones/${clone.id}/replications`, { token: author.token, body: { measured_value: 1 } }), 404)
+  assertError(await api(`/api/labs/clones/${clone.id}/replications`, { token: user.token, body: { measured_value: 'x' } }), 400, 'measured_value')
+  const details = await api(`/api/labs/templates/${t.id}`, { token: user.token })
+  assert.equal(details.body.template.convergence.replications, 2)
+  assert.equal(details.body.template.convergence.independent_confirmations, 1)
+  assert.equal(details.body.template.convergence.robust, false)
+  const events = await sql`select kind from public.labs_activity_events where user_id = ${user.id} order by id`
+  assert.deepEqual(events.map((e) => e.kind), ['clone', 'replication_confirmed', 'replication_refuted'])
+})
+
+test('templates: anonymous 401; another user\'s private template is 404; bad calculator 400', async () => {
+  const author = await createUser()
+  const priv = await api('/api/labs/templates', { token: author.token, body: { title: 'Private', calculator: 'plasma' } })
+  const other = await createUser()
+  assertError(await api(`/api/labs/templates/${priv.body.template.id}`, { token: other.token }), 404)
+  assertError(await api(`/api/labs/templates/${priv.body.template.id}/clone`, { method: 'POST', token: other.token }), 404)
+  assertError(await api('/api/labs/templates'), 401)
+  assertError(await api('/api/labs/templates', { token: author.token, body: { title: 'x', calculator: 'warp' } }), 400, 'calculator')
+  assertError(await api('/api/labs/templates', { token: author.token, body: { title: 'x', calculator: 'coil', safety_level: 'classroom_safe' } }), 400, 'safety_level')
+  // PostgREST: the owner cannot promote their own template by a direct update.
+  const { error } = await clientAs(author.token).from('labs_experiments').update({ safety_level: 'classroom_safe', min_grade_band: 'K-5' }).eq('id', priv.body.template.id)
+  assert.ok(error)
+})
+
+// ---- Optimizer ---------------------------------------------------------------------------
+
+const point = (values: Record<string, number>) => Object.fromEntries(Object.entries(values).map(([k, v]) => [k, { min: v, max: v, steps: 1 }]))
+async function single(calculator: string, values: Record<string, number>) {
+  const res = await api('/api/labs/optimize', { body: { calculator, top_n: 1, ranges: point(values) } })
+  assert.equal(res.status, 200, JSON.stringify(res.body))
+  assert.equal(res.body.combinations, 1)
+  return res.body.results[0]
+}
+const close = (actual: number, expected: number, rel = 1e-6) =>
+  assert.ok(Math.abs(actual - expected) <= rel * Math.abs(expected), `${actual} is not ${expected}`)
+
+test('optimizer: each calculator matches values worked out by hand', async () => {
+  // Series RLC: Q = (1/10)·√(1e-3/1e-9) = 100; f0 = 1/(2π·1e-6).
+  const r = await single('resonance', { inductance_h: 1e-3, capacitance_f: 1e-9, resistance_ohm: 10 })
+  close(r.q_factor, 100)
+  close(r.resonant_frequency_hz, 159154.943)
+  // Parallel RLC: Q = 10000·√(1e-9/1e-3) = 10.
+  close((await single('impedance', { resistance_ohm: 10000, inductance_h: 1e-3, capacitance_f: 1e-9 })).q_factor, 10)
+  // Coil 2 in long, 2 in across, 10 turns: Wheeler 1·100/(9+20) µH; Medhurst 5.08·(0.1126+0.08+0.27) pF.
+  const coil = await single('coil', { diameter_m: 0.0508, length_m: 0.0508, turns: 10 })
+  close(coil.inductance_h, 100 / 29 * 1e-6)
+  close(coil.self_capacitance_f, 5.08 * 0.4626e-12)
+  close(coil.self_resonant_frequency_hz, 55909352.19, 1e-6)
+  // Electrolysis: V = 1.23 + 0.12·log10(0.1/1e-6) + 0.1·0.5/0.5 = 1.93; η = 1.481/1.93.
+  close((await single('electrolysis', { current_density_a_cm2: 0.1, electrode_gap_cm: 0.5, electrolyte_conductivity_s_cm: 0.5 })).energy_efficiency, 1.481 / 1.93)
+  // Pulsed DC: I0 = 12 A, a = 24.7 A, τ = 1 ms: 24·1e-3·(12 − 24.7·ln(1 + 12/24.7)) / (0.5·1e-3·144).
+  const p = await single('pulsed_dc', { inductance_h: 1e-3, resistance_ohm: 1, pulse_width_s: 1, clamp_voltage_v: 24 })
+  close(p.peak_current_a, 12)
+  close(p.recovery_efficiency, 0.7398180892543831)
+  // Paschen (air, γ = 0.01) at 1 Torr·cm: 365 / (ln 15 − ln ln 101) ≈ 309.66 V.
+  close((await single('plasma', { pressure_torr: 1, gap_cm: 1, secondary_emission_coefficient: 0.01 })).breakdown_voltage_v, 309.65997807972155)
+})
+
+test('optimizer: default sweeps are ranked by the objective, within 50,000 combinations, no bearer needed', async () => {
+  for (const [calculator, objective, goal] of [
+    ['resonance', 'q_factor', 'maximize'], ['coil', 'self_resonant_frequency_hz', 'maximize'], ['impedance', 'q_factor', 'maximize'],
+    ['electrolysis', 'energy_efficiency', 'maximize'], ['pulsed_dc', 'recovery_efficiency', 'maximize'], ['plasma', 'breakdown_voltage_v', 'minimize'],
+  ]) {
+    const res = await api('/api/labs/optimize', { body: { calculator, top_n: 5 } })
+    assert.equal(res.status, 200, calculator)
+    assert.equal(res.body.objective, objective)
+    assert.equal(res.body.goal, goal)
+    assert.ok(res.body.combinations <= 50000 && res.body.combinations > 10000, `${calculator}: ${res.body.combinations}`)
+    const values = res.body.results.map((x: Record<string, number>) => x[objective])
+    assert.equal(values.length, 5)
+    const sorted = [...values].sort((a, b) => (goal === 'maximize' ? b - a : a - b))
+    assert.deepEqual(values, sorted, `${calculator} ranked`)
+    assert.deepEqual(res.body.results.map((x: { rank: number }) => x.rank), [1, 2, 3, 4, 5])
+  }
+  // Paschen's minimum sits at p·d = e·ln(1 + 1/γ)/A: the best result is near it.
+  const plasma = await api('/api/labs/optimize', { body: { calculator: 'plasma', top_n: 1, ranges: { secondary_emission_coefficient: { min: 0.01, max: 0.01, steps: 1 } } } })
+  const best = plasma.body.results[0]
+  close(best.pd_torr_cm, Math.E * Math.log(101) / 15, 0.15)
+})
+
+test('optimizer: unknown calculator, bad top_n, too many combinations and bad ranges are 400', async () => {
+  assertError(await api('/api/labs/optimize', { body: { calculator: 'warp', top_n: 1 } }), 400, 'calculator')
+  assertError(await api('/api/labs/optimize', { body: { calculator: 'coil', top_n: 0 } }), 400, 'top_n')
+  assertError(await api('/api/labs/optimize', { body: { calculator: 'coil', top_n: 101 } }), 400, 'top_n')
+  assertError(await api('/api/labs/optimize', { body: { calculator: 'coil', top_n: 2.5 } }), 400, 'top_n')
+  assertError(await api('/api/labs/optimize', { body: { calculator: 'coil' } }), 400, 'top_n')
+  const big = { diameter_m: { min: 0.01, max: 0.1, steps: 100 }, length_m: { min: 0.01, max: 0.1, steps: 100 }, turns: { min: 5, max: 50, steps: 6 } }
+  assertError(await api('/api/labs/optimize', { body: { calculator: 'coil', top_n: 1, ranges: big } }), 400, '50000')
+  assertError(await api('/api/labs/optimize', { body: { calculator: 'coil', top_n: 1, ranges: { warp_factor: { min: 1, max: 2, steps: 2 } } } }), 400, 'warp_factor')
+  assertError(await api('/api/labs/optimize', { body: { calculator: 'coil', top_n: 1, ranges: { turns: { min: 5, max: 1, steps: 2 } } } }), 400, 'turns')
+})
+
+// ---- Competitions -------------------------------------------------------------------------
+
+test('competitions: scores from recorded events with the SPEC weights; recompute needs the cron bearer', async () => {
+  const slug = `comp-${crypto.randomUUID().slice(0, 8)}`
+  assertError(await api('/api/labs/admin/competitions', { token: classroom.token, body: { slug, title: 'x' } }), 403)
+  const created = await api('/api/labs/admin/competitions', { token: admin.token, body: { slug, title: 'Autumn build-off' } })
+  assert.equal(created.status, 201)
+  assert.deepEqual(created.body.competition.scoring_config, { clone: 1, completion: 5, replication_confirmed: 25, replication_refuted: 5, build: 10 })
+  assertError(await api('/api/labs/admin/competitions', { token: admin.token, body: { slug, title: 'again' } }), 409)
+
+  const [a, b, late] = await Promise.all([createUser(), createUser(), createUser()])
+  for (const u of [a, b]) assert.equal((await api(`/api/labs/competitions/${slug}/join`, { method: 'POST', token: u.token })).status, 200)
+  const t = await publicTemplate(await createUser())
+  await api(`/api/labs/templates/${t.id}/golden-spec`, {
+    token: admin.token, body: { calculator: 'resonance', optimal_inputs: {}, calculator_outputs: { outputs: [{ label: 'Q', value: 50, unit: '' }] } },
+  })
+  // a: clone 1 + completion 5 + build 10 + confirmed 25 = 41; b: clone 1 + refuted 5 = 6.
+  const ca = (await api(`/api/labs/templates/${t.id}/clone`, { method: 'POST', token: a.token })).body.clone
+  await api(`/api/labs/clones/${ca.id}/replications`, { token: a.token, body: { measured_value: 51 } })
+  await api(`/api/labs/clones/${ca.id}/complete`, { token: a.token, body: { built: true } })
+  assertError(await api(`/api/labs/clones/${ca.id}/complete`, { token: a.token, body: {} }), 409)
+  const cb = (await api(`/api/labs/templates/${t.id}/clone`, { method: 'POST', token: b.token })).body.clone
+  await api(`/api/labs/clones/${cb.id}/replications`, { token: b.token, body: { measured_value: 80 } })
+
+  assertError(await api('/api/cron/labs/recompute-competitions', { method: 'POST' }), 401)
+  assertError(await api('/api/cron/labs/recompute-competitions', { method: 'POST', headers: { authorization: 'Bearer wrong' } }), 401)
+  assertError(await api('/api/cron/labs/recompute-competitions', { method: 'POST', token: admin.token }), 401)
+  assert.equal((await sql`select last_scored_at from public.labs_competitions where slug = ${slug}`)[0].last_scored_at, null)
+  const run = await api('/api/cron/labs/recompute-competitions', { method: 'POST', headers: frontendCron() })
+  assert.equal(run.status, 200, JSON.stringify(run.body))
+  assert.equal(run.body.competitions.find((c: { slug: string }) => c.slug === slug).participants, 2)
+  assert.notEqual((await sql`select last_scored_at from public.labs_competitions where slug = ${slug}`)[0].last_scored_at, null)
+
+  const board = await api(`/api/labs/competitions/${slug}/leaderboard`, { token: late.token })
+  assert.deepEqual(board.body.leaderboard.map((r: { user_id: string; score: number; rank: number }) => [r.user_id, r.score, r.rank]), [[a.id, 41, 1], [b.id, 6, 2]])
+  assertError(await api(`/api/labs/competitions/${slug}/leaderboard`), 401)
+  assertError(await api('/api/labs/competitions/no-such-thing/leaderboard', { token: a.token }), 404)
+
+  // Closed entries: no joins, and the recompute leaves its scores alone.
+  assert.equal((await api(`/api/labs/admin/competitions/${slug}`, { method: 'PATCH', token: admin.token, body: { entry_open: false } })).body.competition.entry_open, false)
+  assertError(await api(`/api/labs/competitions/${slug}/join`, { method: 'POST', token: late.token }), 409)
+  await api(`/api/labs/clones/${cb.id}/complete`, { token: b.token, body: {} })
+  await api('/api/cron/labs/recompute-competitions', { method: 'POST', headers: frontendCron() })
+  assert.equal((await sql`select score from public.labs_competition_participants p join public.labs_competitions c on c.id = p.competition_id where c.slug = ${slug} and p.user_id = ${b.id}`)[0].score, 6)
+})
+
+// ---- Step prompts -------------------------------------------------------------------------
+
+test('step prompts: x-cron-secret; users with an unfinished clone get one prompt, not again within 3 days', async () => {
+  const u = await createUser()
+  const t = await publicTemplate(await createUser())
+  const clone = (await api(`/api/labs/templates/${t.id}/clone`, { method: 'POST', token: u.token })).body.clone
+  assertError(await api('/api/labs/cron/process-step-prompts', { method: 'POST' }), 401)
+  assertError(await api('/api/labs/cron/process-step-prompts', { method: 'POST', headers: { 'x-cron-secret': 'nope' } }), 401)
+  const first = await api('/api/labs/cron/process-step-prompts', { method: 'POST', headers: labsCron() })
+  assert.equal(first.status, 200, JSON.stringify(first.body))
+  assert.deepEqual(first.body.results.errors, [])
+  const prompts = () => sql`select payload from public.notifications where user_id = ${u.id} and type = 'labs.step_prompt'`
+  assert.equal((await prompts()).length, 1)
+  assert.equal((await prompts())[0].payload.clone_id, clone.id)
+  await api('/api/labs/cron/process-step-prompts', { method: 'POST', headers: labsCron() })
+  assert.equal((await prompts()).length, 1, 'not again the same day')
+  // Four days later (the last prompt moved back): prompted again.
+  await sql`update private.labs_step_prompts set prompted_at = now() - interval '4 days', prompted_on = current_date - 4 where user_id = ${u.id}`
+  await api('/api/labs/cron/process-step-prompts', { method: 'POST', headers: labsCron() })
+  assert.equal((await prompts()).length, 2)
+  // Finished clones are not prompted.
+  await api(`/api/labs/clones/${clone.id}/complete`, { token: u.token, body: {} })
+  await sql`update private.labs_step_prompts set prompted_at = now() - interval '5 days', prompted_on = prompted_on - 5 where user_id = ${u.id}`
+  await api('/api/labs/cron/process-step-prompts', { method: 'POST', headers: labsCron() })
+  assert.equal((await prompts()).length, 2)
+})
+
+test('step prompts: one user\'s failure is reported in results.errors and does not stop the others', async () => {
+  const [broken, fine] = await Promise.all([createUser(), createUser()])
+  const t = await publicTemplate(await createUser())
+  for (const u of [broken, fine]) await api(`/api/labs/templates/${t.id}/clone`, { method: 'POST', token: u.token })
+  // A notification trigger that fails for one recipient only (removed below).
+  await sql.unsafe(`create function public.zz_test_fail_prompt() returns trigger language plpgsql set search_path = '' as $$
+    begin if new.user_id = '${broken.id}' then raise exception 'inbox unavailable'; end if; return new; end $$`)
+  await sql`create trigger zz_test_fail_prompt before insert on public.notifications for each row execute function public.zz_test_fail_prompt()`
+  try {
+    const run = await api('/api/labs/cron/process-step-prompts', { method: 'POST', headers: labsCron() })
+    assert.equal(run.status, 200, JSON.stringify(run.body))
+    assert.ok(run.body.results.failed >= 1)
+    assert.ok(run.body.results.errors.some((e: string) => e.startsWith(broken.id) && e.includes('inbox unavailable')), JSON.stringify(run.body.results))
+    assert.equal((await sql`select count(*)::int as n from public.notifications where user_id = ${fine.id} and type = 'labs.step_prompt'`)[0].n, 1)
+    assert.equal((await sql`select count(*)::int as n from private.labs_step_prompts where user_id = ${broken.id}`)[0].n, 0, 'the failed user is tried again next run')
+  } finally {
+    await sql`drop trigger zz_test_fail_prompt on public.notifications`
+    await sql`drop function public.zz_test_fail_prompt()`
+  }
+})
+
+// ---- Outreach -----------------------------------------------------------------------------
+
+test('outreach: 5 messages per 24 hours per sponsor, even sent at once; bodies for sender and recipient only', async () => {
+  const owner = await createUser()
+  const sponsor = await approvedSponsor(owner)
+  const other = await approvedSponsor(await createUser())
+  const sender = await createUser()
+  const replies = await Promise.all(Array.from({ length: 8 }, (_, i) =>
+    api(`/api/labs/sponsors/${sponsor.id}/messages`, { token: sender.token, body: { body: `hello ${i}` } })))
+  assert.equal(replies.filter((r) => r.status === 201).length, 5)
+  for (const r of replies.filter((r) => r.status !== 201)) assertError(r, 429)
+  assert.equal((await sql`select count(*)::int as n from public.labs_sponsor_messages where sponsor_id = ${sponsor.id}`)[0].n, 5)
+  assert.equal((await api(`/api/labs/sponsors/${other.id}/messages`, { token: sender.token, body: { body: 'hi other' } })).status, 201, 'per recipient')
+
+  const inbox = await api('/api/labs/messages', { token: owner.token })
+  assert.equal(inbox.body.messages.length, 5)
+  assert.equal((await api('/api/labs/messages', { token: sender.token })).body.messages.length, 6)
+  assert.equal((await api('/api/labs/messages', { token: admin.token })).body.messages.filter((m: { sponsor_id: string }) => m.sponsor_id === sponsor.id).length, 0, 'super admins do not read them')
+  const rest = await clientAs(admin.token).from('labs_sponsor_messages').select('body').eq('sponsor_id', sponsor.id)
+  assert.deepEqual(rest.data, [])
+
+  const pending = await submitSponsor(owner)
+  assertError(await api(`/api/labs/sponsors/${pending.id}/messages`, { token: sender.token, body: { body: 'x' } }), 404)
+  assertError(await api(`/api/labs/sponsors/${sponsor.id}/messages`, { token: sender.token, body: { body: '' } }), 400, 'body')
+  assertError(await api(`/api/labs/sponsors/${sponsor.id}/messages`, { body: { body: 'x' } }), 401)
+})
+
+const resendControl = async (path: string, body?: unknown) =>
+  await (await fetch(`${env('RESEND_BASE_URL')}/__control/${path}`, body === undefined ? {} : {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
+  })).json()
+
+test('outreach digest: Bearer CRON_SECRET; one e-mail per sponsor per week however often it runs; a failed send is retried', async () => {
+  const contact = `sponsor-${crypto.randomUUID().slice(0, 8)}@example.org`
+  const sponsor = await approvedSponsor(await createUser(), contact)
+  const sender = await createUser()
+  await api(`/api/labs/sponsors/${sponsor.id}/messages`, { token: sender.token, body: { body: 'Could you sponsor our <robotics> club?' } })
+  await api(`/api/labs/sponsors/${sponsor.id}/messages`, { token: sender.token, body: { body: 'This week, not in last week\'s digest' } })
+  // The first message moves into last week (the digest covers the 7 days before this week's Monday).
+  await sql`update public.labs_sponsor_messages set created_at = date_trunc('week', now() at time zone 'utc') at time zone 'utc' - interval '2 days'
+             where sponsor_id = ${sponsor.id} and body like 'Could you%'`
+  assertError(await api('/api/cron/labs/sponsor-outreach-digest', { method: 'POST' }), 401)
+  assertError(await api('/api/cron/labs/sponsor-outreach-digest', { method: 'POST', headers: { authorization: `Bearer ${env('LABS_CRON_SECRET')}` } }), 401)
+  const digests = () => sql`select status, messages, email_id from private.labs_outreach_digests where sponsor_id = ${sponsor.id}`
+
+  // The provider fails once: nothing is recorded as sent, and the next run sends it.
+  await resendControl('fail', { to: contact, status: 500, name: 'internal_server_error', times: 1 })
+  const failed = await api('/api/cron/labs/sponsor-outreach-digest', { method: 'POST', headers: frontendCron() })
+  assert.equal(failed.status, 200, JSON.stringify(failed.body))
+  assert.ok(failed.body.results.errors.some((e: string) => e.startsWith(sponsor.id)), JSON.stringify(failed.body.results))
+  assert.equal((await digests()).length, 0)
+
+  const first = await api('/api/cron/labs/sponsor-outreach-digest', { method: 'POST', headers: frontendCron() })
+  assert.equal(first.status, 200, JSON.stringify(first.body))
+  assert.equal((await digests()).length, 1)
+  assert.equal((await digests())[0].status, 'sent')
+  assert.equal((await digests())[0].messages, 1)
+  const [second, third] = await Promise.all([
+    api('/api/cron/labs/sponsor-outreach-digest', { method: 'POST', headers: frontendCron() }),
+    api('/api/cron/labs/sponsor-outreach-digest', { method: 'POST', headers: frontendCron() }),
+  ])
+  assert.equal(second.status, 200)
+  assert.equal(third.status, 200)
+  const mails = await resendControl(`sent?to=${encodeURIComponent(contact)}`)
+  assert.equal(mails.length, 1, 'one digest however often the job runs')
+  assert.match(mails[0].html, /&#60;robotics&#62;/, 'message bodies are escaped in the HTML')
+  assert.ok(!mails[0].text.includes('not in last week'), 'only last week\'s messages')
+  assert.equal((await digests()).length, 1)
+})
+
+// ---- Kit waitlist -------------------------------------------------------------------------
+
+test('kit waitlist: anyone joins once per address; super admins see the signups and the gate', async () => {
+  const address = `kit-${crypto.randomUUID().slice(0, 8)}@example.org`
+  const first = await api('/api/labs/kit-waitlist', { body: { email: address.toUpperCase() } })
+  assert.equal(first.status, 202)
+  const again = await api('/api/labs/kit-waitlist', { body: { email: address } })
+  assert.equal(again.status, 202)
+  assert.deepEqual(again.body, first.body, 'the reply does not tell whether the address was there')
+  assert.equal((await sql`select count(*)::int as n from public.labs_kit_waitlist where email = ${address}`)[0].n, 1)
+  assertError(await api('/api/labs/kit-waitlist', { body: { email: 'not-an-address' } }), 400, 'email')
+
+  const u = await createUser()
+  assertError(await api('/api/labs/admin/kit-waitlist', { token: u.token }), 403)
+  assertError(await api('/api/labs/admin/kit-waitlist'), 401)
+  const { data } = await clientAs().from('labs_kit_waitlist').select('email')
+  assert.deepEqual(data ?? [], [], 'anonymous PostgREST reads nothing')
+  const { data: own } = await clientAs(u.token).from('labs_kit_waitlist').select('email')
+  assert.deepEqual(own, [])
+
+  const view = await api('/api/labs/admin/kit-waitlist?limit=100', { token: admin.token })
+  assert.equal(view.status, 200)
+  assert.ok(view.body.signups.some((s: { email: string }) => s.email === address))
+  // The gate: more than 200 signups within 30 days of launch.
+  const launch = '2031-03-01'
+  await sql`insert into public.labs_kit_waitlist (email, created_at)
+            select 'gate-' || g || '-' || ${address}, '2031-03-02'::timestamptz + g * interval '1 hour' from generate_series(1, 200) g`
+  const at200 = await api(`/api/labs/admin/kit-waitlist?launch_date=${launch}`, { token: admin.token })
+  assert.equal(at200.body.signups_within_30_days_of_launch, 200)
+  assert.equal(at200.body.gate_met, false)
+  await sql`insert into public.labs_kit_waitlist (email, created_at) values (${'late-' + address}, '2031-04-15')`
+  assert.equal((await api(`/api/labs/admin/kit-waitlist?launch_date=${launch}`, { token: admin.token })).body.gate_met, false, 'outside the 30 days')
+  await sql`insert into public.labs_kit_waitlist (email, created_at) values (${'in-' + address}, '2031-03-30')`
+  const met = await api(`/api/labs/admin/kit-waitlist?launch_date=${launch}`, { token: admin.token })
+  assert.equal(met.body.signups_within_30_days_of_launch, 201)
+  assert.equal(met.body.gate_met, true)
+  assertError(await api('/api/labs/admin/kit-waitlist?launch_date=2031-02-30', { token: admin.token }), 400, 'launch_date')
+  await sql`delete from public.labs_kit_waitlist where created_at >= '2031-01-01'`
+})
+
+// ---- Admin health: pg_cron jobs ------------------------------------------------------------
+
+test('admin health lists each pg_cron job with its last run', async () => {
+  const [job] = await sql`select jobid from cron.job where jobname = 'labs-process-step-prompts'`
+  assert.ok(job, 'the step-prompt job is scheduled')
+  await sql`insert into cron.job_run_details (jobid, runid, job_pid, database, username, command, status, return_message, start_time, end_time)
+            values (${job.jobid}, nextval('cron.runid_seq'), 1, 'postgres', 'postgres', 'select 1', 'failed', 'boom', now() - interval '2 minutes', now() - interval '1 minute'),
+                   (${job.jobid}, nextval('cron.runid_seq'), 1, 'postgres', 'postgres', 'select 1', 'succeeded', '1 row', now() - interval '10 seconds', now())`
+  const res = await api('/api/admin/health', { token: admin.token })
+  assert.equal(res.status, 200)
+  const row = res.body.cron.find((j: { job_name: string }) => j.job_name === 'labs-process-step-prompts')
+  assert.equal(row.schedule, '0 3 * * *')
+  assert.equal(row.last_status, 'succeeded', 'the latest run')
+  assert.ok(row.last_finished_at)
+  assertError(await api('/api/admin/health', { token: classroom.token }), 403)
+})
+
+// ---- Credentials across every labs and impersonation route ---------------------------------
+
+test('every labs and impersonation route with a credential refuses anonymous callers (401), and admin ones refuse users (403)', async () => {
+  const doc = (await api('/api/openapi.json')).body
+  const user = await createUser()
+  let checked = 0
+  for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+    if (!/^\/api\/(labs|cron\/labs|admin\/impersonation)/.test(path)) continue
+    const concrete = path.replace(/\{slug\}/g, 'some-slug').replace(/\{\w+\}/g, crypto.randomUUID())
+    for (const [method, op] of Object.entries(ops)) {
+      if (!op.security.length) continue
+      const body = ['post', 'put', 'patch'].includes(method) ? {} : undefined
+      assertError(await api(concrete, { method: method.toUpperCase(), body }), 401)
+      if (String(op.description).includes('super admin\'s bearer token')) {
+        for (const who of [user, classroom]) {
+          const res = await api(concrete, { method: method.toUpperCase(), token: who.token, body })
+          assert.ok(res.status === 403 || res.status === 400, `${method} ${path} as a user: ${res.status}`)
+          if (res.status === 400) assertError(await api(concrete, { method: method.toUpperCase(), token: who.token, body: validBodies[path] ?? {} }), 403)
+        }
+      }
+      checked++
+    }
+  }
+  assert.ok(checked >= 30, `${checked} routes checked`)
+})
+
+/** A valid body per admin route, so a user's 403 is not hidden behind a 400. */
+const validBodies: Record<string, unknown> = {
+  '/api/labs/admin/sponsors/{id}/decline': { reason: 'x' },
+  '/api/labs/admin/opportunities/{id}/decline': { reason: 'x' },
+  '/api/labs/admin/videos/{id}/decline': { reason: 'x' },
+  '/api/labs/admin/videos/{id}/feature': { is_featured: true },
+  '/api/labs/admin/users/{id}/account-type': { account_type: 'classroom' },
+  '/api/labs/admin/templates/{id}/promote-to-classroom': { min_grade_band: 'K-5' },
+  '/api/labs/templates/{templateId}/golden-spec': { calculator: 'coil', optimal_inputs: {}, calculator_outputs: { outputs: [{ label: 'f', value: 1, unit: 'Hz' }] } },
+  '/api/labs/admin/competitions': { slug: 'x', title: 'x' },
+  '/api/labs/admin/competitions/{slug}': { is_active: true },
+  '/api/admin/impersonation': { user_id: crypto.randomUUID(), reason: 'x' },
+}

@@ -1,0 +1,450 @@
+// Payments: checkout against the local Stripe server (customer created once and reused, the
+// origin rule, 400s before anything else), the caller's subscription, and the signed webhook:
+// every handled event and its effect on `subscriptions` and on the monthly award, bad/missing/
+// stale signatures, replays, out-of-order events, a failure rolled back and retried.
+import { strict as assert } from 'node:assert'
+import { STRIPE_API_VERSION } from '../functions/_shared/payments.ts'
+import { withApi } from './_api_process.ts'
+import { api, assertError, clientAs, createUser, env, sql, test, type TestUser } from './_helpers.ts'
+import {
+  at,
+  checkoutObject,
+  deliver,
+  deliverOk,
+  invoiceFailedObject,
+  newId,
+  signatureFor,
+  stripeControl,
+  stripeEvent,
+  subscriptionEvent,
+} from './_stripe.ts'
+
+const SITE = 'http://127.0.0.1:3000'
+const checkoutBody = (o: Record<string, unknown> = {}) => ({
+  priceId: 'price_premium_monthly',
+  successUrl: `${SITE}/billing/success?session_id={CHECKOUT_SESSION_ID}`,
+  cancelUrl: `${SITE}/billing`,
+  ...o,
+})
+const checkout = (user: TestUser, body: unknown = checkoutBody()) =>
+  api('/api/payment/create-checkout-session', { token: user.token, body })
+
+async function storedCustomer(userId: string): Promise<string | null> {
+  const rows = await sql`select stripe_customer_id from private.stripe_customers where user_id = ${userId}`
+  return rows[0]?.stripe_customer_id ?? null
+}
+
+async function subscriptionRow(subId: string) {
+  const [row] = await sql`select user_id, stripe_customer_id, status, current_period_end, cancel_at_period_end,
+                                 last_payment_failed_at
+                            from public.subscriptions where stripe_subscription_id = ${subId}`
+  return row
+}
+
+const recordedEvents = async (ids: string[]) =>
+  (await sql`select count(*)::int as n from private.stripe_events where event_id = any(${ids})`)[0].n as number
+
+class Rollback extends Error {}
+
+/**
+ * What the monthly award (the one SQL function both award endpoints use) would give the user
+ * for a month of our choosing, in a transaction rolled back so no ledger row stays behind.
+ */
+async function awardFor(userId: string, month: string): Promise<number> {
+  let amount = 0
+  await sql.begin(async (tx) => {
+    await tx`select * from private.award_monthly_drops(array[${userId}::uuid], ${month}::date)`
+    ;[{ amount }] = await tx`select amount from public.monthly_drop_awards where user_id = ${userId} and award_month = ${month}`
+    throw new Rollback()
+  }).catch((e) => {
+    if (!(e instanceof Rollback)) throw e
+  })
+  return amount
+}
+
+// ---------------------------------------------------------------------------------------
+// Checkout
+// ---------------------------------------------------------------------------------------
+
+test('checkout: a subscription session for the caller; the customer is created once and reused', async () => {
+  const user = await createUser()
+  const first = await checkout(user)
+  assert.equal(first.status, 200, JSON.stringify(first.body))
+  assert.match(first.body.sessionId, /^cs_test_/)
+  assert.equal(first.body.url, `https://checkout.stripe.test/c/pay/${first.body.sessionId}`)
+  const second = await checkout(user, checkoutBody({ priceId: 'price_premium_yearly' }))
+  assert.equal(second.status, 200, JSON.stringify(second.body))
+  assert.notEqual(second.body.sessionId, first.body.sessionId)
+
+  const customers = await stripeControl(`customers?user_id=${user.id}`)
+  assert.equal(customers.length, 1, 'one Stripe customer for the user')
+  assert.equal(customers[0].email, user.email)
+  assert.equal(await storedCustomer(user.id), customers[0].id, 'its id is stored')
+
+  const sessions = await stripeControl(`sessions?user_id=${user.id}`)
+  assert.equal(sessions.length, 2)
+  for (const s of sessions) {
+    assert.equal(s.customer, customers[0].id, 'both sessions reuse the customer')
+    assert.equal(s.mode, 'subscription')
+    assert.equal(s.client_reference_id, user.id)
+    assert.deepEqual(s.metadata, { user_id: user.id })
+    assert.deepEqual(s.params.subscription_data, { metadata: { user_id: user.id } }, 'the subscription carries the user id too')
+    assert.equal(s.success_url, checkoutBody().successUrl, 'the URL is passed as given (Stripe fills the placeholder)')
+    assert.equal(s.cancel_url, `${SITE}/billing`)
+    assert.equal(s.stripe_version, STRIPE_API_VERSION, 'the pinned API version is sent')
+  }
+  assert.deepEqual(sessions.map((s: any) => s.params.line_items[0]), [
+    { price: 'price_premium_monthly', quantity: '1' },
+    { price: 'price_premium_yearly', quantity: '1' },
+  ])
+})
+
+test('checkout: two concurrent first calls create one customer', async () => {
+  const user = await createUser()
+  const replies = await Promise.all([checkout(user), checkout(user), checkout(user)])
+  for (const r of replies) assert.equal(r.status, 200, JSON.stringify(r.body))
+  const customers = await stripeControl(`customers?user_id=${user.id}`)
+  assert.equal(customers.length, 1, JSON.stringify(customers))
+  const sessions = await stripeControl(`sessions?user_id=${user.id}`)
+  assert.deepEqual([...new Set(sessions.map((s: any) => s.customer))], [customers[0].id])
+  assert.equal(await storedCustomer(user.id), customers[0].id)
+})
+
+test('checkout: a stored customer Stripe no longer knows is replaced once, then reused', async () => {
+  const user = await createUser()
+  assert.equal((await checkout(user)).status, 200)
+  const gone = (await storedCustomer(user.id))!
+  await stripeControl('delete-customer', { id: gone })
+  const res = await checkout(user)
+  assert.equal(res.status, 200, JSON.stringify(res.body))
+  const replacement = (await storedCustomer(user.id))!
+  assert.notEqual(replacement, gone)
+  assert.equal((await checkout(user)).status, 200)
+  const sessions = await stripeControl(`sessions?user_id=${user.id}`)
+  assert.deepEqual(sessions.map((s: any) => s.customer), [gone, replacement, replacement])
+})
+
+test('checkout: malformed or foreign fields are 400 naming the field; nothing reaches Stripe', async () => {
+  const user = await createUser()
+  const cases: [unknown, string][] = [
+    [{ successUrl: checkoutBody().successUrl, cancelUrl: checkoutBody().cancelUrl }, 'priceId'],
+    [checkoutBody({ priceId: '' }), 'priceId'],
+    [checkoutBody({ priceId: 'prod_123' }), 'priceId'],
+    [checkoutBody({ priceId: 42 }), 'priceId'],
+    [checkoutBody({ successUrl: undefined }), 'successUrl'],
+    [checkoutBody({ successUrl: 'not a url' }), 'successUrl'],
+    [checkoutBody({ successUrl: 'javascript:alert(1)' }), 'successUrl'],
+    [checkoutBody({ cancelUrl: 'ftp://127.0.0.1:3000/x' }), 'cancelUrl'],
+    // The origin rule: the endpoint is not an open redirect.
+    [checkoutBody({ successUrl: 'https://evil.example/phish' }), 'successUrl'],
+    [checkoutBody({ cancelUrl: 'http://127.0.0.1:3001/billing' }), 'cancelUrl'],
+    [checkoutBody({ cancelUrl: 'https://127.0.0.1:3000/billing' }), 'cancelUrl'],
+    [checkoutBody({ successUrl: 'http://127.0.0.1:3000@evil.example/' }), 'successUrl'],
+    [checkoutBody({ successUrl: 'x'.repeat(3000) }), 'successUrl'],
+    [checkoutBody({ customer: 'cus_someone_else' }), 'customer'],
+  ]
+  for (const [body, field] of cases) assertError(await checkout(user, body), 400, field)
+  assertError(await api('/api/payment/create-checkout-session', { token: user.token, rawBody: '{"priceId":' }), 400)
+  // A second configured origin is accepted.
+  const other = await checkout(user, checkoutBody({ successUrl: 'https://app.journal.test/ok', cancelUrl: 'https://app.journal.test/no' }))
+  assert.equal(other.status, 200, JSON.stringify(other.body))
+  assert.equal((await stripeControl(`sessions?user_id=${user.id}`)).length, 1, 'only the valid request reached Stripe')
+})
+
+test('checkout: a price Stripe does not know is 400 priceId; Stripe trouble is 502/503 and stores no customer', async () => {
+  const user = await createUser()
+  assertError(await checkout(user, checkoutBody({ priceId: 'price_does_not_exist' })), 400, /priceId: No such price/)
+
+  const fresh = await createUser()
+  await stripeControl('fail', { user_id: fresh.id, status: 500 })
+  assertError(await checkout(fresh), 502)
+  assert.equal(await storedCustomer(fresh.id), null, 'no customer stored when Stripe failed')
+  await stripeControl('fail', { user_id: fresh.id, status: 429, type: 'rate_limit_error', message: 'Too many requests', retry_after: 1 })
+  assertError(await checkout(fresh), 503, 'busy')
+  assert.equal(await storedCustomer(fresh.id), null)
+  const ok = await checkout(fresh)
+  assert.equal(ok.status, 200, 'works once Stripe answers again')
+  assert.equal((await stripeControl(`customers?user_id=${fresh.id}`)).length, 1)
+})
+
+test('payment endpoints need a signed-in user (the webhook needs a signature instead)', async () => {
+  assertError(await api('/api/payment/create-checkout-session', { body: checkoutBody() }), 401)
+  assertError(await api('/api/payment/subscription'), 401)
+})
+
+// ---------------------------------------------------------------------------------------
+// The caller's subscription
+// ---------------------------------------------------------------------------------------
+
+test('GET /api/payment/subscription: the caller\'s latest or null, never provider ids, never another\'s', async () => {
+  const user = await createUser()
+  const other = await createUser()
+  assert.deepEqual((await api('/api/payment/subscription', { token: user.token })).body, { subscription: null, premium: false })
+  await sql`insert into public.subscriptions (user_id, stripe_customer_id, stripe_subscription_id, status, created_at)
+            values (${user.id}, 'cus_old', ${newId('sub')}, 'canceled', now() - interval '1 year'),
+                   (${user.id}, 'cus_new', ${newId('sub')}, 'active', now()),
+                   (${other.id}, 'cus_other', ${newId('sub')}, 'past_due', now())`
+  const res = await api('/api/payment/subscription', { token: user.token })
+  assert.equal(res.status, 200)
+  assert.equal(res.body.subscription.status, 'active')
+  assert.equal(res.body.subscription.user_id, user.id)
+  assert.equal(res.body.premium, true)
+  assert.equal((await api('/api/payment/subscription', { token: other.token })).body.premium, false, 'past_due is not premium')
+  assert.deepEqual(Object.keys(res.body.subscription).sort(), [
+    'cancel_at_period_end', 'created_at', 'current_period_end', 'id', 'last_payment_failed_at', 'status', 'updated_at', 'user_id',
+  ])
+  assert.doesNotMatch(JSON.stringify(res.body), /cus_|sub_/)
+  // PostgREST gives the same rows and refuses the provider ids.
+  const db = clientAs(user.token)
+  const { data } = await db.from('subscriptions').select('user_id, status').order('created_at')
+  assert.deepEqual(data, [{ user_id: user.id, status: 'canceled' }, { user_id: user.id, status: 'active' }])
+  const ids = await db.from('subscriptions').select('stripe_customer_id')
+  assert.equal(ids.error?.code, '42501')
+})
+
+// ---------------------------------------------------------------------------------------
+// The webhook
+// ---------------------------------------------------------------------------------------
+
+test('webhook: a missing, wrong, tampered or stale signature is 400 and writes nothing', async () => {
+  const user = await createUser()
+  const sub = newId('sub')
+  const event = subscriptionEvent('created', { id: sub, customer: newId('cus'), userId: user.id, status: 'active' }, at(1))
+  const payload = JSON.stringify(event, null, 2)
+  assertError(await deliver(event, { signature: null }), 400, 'Stripe-Signature')
+  assertError(await deliver(event, { signature: 'garbage' }), 400, 'Stripe-Signature')
+  assertError(await deliver(event, { secret: 'whsec_not_the_right_one' }), 400, 'Stripe-Signature')
+  assertError(await deliver(event, { timestamp: Math.floor(Date.now() / 1000) - 600 }), 400, 'Stripe-Signature')
+  // A valid signature over another body.
+  const tampered = await api('/api/payment/webhook', {
+    rawBody: payload.replace('"active"', '"trialing"'),
+    headers: { 'stripe-signature': await signatureFor(payload), 'content-type': 'application/json' },
+  })
+  assertError(tampered, 400, 'Stripe-Signature')
+  assert.equal(await recordedEvents([event.id]), 0)
+  assert.equal(await subscriptionRow(sub), undefined)
+  // The same event, correctly signed, goes through.
+  assert.equal(await deliverOk(event), 'applied')
+})
+
+test('webhook: checkout, created, updated, payment failed, deleted keep subscriptions equal to Stripe, and premium follows', async () => {
+  const user = await createUser()
+  assert.equal((await checkout(user)).status, 200)
+  const customer = (await storedCustomer(user.id))!
+  const sub = newId('sub')
+  const periodEnd = at(40 * 86400)
+  assert.equal(await awardFor(user.id, '2031-01-01'), 30, 'not premium yet: 30')
+
+  // Stripe's order for a card checkout: created (incomplete), checkout completed (paid).
+  assert.equal(await deliverOk(subscriptionEvent('created', { id: sub, customer, userId: user.id, status: 'incomplete', periodEnd }, at(100))), 'applied')
+  assert.equal((await subscriptionRow(sub)).status, 'incomplete')
+  assert.equal(await awardFor(user.id, '2031-02-01'), 30, 'incomplete is not premium')
+  assert.equal(await deliverOk(stripeEvent('checkout.session.completed', checkoutObject({ subscription: sub, customer, userId: user.id }), at(101))), 'applied')
+  let row = await subscriptionRow(sub)
+  assert.equal(row.status, 'active')
+  assert.equal(row.user_id, user.id)
+  assert.equal(row.stripe_customer_id, customer)
+  assert.equal(row.current_period_end.getTime(), periodEnd * 1000, 'the checkout keeps the period end the subscription event gave')
+  assert.equal(await awardFor(user.id, '2031-03-01'), 250, 'premium: 250')
+  const award = await api('/api/drops/award-monthly', { method: 'POST', token: user.token })
+  assert.equal(award.body.amount, 250, 'the award endpoint agrees')
+
+  const mine = await api('/api/payment/subscription', { token: user.token })
+  assert.equal(mine.body.subscription.status, 'active')
+  assert.equal(mine.body.premium, true)
+  assert.equal(mine.body.subscription.current_period_end, new Date(periodEnd * 1000).toISOString().replace('.000Z', '+00:00'))
+
+  // Cancel at period end: still active, so still premium.
+  await deliverOk(subscriptionEvent('updated', { id: sub, customer, userId: user.id, status: 'active', periodEnd, cancelAtPeriodEnd: true }, at(200)))
+  row = await subscriptionRow(sub)
+  assert.equal(row.cancel_at_period_end, true)
+  assert.equal(await awardFor(user.id, '2031-04-01'), 250)
+
+  // A failed renewal: recorded; the status follows Stripe's subscription events, not guesses.
+  assert.equal(await deliverOk(stripeEvent('invoice.payment_failed', invoiceFailedObject({ subscription: sub, customer }), at(300))), 'applied')
+  row = await subscriptionRow(sub)
+  assert.equal(row.last_payment_failed_at.getTime(), at(300) * 1000)
+  assert.equal(row.status, 'active')
+  await deliverOk(subscriptionEvent('updated', { id: sub, customer, userId: user.id, status: 'past_due', periodEnd }, at(301)))
+  assert.equal((await subscriptionRow(sub)).status, 'past_due')
+  assert.equal((await subscriptionRow(sub)).cancel_at_period_end, false)
+  assert.equal(await awardFor(user.id, '2031-05-01'), 30, 'past_due is not premium')
+
+  await deliverOk(subscriptionEvent('updated', { id: sub, customer, userId: user.id, status: 'active', periodEnd: periodEnd + 30 * 86400 }, at(400)))
+  assert.equal(await awardFor(user.id, '2031-06-01'), 250, 'paid again: premium again')
+  await deliverOk(subscriptionEvent('deleted', { id: sub, customer, userId: user.id, status: 'canceled', periodEnd: periodEnd + 30 * 86400 }, at(500)))
+  row = await subscriptionRow(sub)
+  assert.equal(row.status, 'canceled')
+  assert.equal(await awardFor(user.id, '2031-07-01'), 30, 'after cancellation: back to 30')
+  const after = (await api('/api/payment/subscription', { token: user.token })).body
+  assert.equal(after.subscription.status, 'canceled')
+  assert.equal(after.premium, false)
+})
+
+test('webhook: a replayed event is acknowledged and changes nothing, even after newer events', async () => {
+  const user = await createUser()
+  const sub = newId('sub')
+  const customer = newId('cus')
+  const created = subscriptionEvent('created', { id: sub, customer, userId: user.id, status: 'active' }, at(10))
+  assert.equal(await deliverOk(created), 'applied')
+  assert.equal(await deliverOk(created), 'replay')
+  await deliverOk(subscriptionEvent('deleted', { id: sub, customer, userId: user.id, status: 'canceled' }, at(20)))
+  assert.equal(await deliverOk(created), 'replay')
+  assert.equal((await subscriptionRow(sub)).status, 'canceled')
+  assert.equal(await recordedEvents([created.id]), 1)
+})
+
+test('webhook: events out of order never move a subscription back', async () => {
+  const user = await createUser()
+  const sub = newId('sub')
+  const customer = newId('cus')
+  const periodEnd = at(90 * 86400)
+  // The newest first, then older ones.
+  assert.equal(await deliverOk(subscriptionEvent('deleted', { id: sub, customer, userId: user.id, status: 'canceled', periodEnd }, at(50))), 'applied')
+  assert.equal(await deliverOk(subscriptionEvent('updated', { id: sub, customer, userId: user.id, status: 'active', cancelAtPeriodEnd: true }, at(40))), 'stale')
+  assert.equal(await deliverOk(subscriptionEvent('created', { id: sub, customer, userId: user.id, status: 'incomplete' }, at(30))), 'stale')
+  assert.equal(await deliverOk(stripeEvent('checkout.session.completed', checkoutObject({ subscription: sub, customer, userId: user.id }), at(35))), 'stale')
+  const row = await subscriptionRow(sub)
+  assert.equal(row.status, 'canceled')
+  assert.equal(row.cancel_at_period_end, false)
+  assert.equal(row.current_period_end.getTime(), periodEnd * 1000)
+
+  // A payment failure reported before any subscription event is kept; the state comes later.
+  const early = newId('sub')
+  assert.equal(await deliverOk(stripeEvent('invoice.payment_failed', invoiceFailedObject({ subscription: early, customer }), at(70))), 'applied')
+  assert.equal((await subscriptionRow(early)).status, 'incomplete')
+  assert.equal(await deliverOk(subscriptionEvent('updated', { id: early, customer, userId: user.id, status: 'past_due' }, at(69))), 'applied')
+  assert.equal((await subscriptionRow(early)).status, 'past_due')
+  assert.equal((await subscriptionRow(early)).last_payment_failed_at.getTime(), at(70) * 1000)
+
+  // Within one second Stripe sends created (incomplete) and updated (active): either order ends active.
+  const tie = newId('sub')
+  await deliverOk(subscriptionEvent('updated', { id: tie, customer, userId: user.id, status: 'active' }, at(60)))
+  assert.equal(await deliverOk(subscriptionEvent('created', { id: tie, customer, userId: user.id, status: 'incomplete' }, at(60))), 'stale')
+  assert.equal((await subscriptionRow(tie)).status, 'active')
+})
+
+test('webhook: a subscription whose user is not known yet is kept and linked by the checkout', async () => {
+  const user = await createUser()
+  const sub = newId('sub')
+  const customer = newId('cus')
+  await deliverOk(subscriptionEvent('updated', { id: sub, customer, userId: null, status: 'active' }, at(10)))
+  assert.equal((await subscriptionRow(sub)).user_id, null)
+  assert.equal(await deliverOk(stripeEvent('checkout.session.completed', checkoutObject({ subscription: sub, customer, userId: user.id }), at(5))), 'stale')
+  assert.equal((await subscriptionRow(sub)).user_id, user.id, 'an older checkout still links the user')
+  assert.equal((await subscriptionRow(sub)).status, 'active')
+  assert.equal(await storedCustomer(user.id), customer, 'and remembers the customer')
+  // A user id in metadata that is not a profile is ignored, not an error Stripe would retry for days.
+  const stray = newId('sub')
+  assert.equal(await deliverOk(subscriptionEvent('created', { id: stray, customer: newId('cus'), userId: crypto.randomUUID(), status: 'active' }, at(10))), 'applied')
+  assert.equal((await subscriptionRow(stray)).user_id, null)
+})
+
+test('webhook: unknown event types are acknowledged and ignored', async () => {
+  const event = stripeEvent('customer.created', { id: newId('cus'), object: 'customer' }, at(1))
+  const res = await deliver(event)
+  assert.equal(res.status, 200)
+  assert.deepEqual(res.body, { received: true, outcome: 'ignored' })
+  assert.equal(await recordedEvents([event.id]), 0)
+  // A handled type without a subscription (a one-off payment checkout) is recorded and ignored.
+  const oneOff = stripeEvent('checkout.session.completed', { ...checkoutObject({ subscription: '', customer: newId('cus'), userId: crypto.randomUUID() }), mode: 'payment', subscription: null }, at(2))
+  assert.equal(await deliverOk(oneOff), 'ignored')
+})
+
+test('webhook: a failure while applying is a 5xx, leaves nothing behind, and the retry applies', async () => {
+  const user = await createUser()
+  const sub = newId('sub')
+  const customer = newId('cus')
+  // Make the database refuse this one subscription (as a broken deploy or a lock timeout would).
+  await sql.unsafe(`create function private.test_refuse_${sub}() returns trigger language plpgsql set search_path = '' as $$
+    begin raise exception 'simulated failure'; end $$`)
+  await sql.unsafe(`create trigger test_refuse_${sub} before insert or update on public.subscriptions for each row
+    when (new.stripe_subscription_id = '${sub}') execute function private.test_refuse_${sub}()`)
+  const event = subscriptionEvent('created', { id: sub, customer, userId: user.id, status: 'active' }, at(10))
+  try {
+    const res = await deliver(event)
+    assertError(res, 500)
+    assert.equal(await recordedEvents([event.id]), 0, 'the event id is not recorded, so the retry is not a replay')
+    assert.equal(await subscriptionRow(sub), undefined)
+  } finally {
+    await sql.unsafe(`drop trigger test_refuse_${sub} on public.subscriptions`)
+    await sql.unsafe(`drop function private.test_refuse_${sub}()`)
+  }
+  assert.equal(await deliverOk(event), 'applied', 'Stripe\'s retry is applied')
+  assert.equal((await subscriptionRow(sub)).status, 'active')
+  assert.equal(await recordedEvents([event.id]), 1)
+})
+
+test('PostgREST: clients cannot apply events, read customers or write subscriptions', async () => {
+  const user = await createUser()
+  const db = clientAs(user.token)
+  const applied = await db.rpc('apply_stripe_event', { event_id: 'evt_x', event_type: 'customer.subscription.created', event_created: new Date().toISOString(), details: { subscription_id: 'sub_x', status: 'active', user_id: user.id } })
+  assert.equal(applied.error?.code, '42501', JSON.stringify(applied))
+  for (const [fn, args] of [['stripe_customer_of', { target_user_id: user.id }], ['remember_stripe_customer', { target_user_id: user.id, customer_id: 'cus_mine' }]] as const) {
+    const r = await db.rpc(fn, args)
+    assert.equal(r.error?.code, '42501', `${fn}: ${JSON.stringify(r)}`)
+  }
+  const insert = await db.from('subscriptions').insert({ user_id: user.id, status: 'active' })
+  assert.equal(insert.error?.code, '42501')
+  const anon = await clientAs().rpc('apply_stripe_event', { event_id: 'evt_y', event_type: 'x', event_created: new Date().toISOString(), details: {} })
+  assert.ok(anon.error, 'anon neither')
+  assert.equal((await sql`select 1 from public.subscriptions where user_id = ${user.id}`).length, 0)
+})
+
+test('without Stripe keys: input is still checked first (400), then 503; reading the subscription still works', async () => {
+  const user = await createUser()
+  await withApi({ SITE_URL: SITE }, async (base) => {
+    const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+      fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${user.token}`, ...headers }, body: JSON.stringify(body) })
+    let res = await post('/api/payment/create-checkout-session', checkoutBody({ successUrl: 'nope' }))
+    assert.equal(res.status, 400)
+    assert.match((await res.json()).error, /successUrl/)
+    res = await post('/api/payment/create-checkout-session', checkoutBody({ cancelUrl: 'https://evil.example/' }))
+    assert.equal(res.status, 400)
+    await res.body?.cancel()
+    res = await post('/api/payment/create-checkout-session', checkoutBody())
+    assert.equal(res.status, 503)
+    assert.match((await res.json()).error, /STRIPE_SECRET_KEY/)
+    res = await fetch(`${base}/api/payment/webhook`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } })
+    assert.equal(res.status, 400, 'an unsigned request is still bad input')
+    await res.body?.cancel()
+    res = await fetch(`${base}/api/payment/webhook`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json', 'stripe-signature': 't=1,v1=00' } })
+    assert.equal(res.status, 503)
+    assert.match((await res.json()).error, /STRIPE_WEBHOOK_SECRET/)
+    res = await fetch(`${base}/api/payment/subscription`, { headers: { authorization: `Bearer ${user.token}` } })
+    assert.equal(res.status, 200)
+    assert.deepEqual(await res.json(), { subscription: null, premium: false })
+  })
+  assert.equal(await storedCustomer(user.id), null)
+})
+
+test('STRIPE_PRICE_IDS limits checkout to the prices the site sells', async () => {
+  const user = await createUser()
+  const stripeEnv = { SITE_URL: SITE, STRIPE_SECRET_KEY: env('STRIPE_SECRET_KEY'), STRIPE_API_BASE: env('STRIPE_API_BASE') }
+  await withApi({ ...stripeEnv, STRIPE_PRICE_IDS: 'price_premium_monthly' }, async (base) => {
+    const post = (body: unknown) =>
+      fetch(`${base}/api/payment/create-checkout-session`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${user.token}` }, body: JSON.stringify(body) })
+    const refused = await post(checkoutBody({ priceId: 'price_premium_yearly' }))
+    assert.equal(refused.status, 400)
+    assert.match((await refused.json()).error, /^priceId: /)
+    const ok = await post(checkoutBody())
+    assert.equal(ok.status, 200)
+    await ok.body?.cancel()
+  })
+  // Unset, checkout sells nothing (any recurring price would otherwise buy premium).
+  await withApi(stripeEnv, async (base) => {
+    const res = await fetch(`${base}/api/payment/create-checkout-session`, {
+      method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${user.token}` }, body: JSON.stringify(checkoutBody()),
+    })
+    assert.equal(res.status, 503)
+    assert.match((await res.json()).error, /STRIPE_PRICE_IDS/)
+  })
+  assert.equal((await stripeControl(`sessions?user_id=${user.id}`)).length, 1)
+})
+
+test('checkout: a caller with an active subscription is 409 and no session is made', async () => {
+  const user = await createUser()
+  await sql`insert into public.subscriptions (user_id, stripe_subscription_id, status) values (${user.id}, ${'sub_' + crypto.randomUUID()}, 'active')`
+  assertError(await checkout(user), 409, 'already')
+  assert.equal((await stripeControl(`sessions?user_id=${user.id}`)).length, 0)
+})
