@@ -40,7 +40,7 @@ async function until(what: string, probe: () => Promise<boolean>, ms = 30_000) {
   throw new Error(`${what} did not happen within ${ms / 1000}s`)
 }
 
-test('supervision: killed PostgREST and Postgres give 503s and degraded health, then recover by themselves', async () => {
+test('supervision: killed PostgREST, Postgres and gateway give 503s and degraded health, recover by themselves; one failure too many stops all', async () => {
   const dataDir = await Deno.makeTempDir({ prefix: 'journal-supervise-' })
   await Deno.chmod(dataDir, 0o755)
   try {
@@ -53,8 +53,13 @@ test('supervision: killed PostgREST and Postgres give 503s and degraded health, 
     assertNothingLeft(dataDir)
 
     const logs: string[] = []
+    let gaveUp = ''
     // 3 s before each restart: the window in which the dead part is observed from outside.
-    const stack = await startStack({ ...ports, dataDir, throwaway: true, restartDelayMs: 3000, log: (l) => logs.push(l) })
+    // One restart per part: the second failure of a part stops the whole stack.
+    const stack = await startStack({
+      ...ports, dataDir, throwaway: true, restartDelayMs: 3000, maxRestarts: 1,
+      log: (l) => logs.push(l), onGiveUp: (m) => gaveUp = m,
+    })
     let partPids: number[] = []
     try {
       const sql = postgres(stack.dbUrl, { max: 1, onnotice: () => {} })
@@ -89,7 +94,19 @@ test('supervision: killed PostgREST and Postgres give 503s and degraded health, 
         const healthy = await call(stack, '/api/admin/health', admin)
         assert.equal((healthy.body as any).status, 'ok')
       }
+
+      // The gateway: restarted like the others.
+      const gateway = stack.pids()['the gateway']!
+      Deno.kill(gateway, 'SIGKILL')
+      await until('the gateway coming back', async () => (await call(stack, '/api/user/profile', user)).status === 200)
+      assert.ok(logs.some((l) => l.startsWith('the gateway stopped unexpectedly (killed by SIGKILL)')), logs.join('\n'))
+
+      // A part that fails once more than allowed stops everything, with a message.
       partPids = Object.values(stack.pids())
+      Deno.kill(stack.pids().PostgREST!, 'SIGKILL')
+      await until('the stack giving up', async () => gaveUp !== '', 15_000)
+      assert.match(gaveUp, /PostgREST failed 2 times; stopping the whole stack/)
+      assertNothingLeft(dataDir, partPids)
     } finally {
       await stack.stop()
     }
