@@ -211,6 +211,9 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     if (stopped || recovering.has(name)) return
     recovering.add(name)
     try {
+      // Ctrl-C reaches the children too: give the stop it starts a moment to be the reason.
+      await sleep(200)
+      if (stopped) return
       while (!stopped) {
         log(`${name} stopped unexpectedly (${why}). Last lines of ${logs[name]}:\n${await lastLines(logs[name])}`)
         if (restarts[name] >= maxRestarts) {
