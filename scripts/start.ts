@@ -49,7 +49,8 @@ try {
   const tokens = await demoTokens(sql, stack.jwtSecret).finally(() => sql.end())
   console.log(statusText(stack, tokens, `${DEV.dataDir}/logs/`))
 } catch (e) {
-  console.error(e instanceof StackError ? `npm start: ${e.message}` : e)
+  if (abort.signal.aborted) console.error('npm start: interrupted; everything it had started is stopped.')
+  else console.error(e instanceof StackError ? `npm start: ${e.message}` : e)
   await stack?.stop()
   Deno.exit(1)
 }
