@@ -74,7 +74,8 @@ export const EntrySchema = z.object({
     name: z.string(),
     artists: z.array(z.string()),
     album: z.string().nullable(),
-    image_url: z.string().nullable(),
+    image_url: z.string().nullable().describe('Album art (same as album_image_url)'),
+    album_image_url: z.string().nullable(),
     external_url: z.string().nullable(),
   }).nullable().describe('The track linked by music_track_id, for display'),
 }).openapi('Entry')

@@ -1,0 +1,101 @@
+// Encouragement drops at scale (issue 10), with 100,000 users and 1,000,000 sent drops
+// (sql/bench/encouragement_fixture.sql):
+//   badge recalculation for all 100,000 users (one set-based call), for scale;
+//   one engagement-processing run over 100,000 due drops (target under 10 s), against a
+//   same-run baseline: the read-only judging query alone (the same engagement checks);
+//   the leaderboard (50) as SQL, through PostgREST and through /api (target p50 under 30 ms),
+//   checked to return the same users, with /api/encouragement-drops/config as the /api floor.
+import postgres from 'postgres'
+import { ROOT } from '../lib/proc.ts'
+import type { Stack } from '../lib/stack.ts'
+import { signClaims } from '../lib/tokens.ts'
+import { type BenchModule, knob, timed } from './_module.ts'
+
+const VIEWER = 'e2000000-0000-4000-8000-000000000001'
+
+const fmt = (t: { p50: number; p99: number }) => `p50 ${t.p50.toFixed(2)} p99 ${t.p99.toFixed(2)}`
+const seconds = (t0: number) => ((performance.now() - t0) / 1000).toFixed(2)
+
+export async function benchEncouragement(stack: Stack, runs: number) {
+  const db = postgres(stack.dbUrl, { max: 1, onnotice: () => {} })
+  let t0 = performance.now()
+  await db.file(`${ROOT}/sql/bench/encouragement_fixture.sql`)
+  await db`vacuum analyze public.encouragement_sent_drops, public.journal_entries, public.profiles` // as autovacuum would
+  const [{ users, drops, due }] = await db`select
+      (select count(*) from public.profiles where id::text like 'e2000000-%')::int as users,
+      (select count(*) from public.encouragement_sent_drops)::int as drops,
+      (select count(*) from public.encouragement_sent_drops where not engagement_checked)::int as due`
+  console.log(`Encouragement: ${users.toLocaleString()} users, ${drops.toLocaleString()} sent drops, ${due.toLocaleString()} due ` +
+    `(loaded in ${seconds(t0)}s)`)
+
+  t0 = performance.now()
+  const [{ n }] = await db`select private.recalculate_encouragement_badges(array(
+      select id from public.profiles where id::text like 'e2000000-%')) as n`
+  console.log(`badge recalculation, one call for ${Number(n).toLocaleString()} users: ${seconds(t0)}s`)
+
+  // Baseline: the judging query alone (read-only), the same checks the run makes.
+  t0 = performance.now()
+  const [{ judged_ro, engaged_ro }] = await db`
+    with cfg as (select make_interval(hours => engagement_window_hours) as w from public.encouragement_config),
+    observed as (
+      select d.date_sent, (select min(t) from (
+               select min(e.created_at) as t from public.journal_entries e, cfg
+                where e.user_id = d.recipient_id and e.created_at > d.date_sent and e.created_at <= d.date_sent + cfg.w
+               union all
+               select min(g.created_at) from public.goal_check_ins g, cfg
+                where g.user_id = d.recipient_id and g.created_at > d.date_sent and g.created_at <= d.date_sent + cfg.w) x) as engaged_at
+        from public.encouragement_sent_drops d where not d.engagement_checked)
+    select count(*) filter (where engaged_at is not null or date_sent + (select w from cfg) <= now())::int as judged_ro,
+           count(engaged_at)::int as engaged_ro from observed`
+  const baseline = (performance.now() - t0) / 1000
+  t0 = performance.now()
+  const [{ r }] = await db`select public.process_encouragement_engagement() as r`
+  const run = (performance.now() - t0) / 1000
+  console.log(`engagement processing over ${due.toLocaleString()} due drops: ${run.toFixed(2)}s ` +
+    `(judged ${r.judged.toLocaleString()}, engaged ${r.engaged.toLocaleString()}, bonuses ${r.bonuses_awarded.toLocaleString()}, ` +
+    `badges recalculated ${r.badges_recalculated.toLocaleString()}, remaining ${r.remaining})`)
+  console.log(`  baseline, the read-only judging query alone: ${baseline.toFixed(2)}s (${(run / baseline).toFixed(2)}x); ` +
+    `same judgement: ${judged_ro === r.judged && engaged_ro === r.engaged ? 'yes' : 'NO'}`)
+  t0 = performance.now()
+  const [{ again }] = await db`select public.process_encouragement_engagement() as again`
+  console.log(`  a second run right after (nothing due): ${seconds(t0)}s, judged ${again.judged}`)
+
+  // The leaderboard: SQL as a user, PostgREST, /api; the /api floor is a one-row read.
+  const asUser = postgres(stack.dbUrl, { max: 1, onnotice: () => {} })
+  await asUser`select set_config('request.jwt.claims', ${JSON.stringify({ sub: VIEWER, role: 'authenticated' })}, false)`
+  await asUser`set role authenticated`
+  const token = await signClaims({ sub: VIEWER, role: 'authenticated', aud: 'authenticated' }, stack.jwtSecret)
+  const headers = { authorization: `Bearer ${token}` }
+  const sqlBoard = await timed(runs, async () => (await asUser`select user_id from public.encouragement_leaderboard(50)`).map((x) => x.user_id as string))
+  const rest = await timed(runs, async () => {
+    const res = await fetch(`${stack.apiUrl}/rest/v1/rpc/encouragement_leaderboard`, {
+      method: 'POST',
+      headers: { ...headers, apikey: stack.anonKey, 'content-type': 'application/json' },
+      body: JSON.stringify({ max_rows: 50 }),
+    })
+    if (res.status !== 200) throw new Error(`rest ${res.status}: ${await res.text()}`)
+    return ((await res.json()) as { user_id: string }[]).map((x) => x.user_id)
+  })
+  const api = await timed(runs, async () => {
+    const res = await fetch(`${stack.apiUrl}/functions/v1/api/encouragement-drops/leaderboard`, { headers })
+    if (res.status !== 200) throw new Error(`api ${res.status}: ${await res.text()}`)
+    return ((await res.json()).leaderboard as { user_id: string }[]).map((x) => x.user_id)
+  })
+  const floor = await timed(runs, async () => {
+    const res = await fetch(`${stack.apiUrl}/functions/v1/api/encouragement-drops/config`, { headers })
+    await res.arrayBuffer()
+    return res.status
+  })
+  const same = api.last.length === 50 && api.last.join() === rest.last.join() && rest.last.join() === sqlBoard.last.join()
+  console.log(`leaderboard of 50 over ${users.toLocaleString()} badges (${runs} runs; ms):`)
+  console.log(`  SQL ${fmt(sqlBoard)} | PostgREST rpc ${fmt(rest)} | /api ${fmt(api)} (${(api.p50 / rest.p50).toFixed(2)}x PostgREST) | ` +
+    `identical: ${same ? 'yes' : 'NO'}`)
+  console.log(`  /api floor (GET /api/encouragement-drops/config): ${fmt(floor)}`)
+  console.log('targets: leaderboard p50 through /api < 30 ms; one engagement run over 100,000 due drops < 10 s')
+  await Promise.all([db.end(), asUser.end()])
+}
+
+export const bench: BenchModule = {
+  name: 'encouragement',
+  run: (stack) => benchEncouragement(stack, knob('BENCH_ENCOURAGEMENT_RUNS', 200)),
+}

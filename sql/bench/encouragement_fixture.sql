@@ -1,0 +1,43 @@
+-- Benchmark fixture for encouragement drops (issue 10): 100,000 users and 1,000,000 sent
+-- drops over the last 30 days. 900,000 are already judged (30 % of them successful); the
+-- newest 100,000 were sent 25 to 48 hours ago and are due for engagement processing; half
+-- of their recipients wrote a journal entry three hours after receipt. Loaded in bulk with
+-- triggers off; badges are then computed by the bench itself (timed).
+begin;
+set local session_replication_role = replica;
+
+create temporary table bench_enc_users on commit drop as
+  select g as n, ('e2000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'))::uuid as id
+    from generate_series(1, 100000) g;
+
+insert into auth.users (id, email) select id, 'bench-enc-' || n || '@bench.local' from bench_enc_users;
+insert into public.profiles (id, full_name, avatar_url)
+select id, 'Encourager ' || n, 'https://example.test/a/' || n || '.png' from bench_enc_users;
+
+create temporary table bench_enc_drops on commit drop as
+  select g,
+         1 + (g * 7919) % 100000 as s,
+         1 + ((g * 104729 + 13) % 99999 + (g * 7919) % 100000 + 1) % 100000 as r,
+         case when g <= 100000 then now() - interval '25 hours' - (g % 1380) * interval '1 minute'
+              else now() - interval '2 days' - (g % 28) * interval '1 day' - (g % 1440) * interval '1 minute' end as sent
+    from generate_series(1::bigint, 1000000) g;
+
+insert into public.encouragement_sent_drops (sender_id, recipient_id, drop_type, content, is_custom, date_sent, sent_day,
+                                            engagement_checked, engaged_at, bonus_drops_awarded, read_at)
+select su.id, ru.id, 'encouragement', 'Keep going #' || d.g, d.g % 3 = 0, d.sent, (d.sent at time zone 'UTC')::date,
+       d.g > 100000,
+       case when d.g > 100000 and d.g % 10 < 3 then d.sent + interval '2 hours' end,
+       case when d.g > 100000 and d.g % 10 < 3 then 2 else 0 end,
+       case when d.g % 2 = 0 then d.sent + interval '1 hour' end
+  from bench_enc_drops d
+  join bench_enc_users su on su.n = d.s
+  join bench_enc_users ru on ru.n = d.r;
+
+-- Half of the due drops' recipients engage: an entry three hours after receipt.
+insert into public.journal_entries (user_id, title, created_at)
+select ru.id, 'bench entry', d.sent + interval '3 hours'
+  from bench_enc_drops d join bench_enc_users ru on ru.n = d.r
+ where d.g <= 100000 and d.g % 2 = 0;
+commit;
+analyze public.encouragement_sent_drops;
+analyze public.journal_entries;
