@@ -31,10 +31,10 @@ async function call(stack: Stack, path: string, token: string) {
   }
 }
 
-async function until(what: string, probe: () => Promise<boolean>, ms = 30_000) {
+async function until(what: string, probe: () => boolean | Promise<boolean>, ms = 30_000) {
   const end = Date.now() + ms
   while (Date.now() < end) {
-    if (await probe().catch(() => false)) return
+    if (await Promise.resolve().then(probe).catch(() => false)) return
     await sleep(200)
   }
   throw new Error(`${what} did not happen within ${ms / 1000}s`)
@@ -75,7 +75,7 @@ test('supervision: killed PostgREST, Postgres and gateway give 503s and degraded
       for (const part of ['PostgREST', 'Postgres'] as const) {
         const pid = stack.pids()[part]!
         Deno.kill(pid, 'SIGKILL')
-        await until(`${part} ${pid} exiting`, async () => !alive(pid), 10_000)
+        await until(`${part} ${pid} exiting`, () => !alive(pid), 10_000)
 
         const health = await call(stack, '/api/admin/health', admin)
         assert.equal(health.status, 200, `${part} down: ${JSON.stringify(health.body)}`)
@@ -89,7 +89,7 @@ test('supervision: killed PostgREST, Postgres and gateway give 503s and degraded
 
         await until(`${part} coming back`, async () => (await call(stack, '/api/user/profile', user)).status === 200)
         assert.ok(logs.some((l) => l.startsWith(`${part} stopped unexpectedly`) && l.includes('Last lines of')), logs.join('\n'))
-        await until(`the supervisor saying ${part} is back`, async () => logs.includes(`${part} is running again`), 5000)
+        await until(`the supervisor saying ${part} is back`, () => logs.includes(`${part} is running again`), 5000)
           .catch((e) => assert.fail(`${e.message}\n${logs.join('\n')}`))
         const healthy = await call(stack, '/api/admin/health', admin)
         assert.equal((healthy.body as any).status, 'ok')
@@ -104,7 +104,7 @@ test('supervision: killed PostgREST, Postgres and gateway give 503s and degraded
       // A part that fails once more than allowed stops everything, with a message.
       partPids = Object.values(stack.pids())
       Deno.kill(stack.pids().PostgREST!, 'SIGKILL')
-      await until('the stack giving up', async () => gaveUp !== '', 15_000)
+      await until('the stack giving up', () => gaveUp !== '', 15_000)
       assert.match(gaveUp, /PostgREST failed 2 times; stopping the whole stack/)
       assertNothingLeft(dataDir, partPids)
     } finally {
