@@ -288,7 +288,7 @@ Deno.test(
         const superuser = await signClaims({ sub: A.id, role: 'postgres' }, JWT_SECRET)
         assert.equal((await raw('GET', `/object/${PRIV}/${key}`, { token: superuser })).status, 403)
         assert.equal((await raw('GET', '/bucket', { token: superuser })).status, 403)
-        const expired = await signClaims({ sub: A.id, role: 'authenticated' }, JWT_SECRET, -60)
+        const expired = await signClaims({ sub: A.id, role: 'authenticated', aud: 'authenticated' }, JWT_SECRET, -60)
         const exp = await raw('GET', `/object/${PRIV}/${key}`, { token: expired })
         assert.equal(exp.status, 403)
         assert.equal(exp.body.message, 'jwt expired')
@@ -322,7 +322,7 @@ Deno.test(
 /** The handler in-process with a temporary root, so the test can look at the files. */
 async function onDisk(A: TestUser, B: TestUser) {
   const root = await Deno.makeTempDir({ prefix: 'storage-test-' })
-  const ctx = { sql, jwtSecret: JWT_SECRET, rootDir: `${root}/objects` }
+  const ctx = { sql, rootDir: `${root}/objects` }
   const call = (method: string, path: string, o: { token?: string; body?: BodyInit; type?: string } = {}) => {
     const headers: Record<string, string> = {}
     if (o.token) headers.authorization = `Bearer ${o.token}`

