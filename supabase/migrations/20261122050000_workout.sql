@@ -975,6 +975,35 @@ language sql stable set search_path = '' as $$ select private.workout_review_que
 comment on function public.workout_review_queue(text, integer, timestamptz) is 'Super admins: check-ins by status, newest first.';
 grant execute on function public.workout_review_queue(text, integer, timestamptz) to authenticated, service_role;
 
+-- After a review, the user's check-ins on the following consecutive days get their streak
+-- (and the seventh-day bonus of their chips) recomputed from the reviewed one: a rejected day
+-- breaks the streak. Stops at the first gap or the first streak that is already right.
+create or replace function private.recompute_later_streaks(reviewed public.workout_checkins)
+returns void
+language plpgsql
+set search_path = ''
+as $$
+declare
+  k public.workout_checkins;
+  prev_date date := reviewed.date;
+  prev_streak integer := case when reviewed.status = 'rejected' then 0 else reviewed.streak_days end;
+begin
+  for k in select * from public.workout_checkins c
+            where c.user_id = reviewed.user_id and c.date > reviewed.date and c.status <> 'rejected'
+            order by c.date for update loop
+    exit when k.date <> prev_date + 1 or k.streak_days = prev_streak + 1;
+    update public.workout_checkins
+       set streak_days = prev_streak + 1,
+           battle_chips_earned = greatest(0, battle_chips_earned - case when k.streak_days >= 7 then 2 else 0 end
+                                             + case when prev_streak + 1 >= 7 then 2 else 0 end)
+     where id = k.id;
+    prev_date := k.date;
+    prev_streak := prev_streak + 1;
+  end loop;
+end
+$$;
+revoke execute on function private.recompute_later_streaks(public.workout_checkins) from public, anon, authenticated;
+
 create or replace function private.review_workout_checkin(checkin_id uuid, verdict text, reason text)
 returns jsonb
 language plpgsql security definer
@@ -1000,6 +1029,7 @@ begin
   if not found then
     raise exception 'no check-in %', checkin_id using errcode = 'PT404';
   end if;
+  perform private.recompute_later_streaks(row);
   if verdict = 'rejected' then
     perform private.notify(row.user_id, 'workout.checkin_rejected',
       jsonb_build_object('checkinId', row.id, 'date', row.date, 'reason', row.review_reason));

@@ -5,7 +5,7 @@ begin;
 create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated;
 
-select plan(82);
+select plan(84);
 
 -- ---------------------------------------------------------------------------------------
 -- Fixture: Monday 2030-01-07. City A (Springfield, US) has seven users; windows in UTC unless
@@ -237,6 +237,19 @@ select private.review_workout_checkin(k.id, 'rejected', 'not a workout') from pu
  where k.user_id = pg_temp.u(2) and k.date = '2030-01-07';
 select is((select chips from blue_before) - (private.workout_week_totals('2030-01-07') -> 'blueTeam' ->> 'totalChips')::integer, 4,
           'rejecting u2''s check-in removes its 4 chips from blue');
+
+-- Rejecting an older check-in recomputes the streaks of the consecutive days after it.
+insert into public.workout_checkins (user_id, date, activity_type, photo_url, photo_timestamp, status, streak_days, battle_chips_earned)
+select pg_temp.u(11), '2031-03-01'::date + i, 'walk', 'https://x/p.jpg', now(), 'verified', 6 + i, case when 6 + i >= 7 then 3 else 1 end
+  from generate_series(0, 2) i;
+select private.review_workout_checkin(k.id, 'rejected', 'not a workout') from public.workout_checkins k
+ where k.user_id = pg_temp.u(11) and k.date = '2031-03-01';
+select is((select array_agg(streak_days order by date) from public.workout_checkins
+            where user_id = pg_temp.u(11) and date > '2031-03-01'), array[1, 2],
+          'the days after a rejected check-in restart their streak');
+select is((select array_agg(battle_chips_earned order by date) from public.workout_checkins
+            where user_id = pg_temp.u(11) and date > '2031-03-01'), array[1, 1],
+          'and lose the seventh-day bonus');
 
 -- ---------------------------------------------------------------------------------------
 -- Policies: a user sees only their own location and rows; others through the functions.
