@@ -1986,6 +1986,9 @@ isOneToOne: false
 "record_job_run":
 { Args: { "details"?: Json,"failed": number,"job": string,"remaining": number,"started_at": string,"succeeded": number }; Returns: undefined
                            },
+"refresh_workout_battle_standing":
+{ Args: { "week_start"?: string }; Returns: Json
+                           },
 "remember_stripe_customer":
 { Args: { "customer_id": string,"target_user_id": string }; Returns: string
                            },
