@@ -1,9 +1,20 @@
 -- The fastest page of the visibility feed we can write by hand, as postgres (no RLS):
 -- the viewer's memberships inlined, four index-ordered branches, content rule spelled out.
 -- $1 viewer id, $2 before created_at, $3 before id (the cursor), $4 page size. Same columns
--- as public.journal_entry_details.
+-- as public.journal_entry_details, decorations included (background, the viewer's tone icon
+-- for the mood, the linked track), so both sides compute the same page.
 with my_teams as (select team_id from public.team_members where user_id = $1),
 my_orgs as (select org_id from public.organization_members where user_id = $1),
+icons as (
+  select jsonb_object_agg(i.tone, i.url) as by_mood
+    from public.profiles me
+    join public.tone_packs p on p.id = (me.preferences ->> 'active_tone_pack_id')::uuid
+    join public.tone_pack_images i on i.pack_id = p.id
+   where me.id = $1
+     and ((p.retired_at is null and (p.owner_id = me.id or (p.is_public and p.price_drops = 0)
+            or exists (select 1 from public.tone_pack_shares s where s.pack_id = p.id and s.user_id = me.id)))
+          or exists (select 1 from public.tone_pack_purchases b where b.pack_id = p.id and b.user_id = me.id))
+),
 page as (
   select id, created_at from (
     (select id, created_at from public.journal_entries
@@ -29,10 +40,16 @@ page as (
 )
 select e.id, e.user_id, e.notebook_id, e.title, case when v.content_visible then c.content end as content,
        not v.content_visible as content_hidden, e.mood, e.tags, e.metadata_visibility, e.content_visibility,
-       e.team_id, e.org_id, e.music_track_id, e.created_at, e.updated_at
+       e.team_id, e.org_id, e.music_track_id, e.created_at, e.updated_at, e.background_url,
+       (select by_mood from icons) ->> e.mood as tone_icon_url,
+       case when t.id is not null then
+         jsonb_build_object('id', t.id, 'name', t.name, 'artists', to_jsonb(t.artists), 'album', t.album,
+                            'album_image_url', t.album_image_url, 'image_url', t.album_image_url,
+                            'external_url', t.external_url) end as track
   from page p
   join public.journal_entries e on e.id = p.id
   left join public.journal_entry_contents c on c.entry_id = e.id
+  left join public.music_tracks t on t.id = e.music_track_id
   cross join lateral (select e.user_id = $1 or e.content_scope = 'public'
                           or (e.content_scope = 'team' and e.content_scope_id in (select team_id from my_teams))
                           or (e.content_scope = 'org' and e.content_scope_id in (select org_id from my_orgs))

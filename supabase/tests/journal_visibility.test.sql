@@ -13,7 +13,7 @@ create extension if not exists pgtap with schema extensions;
 -- let the roles this test acts as call pgTAP (rolled back with the rest).
 grant execute on all functions in schema extensions to anon, authenticated;
 
-select plan(306);
+select plan(311);
 
 -- ---------------------------------------------------------------------------------------
 -- People and groups.
@@ -149,6 +149,13 @@ begin
     $q$select id, content, content_hidden from public.journal_entry_details where id::text like 'b10000e0-%'$q$,
     says || 'journal_feed(''visible'') returns the same matrix entries (and contents) as journal_entry_details'
       || coalesce(' (' || feed_note || ')', ''));
+  -- The visible feed reads the ids its definer helper proposes under RLS: a proposal the
+  -- policies refuse would come back as a short page (and end the client's paging early).
+  return next is(
+    (select count(*)::integer from public.journal_entries
+      where id = any (private.visible_entry_page_ids(null, null, null, null, null, 'infinity', 'ffffffff-ffff-ffff-ffff-ffffffffffff', 1000))),
+    cardinality(private.visible_entry_page_ids(null, null, null, null, null, 'infinity', 'ffffffff-ffff-ffff-ffff-ffffffffffff', 1000)),
+    says || 'every id proposed for the visible feed is an entry the viewer may see (pages come back full)');
   return next is(
     (select coalesce(jsonb_agg(t order by t ->> 'tag'), '[]') from jsonb_array_elements(public.journal_stats('visible') -> 'tags') t
       where t ->> 'tag' like 'pgtap-vis-%'),
