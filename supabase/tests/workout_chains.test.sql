@@ -5,7 +5,7 @@ begin;
 create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated;
 
-select plan(84);
+select plan(89);
 
 -- ---------------------------------------------------------------------------------------
 -- Fixture: Monday 2030-01-07. City A (Springfield, US) has seven users; windows in UTC unless
@@ -274,6 +274,24 @@ reset role;
 set local role anon;
 select throws_ok($$select count(*) from public.workout_windows$$, '42501', null, 'anon reads no windows');
 reset role;
+
+-- ---------------------------------------------------------------------------------------
+-- A deleted user (20261124010000): their rows and squads go, links to them are cleared on
+-- recent and future dates, an older row keeping the id shows no neighbour.
+-- ---------------------------------------------------------------------------------------
+insert into public.workout_chains (date, user_id, before_user_id, team_color)
+values ('2020-01-06', pg_temp.u(1), pg_temp.u(4), 'red');
+delete from auth.users where id = pg_temp.u(4);
+select is((select count(*)::integer from public.workout_chains where user_id = pg_temp.u(4)), 0,
+          'a deleted user''s chain rows go with their profile');
+select is((select count(*)::integer from public.workout_squads where pg_temp.u(4) in (user_1_id, user_2_id, user_3_id)), 0,
+          'and so do the squads they were in');
+select is((select count(*)::integer from public.workout_chains where date = '2030-01-07' and user_id in (pg_temp.u(2), pg_temp.u(6))
+             and squad_id is null), 2, 'the other members of that squad have none');
+select is(array[pg_temp.link(2), pg_temp.link(3), pg_temp.link(5)], array['01<2>-', '01<3>-', '-<5>06'],
+          'links to the deleted user are cleared (before of u5, after of u2 and u3); the others stay');
+select is((select private.workout_user_card(before_user_id) from public.workout_chains where user_id = pg_temp.u(1) and date = '2020-01-06'),
+          null, 'an older row may keep the id of a deleted user, which shows as no neighbour');
 
 select * from finish();
 rollback;
