@@ -37,6 +37,27 @@ comment on column public.workout_chains.after_user_id is
 comment on column public.workout_chains.squad_id is
   'The user''s squad that date (no foreign key: cleared when the squad goes with a deleted member).';
 
+-- Generation and deletion take turns: a generator holds this lock shared for its whole run,
+-- a statement deleting profiles takes it exclusively before it touches a row. Without the
+-- foreign keys, a user deleted while a run was writing could otherwise be left as a neighbour
+-- on a new row (which the cleanup below, running before that row is committed, cannot see),
+-- and a check-in or the five-minute job would then fail notifying them. Taken before any row
+-- lock (a statement trigger), so it cannot deadlock with a run's foreign-key checks.
+create or replace function private.wait_for_workout_generation() returns trigger
+language plpgsql security definer
+set search_path = ''
+as $$
+begin
+  perform pg_advisory_xact_lock(hashtextextended('workout_chains:membership', 0));
+  return null;
+end
+$$;
+comment on function private.wait_for_workout_generation() is
+  'Before a statement deletes profiles: waits for running chain generations, and holds them off until commit.';
+revoke execute on function private.wait_for_workout_generation() from public;
+create trigger profiles_wait_for_workout_generation before delete on public.profiles
+  for each statement execute function private.wait_for_workout_generation();
+
 -- Before a profile goes (while its chain rows still say which squads it was in).
 create or replace function private.forget_workout_squads_of() returns trigger
 language plpgsql security definer
@@ -191,7 +212,8 @@ as $$
   )
   select p.user_id, bp.neighbour, ap.neighbour,
          coalesce(e.team_color, s.team_color),
-         encode(overlay(decode(md5(target::text || ':' || (case s.pos when 0 then s.user_id when 1 then s.back_1 else s.back_2 end)::text), 'hex')
+         encode(overlay(decode(md5(target::text || ':' || (case when s.pos = 0 then s.user_id when s.pos = 1 then s.back_1
+                                                                  when s.pos = 2 then s.back_2 end)::text), 'hex')
                         placing int4send(target - date '2000-01-01') from 1 for 4), 'hex')::uuid,
          case when s.pos = 0 then (array[s.user_id, s.next_1, s.next_2])[1:s.members] end,
          e.user_id is null,
@@ -227,6 +249,7 @@ begin
     raise exception 'sign in to generate chains' using errcode = '42501';
   end if;
   raise log 'workout chains %: start', target;
+  perform pg_advisory_xact_lock_shared(hashtextextended('workout_chains:membership', 0));
   perform pg_advisory_xact_lock(hashtext('workout_chains'), target - date '2000-01-01');
   -- Nothing here can conflict (runs for a date are serialized by the lock above, and the plan
   -- only adds users without a row), so these are plain inserts, in user order (the unique

@@ -5,7 +5,7 @@ begin;
 create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated;
 
-select plan(89);
+select plan(92);
 
 -- ---------------------------------------------------------------------------------------
 -- Fixture: Monday 2030-01-07. City A (Springfield, US) has seven users; windows in UTC unless
@@ -292,6 +292,19 @@ select is(array[pg_temp.link(2), pg_temp.link(3), pg_temp.link(5)], array['01<2>
           'links to the deleted user are cleared (before of u5, after of u2 and u3); the others stay');
 select is((select private.workout_user_card(before_user_id) from public.workout_chains where user_id = pg_temp.u(1) and date = '2020-01-06'),
           null, 'an older row may keep the id of a deleted user, which shows as no neighbour');
+
+-- Isolated users (no city or region) all share one team split; none of them may get a squad,
+-- and every squad a chain row names exists (20261124010000: squads come from plan rows).
+insert into auth.users (id, email)
+select pg_temp.u(i), 'pgtap-workout-' || i || '@example.test' from generate_series(13, 19) i;
+insert into public.workout_windows (user_id, activity_type, window_start_time, window_end_time, timezone)
+select pg_temp.u(i), 'walk', make_time(6 + i - 13, 0, 0), make_time(8 + i - 13, 0, 0), 'UTC' from generate_series(13, 19) i;
+select is((public.generate_workout_chains('2030-01-09') ->> 'created')::integer, 16, 'a new date: the nine users left and seven more, none of them located');
+select is((select count(*)::integer from public.workout_chains where date = '2030-01-09' and squad_id is not null
+             and user_id in (select pg_temp.u(i) from generate_series(13, 19) i)), 0, 'isolated users get no squad, however many');
+select is((select count(*)::integer from public.workout_chains c where c.date = '2030-01-09' and c.squad_id is not null
+             and not exists (select 1 from public.workout_squads s where s.id = c.squad_id and c.user_id in (s.user_1_id, s.user_2_id, s.user_3_id))),
+          0, 'every squad a chain row names exists and lists that user');
 
 select * from finish();
 rollback;
