@@ -229,3 +229,39 @@ test('cron/generate-chains needs the workout-window secret and generates today',
   const [{ n }] = await sql`select count(*)::int as n from public.workout_chains where user_id = ${user.id} and date = ${res.body.date}`
   assert.equal(n, 1)
 })
+
+test('a user deleted while chains are being written is never left as a neighbour', async () => {
+  // x has a row for the date and has checked in (so a rerun keeps x's links); b joins later,
+  // and the rerun links b to x (b's window ends as x's starts) without touching x's row.
+  const [x, b] = await Promise.all([createUser(), createUser()])
+  const city = uniqueCity()
+  await setup(x, '08:00', '10:00')
+  await place(x, { city })
+  await onlyThese([x])
+  const date = uniqueDate()
+  assert.equal((await api(`${W}/generate-chains`, { token: x.token, body: { date } })).body.created, 1)
+  await sql`insert into public.workout_checkins (user_id, date, activity_type, photo_url, photo_timestamp, status)
+            values (${x.id}, ${date}, 'cardio', 'https://example.test/p.jpg', now(), 'verified')`
+  await setup(b, '06:00', '08:00')
+  await place(b, { city })
+  await onlyThese([x, b])
+  const run = await sql.reserve()
+  try {
+    await run`begin`
+    const [{ r }] = await run`select public.generate_workout_chains(${date}::date) as r`
+    assert.equal(r.created, 1)
+    const [mid] = await run`select after_user_id from public.workout_chains where user_id = ${b.id} and date = ${date}`
+    assert.equal(mid.after_user_id, x.id, 'the uncommitted run links b to x')
+    // x's account is deleted meanwhile: the delete waits for the run, then clears the link.
+    let deleted = false
+    const deleting = sql`delete from auth.users where id = ${x.id}`.then(() => deleted = true)
+    await new Promise((r) => setTimeout(r, 300))
+    assert.equal(deleted, false, 'the delete waits while a generation is writing')
+    await run`commit`
+    await deleting
+  } finally {
+    run.release()
+  }
+  const [row] = await sql`select after_user_id from public.workout_chains where user_id = ${b.id} and date = ${date}`
+  assert.equal(row.after_user_id, null, 'b is not left passing the baton to a deleted user')
+})
