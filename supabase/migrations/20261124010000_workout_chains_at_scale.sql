@@ -5,7 +5,7 @@
 -- per chain and squad: each a query and a row lock on profiles) and 1.7 s index upkeep (six
 -- indexes on workout_chains, most on random uuids). Chains and squads are written by one
 -- function, from participants it has just read, so the references need no checks; what the
--- foreign keys gave on deletion is kept by a trigger:
+-- foreign keys gave on deletion is kept by triggers on profiles (below):
 --   - workout_chains.user_id keeps its foreign key (a user's rows go with their profile);
 --   - before_user_id, after_user_id and squad_id lose theirs and their indexes (no query reads
 --     chains by neighbour or squad: every read starts from (user_id, date));
