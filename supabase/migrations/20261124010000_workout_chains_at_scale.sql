@@ -106,6 +106,32 @@ create trigger profiles_forget_workout_links after delete on public.profiles
 -- The plan: the same rules (see 20261122050000_workout.sql), in fewer and cheaper passes.
 -- =======================================================================================
 
+-- Everyone matched on a date: active windows of active users. Group: city (country and
+-- lower-cased name), else region, compared byte-wise (collate "C": an internal key, sorted and
+-- hashed often); users without either are isolated. Position as a unit vector: the squared
+-- chord between two users orders exactly as their great-circle (Haversine) distance does, for
+-- three products a pair instead of four sines.
+drop function private.workout_participants(date);
+create function private.workout_participants(target date)
+returns table (user_id uuid, grp text, start_utc timestamptz, x double precision, y double precision, z double precision)
+language sql stable
+set search_path = ''
+as $$
+  select w.user_id,
+         (case when l.city is not null then 'c:' || coalesce(l.country, '') || ':' || lower(l.city)
+               when l.region is not null then 'r:' || coalesce(l.country, '') || ':' || lower(l.region) end) collate "C",
+         (target + w.window_start_time) at time zone w.timezone,
+         cos(radians(l.latitude::float8)) * cos(radians(l.longitude::float8)),
+         cos(radians(l.latitude::float8)) * sin(radians(l.longitude::float8)),
+         sin(radians(l.latitude::float8))
+    from public.workout_windows w
+    join public.profiles p on p.id = w.user_id and p.is_active
+    left join public.workout_locations l on l.user_id = w.user_id
+   where w.is_active
+$$;
+comment on function private.workout_participants(date) is
+  'Who is matched on a date, with their group, window start in UTC and position as a unit vector.';
+
 drop function private.workout_chain_plan(date);
 create function private.workout_chain_plan(target date)
 returns table (user_id uuid, before_user_id uuid, after_user_id uuid, team_color text,
@@ -113,23 +139,8 @@ returns table (user_id uuid, before_user_id uuid, after_user_id uuid, team_color
 language sql stable
 set search_path = ''
 as $$
-  -- Participants: active windows of active users. Group: city (country and lower-cased name),
-  -- else region, compared byte-wise (collate "C": an internal key, sorted and hashed often);
-  -- users without either are isolated. Position as a unit vector: the squared chord between
-  -- two users orders exactly as their great-circle (Haversine) distance does, for three
-  -- products a pair instead of four sines.
   with participants as materialized (
-    select w.user_id,
-           (case when l.city is not null then 'c:' || coalesce(l.country, '') || ':' || lower(l.city)
-                 when l.region is not null then 'r:' || coalesce(l.country, '') || ':' || lower(l.region) end) collate "C" as grp,
-           (target + w.window_start_time) at time zone w.timezone as start_utc,
-           cos(radians(l.latitude::float8)) * cos(radians(l.longitude::float8)) as x,
-           cos(radians(l.latitude::float8)) * sin(radians(l.longitude::float8)) as y,
-           sin(radians(l.latitude::float8)) as z
-      from public.workout_windows w
-      join public.profiles p on p.id = w.user_id and p.is_active
-      left join public.workout_locations l on l.user_id = w.user_id
-     where w.is_active
+    select * from private.workout_participants(target)
   ),
   -- The distinct start instants of each group: users starting together share their candidates.
   instants as (
