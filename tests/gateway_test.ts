@@ -99,6 +99,9 @@ async function sendChunked(path: string, headers: Record<string, string>, max = 
     while (!answered && sent < max) {
       await conn.write(chunk)
       sent += piece.length
+      // Let the reader run now and then: a server that drains what it no longer reads can take
+      // the writes as fast as they come, and the reply must still be seen when it arrives.
+      if (sent % (1024 * 1024) === 0) await new Promise((r) => setTimeout(r, 0))
     }
     if (!answered) await conn.write(enc.encode('0\r\n\r\n'))
   })().catch(() => {/* the server closed the connection: it stopped reading */})
