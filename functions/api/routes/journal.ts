@@ -3,7 +3,7 @@
 // what the caller sees (content null + content_hidden where only metadata is visible).
 import { z } from '@hono/zod-openapi'
 import { refuseWrite } from '../../_shared/access.ts'
-import type { Db } from '../../_shared/db.ts'
+import { type Db, givenArgs } from '../../_shared/db.ts'
 import { badRequest, notFound, unwrap } from '../../_shared/errors.ts'
 import { decodeCursor, page, pageQuery } from '../../_shared/pagination.ts'
 import { applyEntryAnalysis, sha256Hex, startEntryAnalysis, toneAnalysisConfigured } from '../../_shared/tone.ts'
@@ -115,18 +115,18 @@ export const journalRoutes = routeModule()
       const q = c.req.valid('query')
       const cursor = decodeCursor(q.before)
       const rows = unwrap(
-        await c.var.db.rpc('journal_feed', {
+        await c.var.db.rpc('journal_feed', givenArgs({
           scope: q.scope,
-          team_id: q.team_id ?? null,
-          org_id: q.org_id ?? null,
-          notebook_id: q.notebook_id ?? null,
-          mood: q.mood ?? null,
-          tag: q.tag ?? null,
-          search: q.q ?? null,
-          before_created_at: cursor?.createdAt ?? null,
-          before_id: cursor?.id ?? null,
+          team_id: q.team_id,
+          org_id: q.org_id,
+          notebook_id: q.notebook_id,
+          mood: q.mood,
+          tag: q.tag,
+          search: q.q,
+          before_created_at: cursor?.createdAt,
+          before_id: cursor?.id,
           page_size: q.limit + 1,
-        }),
+        })),
       ) as Entry[]
       const { items, next_cursor } = page(rows, q.limit)
       return c.json({ entries: items, next_cursor })
