@@ -1159,31 +1159,7 @@ isOneToOne: true
                     "after_user_id"?: string | null,"before_user_id"?: string | null,"created_at"?: string,"date"?: string,"id"?: string,"squad_id"?: string | null,"team_color"?: string,"user_id"?: string
                   }
                   Relationships: [
-                    {
-      foreignKeyName: "workout_chains_after_user_id_fkey"
-      columns: ["after_user_id"]
-isOneToOne: false
-      referencedRelation: "profiles"
-      referencedColumns: ["id"]
-    },{
-      foreignKeyName: "workout_chains_before_user_id_fkey"
-      columns: ["before_user_id"]
-isOneToOne: false
-      referencedRelation: "profiles"
-      referencedColumns: ["id"]
-    },{
-      foreignKeyName: "workout_chains_squad_id_fkey"
-      columns: ["squad_id"]
-isOneToOne: false
-      referencedRelation: "workout_squads"
-      referencedColumns: ["id"]
-    },{
-      foreignKeyName: "workout_chains_user_id_fkey"
-      columns: ["user_id"]
-isOneToOne: false
-      referencedRelation: "profiles"
-      referencedColumns: ["id"]
-    }
+                    
                   ]
                 },"workout_checkins": {
                   Row: {
@@ -1263,25 +1239,7 @@ isOneToOne: true
                     "created_at"?: string,"date"?: string,"id"?: string,"team_color"?: string,"user_1_id"?: string,"user_2_id"?: string,"user_3_id"?: string | null
                   }
                   Relationships: [
-                    {
-      foreignKeyName: "workout_squads_user_1_id_fkey"
-      columns: ["user_1_id"]
-isOneToOne: false
-      referencedRelation: "profiles"
-      referencedColumns: ["id"]
-    },{
-      foreignKeyName: "workout_squads_user_2_id_fkey"
-      columns: ["user_2_id"]
-isOneToOne: false
-      referencedRelation: "profiles"
-      referencedColumns: ["id"]
-    },{
-      foreignKeyName: "workout_squads_user_3_id_fkey"
-      columns: ["user_3_id"]
-isOneToOne: false
-      referencedRelation: "profiles"
-      referencedColumns: ["id"]
-    }
+                    
                   ]
                 },"workout_windows": {
                   Row: {
@@ -2347,7 +2305,7 @@ export const Constants = {
 } as const
 Warning: --db-url is deprecated and will be removed in v4. Use --remote=<db-url> instead
 WARN: auth.email.enable_signup is deprecated and will be removed in v4, use auth.email.enabled instead.
-Target: custom Postgres (127.0.0.1:25822)
-Connecting to 127.0.0.1 25822
+Target: custom Postgres (127.0.0.1:26322)
+Connecting to 127.0.0.1 26322
 Generated TypeScript is unformatted. Format it with:
   npx oxfmt <generated-file.ts>

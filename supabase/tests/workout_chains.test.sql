@@ -3,9 +3,9 @@
 -- validation, unique keys, robot power, battle determinism and the policies.
 begin;
 create extension if not exists pgtap with schema extensions;
-grant execute on all functions in schema extensions to anon, authenticated;
+grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
-select plan(92);
+select plan(95);
 
 -- ---------------------------------------------------------------------------------------
 -- Fixture: Monday 2030-01-07. City A (Springfield, US) has seven users; windows in UTC unless
@@ -292,6 +292,17 @@ select is(array[pg_temp.link(2), pg_temp.link(3), pg_temp.link(5)], array['01<2>
           'links to the deleted user are cleared (before of u5, after of u2 and u3); the others stay');
 select is((select private.workout_user_card(before_user_id) from public.workout_chains where user_id = pg_temp.u(1) and date = '2020-01-06'),
           null, 'an older row may keep the id of a deleted user, which shows as no neighbour');
+
+-- Only the generator writes chain rows (20261124020000: user_id has no foreign key).
+grant execute on function pg_temp.u(integer) to service_role;
+set local role service_role;
+select throws_ok($$insert into public.workout_chains (date, user_id, team_color) values ('2020-01-08', pg_temp.u(1), 'red')$$,
+                 '42501', null, 'service_role may not insert chain rows');
+select throws_ok($$update public.workout_chains set user_id = pg_temp.u(2) where user_id = pg_temp.u(1)$$,
+                 '42501', null, 'nor change whose a chain row is');
+select lives_ok($$update public.workout_chains set before_user_id = null where user_id = pg_temp.u(1) and date = '2020-01-06'$$,
+                'but may still clear a link');
+reset role;
 
 -- Isolated users (no city or region) all share one team split; none of them may get a squad,
 -- and every squad a chain row names exists (20261124010000: squads come from plan rows).

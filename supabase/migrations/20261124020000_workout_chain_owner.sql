@@ -1,0 +1,44 @@
+-- Chain generation at 100,000 windows, without a foreign-key check per new row.
+--
+-- workout_chains.user_id referenced profiles, so each of a run's 100,000 inserts looked its
+-- profile up and took a KEY SHARE lock on it (a write to the profile's tuple): 0.45 s of a
+-- 3.2 s run on the bench database, which also holds the feed's 150,000 profiles. The same
+-- guarantees hold without it:
+--  * a chain row is written only by private.generate_workout_chains (a definer; clients may
+--    only read chains, and service_role may no longer insert them or change their owner);
+--  * the generator writes rows only for users it has just read from workout_windows, whose
+--    user_id does reference profiles, while holding the advisory lock that deleting a profile
+--    takes exclusively before it touches a row (profiles_wait_for_workout_generation), so no
+--    profile can go between that read and the insert;
+--  * deleting a profile deletes its chain rows (private.forget_workout_squads_of, below), as
+--    the cascade did.
+
+alter table public.workout_chains drop constraint workout_chains_user_id_fkey;
+
+revoke insert, update on public.workout_chains from service_role;
+grant update (before_user_id, after_user_id, team_color, squad_id) on public.workout_chains to service_role;
+
+-- Before a profile goes: the squads the user was in (found through their chain rows), the other
+-- members' references to those squads, then the user's chain rows themselves.
+create or replace function private.forget_workout_squads_of() returns trigger
+language plpgsql security definer
+set search_path = ''
+as $$
+begin
+  with gone as (
+    delete from public.workout_squads s
+     where s.id in (select c.squad_id from public.workout_chains c where c.user_id = old.id and c.squad_id is not null)
+    returning s.id, s.date, s.user_1_id, s.user_2_id, s.user_3_id
+  )
+  update public.workout_chains c set squad_id = null
+    from gone s
+   where c.date = s.date and c.user_id in (s.user_1_id, s.user_2_id, s.user_3_id) and c.squad_id = s.id;
+  delete from public.workout_chains c where c.user_id = old.id;
+  return old;
+end
+$$;
+comment on function private.forget_workout_squads_of() is
+  'Before a profile is deleted: the squads the user was in go, their other members lose them, and the user''s chain rows go.';
+
+comment on column public.workout_chains.user_id is
+  'The member (a profile; no foreign key: only the generator writes rows, under the lock that profile deletion waits for, and deleting a profile deletes its rows).';
