@@ -265,3 +265,31 @@ test('a user deleted while chains are being written is never left as a neighbour
   const [row] = await sql`select after_user_id from public.workout_chains where user_id = ${b.id} and date = ${date}`
   assert.equal(row.after_user_id, null, 'b is not left passing the baton to a deleted user')
 })
+
+test('chain rows have no foreign key to their owner, so deletes and generation refuse repeatable read', async () => {
+  // Under repeatable read a delete's snapshot may predate a run's rows (the trigger would miss
+  // them), and a run's may predate a delete (it would write rows for a deleted user).
+  const x = await createUser()
+  await setup(x, '08:00', '10:00')
+  await place(x, { city: uniqueCity() })
+  const date = uniqueDate()
+  const tx = await sql.reserve()
+  try {
+    for (const [what, statement] of [
+      ['a generation', () => tx`select public.generate_workout_chains(${date}::date)`],
+      ['a delete', () => tx`delete from auth.users where id = ${x.id}`],
+    ] as const) {
+      await tx`begin isolation level repeatable read`
+      const e = await statement().then(() => null, (e) => e)
+      await tx`rollback`
+      assert.equal(e?.code, '0A000', `${what} at repeatable read is refused`)
+    }
+  } finally {
+    tx.release()
+  }
+  await onlyThese([x])
+  assert.equal((await api(`${W}/generate-chains`, { token: x.token, body: { date } })).body.created, 1)
+  await sql`delete from auth.users where id = ${x.id}`
+  const [{ n }] = await sql`select count(*)::int as n from public.workout_chains where user_id = ${x.id}`
+  assert.equal(n, 0, 'at read committed the delete takes the user\'s chain rows with it')
+})

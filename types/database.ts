@@ -2303,9 +2303,3 @@ export const Constants = {
           }
         }
 } as const
-Warning: --db-url is deprecated and will be removed in v4. Use --remote=<db-url> instead
-WARN: auth.email.enable_signup is deprecated and will be removed in v4, use auth.email.enabled instead.
-Target: custom Postgres (127.0.0.1:26322)
-Connecting to 127.0.0.1 26322
-Generated TypeScript is unformatted. Format it with:
-  npx oxfmt <generated-file.ts>

@@ -5,7 +5,7 @@ begin;
 create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
-select plan(95);
+select plan(96);
 
 -- ---------------------------------------------------------------------------------------
 -- Fixture: Monday 2030-01-07. City A (Springfield, US) has seven users; windows in UTC unless
@@ -298,11 +298,13 @@ grant execute on function pg_temp.u(integer) to service_role;
 set local role service_role;
 select throws_ok($$insert into public.workout_chains (date, user_id, team_color) values ('2020-01-08', pg_temp.u(1), 'red')$$,
                  '42501', null, 'service_role may not insert chain rows');
-select throws_ok($$update public.workout_chains set user_id = pg_temp.u(2) where user_id = pg_temp.u(1)$$,
+select throws_ok($$update public.workout_chains set user_id = pg_temp.u(9) where user_id = pg_temp.u(1) and date = '2020-01-06'$$,
                  '42501', null, 'nor change whose a chain row is');
 select lives_ok($$update public.workout_chains set before_user_id = null where user_id = pg_temp.u(1) and date = '2020-01-06'$$,
                 'but may still clear a link');
 reset role;
+select is((select count(*)::integer from public.workout_chains where user_id = pg_temp.u(1) and date = '2020-01-06' and before_user_id is null),
+          1, 'and the link is cleared');
 
 -- Isolated users (no city or region) all share one team split; none of them may get a squad,
 -- and every squad a chain row names exists (20261124010000: squads come from plan rows).
