@@ -10,7 +10,7 @@
 --    user_id does reference profiles, while holding the advisory lock that deleting a profile
 --    takes exclusively before it touches a row (profiles_wait_for_workout_generation), so no
 --    profile can go between that read and the insert;
---  * deleting a profile deletes its chain rows (private.forget_workout_squads_of, below), as
+--  * deleting a profile deletes its chain rows (profiles_forget_workout_chains, below), as
 --    the cascade did;
 --  * both sides run at read committed, where each statement sees what committed before it
 --    (so after the lock): under repeatable read, a delete whose snapshot predates a run's rows
@@ -24,27 +24,22 @@ alter table public.workout_chains drop constraint workout_chains_user_id_fkey;
 revoke insert, update on public.workout_chains from service_role;
 grant update (before_user_id, after_user_id, team_color, squad_id) on public.workout_chains to service_role;
 
--- Before a profile goes: the squads the user was in (found through their chain rows), the other
--- members' references to those squads, then the user's chain rows themselves.
-create or replace function private.forget_workout_squads_of() returns trigger
+-- After a profile goes, its chain rows go (the cascade's job). After the row, so that
+-- profiles_forget_workout_squads, before it, still finds the user's squads through them.
+create or replace function private.forget_workout_chains_of() returns trigger
 language plpgsql security definer
 set search_path = ''
 as $$
 begin
-  with gone as (
-    delete from public.workout_squads s
-     where s.id in (select c.squad_id from public.workout_chains c where c.user_id = old.id and c.squad_id is not null)
-    returning s.id, s.date, s.user_1_id, s.user_2_id, s.user_3_id
-  )
-  update public.workout_chains c set squad_id = null
-    from gone s
-   where c.date = s.date and c.user_id in (s.user_1_id, s.user_2_id, s.user_3_id) and c.squad_id = s.id;
   delete from public.workout_chains c where c.user_id = old.id;
-  return old;
+  return null;
 end
 $$;
-comment on function private.forget_workout_squads_of() is
-  'Before a profile is deleted: the squads the user was in go, their other members lose them, and the user''s chain rows go.';
+comment on function private.forget_workout_chains_of() is
+  'After a profile is deleted: the user''s chain rows go.';
+revoke execute on function private.forget_workout_chains_of() from public;
+create trigger profiles_forget_workout_chains after delete on public.profiles
+  for each row execute function private.forget_workout_chains_of();
 
 comment on column public.workout_chains.user_id is
   'The member (a profile; no foreign key: only the generator writes rows, under the lock that profile deletion waits for, and deleting a profile deletes its rows).';
