@@ -5,6 +5,11 @@ import { TEST } from './lib/ports.ts'
 import { ROOT, run, StackError } from './lib/proc.ts'
 import { startStack } from './lib/stack.ts'
 
+// TEST_ONLY=workout,labs runs only the pgTAP and Deno test files whose names contain one of
+// the words (for a quick loop while working; CI and `npm test` run everything).
+const only = (Deno.env.get('TEST_ONLY') ?? '').split(',').map((w) => w.trim()).filter(Boolean)
+const chosen = (name: string) => !only.length || only.some((w) => name.includes(w))
+
 let passed = 0
 let failed = 0
 const failures: string[] = []
@@ -78,11 +83,13 @@ try {
 
 try {
   console.log('\n== deno check (functions, scripts, tests)')
-  const check = await runShown(`${ROOT}/node_modules/.bin/deno`, ['check', 'functions/', 'scripts/', 'tests/'])
-  count(check.ok, 'deno check')
+  if (!only.length || only.includes('check')) {
+    const check = await runShown(`${ROOT}/node_modules/.bin/deno`, ['check', 'functions/', 'scripts/', 'tests/'])
+    count(check.ok, 'deno check')
+  }
 
   console.log('\n== pgTAP (supabase/tests)')
-  const pgFiles = [...Deno.readDirSync(`${ROOT}/supabase/tests`)].map((e) => e.name).filter((n) => n.endsWith('.sql')).sort()
+  const pgFiles = [...Deno.readDirSync(`${ROOT}/supabase/tests`)].map((e) => e.name).filter((n) => n.endsWith('.sql') && chosen(n)).sort()
   for (const f of pgFiles) {
     const out = await runShown('pg_prove', ['--verbose', '-h', '127.0.0.1', '-p', String(TEST.dbPort), '-U', 'postgres', '-d', 'postgres', `supabase/tests/${f}`], { PGPASSWORD: 'postgres' })
     countTap(f, out)
@@ -90,12 +97,17 @@ try {
 
   console.log('\n== Deno tests (tests/)')
   const privateJwk = { ...(await exportJWK(privateKey)), kid: 'test-es256', alg: 'ES256' }
-  const denoOut = await runShown(`${ROOT}/node_modules/.bin/deno`, ['test', '-A', '--reporter=tap', 'tests/'], {
-    ...stack.functionEnv,
-    TEST_ES256_PRIVATE_JWK: JSON.stringify(privateJwk),
-    TEST_DB_PORT: String(TEST.dbPort),
-  })
-  countTap('deno test', denoOut)
+  const denoFiles = only
+    ? [...Deno.readDirSync(`${ROOT}/tests`)].map((e) => e.name).filter((n) => n.endsWith('_test.ts') && chosen(n)).sort().map((n) => `tests/${n}`)
+    : ['tests/']
+  if (denoFiles.length) {
+    const denoOut = await runShown(`${ROOT}/node_modules/.bin/deno`, ['test', '-A', '--reporter=tap', ...denoFiles], {
+      ...stack.functionEnv,
+      TEST_ES256_PRIVATE_JWK: JSON.stringify(privateJwk),
+      TEST_DB_PORT: String(TEST.dbPort),
+    })
+    countTap('deno test', denoOut)
+  }
 } finally {
   await stack.stop()
   await jwksServer.shutdown()
