@@ -124,7 +124,7 @@ test('opportunities and dream videos: same review flow; classroom accounts canno
   assert.equal(video.status, 201)
   assertError(await api('/api/labs/videos', { token: user.token, body: { title: 'x', video_url: 'http://insecure' } }), 400, 'video_url')
   assertError(await api('/api/labs/videos', { token: classroom.token, body: { title: 'x', video_url: 'https://videos.example/2' } }), 403, 'classroom')
-  assert.equal((await sql`select count(*)::int as n from public.labs_dream_videos where submitter_id = ${classroom.id}`)[0].n, 0)
+  assert.equal((await sql`select count(*)::int as n from private.labs_dream_video_private where submitter_id = ${classroom.id}`)[0].n, 0)
   assertError(await api(`/api/labs/admin/videos/${video.body.video.id}/decline`, { token: admin.token, body: {} }), 400, 'reason')
   assert.equal((await api(`/api/labs/admin/videos/${video.body.video.id}/decline`, { token: admin.token, body: { reason: 'off topic' } })).body.status, 'declined')
   assertError(await api('/api/labs/videos', { body: { title: 'x', video_url: 'https://v.example/3' } }), 401)
@@ -277,8 +277,9 @@ test('golden spec: super admin, validated, stored as predicted_values; replicati
   assert.equal(details.body.template.convergence.replications, 2)
   assert.equal(details.body.template.convergence.independent_confirmations, 1)
   assert.equal(details.body.template.convergence.robust, false)
+  // Only the first replication on a template scores (both reports count in the statistics).
   const events = await sql`select kind from public.labs_activity_events where user_id = ${user.id} order by id`
-  assert.deepEqual(events.map((e) => e.kind), ['clone', 'replication_confirmed', 'replication_refuted'])
+  assert.deepEqual(events.map((e) => e.kind), ['clone', 'replication_confirmed'])
 })
 
 test('templates: anonymous 401; another user\'s private template is 404; bad calculator 400', async () => {
@@ -488,6 +489,7 @@ test('optimizer: unknown calculator, bad top_n, too many combinations and bad ra
   assertError(await api('/api/labs/optimize', { body: { calculator: 'coil', top_n: 1, ranges: big } }), 400, '50000')
   assertError(await api('/api/labs/optimize', { body: { calculator: 'coil', top_n: 1, ranges: { warp_factor: { min: 1, max: 2, steps: 2 } } } }), 400, 'warp_factor')
   assertError(await api('/api/labs/optimize', { body: { calculator: 'coil', top_n: 1, ranges: { turns: { min: 5, max: 1, steps: 2 } } } }), 400, 'turns')
+  assertError(await api('/api/labs/optimize', { body: { calculator: 'coil', top_n: 1, ranges: { turns: { min: 5, max: 1e300, steps: 2 } } } }), 400, 'ranges.turns.max')
 })
 
 // ---- Competitions -------------------------------------------------------------------------
@@ -762,19 +764,21 @@ test('kit waitlist through PostgREST: a listed address gets the same answer as a
   const shape = (r: Awaited<ReturnType<typeof rest>>) =>
     JSON.stringify([r.status, r.body?.code ?? null, r.headers.get('content-range'), r.headers.get('location') !== null,
       typeof r.body?.message === 'string' ? r.body.message.replace(/kit-(new|listed)-[0-9a-f]+/g, '<address>') : r.text])
-  const variants: Array<[string, (email: string) => unknown, string | undefined, Record<string, string>]> = [
+  const variants: Array<[string, (email: string) => unknown, string | undefined, Record<string, string>, string?]> = [
     ['anonymous', (email) => ({ email }), undefined, {}],
     ['anonymous, upper case', (email) => ({ email: email.toUpperCase() }), undefined, {}],
     ['anonymous, counted', (email) => ({ email }), undefined, { prefer: 'count=exact' }],
     ['anonymous, headers only', (email) => ({ email }), undefined, { prefer: 'return=headers-only' }],
     ['anonymous, a list', (email) => [{ email }], undefined, {}],
+    ['anonymous, upsert ignoring duplicates', (email) => ({ email }), undefined, { prefer: 'resolution=ignore-duplicates' }, '?on_conflict=email'],
+    ['anonymous, upsert merging duplicates', (email) => ({ email }), undefined, { prefer: 'resolution=merge-duplicates' }, '?on_conflict=email'],
     ['anonymous naming a user', (email) => ({ email, user_id: user.id }), undefined, {}],
     ['signed in as themselves', (email) => ({ email, user_id: user.id }), user.token, {}],
     ['signed in naming another user', (email) => ({ email, user_id: someoneElse.id }), user.token, {}],
   ]
-  for (const [label, body, token, headers] of variants) {
-    const forNew = await rest('labs_kit_waitlist', { body: body(fresh()), token, headers })
-    const forListed = await rest('labs_kit_waitlist', { body: body(listed), token, headers })
+  for (const [label, body, token, headers, query = ''] of variants) {
+    const forNew = await rest(`labs_kit_waitlist${query}`, { body: body(fresh()), token, headers })
+    const forListed = await rest(`labs_kit_waitlist${query}`, { body: body(listed), token, headers })
     assert.equal(shape(forListed), shape(forNew), `${label}: ${forListed.status} ${forListed.text} vs ${forNew.status} ${forNew.text}`)
   }
   assert.equal((await sql`select count(*)::int as n from public.labs_kit_waitlist where email = ${listed}`)[0].n, 1)
