@@ -204,6 +204,14 @@ test('approved sponsors, opportunities and videos never name who submitted them,
   assert.deepEqual(inbox.body.messages.map((m: { body: string }) => m.body), ['Hello sponsor'])
   assert.equal((await rest('labs_sponsor_messages', { token: applicant.token })).body.length, 1)
   assert.equal((await rest('labs_sponsor_messages', { token: stranger.token })).body.length, 0)
+
+  // A deleted account takes its submissions along, as before the ids moved.
+  await sql`delete from auth.users where id = ${applicant.id}`
+  const left = await sql`select (select count(*) from public.labs_sponsors where id in (${sponsor.id}, ${pendingSponsor.id}))::int as sponsors,
+                                (select count(*) from public.labs_opportunities where id = ${opp.id})::int as opportunities,
+                                (select count(*) from public.labs_dream_videos where id = ${video.id})::int as videos,
+                                (select count(*) from public.labs_sponsor_messages where sponsor_id = ${sponsor.id})::int as messages`
+  assert.deepEqual(left[0], { sponsors: 0, opportunities: 0, videos: 0, messages: 0 })
 })
 
 // ---- Templates, clones, replications ------------------------------------------------------

@@ -8,8 +8,8 @@
 --    messages lose recipient_id (the sponsor's applicant): the recipient reads them as the
 --    sponsor's owner, and a sender never learns who that is.
 -- 2. Kit waitlist: an address already listed gets the same answer as a new one on every path
---    (a trigger validates first, then skips a listed address instead of letting the unique
---    index answer 409).
+--    (a trigger validates first, then writes the row itself, skipping a listed address,
+--    instead of letting the unique index answer 409 or the row count tell).
 -- 3. Competition scores count what SPEC's weights mean: activity on public templates of
 --    others only, each kind (clone, completion, build, replication) at most once per user and
 --    template, enforced by a unique index on the events the recompute sums.
@@ -108,29 +108,44 @@ comment on table public.labs_dream_videos is
 
 -- A profile's deletion removes its private rows (foreign key); these take the public records
 -- with them, as the dropped columns' foreign keys did.
-create or replace function private.labs_forget_submission() returns trigger
+create or replace function private.labs_forget_sponsor() returns trigger
 language plpgsql security definer
 set search_path = ''
 as $$
 begin
-  if tg_table_name = 'labs_sponsor_private' then
-    delete from public.labs_sponsors where id = old.sponsor_id;
-  elsif tg_table_name = 'labs_opportunity_private' then
-    delete from public.labs_opportunities where id = old.opportunity_id;
-  else
-    delete from public.labs_dream_videos where id = old.video_id;
-  end if;
+  delete from public.labs_sponsors where id = old.sponsor_id;
   return null;
 end
 $$;
-comment on function private.labs_forget_submission() is
-  'After a private submission row goes (its submitter deleted), the public record goes too.';
+comment on function private.labs_forget_sponsor() is 'After a sponsor''s private row goes (its applicant deleted), the sponsor goes too.';
 create trigger labs_forget_sponsor after delete on private.labs_sponsor_private
-  for each row execute function private.labs_forget_submission();
+  for each row execute function private.labs_forget_sponsor();
+
+create or replace function private.labs_forget_opportunity() returns trigger
+language plpgsql security definer
+set search_path = ''
+as $$
+begin
+  delete from public.labs_opportunities where id = old.opportunity_id;
+  return null;
+end
+$$;
+comment on function private.labs_forget_opportunity() is 'After an opportunity''s private row goes, the opportunity goes too.';
 create trigger labs_forget_opportunity after delete on private.labs_opportunity_private
-  for each row execute function private.labs_forget_submission();
+  for each row execute function private.labs_forget_opportunity();
+
+create or replace function private.labs_forget_video() returns trigger
+language plpgsql security definer
+set search_path = ''
+as $$
+begin
+  delete from public.labs_dream_videos where id = old.video_id;
+  return null;
+end
+$$;
+comment on function private.labs_forget_video() is 'After a dream video''s private row goes, the video goes too.';
 create trigger labs_forget_video after delete on private.labs_dream_video_private
-  for each row execute function private.labs_forget_submission();
+  for each row execute function private.labs_forget_video();
 
 -- Supersedes private.labs_submit_sponsor of 20261122070000_labs.sql: the applicant goes to the private row.
 create or replace function private.labs_submit_sponsor(name text, tier text, contact_email text, contact_name text)
