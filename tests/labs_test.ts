@@ -2,13 +2,32 @@
 // review, templates/clones/replications, the optimizer against hand-worked values, competitions,
 // step prompts, sponsor outreach and its digest, the kit waitlist, and the cron credentials.
 import { strict as assert } from 'node:assert'
-import { api, assertError, clientAs, createUser, env, sql, test, type TestUser } from './_helpers.ts'
+import { ANON_KEY, API_URL, api, assertError, clientAs, createUser, env, sql, test, type TestUser } from './_helpers.ts'
 
 const admin = await createUser({ superAdmin: true, prefix: 'labs-admin' })
 const classroom = await createUser({ prefix: 'labs-classroom' })
 assert.equal((await api(`/api/labs/admin/users/${classroom.id}/account-type`, { method: 'PUT', token: admin.token, body: { account_type: 'classroom' } })).status, 200)
 
 const frontendCron = () => ({ authorization: `Bearer ${env('CRON_SECRET')}` })
+
+/** A raw PostgREST call (anonymous unless a token is given): status, text, parsed body, headers. */
+async function rest(path: string, o: { token?: string; method?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {}) {
+  const body = o.rawBody ?? (o.body === undefined ? undefined : JSON.stringify(o.body))
+  const res = await fetch(`${API_URL}/rest/v1/${path}`, {
+    method: o.method ?? (body === undefined ? 'GET' : 'POST'),
+    headers: {
+      apikey: ANON_KEY, authorization: `Bearer ${o.token ?? ANON_KEY}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...o.headers,
+    },
+    body,
+  })
+  const text = await res.text()
+  let parsed: any = null
+  try {
+    parsed = text ? JSON.parse(text) : null
+  } catch { /* not JSON */ }
+  return { status: res.status, text, body: parsed, headers: res.headers }
+}
 const labsCron = () => ({ 'x-cron-secret': env('LABS_CRON_SECRET') })
 
 async function submitSponsor(user: TestUser, name = `Sponsor ${crypto.randomUUID().slice(0, 6)}`, contactEmail = 'Ada@Example.org') {
@@ -105,7 +124,7 @@ test('opportunities and dream videos: same review flow; classroom accounts canno
   assert.equal(video.status, 201)
   assertError(await api('/api/labs/videos', { token: user.token, body: { title: 'x', video_url: 'http://insecure' } }), 400, 'video_url')
   assertError(await api('/api/labs/videos', { token: classroom.token, body: { title: 'x', video_url: 'https://videos.example/2' } }), 403, 'classroom')
-  assert.equal((await sql`select count(*)::int as n from public.labs_dream_videos where submitter_id = ${classroom.id}`)[0].n, 0)
+  assert.equal((await sql`select count(*)::int as n from private.labs_dream_video_private where submitter_id = ${classroom.id}`)[0].n, 0)
   assertError(await api(`/api/labs/admin/videos/${video.body.video.id}/decline`, { token: admin.token, body: {} }), 400, 'reason')
   assert.equal((await api(`/api/labs/admin/videos/${video.body.video.id}/decline`, { token: admin.token, body: { reason: 'off topic' } })).body.status, 'declined')
   assertError(await api('/api/labs/videos', { body: { title: 'x', video_url: 'https://v.example/3' } }), 401)
@@ -131,6 +150,68 @@ test('account type: super admins only; bad value 400', async () => {
   assertError(await api(`/api/labs/admin/users/${u.id}/account-type`, { method: 'PUT', token: admin.token, body: { account_type: 'teacher' } }), 400, 'account_type')
   assertError(await api(`/api/labs/admin/users/${crypto.randomUUID()}/account-type`, { method: 'PUT', token: admin.token, body: { account_type: 'classroom' } }), 404)
   assert.equal((await sql`select count(*)::int as n from public.labs_classroom_accounts where user_id = ${u.id}`)[0].n, 0)
+})
+
+test('approved sponsors, opportunities and videos never name who submitted them, on any path; the submitter still sees their own', async () => {
+  const [applicant, stranger, sender] = await Promise.all([createUser(), createUser(), createUser()])
+  const sponsor = await approvedSponsor(applicant)
+  const pendingSponsor = await submitSponsor(applicant)
+  const opp = (await api('/api/labs/opportunities', {
+    token: applicant.token, body: { kind: 'mentorship', title: 'Mentor me', contact_email: 'm@example.org', contact_name: 'M' },
+  })).body.opportunity
+  await api(`/api/labs/admin/opportunities/${opp.id}/approve`, { method: 'POST', token: admin.token })
+  const video = (await api('/api/labs/videos', { token: applicant.token, body: { title: 'Dream', video_url: 'https://videos.example/d' } })).body.video
+  await api(`/api/labs/admin/videos/${video.id}/approve`, { method: 'POST', token: admin.token })
+
+  for (const [table, id, column] of [['labs_sponsors', sponsor.id, 'applicant_id'], ['labs_opportunities', opp.id, 'submitter_id'], ['labs_dream_videos', video.id, 'submitter_id']]) {
+    for (const [who, token] of [['anonymous', undefined], ['another user', stranger.token]] as const) {
+      const row = await rest(`${table}?id=eq.${id}`, { token })
+      assert.equal(row.status, 200, row.text)
+      assert.equal(row.body.length, 1, `${who} lists the approved ${table} row`)
+      assert.ok(!row.text.includes(applicant.id), `${table} names its submitter to ${who}: ${row.text}`)
+      // Nor can a filter on the submitter find their records.
+      const probe = await rest(`${table}?select=id&${column}=eq.${applicant.id}`, { token })
+      assert.ok(probe.status >= 400 || probe.body.length === 0, `${who} finds ${table} rows by ${column}: ${probe.text}`)
+    }
+  }
+  const listing = await api('/api/labs/sponsors?limit=100')
+  assert.ok(!JSON.stringify(listing.body).includes(applicant.id))
+
+  // The submitter sees their own records, whatever their status, through /api and PostgREST.
+  const own = await api('/api/labs/submissions', { token: applicant.token })
+  assert.equal(own.status, 200, JSON.stringify(own.body))
+  assert.deepEqual(own.body.sponsors.map((x: { id: string }) => x.id).sort(), [sponsor.id, pendingSponsor.id].sort())
+  assert.deepEqual(own.body.opportunities.map((x: { id: string }) => x.id), [opp.id])
+  assert.deepEqual(own.body.videos.map((x: { id: string }) => x.id), [video.id])
+  const viaRpc = await clientAs(applicant.token).rpc('labs_my_submissions')
+  assert.equal(viaRpc.error, null, JSON.stringify(viaRpc.error))
+  assert.deepEqual((viaRpc.data as any).sponsors.map((x: { id: string }) => x.id).sort(), [sponsor.id, pendingSponsor.id].sort())
+  const theirs = await api('/api/labs/submissions', { token: stranger.token })
+  assert.deepEqual([theirs.body.sponsors, theirs.body.opportunities, theirs.body.videos], [[], [], []], 'approved records of others are not "mine"')
+  const pendingSeen = await rest(`labs_sponsors?id=eq.${pendingSponsor.id}`, { token: applicant.token })
+  assert.equal(pendingSeen.body.length, 1, 'the applicant reads their pending record through PostgREST')
+  assert.equal((await rest(`labs_sponsors?id=eq.${pendingSponsor.id}`, { token: stranger.token })).body.length, 0)
+
+  // Outreach: the sender never learns the sponsor applicant's id; the applicant still reads the message.
+  assert.equal((await api(`/api/labs/sponsors/${sponsor.id}/messages`, { token: sender.token, body: { body: 'Hello sponsor' } })).status, 201)
+  const sent = await api('/api/labs/messages', { token: sender.token })
+  assert.equal(sent.body.messages.length, 1)
+  assert.ok(!JSON.stringify(sent.body).includes(applicant.id), JSON.stringify(sent.body))
+  const sentRest = await rest('labs_sponsor_messages', { token: sender.token })
+  assert.equal(sentRest.body.length, 1)
+  assert.ok(!sentRest.text.includes(applicant.id), sentRest.text)
+  const inbox = await api('/api/labs/messages', { token: applicant.token })
+  assert.deepEqual(inbox.body.messages.map((m: { body: string }) => m.body), ['Hello sponsor'])
+  assert.equal((await rest('labs_sponsor_messages', { token: applicant.token })).body.length, 1)
+  assert.equal((await rest('labs_sponsor_messages', { token: stranger.token })).body.length, 0)
+
+  // A deleted account takes its submissions along, as before the ids moved.
+  await sql`delete from auth.users where id = ${applicant.id}`
+  const left = await sql`select (select count(*) from public.labs_sponsors where id in (${sponsor.id}, ${pendingSponsor.id}))::int as sponsors,
+                                (select count(*) from public.labs_opportunities where id = ${opp.id})::int as opportunities,
+                                (select count(*) from public.labs_dream_videos where id = ${video.id})::int as videos,
+                                (select count(*) from public.labs_sponsor_messages where sponsor_id = ${sponsor.id})::int as messages`
+  assert.deepEqual(left[0], { sponsors: 0, opportunities: 0, videos: 0, messages: 0 })
 })
 
 // ---- Templates, clones, replications ------------------------------------------------------
@@ -204,8 +285,9 @@ test('golden spec: super admin, validated, stored as predicted_values; replicati
   assert.equal(details.body.template.convergence.replications, 2)
   assert.equal(details.body.template.convergence.independent_confirmations, 1)
   assert.equal(details.body.template.convergence.robust, false)
+  // Only the first replication on a template scores (both reports count in the statistics).
   const events = await sql`select kind from public.labs_activity_events where user_id = ${user.id} order by id`
-  assert.deepEqual(events.map((e) => e.kind), ['clone', 'replication_confirmed', 'replication_refuted'])
+  assert.deepEqual(events.map((e) => e.kind), ['clone', 'replication_confirmed'])
 })
 
 test('templates: anonymous 401; another user\'s private template is 404; bad calculator 400', async () => {
@@ -220,6 +302,133 @@ test('templates: anonymous 401; another user\'s private template is 404; bad cal
   // PostgREST: the owner cannot promote their own template by a direct update.
   const { error } = await clientAs(author.token).from('labs_experiments').update({ safety_level: 'classroom_safe', min_grade_band: 'K-5' }).eq('id', priv.body.template.id)
   assert.ok(error)
+})
+
+async function withGoldenSpec(t: { id: string }, value: number) {
+  const res = await api(`/api/labs/templates/${t.id}/golden-spec`, {
+    token: admin.token, body: { calculator: 'resonance', optimal_inputs: {}, calculator_outputs: { outputs: [{ label: 'Q', value, unit: '' }] } },
+  })
+  assert.equal(res.status, 200, JSON.stringify(res.body))
+}
+
+test('replications: measured_value must be finite and at most 1e15 in size (400 naming it on /api and PostgREST), nothing stored', async () => {
+  const t = await publicTemplate(await createUser(), 'Bounded')
+  await withGoldenSpec(t, 100)
+  const user = await createUser()
+  const clone = (await api(`/api/labs/templates/${t.id}/clone`, { method: 'POST', token: user.token })).body.clone
+  for (const v of [1e308, -1e308, 1.5e15, -1e16]) {
+    assertError(await api(`/api/labs/clones/${clone.id}/replications`, { token: user.token, body: { measured_value: v } }), 400, 'measured_value')
+    const { error, status } = await clientAs(user.token).rpc('labs_report_replication', { clone_id: clone.id, measured_value: v })
+    assert.equal(status, 400, `rpc ${v}: ${JSON.stringify(error)}`)
+    assert.match(error!.message, /measured_value/)
+  }
+  for (const raw of ['1e400', '-1e400']) {
+    const r = await rest('rpc/labs_report_replication', { token: user.token, rawBody: `{"clone_id": "${clone.id}", "measured_value": ${raw}}` })
+    assert.equal(r.status, 400, r.text)
+    assert.match(r.body.message, /measured_value/)
+    assertError(await api(`/api/labs/clones/${clone.id}/replications`, { token: user.token, rawBody: `{"measured_value": ${raw}}` }), 400, 'measured_value')
+  }
+  assert.equal((await sql`select count(*)::int as n from public.labs_replications where template_id = ${t.id}`)[0].n, 0, 'nothing stored')
+  for (const v of [1e15, -2.5e-12, 0]) {
+    assert.equal((await api(`/api/labs/clones/${clone.id}/replications`, { token: user.token, body: { measured_value: v } })).status, 201, `${v} is accepted`)
+  }
+})
+
+test('template statistics answer whatever is stored: values at the ends of double precision do not break the catalogue', async () => {
+  const t = await publicTemplate(await createUser(), 'Extremes')
+  await withGoldenSpec(t, 100)
+  const [a, b] = await Promise.all([createUser(), createUser()])
+  const clone = (await api(`/api/labs/templates/${t.id}/clone`, { method: 'POST', token: a.token })).body.clone
+  // Rows stored before the bound existed (written directly; no client path accepts them now).
+  await sql`insert into public.labs_replications (clone_id, template_id, user_id, measured_value, predicted_value, confirmed)
+            select ${clone.id}, ${t.id}, ${a.id}, v, 100, false
+              from unnest(array[1e308, -1e308, 1.7976931348623157e308, -1.7976931348623157e308, 5e-324, 101]::float8[]) v`
+  const list = await api('/api/labs/templates?limit=100', { token: b.token })
+  assert.equal(list.status, 200, JSON.stringify(list.body))
+  const mine = list.body.templates.find((x: { id: string }) => x.id === t.id)
+  assert.equal(mine.convergence.replications, 6)
+  const details = await api(`/api/labs/templates/${t.id}`, { token: b.token })
+  assert.equal(details.status, 200, JSON.stringify(details.body))
+  assert.equal(details.body.template.replications.length, 6)
+  const rpc = await rest('rpc/labs_template_list', { token: b.token, body: { page_size: 100 } })
+  assert.equal(rpc.status, 200, rpc.text)
+  const rpcDetails = await rest('rpc/labs_template_details', { token: b.token, body: { template_id: t.id } })
+  assert.equal(rpcDetails.status, 200, rpcDetails.text)
+  // Ordinary numbers still give the exact statistics: mean 2, sample sd 1.
+  const t2 = await publicTemplate(await createUser(), 'Plain numbers')
+  const c2 = (await api(`/api/labs/templates/${t2.id}/clone`, { method: 'POST', token: a.token })).body.clone
+  for (const v of [1, 2, 3]) await api(`/api/labs/clones/${c2.id}/replications`, { token: a.token, body: { measured_value: v } })
+  const conv = (await api(`/api/labs/templates/${t2.id}`, { token: b.token })).body.template.convergence
+  assert.deepEqual([conv.replications, conv.mean, conv.stddev, conv.anomalies], [3, 2, 1, 0])
+})
+
+test('super admins remove a replication (reason required, audited) through /api and PostgREST; nobody else can', async () => {
+  const t = await publicTemplate(await createUser(), 'Removal')
+  await withGoldenSpec(t, 100)
+  const user = await createUser()
+  const clone = (await api(`/api/labs/templates/${t.id}/clone`, { method: 'POST', token: user.token })).body.clone
+  const first = (await api(`/api/labs/clones/${clone.id}/replications`, { token: user.token, body: { measured_value: 100 } })).body.replication
+  const second = (await api(`/api/labs/clones/${clone.id}/replications`, { token: user.token, body: { measured_value: 300 } })).body.replication
+  const count = async () => (await sql`select count(*)::int as n from public.labs_replications where template_id = ${t.id}`)[0].n
+
+  for (const who of [user, classroom]) {
+    assertError(await api(`/api/labs/admin/replications/${first.id}`, { method: 'DELETE', token: who.token, body: { reason: 'mine' } }), 403)
+    const { status } = await clientAs(who.token).rpc('labs_remove_replication', { replication_id: first.id, reason: 'mine' })
+    assert.equal(status, 403)
+  }
+  const direct = await rest(`labs_replications?id=eq.${first.id}`, { method: 'DELETE', token: user.token })
+  assert.ok(direct.status >= 400, `a direct delete is refused: ${direct.status} ${direct.text}`)
+  const directAdmin = await rest(`labs_replications?id=eq.${first.id}`, { method: 'DELETE', token: admin.token })
+  assert.ok(directAdmin.status >= 400, `even for super admins, removal goes through the audited function: ${directAdmin.status}`)
+  assertError(await api(`/api/labs/admin/replications/${first.id}`, { method: 'DELETE' }), 401)
+  assertError(await api(`/api/labs/admin/replications/${first.id}`, { method: 'DELETE', token: admin.token, body: {} }), 400, 'reason')
+  assertError(await api(`/api/labs/admin/replications/${first.id}`, { method: 'DELETE', token: admin.token, body: { reason: '  ' } }), 400, 'reason')
+  assert.equal(await count(), 2, 'nothing removed yet')
+
+  const removed = await api(`/api/labs/admin/replications/${first.id}`, { method: 'DELETE', token: admin.token, body: { reason: 'bogus value' } })
+  assert.equal(removed.status, 200, JSON.stringify(removed.body))
+  assert.equal(removed.body.removal.replication_id, first.id)
+  assertError(await api(`/api/labs/admin/replications/${first.id}`, { method: 'DELETE', token: admin.token, body: { reason: 'again' } }), 404)
+  const viaRpc = await clientAs(admin.token).rpc('labs_remove_replication', { replication_id: second.id, reason: 'outlier' })
+  assert.equal(viaRpc.error, null, JSON.stringify(viaRpc.error))
+  assert.equal(await count(), 0)
+
+  const audit = await sql`select replication_id, template_id, user_id, measured_value, removed_by, reason
+                            from public.labs_replication_removals where template_id = ${t.id} order by removed_at, id`
+  assert.deepEqual(audit.map((r) => [r.replication_id, r.user_id, r.measured_value, r.removed_by, r.reason]), [
+    [first.id, user.id, 100, admin.id, 'bogus value'],
+    [second.id, user.id, 300, admin.id, 'outlier'],
+  ])
+  // Super admins read the audit through PostgREST; users do not; nobody rewrites it.
+  assert.equal((await rest(`labs_replication_removals?template_id=eq.${t.id}`, { token: admin.token })).body.length, 2)
+  assert.deepEqual((await rest(`labs_replication_removals?template_id=eq.${t.id}`, { token: user.token })).body ?? [], [])
+  const rewrite = await rest(`labs_replication_removals?template_id=eq.${t.id}`, { method: 'PATCH', token: admin.token, body: { reason: 'x' } })
+  assert.ok(rewrite.status >= 400, rewrite.text)
+  // The removed replication no longer counts in the statistics or the score.
+  assert.equal((await api(`/api/labs/templates/${t.id}`, { token: user.token })).body.template.convergence.replications, 0)
+  assert.equal((await sql`select count(*)::int as n from public.labs_activity_events where user_id = ${user.id} and kind like 'replication%'`)[0].n, 0)
+})
+
+test('template inputs are numbers, finite and at most 1e15 in size, on /api and PostgREST (400 naming the input)', async () => {
+  const author = await createUser()
+  for (const raw of ['1e400', '1e16', '"ten"']) {
+    assertError(await api('/api/labs/templates', { token: author.token, rawBody: `{"title": "x", "calculator": "coil", "inputs": {"turns": ${raw}}}` }), 400, 'inputs')
+    const r = await rest('labs_experiments', {
+      token: author.token, rawBody: `{"title": "x", "calculator": "coil", "is_template": true, "inputs": {"turns": ${raw}}}`,
+    })
+    assert.equal(r.status, 400, r.text)
+    assert.match(r.body.message, /inputs\.turns/)
+  }
+  const ok = await rest('labs_experiments', { token: author.token, body: { title: 'fine', calculator: 'coil', is_template: true, inputs: { turns: 12, gap_m: 1e-3 } } })
+  assert.equal(ok.status, 201, ok.text)
+  const t = await publicTemplate(author, 'Edit me')
+  const edit = await rest(`labs_experiments?id=eq.${t.id}`, { method: 'PATCH', token: author.token, rawBody: '{"inputs": {"turns": 1e300}}' })
+  assert.equal(edit.status, 400, edit.text)
+  // Golden specs too (super admins): every number finite and at most 1e15 in size.
+  const spec = (value: number) => ({ calculator: 'resonance', optimal_inputs: { inductance_h: 1e-3 }, calculator_outputs: { outputs: [{ label: 'Q', value, unit: '' }] } })
+  assertError(await api(`/api/labs/templates/${t.id}/golden-spec`, { token: admin.token, body: spec(1e300) }), 400, 'value')
+  const { status } = await clientAs(admin.token).rpc('labs_set_golden_spec', { template_id: t.id, spec: spec(1e300) })
+  assert.equal(status, 400)
 })
 
 // ---- Optimizer ---------------------------------------------------------------------------
@@ -288,6 +497,7 @@ test('optimizer: unknown calculator, bad top_n, too many combinations and bad ra
   assertError(await api('/api/labs/optimize', { body: { calculator: 'coil', top_n: 1, ranges: big } }), 400, '50000')
   assertError(await api('/api/labs/optimize', { body: { calculator: 'coil', top_n: 1, ranges: { warp_factor: { min: 1, max: 2, steps: 2 } } } }), 400, 'warp_factor')
   assertError(await api('/api/labs/optimize', { body: { calculator: 'coil', top_n: 1, ranges: { turns: { min: 5, max: 1, steps: 2 } } } }), 400, 'turns')
+  assertError(await api('/api/labs/optimize', { body: { calculator: 'coil', top_n: 1, ranges: { turns: { min: 5, max: 1e300, steps: 2 } } } }), 400, 'ranges.turns.max')
 })
 
 // ---- Competitions -------------------------------------------------------------------------
@@ -334,6 +544,65 @@ test('competitions: scores from recorded events with the SPEC weights; recompute
   await api(`/api/labs/clones/${cb.id}/complete`, { token: b.token, body: {} })
   await api('/api/cron/labs/recompute-competitions', { method: 'POST', headers: frontendCron() })
   assert.equal((await sql`select score from public.labs_competition_participants p join public.labs_competitions c on c.id = p.competition_id where c.slug = ${slug} and p.user_id = ${b.id}`)[0].score, 6)
+})
+
+test('competitions: farming adds nothing — own or private templates score 0; clone, completion, build and replication count once per public template', async () => {
+  const slug = `farm-${crypto.randomUUID().slice(0, 8)}`
+  assert.equal((await api('/api/labs/admin/competitions', { token: admin.token, body: { slug, title: 'Farm check' } })).status, 201)
+  const [farmer, honest, author] = await Promise.all([createUser(), createUser(), createUser()])
+  for (const u of [farmer, honest]) assert.equal((await api(`/api/labs/competitions/${slug}/join`, { method: 'POST', token: u.token })).status, 200)
+  const cloneOf = async (u: TestUser, id: string) => {
+    const res = await api(`/api/labs/templates/${id}/clone`, { method: 'POST', token: u.token })
+    assert.equal(res.status, 201, JSON.stringify(res.body))
+    return res.body.clone
+  }
+  const complete = async (u: TestUser, cloneId: string) =>
+    assert.equal((await api(`/api/labs/clones/${cloneId}/complete`, { token: u.token, body: { built: true } })).status, 200)
+
+  // Her own private template, cloned and completed (built) 10 times: nothing.
+  const own = (await api('/api/labs/templates', { token: farmer.token, body: { title: 'Mine', calculator: 'coil' } })).body.template
+  for (let i = 0; i < 10; i++) await complete(farmer, (await cloneOf(farmer, own.id)).id)
+  // Her own public template: nothing either.
+  const ownPublic = await publicTemplate(farmer, 'Mine, public')
+  await complete(farmer, (await cloneOf(farmer, ownPublic.id)).id)
+  // Someone else's public template with a prediction of 100: three clones (one through PostgREST),
+  // each completed with a build, and ten confirming replications on one clone.
+  const t = await publicTemplate(author, 'Farmed')
+  await withGoldenSpec(t, 100)
+  const clones = [await cloneOf(farmer, t.id), await cloneOf(farmer, t.id)]
+  const viaRest = await clientAs(farmer.token).rpc('labs_clone_template', { template_id: t.id }).single()
+  assert.equal(viaRest.error, null, JSON.stringify(viaRest.error))
+  clones.push(viaRest.data)
+  for (const c of clones) await complete(farmer, (c as { id: string }).id)
+  for (let i = 0; i < 10; i++) {
+    assert.equal((await api(`/api/labs/clones/${clones[0].id}/replications`, { token: farmer.token, body: { measured_value: 100 } })).status, 201)
+  }
+  await clientAs(farmer.token).rpc('labs_report_replication', { clone_id: (clones[1] as { id: string }).id, measured_value: 100 })
+  // The first replication a user reports on a template is the one that counts: refuted, then confirmed = refuted.
+  const hc = await cloneOf(honest, t.id)
+  await api(`/api/labs/clones/${hc.id}/replications`, { token: honest.token, body: { measured_value: 80 } })
+  await api(`/api/labs/clones/${hc.id}/replications`, { token: honest.token, body: { measured_value: 100 } })
+
+  assert.equal((await api('/api/cron/labs/recompute-competitions', { method: 'POST', headers: frontendCron() })).status, 200)
+  const board = (await api(`/api/labs/competitions/${slug}/leaderboard`, { token: honest.token })).body.leaderboard
+  // farmer: clone 1 + completion 5 + build 10 + replication_confirmed 25; honest: clone 1 + replication_refuted 5.
+  assert.deepEqual(board.map((r: { user_id: string; score: number }) => [r.user_id, r.score]), [[farmer.id, 41], [honest.id, 6]])
+  const kinds = await sql`select kind from public.labs_activity_events where user_id = ${farmer.id} order by id`
+  assert.deepEqual(kinds.map((e) => e.kind), ['clone', 'completion', 'build', 'replication_confirmed'])
+  // The statistics keep every report; only the score counts once.
+  assert.equal((await api(`/api/labs/templates/${t.id}`, { token: honest.token })).body.template.convergence.replications, 13)
+})
+
+test('competitions: scoring weights are integers from 0 to 1000 (400 naming the weight)', async () => {
+  for (const weight of [1e10, -1, 1001]) {
+    assertError(await api('/api/labs/admin/competitions', {
+      token: admin.token, body: { slug: `w-${crypto.randomUUID().slice(0, 8)}`, title: 'x', scoring_config: { build: weight } },
+    }), 400, 'build')
+    const { status } = await clientAs(admin.token).rpc('labs_create_competition', {
+      slug: `w-${crypto.randomUUID().slice(0, 8)}`, title: 'x', scoring_config: { build: weight },
+    })
+    assert.equal(status, 400, `rpc weight ${weight}`)
+  }
 })
 
 // ---- Step prompts -------------------------------------------------------------------------
@@ -492,6 +761,43 @@ test('kit waitlist: anyone joins once per address; super admins see the signups 
   assert.equal(met.body.gate_met, true)
   assertError(await api('/api/labs/admin/kit-waitlist?launch_date=2031-02-30', { token: admin.token }), 400, 'launch_date')
   await sql`delete from public.labs_kit_waitlist where created_at >= '2031-01-01'`
+})
+
+test('kit waitlist through PostgREST: a listed address gets the same answer as a new one, anonymous or signed in', async () => {
+  const user = await createUser()
+  const someoneElse = await createUser()
+  const listed = `kit-listed-${crypto.randomUUID().slice(0, 8)}@example.org`
+  assert.equal((await api('/api/labs/kit-waitlist', { body: { email: listed } })).status, 202)
+  const fresh = () => `kit-new-${crypto.randomUUID().slice(0, 8)}@example.org`
+  const shape = (r: Awaited<ReturnType<typeof rest>>) =>
+    JSON.stringify([r.status, r.body?.code ?? null, r.headers.get('content-range'), r.headers.get('location') !== null,
+      typeof r.body?.message === 'string' ? r.body.message.replace(/kit-(new|listed)-[0-9a-f]+/g, '<address>') : r.text])
+  const variants: Array<[string, (email: string) => unknown, string | undefined, Record<string, string>, string?]> = [
+    ['anonymous', (email) => ({ email }), undefined, {}],
+    ['anonymous, upper case', (email) => ({ email: email.toUpperCase() }), undefined, {}],
+    ['anonymous, counted', (email) => ({ email }), undefined, { prefer: 'count=exact' }],
+    ['anonymous, headers only', (email) => ({ email }), undefined, { prefer: 'return=headers-only' }],
+    ['anonymous, a list', (email) => [{ email }], undefined, {}],
+    ['anonymous, upsert ignoring duplicates', (email) => ({ email }), undefined, { prefer: 'resolution=ignore-duplicates' }, '?on_conflict=email'],
+    ['anonymous, upsert merging duplicates', (email) => ({ email }), undefined, { prefer: 'resolution=merge-duplicates' }, '?on_conflict=email'],
+    ['anonymous naming a user', (email) => ({ email, user_id: user.id }), undefined, {}],
+    ['signed in as themselves', (email) => ({ email, user_id: user.id }), user.token, {}],
+    ['signed in naming another user', (email) => ({ email, user_id: someoneElse.id }), user.token, {}],
+  ]
+  for (const [label, body, token, headers, query = ''] of variants) {
+    const forNew = await rest(`labs_kit_waitlist${query}`, { body: body(fresh()), token, headers })
+    const forListed = await rest(`labs_kit_waitlist${query}`, { body: body(listed), token, headers })
+    assert.equal(shape(forListed), shape(forNew), `${label}: ${forListed.status} ${forListed.text} vs ${forNew.status} ${forNew.text}`)
+  }
+  assert.equal((await sql`select count(*)::int as n from public.labs_kit_waitlist where email = ${listed}`)[0].n, 1)
+  const bad = await rest('labs_kit_waitlist', { body: { email: 'not-an-address' } })
+  assert.equal(bad.status, 400, bad.text)
+  assert.match(bad.body.message, /email/)
+  // Two sign-ups of one new address at once: one row, the same answer for both.
+  const racing = fresh()
+  const both = await Promise.all([rest('labs_kit_waitlist', { body: { email: racing } }), rest('labs_kit_waitlist', { body: { email: racing } })])
+  assert.equal(shape(both[0]), shape(both[1]))
+  assert.equal((await sql`select count(*)::int as n from public.labs_kit_waitlist where email = ${racing}`)[0].n, 1)
 })
 
 // ---- Admin health: pg_cron jobs ------------------------------------------------------------

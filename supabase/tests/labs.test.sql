@@ -4,14 +4,17 @@
 --    secret (contact fields, decline reasons, message bodies) and each listing.
 -- 2. State moves of submissions (only pending moves; reason required; 404/409).
 -- 3. Convergence and anomaly math against numbers worked out by hand.
--- 4. Competition scoring with the SPEC weights and the competition window.
+-- 4. Competition scoring with the SPEC weights and the competition window; what scores
+--    (public templates of others, once per user, template and kind).
 -- 5. The outreach cap (the concurrency of it is tested over HTTP: tests/labs_test.ts).
 -- 6. Impersonation audit rows are immutable; only super admins start sessions.
+-- 7. Submitter ids are not in public tables; the kit waitlist answers alike; replications are
+--    removed by super admins only, with an immutable audit row.
 begin;
 create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
-select plan(56);
+select plan(73);
 
 insert into auth.users (id, email) values
   ('13130000-0000-4000-8000-000000000001', 'pgtap-labs-owner@example.test'),
@@ -64,7 +67,8 @@ insert into visibility values
 create function pg_temp.look(what text) returns bigint language plpgsql as $$
 begin
   if what = 'listed sponsors of the owner' then
-    return (select count(*) from public.labs_sponsors where applicant_id = '13130000-0000-4000-8000-000000000001');
+    return (select count(*) from public.labs_sponsors
+             where id in ((select approved from ids), (select declined from ids), (select pending from ids)));
   elsif what = 'review queue' then
     begin
       return (select count(*) from public.labs_pending('sponsor'));
@@ -95,6 +99,9 @@ select ok(not has_table_privilege('authenticated', 'private.labs_opportunity_pri
 select is((select decline_reason from private.labs_sponsor_private where sponsor_id = (select declined from ids)), 'Out of scope', 'the reason is stored');
 select ok(not exists (select 1 from information_schema.columns where table_schema = 'public' and table_name = 'labs_sponsors'
                        and column_name in ('contact_email', 'contact_name', 'decline_reason')), 'no secret column on the public table');
+select is((select array_agg(table_name || '.' || column_name order by table_name, column_name) from information_schema.columns
+            where table_schema = 'public' and table_name like 'labs%' and column_name in ('applicant_id', 'submitter_id', 'recipient_id')),
+          null, 'no public labs table says who submitted a record or who receives a message');
 select ok(not has_table_privilege('authenticated', 'public.labs_sponsors', 'update') and not has_table_privilege('authenticated', 'public.labs_sponsors', 'insert'),
   'status moves only through the review function');
 
@@ -167,6 +174,20 @@ values ('13130000-0000-4000-8000-0000000000a1', '13130000-0000-4000-8000-0000000
 select is((select (independent_confirmations, robust)::text from private.labs_template_stats(array['13130000-0000-4000-8000-0000000000a1'::uuid])), '(50,t)',
   '50 independent confirmations: robust');
 
+-- Values at the ends of double precision: numeric arithmetic, no overflow, an exact mean.
+insert into public.labs_experiments (id, owner_id, title, calculator, is_template, is_public) values
+  ('13130000-0000-4000-8000-0000000000a2', '13130000-0000-4000-8000-000000000001', 'Extremes', 'coil', true, true);
+insert into public.labs_replications (clone_id, template_id, user_id, measured_value)
+select '13130000-0000-4000-8000-0000000000a2', '13130000-0000-4000-8000-0000000000a2', '13130000-0000-4000-8000-000000000001', v
+  from unnest(array[1e308, -1e308, 1.7976931348623157e308, -1.7976931348623157e308]::float8[]) v;
+select lives_ok('select * from private.labs_template_stats(array[''13130000-0000-4000-8000-0000000000a2''::uuid])',
+  'statistics of values near ±1.8e308 do not overflow');
+select is((select mean from private.labs_template_stats(array['13130000-0000-4000-8000-0000000000a2'::uuid])), 0::numeric, 'their mean is exact');
+select pg_temp.act_as('2');
+set local role authenticated;
+select lives_ok('select * from public.labs_template_list(101)', 'the catalogue still lists');
+reset role;
+
 -- Classroom accounts: classroom-safe templates only, in listings and clones.
 select pg_temp.act_as('4');
 set local role authenticated;
@@ -207,6 +228,56 @@ select is((select participants from public.labs_recompute_competitions() where s
 select is((select array_agg(score order by score desc) from public.labs_competition_participants where competition_id = '13130000-0000-4000-8000-0000000000c1'),
   array[46, 2], 'scores follow the SPEC weights inside the window');
 select isnt((select last_scored_at from public.labs_competitions where slug = 'pgtap-cup'), null, 'last_scored_at is set');
+
+-- What scores: user 5 farms the owner's public template (three clones, each completed with a
+-- build, a replication on each) and their own template; one of each kind is recorded.
+select pg_temp.act_as('5');
+set local role authenticated;
+select lives_ok($$select public.labs_complete_clone((public.labs_clone_template('13130000-0000-4000-8000-0000000000a1')).id, true)
+                    from generate_series(1, 3)$$, 'three clones of a public template of someone else, each completed with a build');
+select lives_ok($$select public.labs_report_replication(e.id, 100) from public.labs_experiments e
+                   where e.owner_id = '13130000-0000-4000-8000-000000000005' and e.cloned_from = '13130000-0000-4000-8000-0000000000a1'$$,
+  'a confirming replication on each clone');
+insert into public.labs_experiments (title, calculator, is_template) values ('Own', 'coil', true);
+select lives_ok($$select public.labs_complete_clone((public.labs_clone_template(e.id)).id, true) from public.labs_experiments e
+                   where e.owner_id = '13130000-0000-4000-8000-000000000005' and e.is_template$$, 'a clone of one''s own template, completed');
+reset role;
+select is((select array_agg(kind order by id) from public.labs_activity_events
+            where user_id = '13130000-0000-4000-8000-000000000005' and template_id = '13130000-0000-4000-8000-0000000000a1'),
+          array['clone', 'completion', 'build', 'replication_confirmed'], 'one scored event of each kind for the template');
+select is((select count(*) from public.labs_activity_events e join public.labs_experiments t on t.id = e.template_id
+            where e.user_id = '13130000-0000-4000-8000-000000000005' and t.owner_id = '13130000-0000-4000-8000-000000000005'),
+          0::bigint, 'nothing for one''s own template');
+
+-- =========================================================================================
+-- 7. Kit waitlist and replication removal.
+-- =========================================================================================
+select pg_temp.act_as('anon');
+set local role anon;
+select lives_ok($$insert into public.labs_kit_waitlist (email) values ('PgTap-Kit@Example.test')$$, 'anonymous signs up (address normalised)');
+select lives_ok($$insert into public.labs_kit_waitlist (email) values ('pgtap-kit@example.test')$$, 'the same address again: the same answer');
+select throws_ok($$insert into public.labs_kit_waitlist (email, user_id) values ('pgtap-kit@example.test', '13130000-0000-4000-8000-000000000001')$$,
+  '42501', null, 'naming a user is refused whether or not the address is listed');
+reset role;
+select is((select count(*) from public.labs_kit_waitlist where email = 'pgtap-kit@example.test'), 1::bigint, 'one row for the address');
+
+select pg_temp.act_as('1');
+set local role authenticated;
+select throws_ok(format('select public.labs_remove_replication(%L, ''mine'')',
+                        (select id from public.labs_replications where template_id = '13130000-0000-4000-8000-0000000000a2' limit 1)),
+  '42501', null, 'a user cannot remove a replication, not even their own');
+reset role;
+select pg_temp.act_as('3');
+set local role authenticated;
+select is((select user_id from public.labs_remove_replication(
+             (select id from public.labs_replications where template_id = '13130000-0000-4000-8000-0000000000a2' and measured_value = 1e308),
+             'not a measurement')),
+          '13130000-0000-4000-8000-000000000001'::uuid, 'a super admin removes one, recorded with its reporter');
+select is((select (measured_value, removed_by, reason)::text from public.labs_replication_removals
+            where template_id = '13130000-0000-4000-8000-0000000000a2'),
+          '(1e+308,13130000-0000-4000-8000-000000000003,"not a measurement")', 'the audit row keeps the value, the admin and the reason');
+select throws_ok('delete from public.labs_replication_removals', '42501', null, 'nobody deletes removal records');
+reset role;
 
 -- =========================================================================================
 -- 6. Impersonation audit.

@@ -17,8 +17,11 @@ select extensions.dblink_exec('labs_setup', $setup$
     ('13130000-0000-4000-8000-00000000e001', 'pgtap-labs-race-owner@example.test'),
     ('13130000-0000-4000-8000-00000000e002', 'pgtap-labs-race-sender@example.test')
   on conflict do nothing;
-  insert into public.labs_sponsors (id, applicant_id, name, tier, status)
-  values ('13130000-0000-4000-8000-00000000e0a1', '13130000-0000-4000-8000-00000000e001', 'Race Co', 'gold', 'approved')
+  insert into public.labs_sponsors (id, name, tier, status)
+  values ('13130000-0000-4000-8000-00000000e0a1', 'Race Co', 'gold', 'approved')
+  on conflict do nothing;
+  insert into private.labs_sponsor_private (sponsor_id, applicant_id, contact_email, contact_name)
+  values ('13130000-0000-4000-8000-00000000e0a1', '13130000-0000-4000-8000-00000000e001', 'race@example.test', 'Race')
   on conflict do nothing;
   delete from public.labs_sponsor_messages where sponsor_id = '13130000-0000-4000-8000-00000000e0a1';
 $setup$);

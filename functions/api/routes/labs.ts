@@ -22,6 +22,10 @@ type Row = Record<string, unknown>
 const rowOf = (reply: { data: any; error: any }) => unwrap(reply) as unknown as Row
 const email = z.string().trim().toLowerCase().max(320).email()
 const text = (max: number) => z.string().trim().min(1).max(max)
+/** A labs number: finite, magnitude at most 1e15 (the database holds the same bound). */
+const MAX_MAGNITUDE = 1e15
+const plausibleNumber = () =>
+  z.number().min(-MAX_MAGNITUDE, `must be at least -${MAX_MAGNITUDE}`).max(MAX_MAGNITUDE, `must be at most ${MAX_MAGNITUDE}`)
 
 // ---- Submissions -----------------------------------------------------------------------
 
@@ -143,15 +147,15 @@ const calculator = z.enum(CALCULATOR_NAMES)
 const NewTemplate = z.object({
   title: text(200),
   calculator,
-  inputs: z.record(z.string().max(100), z.number()).default({}),
+  inputs: z.record(z.string().max(100), plausibleNumber()).default({}),
   is_public: z.boolean().default(false),
 }).strict()
 const GradeBand = z.enum(['K-5', '6-8', '9-12'])
 const GoldenSpec = z.object({
   calculator,
-  optimal_inputs: z.record(z.string().max(100), z.number()),
+  optimal_inputs: z.record(z.string().max(100), plausibleNumber()),
   calculator_outputs: z.object({
-    outputs: z.array(z.object({ label: text(200), value: z.number(), unit: z.string().max(50) }).strict()).min(1).max(50),
+    outputs: z.array(z.object({ label: text(200), value: plausibleNumber(), unit: z.string().max(50) }).strict()).min(1).max(50),
   }).strict(),
 }).strict()
 const Convergence = z.object({
@@ -166,8 +170,8 @@ const Convergence = z.object({
 // ---- Optimizer -------------------------------------------------------------------------
 
 const Range = z.object({
-  min: z.number(),
-  max: z.number(),
+  min: plausibleNumber(),
+  max: plausibleNumber(),
   steps: z.number().int().min(1).max(50_000),
   scale: z.enum(['linear', 'log']).optional(),
 }).strict()
@@ -189,6 +193,9 @@ function digestEmail(d: { sponsor_name: string; contact_name: string; week_start
   return { subject, text, html }
 }
 
+/** A competition weight: an integer from 0 to 1000. */
+const weight = () => z.number().int().min(0).max(1000)
+
 const JobResults = z.object({
   total: z.number().int(),
   prompted: z.number().int(),
@@ -205,17 +212,13 @@ export const labsRoutes = routeModule()
   .openapi(
     endpoint({
       method: 'get', path: '/labs/submissions', tag, auth: 'bearer',
-      summary: 'The caller\'s own submissions and their status (never a decline reason)',
+      summary: 'The caller\'s own submissions and their status, newest first, 100 of each (never a decline reason)',
       response: z.object({ sponsors: z.array(Row), opportunities: z.array(Row), videos: z.array(Row) }),
     }),
     async (c) => {
-      const me = c.var.caller.id
-      const [sponsors, opportunities, videos] = await Promise.all([
-        c.var.db.from('labs_sponsors').select('*').eq('applicant_id', me).order('applied_at', { ascending: false }).limit(100),
-        c.var.db.from('labs_opportunities').select('*').eq('submitter_id', me).order('applied_at', { ascending: false }).limit(100),
-        c.var.db.from('labs_dream_videos').select('*').eq('submitter_id', me).order('applied_at', { ascending: false }).limit(100),
-      ])
-      return c.json({ sponsors: unwrap(sponsors), opportunities: unwrap(opportunities), videos: unwrap(videos) })
+      // Who submitted what is kept private (not a column of the public tables); the RPC lists the caller's own.
+      const mine = unwrap(await c.var.db.rpc('labs_my_submissions')) as unknown as { sponsors: Row[]; opportunities: Row[]; videos: Row[] }
+      return c.json(mine)
     },
   )
   .openapi(
@@ -296,8 +299,10 @@ export const labsRoutes = routeModule()
   .openapi(
     endpoint({
       method: 'post', path: '/labs/clones/{id}/replications', tag, auth: 'bearer', params: idParams('id'), status: 201,
-      body: z.object({ measured_value: z.number() }).strict(),
-      summary: 'Report a replication result (a measured value) on one\'s own clone; confirmed when within 5 % of the prediction',
+      body: z.object({ measured_value: plausibleNumber() }).strict(),
+      summary: 'Report a replication result (a measured value, magnitude at most 1e15) on one\'s own clone; confirmed when within 5 % of the prediction',
+      description: 'Scores in competitions (replication_confirmed or replication_refuted) only for the first replication a user ' +
+        'reports on a template, and only after a scored clone of it (a public template of someone else).',
       response: z.object({ replication: Row }),
     }),
     async (c) => {
@@ -309,9 +314,25 @@ export const labsRoutes = routeModule()
   )
   .openapi(
     endpoint({
+      method: 'delete', path: '/labs/admin/replications/{id}', tag, auth: 'superAdmin', params: idParams('id'),
+      body: z.object({ reason: text(1000) }).strict(),
+      summary: 'Remove a replication (super admin) with a mandatory reason, recorded in labs_replication_removals',
+      description: 'The template\'s statistics and, from the next recompute, competition scores no longer count it. 404 unknown or already removed.',
+      response: z.object({ removal: Row }),
+    }),
+    async (c) => {
+      const removal = rowOf(
+        await c.var.db.rpc('labs_remove_replication', { replication_id: c.req.valid('param').id, reason: c.req.valid('json').reason }).single(),
+      )
+      return c.json({ removal })
+    },
+  )
+  .openapi(
+    endpoint({
       method: 'post', path: '/labs/clones/{id}/complete', tag, auth: 'bearer', params: idParams('id'), errors: [409],
       body: z.object({ built: z.boolean().default(false) }).strict(), bodyRequired: false,
       summary: 'Mark one\'s own clone completed (once); built: the kit was built too',
+      description: 'Competitions score a completion and a build once per user and template, on public templates of someone else.',
       response: z.object({ clone: Row }),
     }),
     async (c) => {
@@ -386,8 +407,7 @@ export const labsRoutes = routeModule()
         starts_at: z.iso.datetime({ offset: true }).optional(),
         ends_at: z.iso.datetime({ offset: true }).optional(),
         scoring_config: z.object({
-          clone: z.number().int(), completion: z.number().int(), replication_confirmed: z.number().int(),
-          replication_refuted: z.number().int(), build: z.number().int(),
+          clone: weight(), completion: weight(), replication_confirmed: weight(), replication_refuted: weight(), build: weight(),
         }).partial().strict().optional(),
       }).strict(),
       summary: 'Create a competition (super admin); scoring_config defaults to clone 1, completion 5, replication_confirmed 25, replication_refuted 5, build 10',
@@ -561,10 +581,9 @@ export const labsRoutes = routeModule()
       response: z.object({ message: z.string() }),
     }),
     async (c) => {
-      // A plain insert as anonymous (an upsert would need SELECT, which only super admins
-      // have); an address already listed is a unique violation, answered like a new one.
-      const { error } = await userDb(requiredEnv('SUPABASE_ANON_KEY')).from('labs_kit_waitlist').insert({ email: c.req.valid('json').email })
-      if (error && error.code !== '23505') unwrap({ data: null, error })
+      // A plain insert as anonymous, as any PostgREST client makes it: the table's trigger skips
+      // an address already listed, so the answer is the same either way.
+      unwrap(await userDb(requiredEnv('SUPABASE_ANON_KEY')).from('labs_kit_waitlist').insert({ email: c.req.valid('json').email }))
       return c.json({ message: 'You are on the kit waitlist' }, 202)
     },
   )
