@@ -17,7 +17,7 @@ test('generate-background: the owner gets a stored image whose address the entry
   const res = await api('/api/ai/generate-background', { token: owner.token, body: { entry_id: entry.id, quality: 'hd' } })
   assert.equal(res.status, 200, JSON.stringify(res.body))
   assert.equal(res.body.entry_id, entry.id)
-  assert.match(res.body.background_url, new RegExp(`/storage/v1/object/public/${BUCKET}/${owner.id}/${entry.id}-\\d+\\.png$`))
+  assert.match(res.body.background_url, new RegExp(`/storage/v1/object/public/${BUCKET}/${owner.id}/${entry.id}-\\d+-[0-9a-f]{16}\\.png$`))
   assert.ok(res.body.cost_usd > 0, 'the image is billed')
 
   // The prompt is made of the title and mood, never the text.
