@@ -343,7 +343,7 @@ begin
   end if;
   select coalesce(array_agg(o.name order by o.name), '{}') into objects
     from storage.objects o
-   where o.bucket_id = 'tone-packs' and starts_with(o.name, pack.owner_id::text || '/' || pack.id::text || '/');
+   where o.bucket_id = 'tone-packs' and o.name like pack.owner_id::text || '/' || pack.id::text || '/%';
   delete from public.tone_packs p where p.id = pack.id;
   return jsonb_build_object('result', 'deleted', 'objects', to_jsonb(objects));
 end
