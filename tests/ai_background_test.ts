@@ -17,7 +17,7 @@ test('generate-background: the owner gets a stored image whose address the entry
   const res = await api('/api/ai/generate-background', { token: owner.token, body: { entry_id: entry.id, quality: 'hd' } })
   assert.equal(res.status, 200, JSON.stringify(res.body))
   assert.equal(res.body.entry_id, entry.id)
-  assert.match(res.body.background_url, new RegExp(`/storage/v1/object/public/${BUCKET}/${owner.id}/${entry.id}-\\d+\\.png$`))
+  assert.match(res.body.background_url, new RegExp(`/storage/v1/object/public/${BUCKET}/${owner.id}/${entry.id}-\\d+-[0-9a-f]{16}\\.png$`))
   assert.ok(res.body.cost_usd > 0, 'the image is billed')
 
   // The prompt is made of the title and mood, never the text.
@@ -85,4 +85,38 @@ test('generate-background: a provider error or an unusable image stores nothing 
   assert.ok(garbage.status >= 500 && garbage.status < 600 && garbage.status !== 500, `unusable image: ${garbage.status}`)
   assert.deepEqual(await objectsOf(entry.id), [])
   assert.equal((await sql`select background_url from public.journal_entries where id = ${entry.id}`)[0].background_url, null)
+})
+
+test('generate-background: calls in the same millisecond store distinct objects; a failed call gives its place under the cap back', async () => {
+  const owner = await createUser()
+  const marker = aiMarker()
+  const entry = await postEntry(owner, { title: `Burst ${marker}` })
+  const callsToday = async () =>
+    (await sql`select coalesce(sum(calls), 0)::int as n from private.ai_daily_calls
+                where user_id = ${owner.id} and usage_type = 'entry_background' and day = (now() at time zone 'UTC')::date`)[0].n
+  const { app } = await import('../functions/api/app.ts')
+  const generate = () =>
+    app.fetch(new Request('http://in-process/api/ai/generate-background', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${owner.token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ entry_id: entry.id }),
+    }))
+  const realNow = Date.now
+  const frozen = realNow()
+  Date.now = () => frozen
+  let replies
+  try {
+    replies = await Promise.all([generate(), generate(), generate()])
+  } finally {
+    Date.now = realNow
+  }
+  const bodies = await Promise.all(replies.map((r) => r.json()))
+  assert.deepEqual(replies.map((r) => r.status), [200, 200, 200], JSON.stringify(bodies))
+  assert.equal(new Set(bodies.map((b) => b.background_url)).size, 3, 'three objects, three addresses')
+  assert.equal(await callsToday(), 3)
+
+  await scriptAi(marker, [{ status: 500, error: { message: 'boom', type: 'server_error' } }])
+  const failed = await api('/api/ai/generate-background', { token: owner.token, body: { entry_id: entry.id } })
+  assert.ok(failed.status >= 502, `${failed.status}`)
+  assert.equal(await callsToday(), 3, 'the failed call was given back')
 })

@@ -233,6 +233,23 @@ Deno.test(
         assert.deepEqual(anonList.data!.map((e) => e.name), ['avatar.png'])
       })
 
+      await t.step('every object is served with X-Content-Type-Options: nosniff, and HTML as text/plain', async () => {
+        const page = `${A.id}/page.html`
+        assert.equal((await a.from(PUB).upload(page, text('<script>alert(1)</script>', 'text/html'))).error, null)
+        for (const [what, res] of [
+          ['public', await fetch(`${STORAGE}/object/public/${PUB}/${page}`)],
+          ['public HEAD', await fetch(`${STORAGE}/object/public/${PUB}/${page}`, { method: 'HEAD' })],
+          ['authenticated', await fetch(`${STORAGE}/object/authenticated/${PUB}/${page}`, { headers: { authorization: `Bearer ${A.token}` } })],
+          ['private', await fetch(`${STORAGE}/object/${PRIV}/${key}`, { headers: { authorization: `Bearer ${A.token}` } })],
+          ['public image', await fetch(`${STORAGE}/object/public/${PUB}/${A.id}/avatar.png`)],
+        ] as const) {
+          await res.body?.cancel()
+          assert.equal(res.status, 200, what)
+          assert.equal(res.headers.get('x-content-type-options'), 'nosniff', what)
+          assert.doesNotMatch(res.headers.get('content-type') ?? '', /html/, `${what}: never served as HTML`)
+        }
+      })
+
       await t.step('remove deletes only what RLS allows', async () => {
         const victim = `${A.id}/listing/z.txt`
         const denied = await b.from(PRIV).remove([victim])

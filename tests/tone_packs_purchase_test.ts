@@ -142,3 +142,91 @@ test('deleting a bought pack retires it: buyers keep it, their purchase and ledg
   assert.equal((await ledger(buyer.id)).length, 1)
   assert.equal(await balanceOf(buyer.id), 35)
 })
+
+// ---------------------------------------------------------------------------------------
+// The price the buyer saw (issue 20, finding 8).
+
+const buyAt = (u: TestUser, packId: string, expected: number) =>
+  api(`/api/tone-packs/${packId}/purchase`, { token: u.token, body: { expected_price_drops: expected } })
+const reprice = (owner: TestUser, packId: string, price: number) =>
+  api(`/api/tone-packs/${packId}`, { method: 'PUT', token: owner.token, body: { price_drops: price } })
+/** Moves a pack's last price change back in time (the guard for clients that name no price looks at it; the stamp trigger is bypassed). */
+const priceChangedAgo = (packId: string, minutes: number) =>
+  sql.begin(async (tx) => {
+    await tx`set local session_replication_role = replica`
+    await tx`update public.tone_packs set price_changed_at = now() - make_interval(mins => ${minutes}) where id = ${packId}`
+  })
+
+test('the buyer pays the price they saw: a purchase naming expected_price_drops is refused 409 when the price changed, on /api and PostgREST', async () => {
+  const [seller, buyer] = await Promise.all([createUser(), createUser()])
+  const pack = await createPack(seller, { is_public: true, price_drops: 1 })
+  const seen = await api(`/api/tone-packs/${pack.id}`, { token: buyer.token })
+  assert.equal(seen.body.pack.price_drops, 1)
+  assert.equal((await reprice(seller, pack.id, 50)).status, 200)
+
+  const refused = await buyAt(buyer, pack.id, 1)
+  assertError(refused, 409, 'price')
+  assert.match(refused.body.error, /50/, 'the message names the current price')
+  const direct = await clientAs(buyer.token).rpc('purchase_tone_pack', { pack_id: pack.id, expected_price_drops: 1 })
+  assert.equal(direct.error?.code, 'PT409')
+  assert.deepEqual(await ledger(buyer.id), [])
+  assert.equal(await balanceOf(buyer.id), 50)
+
+  for (const [body, field] of [
+    [{ expected_price_drops: -1 }, 'expected_price_drops'],
+    [{ expected_price_drops: 1.5 }, 'expected_price_drops'],
+    [{ expected_price_drops: '50' }, 'expected_price_drops'],
+    [{ price: 50 }, 'price'],
+  ] as const) {
+    assertError(await api(`/api/tone-packs/${pack.id}/purchase`, { token: buyer.token, body }), 400, field)
+  }
+
+  const paid = await buyAt(buyer, pack.id, 50)
+  assert.equal(paid.status, 201, JSON.stringify(paid.body))
+  assert.equal(paid.body.purchase.price_drops, 50)
+  assert.deepEqual(await ledger(buyer.id), [{ amount: -50, type: 'purchase', item_id: pack.id, item_type: 'tone_pack' }])
+  assert.equal(await balanceOf(buyer.id), 0)
+})
+
+test('clients that name no price keep working, except right after a price change: then 409 until they confirm the new price', async () => {
+  const [seller, buyer, other] = await Promise.all([createUser(), createUser(), createUser()])
+  const pack = await createPack(seller, { is_public: true, price_drops: 1 })
+  await reprice(seller, pack.id, 50)
+  assertError(await buy(buyer, pack.id), 409, 'price')
+  const direct = await clientAs(buyer.token).rpc('purchase_tone_pack', { pack_id: pack.id })
+  assert.equal(direct.error?.code, 'PT409', 'the RPC as old clients call it')
+  assert.equal(await balanceOf(buyer.id), 50)
+  // A change long enough ago is the price everyone has seen.
+  await priceChangedAgo(pack.id, 11)
+  const paid = await buy(buyer, pack.id)
+  assert.equal(paid.status, 201, JSON.stringify(paid.body))
+  assert.equal(paid.body.purchase.price_drops, 50)
+  // A pack whose price never changed is bought as before.
+  const steady = await createPack(seller, { is_public: true, price_drops: 3 })
+  assert.equal((await buy(other, steady.id)).status, 201)
+  // Editing something else is not a price change.
+  const renamed = await createPack(seller, { is_public: true, price_drops: 4 })
+  await api(`/api/tone-packs/${renamed.id}`, { method: 'PUT', token: seller.token, body: { name: 'Renamed', price_drops: 4 } })
+  assert.equal((await buy(other, renamed.id)).status, 201)
+})
+
+test('a price change racing purchases: every purchase is charged exactly the price its buyer named, or refused', async () => {
+  const seller = await createUser()
+  const buyers = await Promise.all(Array.from({ length: 12 }, () => createUser()))
+  const pack = await createPack(seller, { is_public: true, price_drops: 1 })
+  const results = await Promise.all([
+    ...buyers.map((b) => buyAt(b, pack.id, 1)),
+    reprice(seller, pack.id, 50),
+    ...buyers.slice(0, 6).map((b) => buyAt(b, pack.id, 1)),
+  ])
+  const purchases = results.filter((r) => r.body?.purchase)
+  for (const r of results) assert.ok([200, 201, 409].includes(r.status), `${r.status} ${JSON.stringify(r.body)}`)
+  for (const p of purchases) assert.equal(p.body.purchase.price_drops, 1)
+  for (const b of buyers) {
+    const charges = await ledger(b.id)
+    assert.ok(charges.length <= 1)
+    for (const c of charges) assert.equal(c.amount, -1, 'nobody paid a price they did not name')
+    assert.equal(await balanceOf(b.id), 50 - charges.length)
+  }
+  assert.equal((await sql`select price_drops from public.tone_packs where id = ${pack.id}`)[0].price_drops, 50)
+})

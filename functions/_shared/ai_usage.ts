@@ -1,7 +1,9 @@
-// Recording billed AI calls and the per-user daily caps (SQL: 20261122010000_ai_usage.sql).
+// Recording billed AI calls and the per-user daily caps (SQL: 20261122010000_ai_usage.sql,
+// claims and give-backs: 20261126030000_tone_pack_integrity.sql).
 // The cost is computed in SQL from public.ai_prices; this only passes what the provider said.
 import type { ImageUsage, TextUsage } from './ai.ts'
 import { type Db, serviceDb } from './db.ts'
+import { optionalEnv } from './env.ts'
 import { tooManyRequests, unwrap } from './errors.ts'
 
 /** The usage types SQL knows (private.ai_usage_types); other areas add theirs there. */
@@ -50,8 +52,56 @@ export async function recordUsageQuietly(userId: string, type: UsageType, usage:
   }
 }
 
-/** Counts one call against the caller's daily cap (db: the caller's client); 429 once reached. */
-export async function claimDailyCall(db: Db, type: UsageType, what: string) {
-  const allowed = unwrap(await db.rpc('claim_ai_call', { usage_type: type })) as boolean
-  if (!allowed) throw tooManyRequests(`Daily limit for ${what} reached; try again tomorrow (UTC)`)
+/**
+ * The daily cap the api applies to a usage type: AI_DAILY_CAP_<TYPE> (e.g.
+ * AI_DAILY_CAP_TONE_PACK_IMAGE) when set to a whole number, 0 meaning no cap; otherwise null,
+ * which leaves the default of private.ai_usage_types (SQL) in force.
+ */
+export function dailyCapOverride(type: UsageType): number | null {
+  const name = `AI_DAILY_CAP_${type.toUpperCase()}`
+  const raw = optionalEnv(name)
+  if (raw === undefined) return null
+  const n = Number(raw)
+  if (Number.isInteger(n) && n >= 0) return n
+  console.error(`${name}=${raw} is not a whole number: the default cap applies`)
+  return null
+}
+
+/** Places claimed under a user's daily cap: give back the ones whose call failed. */
+export interface DailyClaim {
+  type: UsageType
+  userId: string
+  day: string
+  granted: number
+  counted: boolean
+}
+
+/**
+ * Claims up to `wanted` calls (images) of the caller's daily cap at once (db: the caller's
+ * client), atomically in SQL; `granted` says how many may go to the provider.
+ */
+export async function claimDailyCalls(db: Db, userId: string, type: UsageType, wanted: number): Promise<DailyClaim> {
+  const claimed = unwrap(
+    await db.rpc('claim_ai_calls', { usage_type: type, wanted, daily_cap: dailyCapOverride(type) }),
+  ) as { granted: number; day: string; counted: boolean }
+  return { type, userId, ...claimed }
+}
+
+/** Counts one call against the caller's daily cap; 429 once reached. */
+export async function claimDailyCall(db: Db, userId: string, type: UsageType, what: string): Promise<DailyClaim> {
+  const claim = await claimDailyCalls(db, userId, type, 1)
+  if (!claim.granted) throw tooManyRequests(`Daily limit for ${what} reached; try again tomorrow (UTC)`)
+  return claim
+}
+
+/**
+ * Gives `calls` claimed places back (service role): for calls that failed without a provider
+ * charge, or failed on our side once the provider had answered. Never throws (logged).
+ */
+export async function releaseDailyCalls(claim: DailyClaim, calls = 1) {
+  if (!claim.counted || calls < 1) return
+  const { error } = await serviceDb().rpc('release_ai_calls', {
+    user_id: claim.userId, usage_type: claim.type, day: claim.day, calls,
+  })
+  if (error) console.error(`could not give back ${calls} ${claim.type} call(s) of ${claim.userId}`, error)
 }

@@ -20,6 +20,16 @@ export class StorageError extends Error {
   }
 }
 
+/**
+ * The `{timestamp}` part of a new object's name: the time in ms and 64 random bits, so two
+ * objects made in the same millisecond never share a name (uploads never overwrite: a clash
+ * would be a failed write).
+ */
+export function uniqueStamp() {
+  const random = crypto.getRandomValues(new Uint8Array(8))
+  return `${Date.now()}-${Array.from(random, (b) => b.toString(16).padStart(2, '0')).join('')}`
+}
+
 /** The public address of an object in a public bucket. */
 export function publicObjectUrl(bucket: string, name: string) {
   return `${requiredEnv('SUPABASE_URL')}/storage/v1/object/public/${bucket}/${encodeName(name)}`

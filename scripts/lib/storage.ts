@@ -327,6 +327,12 @@ async function upload(req: Request, ctx: StorageContext, c: Claims, bucketId: st
 
 // ---- download -------------------------------------------------------------------------
 
+/** The type an object is served as: as uploaded, except HTML, served as text (as Supabase Storage does). */
+function servedType(mimetype: string | undefined) {
+  const type = mimetype || 'application/octet-stream'
+  return /text\/html/i.test(type) ? 'text/plain' : type
+}
+
 async function serveFile(req: Request, ctx: StorageContext, bucket: string, name: string, meta: any) {
   let file: Deno.FsFile | undefined
   try {
@@ -335,9 +341,11 @@ async function serveFile(req: Request, ctx: StorageContext, bucket: string, name
     fail(404, 'not_found', 'Object not found') // a row without its file
   }
   const headers: Record<string, string> = {
-    'content-type': meta?.mimetype ?? 'application/octet-stream',
+    'content-type': servedType(meta?.mimetype),
     'content-length': String((await file!.stat()).size),
     'cache-control': meta?.cacheControl ?? 'no-cache',
+    // Browsers take the declared type as it is, never a guess from the bytes.
+    'x-content-type-options': 'nosniff',
   }
   if (meta?.eTag) headers.etag = meta.eTag
   if (meta?.lastModified) headers['last-modified'] = new Date(meta.lastModified).toUTCString()

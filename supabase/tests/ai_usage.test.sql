@@ -6,7 +6,7 @@ begin;
 create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
-select plan(135);
+select plan(147);
 
 -- ---------------------------------------------------------------------------------------
 -- People: O (owner of usage), X (another user), S (super admin).
@@ -178,7 +178,30 @@ select is(pg_temp.as_caller('other', $$select public.claim_ai_call('entry_backgr
 select is(pg_temp.as_caller('owner', $$select public.claim_ai_call('entry_background')::text$$, true), 'true', 'another user has their own count');
 select is((select calls from private.ai_daily_calls where user_id = 'a7000000-0000-4000-8000-00000000000b' and usage_type = 'entry_background'),
   2, 'a refused claim does not count');
-select is(pg_temp.as_caller('owner', $$select public.claim_ai_call('tone_pack_image')::text$$, true), 'true', 'no cap: always allowed');
+select is(pg_temp.as_caller('owner', $$select public.claim_ai_call('note_analysis')::text$$, true), 'true', 'no cap: always allowed');
+select is((select daily_cap_per_user from private.ai_usage_types where usage_type = 'tone_pack_image'), 40,
+  'tone pack images have a default cap (40 a day: two full packs)');
+-- Several calls at once (images), the api's cap, giving back.
+update private.ai_usage_types set daily_cap_per_user = 5 where usage_type = 'tone_pack_image';
+select is(pg_temp.as_caller('other', $$select public.claim_ai_calls('tone_pack_image', 3)::jsonb - 'day'$$, true),
+  '{"counted": true, "granted": 3}', 'cap 5: three images granted');
+select is(pg_temp.as_caller('other', $$select public.claim_ai_calls('tone_pack_image', 4) ->> 'granted'$$, true),
+  '2', 'cap 5: of four more, the two left are granted');
+select is(pg_temp.as_caller('other', $$select public.claim_ai_calls('tone_pack_image', 1) ->> 'granted'$$, true),
+  '0', 'cap 5: none left');
+select is(pg_temp.as_caller('other', $$select public.claim_ai_calls('tone_pack_image', 1, 7) ->> 'granted'$$, true),
+  '1', 'the api''s cap (daily_cap) replaces the default');
+select is(pg_temp.as_caller('other', $$select public.claim_ai_calls('tone_pack_image', 9, 0)::jsonb - 'day'$$, true),
+  '{"counted": false, "granted": 9}', 'daily_cap 0: no cap, nothing counted');
+select is(pg_temp.as_caller('other', $$select public.claim_ai_calls('tone_pack_image', 0)::text$$, true), 'error 22023', 'wanted 0 is refused');
+select is(pg_temp.as_caller('other', $$select public.claim_ai_calls('tone_pack_image', 1, -1)::text$$, true), 'error 22023', 'a negative cap is refused');
+select is(pg_temp.as_caller('other', $$select public.release_ai_calls('a7000000-0000-4000-8000-00000000000b', 'tone_pack_image', (now() at time zone 'UTC')::date, 6)::text$$, true),
+  'error 42501', 'a user cannot give calls back (they could spend past the cap)');
+select is(pg_temp.as_caller('service_role', $$select public.release_ai_calls('a7000000-0000-4000-8000-00000000000b', 'tone_pack_image', (now() at time zone 'UTC')::date, 2)::text$$, true),
+  '4', 'the service role gives two back: four left counted');
+select is(pg_temp.as_caller('service_role', $$select public.release_ai_calls('a7000000-0000-4000-8000-00000000000b', 'tone_pack_image', (now() at time zone 'UTC')::date, 50)::text$$, true),
+  '0', 'never below zero');
+select is(pg_temp.as_caller('anon', $$select public.claim_ai_calls('tone_pack_image', 1)::text$$, true), 'error 42501', 'anonymous callers claim nothing');
 select is(pg_temp.as_caller('owner', $$select public.claim_ai_call('mining')::text$$, true), 'error 22023', 'an unknown type is refused');
 update private.ai_usage_types set daily_cap_per_user = 0 where usage_type = 'tone_pack_image';
 select is(pg_temp.as_caller('owner', $$select public.claim_ai_call('tone_pack_image')::text$$, true), 'false', 'cap 0: nothing allowed');

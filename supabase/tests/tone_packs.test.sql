@@ -78,7 +78,7 @@ select p.id, 'joyful', o.name, 'http://icons.test/storage/v1/object/public/tone-
   from public.tone_packs p join storage.objects o on o.name = 'c8000000-0000-4000-8000-000000000001/' || p.id || '/joyful-1.png'
  where p.id::text like 'c8000000-%';
 
-select plan(322);
+select plan(350);
 
 select is(pg_temp.as_caller('buyer', $$select public.purchase_tone_pack('c8000000-0000-4000-8000-000000000103') #>> '{purchase,price_drops}'$$, true),
   '10', 'fixture: B buys P3 for 10');
@@ -187,13 +187,21 @@ insert into cases (what, statement, expected) values
    array['error 42501', 'error 42501', 'error 42501', 'error 42501', 'error 42501', 'error 42501']),
   ('calls set_tone_pack_image', $$select public.set_tone_pack_image('c8000000-0000-4000-8000-000000000001', 'c8000000-0000-4000-8000-000000000102', 'joyful', 'c8000000-0000-4000-8000-000000000001/c8000000-0000-4000-8000-000000000102/joyful-1.png', 'http://elsewhere.example/c8000000-0000-4000-8000-000000000001/c8000000-0000-4000-8000-000000000102/joyful-1.png') ->> 'tone'$$,
    array['error 42501', 'error 42501', 'error 42501', 'error 42501', 'error 42501', 'error 42501']),
-  -- The bucket's policies.
+  -- The bucket's policies: the api (service role) writes it after checking the bytes; no client writes.
   ('uploads into its own folder', $$with i as (insert into storage.objects (bucket_id, name) values ('tone-packs', (select auth.uid())::text || '/p/joyful-2.png') returning 1) select count(*) from i$$,
-   array['1', '1', '1', '1', '1', 'error 42501']),
+   array['error 42501', 'error 42501', 'error 42501', 'error 42501', 'error 42501', 'error 42501']),
   ('uploads into O''s folder', $$with i as (insert into storage.objects (bucket_id, name) values ('tone-packs', 'c8000000-0000-4000-8000-000000000001/p/joyful-3.png') returning 1) select count(*) from i$$,
-   array['1', 'error 42501', 'error 42501', 'error 42501', 'error 42501', 'error 42501']),
+   array['error 42501', 'error 42501', 'error 42501', 'error 42501', 'error 42501', 'error 42501']),
+  ('rewrites P3''s bought image object', $$with u as (update storage.objects set metadata = '{"mimetype": "text/html"}' where bucket_id = 'tone-packs' and name like 'c8000000-0000-4000-8000-000000000001/c8000000-0000-4000-8000-000000000103/%' returning 1) select count(*) from u$$,
+   array['0', '0', '0', '0', '0', '0']),
   ('deletes O''s loose object', $$with d as (delete from storage.objects where bucket_id = 'tone-packs' and name = 'c8000000-0000-4000-8000-000000000001/loose.png' returning 1) select count(*) from d$$,
-   array['1', '0', '0', '0', '0', '0']),
+   array['0', '0', '0', '0', '0', '0']),
+  ('reads the images it bought', $$select count(*) from public.tone_pack_purchase_images k join public.tone_pack_purchases b on b.id = k.purchase_id where b.user_id::text like 'c8000000-%'$$,
+   array['0', '0', '2', '0', '2', 'error 42501']),
+  ('writes a bought image', $$insert into public.tone_pack_purchase_images (purchase_id, tone, object_name, url, updated_at) select b.id, 'sad', 'x', 'http://x/x', now() from public.tone_pack_purchases b limit 1 returning 'inserted'$$,
+   array['error 42501', 'error 42501', 'error 42501', 'error 42501', 'error 42501', 'error 42501']),
+  ('buys P5 at a price it did not see', $$select public.purchase_tone_pack('c8000000-0000-4000-8000-000000000105', null, 40) ->> 'balance'$$,
+   array['error PT409', 'error PT409', 'error PT409', 'error PT409', 'error PT409', 'error 42501']),
   ('deletes P2''s current image object', $$with d as (delete from storage.objects where bucket_id = 'tone-packs' and name like 'c8000000-0000-4000-8000-000000000001/c8000000-0000-4000-8000-000000000102/%' returning 1) select count(*) from d$$,
    array['0', '0', '0', '0', '0', '0']),
   -- The entry seam: the viewer's active pack's image for a mood, while they may use it.
@@ -280,6 +288,22 @@ select is(pg_temp.as_caller('service_role', $$select public.set_tone_pack_image(
   'error PT404', 'service role: for someone who does not own the pack, not found');
 select is(pg_temp.as_caller('service_role', $$select public.set_tone_pack_image('c8000000-0000-4000-8000-000000000001', 'c8000000-0000-4000-8000-000000000102', 'joyful', 'c8000000-0000-4000-8000-000000000001/c8000000-0000-4000-8000-000000000102/joyful-1.png', 'http://x/c8000000-0000-4000-8000-000000000001/c8000000-0000-4000-8000-000000000102/joyful-1.png') ->> 'previous_object'$$),
   '<null>', 'service role: the owner''s own stored object is mapped (nothing replaced when it is the same object)');
+
+-- Replacing an image a buyer holds: the owner sees the new one, buyers keep theirs, and the
+-- old object is not handed back for deletion.
+insert into storage.objects (bucket_id, name, owner_id) values
+  ('tone-packs', 'c8000000-0000-4000-8000-000000000001/c8000000-0000-4000-8000-000000000103/joyful-2.png', 'c8000000-0000-4000-8000-000000000001');
+select is(pg_temp.as_caller('service_role', $$select public.set_tone_pack_image('c8000000-0000-4000-8000-000000000001', 'c8000000-0000-4000-8000-000000000103', 'joyful', 'c8000000-0000-4000-8000-000000000001/c8000000-0000-4000-8000-000000000103/joyful-2.png', 'http://icons.test/storage/v1/object/public/tone-packs/c8000000-0000-4000-8000-000000000001/c8000000-0000-4000-8000-000000000103/joyful-2.png') ->> 'previous_object'$$, true),
+  null, 'service role: replacing an image buyers hold keeps its object');
+select is(pg_temp.as_caller('owner', $$select public.get_tone_pack('c8000000-0000-4000-8000-000000000103') #>> '{images,0,url}'$$),
+  'http://icons.test/storage/v1/object/public/tone-packs/c8000000-0000-4000-8000-000000000001/c8000000-0000-4000-8000-000000000103/joyful-2.png',
+  'the owner sees the new image');
+select is(pg_temp.as_caller('buyer', $$select public.get_tone_pack('c8000000-0000-4000-8000-000000000103') #>> '{images,0,url}'$$),
+  'http://icons.test/storage/v1/object/public/tone-packs/c8000000-0000-4000-8000-000000000001/c8000000-0000-4000-8000-000000000103/joyful-1.png',
+  'the buyer keeps the image they bought');
+select is(pg_temp.as_caller('buyer', $$select private.tone_icon_url('joyful')$$),
+  'http://icons.test/storage/v1/object/public/tone-packs/c8000000-0000-4000-8000-000000000001/c8000000-0000-4000-8000-000000000103/joyful-1.png',
+  'and on their entries');
 
 -- The bucket as SPEC sets it.
 select is((select row(public, file_size_limit, allowed_mime_types)::text from storage.buckets where id = 'tone-packs'),

@@ -1,12 +1,13 @@
 // Tone analysis, entry backgrounds and token usage (SPEC "Tone analysis, images, tone packs",
-// "Token tracking"). Each AI call is counted against the caller's daily cap in SQL first, and
-// every call the provider billed is recorded (cost computed in SQL) before the reply.
+// "Token tracking"). Each AI call is counted against the caller's daily cap in SQL first (a
+// call that fails gives its place back, unless the provider billed a reply we could not use),
+// and every call the provider billed is recorded (cost computed in SQL) before the reply.
 import { z } from '@hono/zod-openapi'
 import { aiConfig, AiError, aiHttpError, generateImage, notConfigured } from '../../_shared/ai.ts'
-import { claimDailyCall, recordUsageQuietly } from '../../_shared/ai_usage.ts'
+import { claimDailyCall, recordUsageQuietly, releaseDailyCalls } from '../../_shared/ai_usage.ts'
 import { serviceDb } from '../../_shared/db.ts'
 import { forbidden, fromDb, HttpError, notFound, unwrap } from '../../_shared/errors.ts'
-import { removeObjects, StorageError, uploadObject } from '../../_shared/storage.ts'
+import { removeObjects, StorageError, uniqueStamp, uploadObject } from '../../_shared/storage.ts'
 import { analyzeTone, TONES } from '../../_shared/tone.ts'
 import { uuid } from '../../_shared/validation.ts'
 import { endpoint, routeModule } from '../openapi.ts'
@@ -82,13 +83,15 @@ export const aiRoutes = routeModule()
     async (c) => {
       const body = c.req.valid('json')
       if (!aiConfig()) throw aiHttpError(notConfigured())
-      await claimDailyCall(c.var.db, 'tone_analysis', 'tone analysis')
+      const claim = await claimDailyCall(c.var.db, c.var.caller.id, 'tone_analysis', 'tone analysis')
       try {
         const { result, usage } = await analyzeTone(body, { retries: 1 })
         await recordUsageQuietly(c.var.caller.id, 'tone_analysis', usage)
         return c.json(result)
       } catch (e) {
+        // A billed reply we could not use counts (the text chose it); anything else is given back.
         if (e instanceof AiError && e.usage) await recordUsageQuietly(c.var.caller.id, 'tone_analysis', e.usage)
+        else await releaseDailyCalls(claim)
         console.error('analyze-tone failed:', (e as Error).message)
         throw aiHttpError(e)
       }
@@ -99,7 +102,7 @@ export const aiRoutes = routeModule()
       method: 'post', path: '/ai/generate-background', tag, auth: 'bearer', body: BackgroundBody, response: BackgroundResult,
       summary: 'Generate a background image for one of the caller\'s entries', errors: [403, 404, 429, 502, 504],
       description: `The image is made from the entry's title and mood (AI_IMAGE_MODEL), stored in the public bucket ` +
-        `\`${BACKGROUND_BUCKET}\` at \`{userId}/{entryId}-{timestamp}.png\` and its URL kept on the entry (background_url). ` +
+        `\`${BACKGROUND_BUCKET}\` at \`{userId}/{entryId}-{timestamp}-{random}.png\` and its URL kept on the entry (background_url). ` +
         'The owner only. Counts against the daily background cap; recorded in token usage.',
     }),
     async (c) => {
@@ -111,31 +114,34 @@ export const aiRoutes = routeModule()
       if (!entry) throw notFound('Entry not found')
       if (entry.user_id !== caller.id) throw forbidden('Only the entry\'s owner may generate its background')
       if (!aiConfig()) throw aiHttpError(notConfigured())
-      await claimDailyCall(c.var.db, 'entry_background', 'background images')
+      const claim = await claimDailyCall(c.var.db, caller.id, 'entry_background', 'background images')
 
       let image
       try {
         image = await generateImage({ prompt: backgroundPrompt(entry, body.style), quality: body.quality })
       } catch (e) {
         if (e instanceof AiError && e.usage) await recordUsageQuietly(caller.id, 'entry_background', e.usage, { entryId: entry.id })
+        else await releaseDailyCalls(claim)
         console.error('generate-background failed:', (e as Error).message)
         throw aiHttpError(e)
       }
       // Billed either way: recorded before anything else can fail (a failed record is logged).
       const usage = await recordUsageQuietly(caller.id, 'entry_background', image.usage, { entryId: entry.id })
 
-      const objectName = `${caller.id}/${entry.id}-${Date.now()}.${EXTENSION[image.contentType]}`
+      // From here a failure is ours, not the caller's: their place under the cap is given back.
+      const objectName = `${caller.id}/${entry.id}-${uniqueStamp()}.${EXTENSION[image.contentType]}`
       let url: string
       try {
         url = await uploadObject(BACKGROUND_BUCKET, objectName, image.bytes, image.contentType)
       } catch (e) {
+        await releaseDailyCalls(claim)
         console.error('generate-background: storing the image failed:', (e as Error).message)
         throw new HttpError(502, e instanceof StorageError && e.status === 413 ? 'The generated image is too large to store' : 'Storing the image failed')
       }
       // Service role: the column other readers see is written only with an address the api stored.
       const stored = await serviceDb().rpc('set_entry_background', { owner_id: caller.id, entry_id: entry.id, object_name: objectName, url })
       if (stored.error) {
-        await removeObjects(BACKGROUND_BUCKET, [objectName])
+        await Promise.all([removeObjects(BACKGROUND_BUCKET, [objectName]), releaseDailyCalls(claim)])
         throw fromDb(stored.error)
       }
       const previous = (stored.data as { previous_object: string | null }).previous_object

@@ -3,6 +3,7 @@
 // what the caller sees (content null + content_hidden where only metadata is visible).
 import { z } from '@hono/zod-openapi'
 import { refuseWrite } from '../../_shared/access.ts'
+import { dailyCapOverride } from '../../_shared/ai_usage.ts'
 import { type Db, givenArgs } from '../../_shared/db.ts'
 import { badRequest, notFound, unwrap } from '../../_shared/errors.ts'
 import { decodeCursor, page, pageQuery } from '../../_shared/pagination.ts'
@@ -92,12 +93,15 @@ type Entry = { id: string; user_id: string; created_at: string; updated_at: stri
 // first asks the database whether the new text should be analysed (owner, text really changed,
 // mood not chosen by the user, daily cap), then runs beside the update. Never fails the write.
 function claimToneCall(db: Db) {
-  return async () => (await db.rpc('claim_ai_call', { usage_type: 'tone_analysis' })).data === true
+  return async () =>
+    (await db.rpc('claim_ai_calls', { usage_type: 'tone_analysis', daily_cap: dailyCapOverride('tone_analysis') })).data?.granted === 1
 }
 
 async function planReanalysis(db: Db, id: string, patch: { title?: string; content?: string; mood?: string | null }) {
   if (patch.content === undefined || patch.mood || !toneAnalysisConfigured()) return null
-  const { data, error } = await db.rpc('begin_entry_tone_analysis', { entry_id: id, content_sha256: await sha256Hex(patch.content) })
+  const { data, error } = await db.rpc('begin_entry_tone_analysis', {
+    entry_id: id, content_sha256: await sha256Hex(patch.content), daily_cap: dailyCapOverride('tone_analysis'),
+  })
   if (error || !data?.analyze) return null
   return startEntryAnalysis({ title: patch.title ?? data.title, content: patch.content }, () => Promise.resolve(true))
 }

@@ -2,16 +2,17 @@
 // Who may see, use, change, share, activate and buy a pack is decided in SQL
 // (supabase/migrations/20261122020000_tone_packs.sql); these routes validate, call it with the
 // caller's token and shape the reply. Images are generated through the AI client, or
-// uploaded, and stored as the caller in the public bucket `tone-packs`.
+// uploaded; the api alone writes them (service role) into the public bucket `tone-packs`,
+// once their bytes are known to be an image: no client may write there.
 import { z } from '@hono/zod-openapi'
 import { refuseWrite } from '../../_shared/access.ts'
 import { aiConfig, AiError, aiHttpError, generateImage, imageType, notConfigured } from '../../_shared/ai.ts'
-import { recordUsageQuietly } from '../../_shared/ai_usage.ts'
+import { claimDailyCalls, recordUsageQuietly, releaseDailyCalls } from '../../_shared/ai_usage.ts'
 import { type Db, serviceDb } from '../../_shared/db.ts'
 import { optionalEnv } from '../../_shared/env.ts'
-import { badRequest, fromDb, HttpError, unwrap } from '../../_shared/errors.ts'
+import { badRequest, fromDb, HttpError, tooManyRequests, unwrap } from '../../_shared/errors.ts'
 import { decodeCursor, encodeCursor, pageQuery } from '../../_shared/pagination.ts'
-import { removeObjects, StorageError, uploadObject } from '../../_shared/storage.ts'
+import { removeObjects, StorageError, uniqueStamp, uploadObject } from '../../_shared/storage.ts'
 import { TONES } from '../../_shared/tone.ts'
 import { idParams, uuid } from '../../_shared/validation.ts'
 import { endpoint, Message, NextCursor, routeModule } from '../openapi.ts'
@@ -92,6 +93,13 @@ const Generated = z.object({
   failed: z.array(z.object({ tone: z.enum(TONES), error: z.string() })),
 }).openapi('TonePackImagesGenerated')
 
+const PurchaseBody = z.object({
+  expected_price_drops: z.number().int().min(0).max(PACK_LIMITS.price).optional().openapi({
+    description: 'The price the buyer was shown. The purchase is refused (409) unless it is the pack\'s price. ' +
+      'Without it, a purchase within 10 minutes of a price change is refused (409) too.',
+  }),
+}).strict().openapi('PurchaseTonePack')
+
 const ShareBody = z.object({
   user_id: uuid().optional(),
   email: z.email().max(320).optional(),
@@ -150,12 +158,16 @@ async function ownedPack(db: Db, id: string) {
   return pack
 }
 
-/** Stores an image as the caller (the bucket's policies apply) and maps it to the tone; the replaced object is deleted. */
-async function storeImage(c: { userId: string; token: string }, packId: string, tone: string, bytes: Uint8Array, type: keyof typeof EXTENSION) {
-  const objectName = `${c.userId}/${packId}/${tone}-${Date.now()}.${EXTENSION[type]}`
+/**
+ * Stores an image whose bytes were checked (`type` is what they are) as a new object of the
+ * owner's folder, and maps it to the tone. The replaced object is deleted unless a buyer holds
+ * it. Service role: no client writes into the bucket (its policies allow none).
+ */
+async function storeImage(userId: string, packId: string, tone: string, bytes: Uint8Array, type: keyof typeof EXTENSION) {
+  const objectName = `${userId}/${packId}/${tone}-${uniqueStamp()}.${EXTENSION[type]}`
   let url: string
   try {
-    url = await uploadObject(TONE_PACK_BUCKET, objectName, bytes, type, c.token)
+    url = await uploadObject(TONE_PACK_BUCKET, objectName, bytes, type)
   } catch (e) {
     if (e instanceof StorageError && e.status === 413) throw new HttpError(413, 'file: must be at most 5 MB')
     if (e instanceof StorageError && e.status === 415) throw badRequest('file: must be a PNG, JPEG or WEBP image')
@@ -163,7 +175,7 @@ async function storeImage(c: { userId: string; token: string }, packId: string, 
     throw new HttpError(502, 'Storing the image failed')
   }
   // Mapped by the service role for this owner: only the api decides which address an icon has.
-  const mapped = await serviceDb().rpc('set_tone_pack_image', { owner_id: c.userId, pack_id: packId, tone, object_name: objectName, url })
+  const mapped = await serviceDb().rpc('set_tone_pack_image', { owner_id: userId, pack_id: packId, tone, object_name: objectName, url })
   if (mapped.error) {
     await removeObjects(TONE_PACK_BUCKET, [objectName])
     throw fromDb(mapped.error)
@@ -280,12 +292,14 @@ export const tonePackRoutes = routeModule()
   .openapi(
     endpoint({
       method: 'post', path: '/tone-packs/{id}/generate-images', tag, auth: 'bearer', params: idParams('id'),
-      body: GenerateBody, response: Generated, errors: [403, 503],
+      body: GenerateBody, response: Generated, errors: [403, 429, 503],
       summary: 'Generate the pack\'s images for some tones (owner only)',
       description: `One 1024x1024 image per tone from the pack's theme and name (AI_IMAGE_MODEL), stored in the public ` +
-        `bucket \`${TONE_PACK_BUCKET}\` at \`{userId}/{packId}/{tone}-{timestamp}.png\` and mapped as the pack's image ` +
-        'for that tone (the previous image is deleted). Each image is recorded in token usage (Packs). A tone that ' +
-        'fails is listed in `failed` with the reason and does not undo the others.',
+        `bucket \`${TONE_PACK_BUCKET}\` at \`{userId}/{packId}/{tone}-{timestamp}-{random}.png\` and mapped as the pack's ` +
+        'image for that tone (earlier buyers keep the image they bought). Each image counts against the daily cap for ' +
+        'tone pack images (429 when none is left; tones past it are listed in `failed`) and is recorded in token usage ' +
+        '(Packs). A tone that fails is listed in `failed` with the reason, gives its place under the cap back and does ' +
+        'not undo the others.',
     }),
     async (c) => {
       const { id } = c.req.valid('param')
@@ -295,14 +309,22 @@ export const tonePackRoutes = routeModule()
       const cfg = aiConfig()
       if (!cfg) throw aiHttpError(notConfigured())
 
+      // One claim for the whole request, counted per image; tones past the cap are refused.
+      const claim = await claimDailyCalls(c.var.db, caller.id, 'tone_pack_image', body.tones.length)
+      if (!claim.granted) throw tooManyRequests('Daily limit for tone pack images reached; try again tomorrow (UTC)')
+      const allowed = body.tones.slice(0, claim.granted)
+      const overCap = body.tones.slice(claim.granted)
+        .map((tone) => ({ tone, error: 'Daily limit for tone pack images reached; try again tomorrow (UTC)' }))
+
+      let unused = 0 // claimed places whose image failed (given back at the end)
       const budgetMs = positiveEnv('TONE_PACK_GENERATION_BUDGET_MS', 120_000)
       const endsAt = Date.now() + budgetMs
-      const results = await inPool(body.tones, positiveEnv('TONE_PACK_IMAGE_CONCURRENCY', 4), async (tone) => {
+      const results = await inPool(allowed, positiveEnv('TONE_PACK_IMAGE_CONCURRENCY', 4), async (tone) => {
         const remaining = endsAt - Date.now()
-        if (remaining < 1000) return { tone, error: 'Not attempted: the request\'s time budget was spent; ask again for this tone' }
-        const claimed = await c.var.db.rpc('claim_ai_call', { usage_type: 'tone_pack_image' })
-        if (claimed.error) return { tone, error: fromDb(claimed.error).message }
-        if (claimed.data !== true) return { tone, error: 'Daily limit for tone pack images reached; try again tomorrow (UTC)' }
+        if (remaining < 1000) {
+          unused++
+          return { tone, error: 'Not attempted: the request\'s time budget was spent; ask again for this tone' }
+        }
         let image
         try {
           image = await generateImage(
@@ -310,18 +332,23 @@ export const tonePackRoutes = routeModule()
             { deadlineMs: Math.min(cfg.imageTimeoutMs, remaining) },
           )
         } catch (e) {
+          // A billed reply we could not use counts; a call the provider did not bill is given back.
           if (e instanceof AiError && e.usage) await recordUsageQuietly(caller.id, 'tone_pack_image', e.usage, { packId: id })
+          else unused++
           console.error(`tone pack ${id} ${tone}: generation failed:`, (e as Error).message)
           return { tone, error: aiHttpError(e).message }
         }
         const usage = await recordUsageQuietly(caller.id, 'tone_pack_image', image.usage, { packId: id })
         try {
-          const stored = await storeImage({ userId: caller.id, token: caller.token }, id, tone, image.bytes, image.contentType)
+          const stored = await storeImage(caller.id, id, tone, image.bytes, image.contentType)
           return { tone, url: stored.url, cost_usd: usage ? Number(usage.cost_usd) : null }
         } catch (e) {
+          unused++ // our failure, not the caller's
           return { tone, error: e instanceof HttpError ? e.message : 'Storing the image failed' }
         }
       })
+      await releaseDailyCalls(claim, unused)
+      results.push(...overCap)
       return c.json({
         pack_id: id,
         generated: results.filter((r) => 'url' in r) as z.infer<typeof Generated>['generated'],
@@ -335,7 +362,8 @@ export const tonePackRoutes = routeModule()
       multipart: ImageUpload, response: z.object({ image: Image }), errors: [403],
       summary: 'Upload the pack\'s image for one tone (owner only)',
       description: 'multipart/form-data with a `file` part: PNG, JPEG or WEBP (checked by its bytes), at most 5 MB. ' +
-        'Stored as the caller in the bucket and mapped as the image for the tone (the previous one is deleted).',
+        'Stored as a new object in the bucket and mapped as the image for the tone (earlier buyers keep the image they ' +
+        'bought; a replaced image nobody bought is deleted).',
     }),
     async (c) => {
       const { id, tone } = c.req.valid('param')
@@ -352,7 +380,7 @@ export const tonePackRoutes = routeModule()
       const type = imageType(bytes)
       if (!type) throw badRequest('file: must be a PNG, JPEG or WEBP image')
       await ownedPack(c.var.db, id)
-      const image = await storeImage({ userId: c.var.caller.id, token: c.var.caller.token }, id, tone, bytes, type)
+      const image = await storeImage(c.var.caller.id, id, tone, bytes, type)
       return c.json({ image: image as z.infer<typeof Image> })
     },
   )
@@ -401,11 +429,15 @@ export const tonePackRoutes = routeModule()
   .openapi(
     endpoint({
       method: 'post', path: '/tone-packs/{id}/purchase', tag, auth: 'bearer', params: idParams('id'), status: 201,
+      body: PurchaseBody, bodyRequired: false,
       response: z.object({ purchase: Purchase, balance: z.number().int(), replayed: z.boolean() }), errors: [402, 409, 422],
       summary: 'Buy a pack with drops',
       description: 'One transaction: a `purchase` ledger row of -price_drops (none for a free pack) and the purchase. ' +
-        'For a pack that is public or shared with the caller, not their own, not yet bought. 402 when the balance is ' +
-        'below the price (the message names both), 409 own or already bought; nothing is written then. Send an ' +
+        'For a pack that is public or shared with the caller, not their own, not yet bought. Send the price shown to ' +
+        'the buyer as `expected_price_drops`: a different price is 409 (the message names the current one); without ' +
+        'it, a purchase within 10 minutes of a price change is 409 too. The buyer keeps the pack\'s images as they ' +
+        'are now. 402 when the balance is below the price (the message names both), 409 own or already bought; ' +
+        'nothing is written then. Send an ' +
         '`Idempotency-Key` header (1..200 characters) to make retries safe: a repeat returns the first purchase ' +
         '(`replayed: true`) and charges nothing; the same key for another pack is 422.',
     }),
@@ -414,8 +446,11 @@ export const tonePackRoutes = routeModule()
       if (key !== undefined && (key.trim().length < 1 || key.length > 200)) {
         throw badRequest('Idempotency-Key: must be 1 to 200 characters')
       }
+      const expected = c.req.valid('json')?.expected_price_drops
       const done = unwrap(
-        await c.var.db.rpc('purchase_tone_pack', { pack_id: c.req.valid('param').id, idempotency_key: key ?? null }),
+        await c.var.db.rpc('purchase_tone_pack', {
+          pack_id: c.req.valid('param').id, idempotency_key: key ?? null, expected_price_drops: expected ?? null,
+        }),
       ) as { purchase: z.infer<typeof Purchase>; balance: number; replayed: boolean }
       const { purchase } = done
       return c.json({
