@@ -220,9 +220,13 @@ test('AI users: super admin generates in bulk with SPEC defaults; list, toggle, 
   assertError(await api(`${G}/${target}/toggle`, { method: 'PUT', token: admin.token, body: { isActive: 'no' } }), 400, 'isActive')
   assertError(await api(`${G}/${user.id}/toggle`, { method: 'PUT', token: admin.token, body: { isActive: true } }), 404)
 
-  // Teams of a date: synthetic users are matched like everyone.
-  const date = addDays(uniqueMonday(2070), 3)
-  await api(`${W}/generate-chains`, { token: user.token, body: { date } })
+  // Teams of a date (within the year chain generation accepts): synthetic users are matched like everyone.
+  const date = addDays(new Date().toISOString().slice(0, 10), 30 + Math.floor(Math.random() * 300))
+  await sql`delete from public.workout_chains where date = ${date}`
+  await sql`delete from public.workout_squads where date = ${date}`
+  assertError(await api(`${W}/generate-chains`, { token: user.token, body: { date } }), 403)
+  const generated = await api(`${W}/generate-chains`, { token: admin.token, body: { date } })
+  assert.equal(generated.status, 200, JSON.stringify(generated.body))
   const teams = await api(`${W}/admin/teams/${date}`, { token: admin.token })
   assert.equal(teams.status, 200, JSON.stringify(teams.body))
   const [{ active }] = await sql`select count(*)::int as active from public.workout_ai_users where is_active`

@@ -1,13 +1,18 @@
-// Test photos for the workout check-in tests: a JPEG carrying real EXIF (a TIFF block with
-// DateTimeOriginal, OffsetTimeOriginal and GPS, as cameras write it), a PNG without EXIF, and
-// small helpers for the local time zone the tests work in.
+// Test photos for the workout check-in tests: real (decodable) JPEG, PNG, WebP and GIF images
+// carrying metadata as cameras and apps write it (EXIF: a TIFF block with DateTimeOriginal,
+// OffsetTimeOriginal, GPS and Orientation; XMP; IPTC; comments), a PNG without any, a check for
+// metadata left in stored bytes, and small helpers for the local time zone the tests work in.
 import { encode } from 'fast-png'
+import { MagickColor, MagickFormat, MagickImage, MagickImageInfo } from '@imagemagick/magick-wasm'
+import { loadImageMagick } from '../functions/_shared/workout_photo.ts'
 
-type Entry = { tag: number; type: 'ascii' | 'long' | 'rational'; value: string | number | number[] }
+await loadImageMagick()
 
-const TYPE_CODE = { ascii: 2, long: 4, rational: 5 }
+type Entry = { tag: number; type: 'ascii' | 'short' | 'long' | 'rational'; value: string | number | number[] }
+
+const TYPE_CODE = { ascii: 2, short: 3, long: 4, rational: 5 }
 const dataBytes = (e: Entry) =>
-  e.type === 'ascii' ? (e.value as string).length + 1 : e.type === 'long' ? 4 : 8 * ((e.value as number[]).length / 2)
+  e.type === 'ascii' ? (e.value as string).length + 1 : e.type === 'long' ? 4 : e.type === 'short' ? 2 : 8 * ((e.value as number[]).length / 2)
 const outOfLine = (e: Entry) => (dataBytes(e) > 4 ? dataBytes(e) : 0)
 const ifdSize = (entries: Entry[]) => 2 + entries.length * 12 + 4 + entries.reduce((n, e) => n + outOfLine(e), 0)
 
@@ -18,7 +23,7 @@ function writeIfd(view: DataView, offset: number, entries: Entry[]) {
     const at = offset + 2 + i * 12
     view.setUint16(at, e.tag, true)
     view.setUint16(at + 2, TYPE_CODE[e.type], true)
-    const count = e.type === 'ascii' ? (e.value as string).length + 1 : e.type === 'long' ? 1 : (e.value as number[]).length / 2
+    const count = e.type === 'ascii' ? (e.value as string).length + 1 : e.type === 'rational' ? (e.value as number[]).length / 2 : 1
     view.setUint32(at + 4, count, true)
     const target = outOfLine(e) ? data : at + 8
     if (outOfLine(e)) {
@@ -27,6 +32,7 @@ function writeIfd(view: DataView, offset: number, entries: Entry[]) {
     }
     if (e.type === 'ascii') [...(e.value as string)].forEach((ch, k) => view.setUint8(target + k, ch.charCodeAt(0)))
     else if (e.type === 'long') view.setUint32(target, e.value as number, true)
+    else if (e.type === 'short') view.setUint16(target, e.value as number, true)
     else (e.value as number[]).forEach((n, k) => view.setUint32(target + 4 * k, n, true))
   })
   view.setUint32(offset + 2 + entries.length * 12, 0, true)
@@ -40,8 +46,18 @@ const dms = (decimal: number) => {
   return [deg, 1, min, 1, sec, 1000]
 }
 
-/** A JPEG whose EXIF says when (camera wall clock "YYYY:MM:DD HH:MM:SS", offset "+HH:MM") and where. */
-export function jpegWithExif(o: { taken: string; offset?: string; gps?: { lat: number; lng: number } }): Uint8Array {
+export interface ExifFacts {
+  /** Camera wall clock "YYYY:MM:DD HH:MM:SS". */
+  taken: string
+  /** "+HH:MM" */
+  offset?: string
+  gps?: { lat: number; lng: number }
+  /** EXIF orientation (6: the camera was turned 90° clockwise). */
+  orientation?: number
+}
+
+/** The TIFF block of an APP1 / eXIf / EXIF chunk: DateTimeOriginal, OffsetTimeOriginal, GPS, Orientation. */
+export function exifBlock(o: ExifFacts): Uint8Array {
   const exif: Entry[] = [{ tag: 0x9003, type: 'ascii', value: o.taken }]
   if (o.offset) exif.push({ tag: 0x9011, type: 'ascii', value: o.offset })
   const gps: Entry[] = o.gps
@@ -52,12 +68,17 @@ export function jpegWithExif(o: { taken: string; offset?: string; gps?: { lat: n
       { tag: 0x0004, type: 'rational', value: dms(o.gps.lng) },
     ]
     : []
-  const ifd0: Entry[] = [{ tag: 0x8769, type: 'long', value: 0 }]
-  if (gps.length) ifd0.push({ tag: 0x8825, type: 'long', value: 0 })
+  // IFD0 entries in tag order: Orientation (0x0112), ExifIFD (0x8769), GPSIFD (0x8825).
+  const ifd0: Entry[] = []
+  if (o.orientation) ifd0.push({ tag: 0x0112, type: 'short', value: o.orientation })
+  const exifPointer: Entry = { tag: 0x8769, type: 'long', value: 0 }
+  ifd0.push(exifPointer)
+  const gpsPointer: Entry = { tag: 0x8825, type: 'long', value: 0 }
+  if (gps.length) ifd0.push(gpsPointer)
   const exifAt = 8 + ifdSize(ifd0)
   const gpsAt = exifAt + ifdSize(exif)
-  ifd0[0].value = exifAt
-  if (gps.length) ifd0[1].value = gpsAt
+  exifPointer.value = exifAt
+  gpsPointer.value = gpsAt
   const tiff = new Uint8Array(gpsAt + (gps.length ? ifdSize(gps) : 0))
   const view = new DataView(tiff.buffer)
   tiff.set([0x49, 0x49, 0x2a, 0x00], 0)
@@ -65,10 +86,151 @@ export function jpegWithExif(o: { taken: string; offset?: string; gps?: { lat: n
   writeIfd(view, 8, ifd0)
   writeIfd(view, exifAt, exif)
   if (gps.length) writeIfd(view, gpsAt, gps)
-  const app1Length = 2 + 6 + tiff.length
-  const body = [0xff, 0xd8, 0xff, 0xe1, app1Length >> 8, app1Length & 0xff, ...new TextEncoder().encode('Exif\0\0')]
-  // A comment segment standing in for image data, then the end marker.
-  return new Uint8Array([...body, ...tiff, 0xff, 0xfe, 0x00, 0x06, 0x6a, 0x70, 0x67, 0x21, 0xff, 0xd9])
+  return tiff
+}
+
+/** An XMP packet giving a GPS position and a creation time, as phone apps write it. */
+export function xmpPacket(o: ExifFacts): Uint8Array {
+  const pos = o.gps ?? { lat: 0, lng: 0 }
+  return new TextEncoder().encode(
+    '<?xpacket begin="" id="W5M0MpCehiHzreSzNTczkc9d"?><x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF ' +
+      'xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#"><rdf:Description rdf:about="" ' +
+      'xmlns:exif="http://ns.adobe.com/exif/1.0/" xmlns:xmp="http://ns.adobe.com/xap/1.0/" ' +
+      `exif:GPSLatitude="${pos.lat}" exif:GPSLongitude="${pos.lng}" xmp:CreateDate="${o.taken}"/>` +
+      '</rdf:RDF></x:xmpmeta><?xpacket end="w"?>',
+  )
+}
+
+/** An IPTC record naming a place (city 2:90, sublocation 2:92). */
+export function iptcRecord(): Uint8Array {
+  const field = (tag: number, text: string) => {
+    const t = new TextEncoder().encode(text)
+    return [0x1c, 2, tag, t.length >> 8, t.length & 0xff, ...t]
+  }
+  return new Uint8Array([...field(90, 'Springfield'), ...field(92, '742 Evergreen Terrace')])
+}
+
+/** A small real picture of a random colour (each photo's pixels differ), with the metadata set as profiles. */
+function picture(format: MagickFormat, o: ExifFacts | null, profiles: { xmp?: boolean; iptc?: boolean } = {}) {
+  const image = MagickImage.create(new MagickColor(rand(), rand(), rand()), 16, 8)
+  try {
+    if (o) image.setProfile('exif', new Uint8Array([...new TextEncoder().encode('Exif\0\0'), ...exifBlock(o)]))
+    if (o && profiles.xmp) image.setProfile('xmp', xmpPacket(o))
+    if (profiles.iptc) image.setProfile('iptc', iptcRecord())
+    let out = new Uint8Array()
+    image.write(format, (d) => {
+      out = new Uint8Array(d)
+    })
+    return out
+  } finally {
+    image.dispose()
+  }
+}
+const rand = () => Math.floor(Math.random() * 256)
+
+/**
+ * A real 16x8 JPEG whose EXIF (APP1) says when (camera wall clock, offset "+HH:MM"), where and
+ * which way up; an XMP APP1 and an IPTC APP13 segment on request.
+ */
+export function jpegWithExif(o: ExifFacts, profiles: { xmp?: boolean; iptc?: boolean } = {}, jpeg = plainJpeg()): Uint8Array {
+  const segment = (marker: number, payload: number[]) => [0xff, marker, (payload.length + 2) >> 8, (payload.length + 2) & 0xff, ...payload]
+  const ascii = (text: string) => [...new TextEncoder().encode(text)]
+  const segments = [...segment(0xe1, [...ascii('Exif\0\0'), ...exifBlock(o)])]
+  if (profiles.xmp) segments.push(...segment(0xe1, [...ascii('http://ns.adobe.com/xap/1.0/\0'), ...xmpPacket(o)]))
+  if (profiles.iptc) {
+    const iptc = [...iptcRecord()]
+    const resource = [...ascii('8BIM'), 0x04, 0x04, 0, 0, 0, 0, iptc.length >> 8, iptc.length & 0xff, ...iptc, ...(iptc.length % 2 ? [0] : [])]
+    segments.push(...segment(0xed, [...ascii('Photoshop 3.0\0'), ...resource]))
+  }
+  return new Uint8Array([...jpeg.slice(0, 2), ...segments, ...jpeg.slice(2)])
+}
+
+/** A real 16x8 JPEG of a random colour, without metadata (the pixels for jpegWithExif). */
+export const plainJpeg = () => picture(MagickFormat.Jpeg, null)
+
+/** A real PNG with an eXIf chunk (what exifr and cameras use) and an iTXt XMP chunk. */
+export function pngWithExif(o: ExifFacts): Uint8Array {
+  const png = picture(MagickFormat.Png, null)
+  const xmp = [...new TextEncoder().encode('XML:com.adobe.xmp\0\0\0\0\0'), ...xmpPacket(o)]
+  const idat = findPngChunk(png, 'IDAT')
+  return new Uint8Array([...png.slice(0, idat), ...pngChunk('eXIf', exifBlock(o)), ...pngChunk('iTXt', new Uint8Array(xmp)), ...png.slice(idat)])
+}
+
+/** A real WebP with EXIF and XMP chunks. */
+export function webpWithExif(o: ExifFacts): Uint8Array {
+  return picture(MagickFormat.WebP, o, { xmp: true })
+}
+
+/** A real GIF with an XMP application extension and a comment naming the place. */
+export function gifWithXmp(o: ExifFacts): Uint8Array {
+  const gif = picture(MagickFormat.Gif, null)
+  // After the header (6), the logical screen descriptor (7) and its global colour table.
+  const tableSize = gif[10] & 0x80 ? 3 * 2 ** ((gif[10] & 0x07) + 1) : 0
+  const at = 13 + tableSize
+  const subBlocks = (bytes: Uint8Array) => {
+    const out: number[] = []
+    for (let i = 0; i < bytes.length; i += 255) {
+      const part = bytes.slice(i, i + 255)
+      out.push(part.length, ...part)
+    }
+    return [...out, 0]
+  }
+  const xmpExtension = [0x21, 0xff, 0x0b, ...new TextEncoder().encode('XMP DataXMP'), ...subBlocks(xmpPacket(o))]
+  const comment = [0x21, 0xfe, ...subBlocks(new TextEncoder().encode(`GPS ${o.gps?.lat} ${o.gps?.lng}`))]
+  return new Uint8Array([...gif.slice(0, at), ...xmpExtension, ...comment, ...gif.slice(at)])
+}
+
+const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
+  let c = n
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1
+  return c >>> 0
+})
+function crc32(bytes: Uint8Array) {
+  let c = 0xffffffff
+  for (const b of bytes) c = CRC_TABLE[(c ^ b) & 0xff] ^ (c >>> 8)
+  return (c ^ 0xffffffff) >>> 0
+}
+function pngChunk(type: string, data: Uint8Array) {
+  const typed = new Uint8Array([...new TextEncoder().encode(type), ...data])
+  const out = new Uint8Array(12 + data.length)
+  const view = new DataView(out.buffer)
+  view.setUint32(0, data.length)
+  out.set(typed, 4)
+  view.setUint32(8 + data.length, crc32(typed))
+  return out
+}
+function findPngChunk(png: Uint8Array, type: string) {
+  let at = 8
+  while (at < png.length) {
+    const length = new DataView(png.buffer, png.byteOffset).getUint32(at)
+    if (String.fromCharCode(...png.slice(at + 4, at + 8)) === type) return at
+    at += 12 + length
+  }
+  throw new Error(`no ${type} chunk`)
+}
+
+/** Metadata markers still present in stored bytes (empty when the photo is clean). */
+export function metadataMarkers(bytes: Uint8Array): string[] {
+  const text = new TextDecoder('latin1').decode(bytes)
+  const markers = ['Exif\0', 'EXIF', 'eXIf', 'XMP', 'xmpmeta', 'xpacket', 'Photoshop 3.0', '8BIM', 'IPTC', 'Springfield',
+    'Evergreen', 'GPS', 'tEXt', 'zTXt', 'iTXt', 'tIME']
+  return markers.filter((m) => text.includes(m))
+}
+
+/** The profiles (exif, xmp, iptc, icc, ...) and comment ImageMagick finds in an image. */
+export function profilesOf(bytes: Uint8Array): string[] {
+  const image = MagickImage.create(bytes)
+  try {
+    return [...image.profileNames, ...(image.comment ? ['comment'] : [])]
+  } finally {
+    image.dispose()
+  }
+}
+
+/** Width and height of an image as ImageMagick reads it. */
+export function dimensions(bytes: Uint8Array): [number, number] {
+  const info = MagickImageInfo.create(bytes)
+  return [info.width, info.height]
 }
 
 /** A small PNG without EXIF. */

@@ -2,7 +2,7 @@
 // stats and generation (manual, cron, concurrent). Check-ins: workout_checkin_test.ts;
 // battles, mosaic and synthetic users: workout_battle_test.ts.
 import { strict as assert } from 'node:assert'
-import { api, assertError, clientAs, createUser, env, sql, test, type TestUser } from './_helpers.ts'
+import { ANON_KEY, API_URL, api, assertError, clientAs, createUser, env, SERVICE_ROLE_KEY, sql, test, type TestUser } from './_helpers.ts'
 
 const W = '/api/workout-window'
 
@@ -28,10 +28,38 @@ async function onlyThese(users: TestUser[]) {
 }
 
 const uniqueCity = () => `Town-${crypto.randomUUID().slice(0, 8)}`
-/** A random date per test (far future by default), so tests never share a chain day. */
-const uniqueDate = (fromYear = 2040) => {
-  const d = new Date(Date.UTC(fromYear, 0, 1) + Math.floor(Math.random() * 3000) * 86400_000)
-  return d.toISOString().slice(0, 10)
+const addDays = (date: string, n: number) => new Date(Date.parse(`${date}T00:00:00Z`) + n * 86400_000).toISOString().slice(0, 10)
+const todayUtc = () => new Date().toISOString().slice(0, 10)
+/** The local date in a time zone. */
+const localDate = (tz: string, at = new Date()) => new Intl.DateTimeFormat('en-CA', { timeZone: tz }).format(at)
+
+const usedDates = new Set<string>()
+/**
+ * A date of its own per test, within the year around today that chain generation accepts (a
+ * month or more ahead by default, or as far behind with `past`), cleared of rows other test
+ * files may have left, so tests never share a chain day.
+ */
+async function uniqueDate(o: { past?: boolean } = {}) {
+  let date: string
+  do date = addDays(todayUtc(), (o.past ? -1 : 1) * (30 + Math.floor(Math.random() * 300)))
+  while (usedDates.has(date))
+  usedDates.add(date)
+  await sql`delete from public.workout_checkins where date = ${date}`
+  await sql`delete from public.workout_squads where date = ${date}`
+  await sql`delete from public.workout_chains where date = ${date}`
+  return date
+}
+
+/** POST /rest/v1/rpc/<fn> with a token (a user's, the service role's) or anonymously. */
+async function rpc(fn: string, args: Record<string, unknown>, token?: string) {
+  const key = token === SERVICE_ROLE_KEY ? SERVICE_ROLE_KEY : ANON_KEY
+  const res = await fetch(`${API_URL}/rest/v1/rpc/${fn}`, {
+    method: 'POST',
+    headers: { apikey: key, authorization: `Bearer ${token ?? ANON_KEY}`, 'content-type': 'application/json' },
+    body: JSON.stringify(args),
+  })
+  const text = await res.text()
+  return { status: res.status, body: text ? JSON.parse(text) : null }
 }
 
 test('setup stores one 2-hour window per user; my-window returns it; setting up again replaces it', async () => {
@@ -126,8 +154,9 @@ test('chains: neighbours, team and squad by date; cards carry name and window, n
     await place(u, { city, country: 'US', latitude: 10, longitude: lng })
   }
   await onlyThese([a, b, c, d])
-  const date = uniqueDate()
-  const run = await api(`${W}/generate-chains`, { token: b.token, body: { date } })
+  const date = await uniqueDate()
+  const admin = await createUser({ superAdmin: true }) // a date a month or more ahead: super admins only
+  const run = await api(`${W}/generate-chains`, { token: admin.token, body: { date } })
   assert.equal(run.status, 200, JSON.stringify(run.body))
   assert.deepEqual({ ...run.body, date: undefined }, { date: undefined, participants: 4, created: 4, relinked: 0, squadsCreated: 2 })
 
@@ -160,7 +189,7 @@ test('chains: neighbours, team and squad by date; cards carry name and window, n
   assert.equal(stats.body.redTeam.pending, 2)
 
   // A second run changes nothing; a stranger without a chain gets 404; bad dates are 400.
-  const again = await api(`${W}/generate-chains`, { token: a.token, body: { date } })
+  const again = await api(`${W}/generate-chains`, { token: admin.token, body: { date } })
   assert.equal(again.body.created, 0)
   assert.equal(again.body.squadsCreated, 0)
   const stranger = await createUser()
@@ -184,8 +213,9 @@ test('team stats: a past window without a check-in has failed', async () => {
     await place(u, { city })
   }
   await onlyThese([a, b])
-  const past = uniqueDate(2010)
-  await api(`${W}/generate-chains`, { token: a.token, body: { date: past } })
+  const past = await uniqueDate({ past: true })
+  const admin = await createUser({ superAdmin: true })
+  await api(`${W}/generate-chains`, { token: admin.token, body: { date: past } })
   const stats = await api(`${W}/team-stats/${past}`, { token: a.token })
   assert.deepEqual(
     [stats.body.redTeam.failed + stats.body.blueTeam.failed, stats.body.redTeam.completionRate, stats.body.redTeam.totalChips],
@@ -205,8 +235,9 @@ test('generate-chains: concurrent runs for one date give one row per user', asyn
     await place(u, { city })
   }
   await onlyThese(users)
-  const date = uniqueDate()
-  const runs = await Promise.all(users.slice(0, 4).map((u) => api(`${W}/generate-chains`, { token: u.token, body: { date } })))
+  const date = await uniqueDate()
+  const admins = await Promise.all([1, 2, 3, 4].map(() => createUser({ superAdmin: true })))
+  const runs = await Promise.all(admins.map((u) => api(`${W}/generate-chains`, { token: u.token, body: { date } })))
   for (const r of runs) assert.equal(r.status, 200, JSON.stringify(r.body))
   assert.equal(runs.reduce((n, r) => n + r.body.created, 0), 7, 'exactly one run created the rows')
   const [{ rows, distinct_users, squads }] = await sql`
@@ -230,6 +261,54 @@ test('cron/generate-chains needs the workout-window secret and generates today',
   assert.equal(n, 1)
 })
 
+test('generate-chains: a user may generate only today and tomorrow in their window\'s zone; other dates are for super admins and the service role; absurd dates are 400 everywhere', async () => {
+  const user = await createUser()
+  const admin = await createUser({ superAdmin: true })
+  const tz = 'Pacific/Kiritimati' // UTC+14: the user's today is often the UTC tomorrow
+  await setup(user, '06:00', '08:00', tz)
+  await place(user, { city: uniqueCity() })
+  await onlyThese([user])
+  const today = localDate(tz)
+  const tomorrow = addDays(today, 1)
+
+  // The user: today (also by default) and tomorrow, through /api and PostgREST.
+  const own = await api(`${W}/generate-chains`, { token: user.token, body: {} })
+  assert.equal(own.status, 200, JSON.stringify(own.body))
+  assert.equal(own.body.date, today, 'the default date is today in the user\'s own zone')
+  assert.equal((await api(`${W}/generate-chains`, { token: user.token, body: { date: tomorrow } })).status, 200)
+  assert.equal((await rpc('generate_workout_chains', { target: today }, user.token)).status, 200)
+  for (const date of [addDays(today, -1), addDays(today, 2), addDays(today, 200)]) {
+    assertError(await api(`${W}/generate-chains`, { token: user.token, body: { date } }), 403, 'today and tomorrow')
+    const viaRest = await rpc('generate_workout_chains', { target: date }, user.token)
+    assert.equal(viaRest.status, 403, JSON.stringify(viaRest))
+  }
+  // Outside the year around today: 400 naming the date, for everyone, on every path.
+  for (const date of ['9999-12-31', '0001-01-01', addDays(todayUtc(), 400), addDays(todayUtc(), -400)]) {
+    for (const token of [user.token, admin.token]) {
+      assertError(await api(`${W}/generate-chains`, { token, body: { date } }), 400, 'date')
+      const viaRest = await rpc('generate_workout_chains', { target: date }, token)
+      assert.equal(viaRest.status, 400, JSON.stringify(viaRest))
+      assert.match(viaRest.body.message, /date/)
+    }
+    assert.equal((await rpc('generate_workout_chains', { target: date }, SERVICE_ROLE_KEY)).status, 400)
+  }
+  const [{ n }] = await sql`select count(*)::int as n from public.workout_chains where date in ('9999-12-31', '0001-01-01')`
+  assert.equal(n, 0)
+
+  // Super admins and the service role: any date within the year.
+  const later = await uniqueDate()
+  const byAdmin = await api(`${W}/generate-chains`, { token: admin.token, body: { date: later } })
+  assert.equal(byAdmin.status, 200, JSON.stringify(byAdmin.body))
+  assert.equal(byAdmin.body.created, 1)
+  const byAdminRest = await rpc('generate_workout_chains', { target: await uniqueDate({ past: true }) }, admin.token)
+  assert.equal(byAdminRest.status, 200, JSON.stringify(byAdminRest))
+  const byService = await rpc('generate_workout_chains', { target: await uniqueDate() }, SERVICE_ROLE_KEY)
+  assert.equal(byService.status, 200, JSON.stringify(byService))
+  // Anonymous: refused on both paths.
+  assertError(await api(`${W}/generate-chains`, { body: { date: today } }), 401)
+  assert.ok((await rpc('generate_workout_chains', { target: today })).status >= 400)
+})
+
 test('a user deleted while chains are being written is never left as a neighbour', async () => {
   // x has a row for the date and has checked in (so a rerun keeps x's links); b joins later,
   // and the rerun links b to x (b's window ends as x's starts) without touching x's row.
@@ -238,8 +317,9 @@ test('a user deleted while chains are being written is never left as a neighbour
   await setup(x, '08:00', '10:00')
   await place(x, { city })
   await onlyThese([x])
-  const date = uniqueDate()
-  assert.equal((await api(`${W}/generate-chains`, { token: x.token, body: { date } })).body.created, 1)
+  const date = await uniqueDate()
+  const admin = await createUser({ superAdmin: true })
+  assert.equal((await api(`${W}/generate-chains`, { token: admin.token, body: { date } })).body.created, 1)
   await sql`insert into public.workout_checkins (user_id, date, activity_type, photo_url, photo_timestamp, status)
             values (${x.id}, ${date}, 'cardio', 'https://example.test/p.jpg', now(), 'verified')`
   await setup(b, '06:00', '08:00')
@@ -272,7 +352,7 @@ test('chain rows have no foreign key to their owner, so deletes and generation r
   const x = await createUser()
   await setup(x, '08:00', '10:00')
   await place(x, { city: uniqueCity() })
-  const date = uniqueDate()
+  const date = await uniqueDate()
   const tx = await sql.reserve()
   try {
     for (const [what, statement] of [
@@ -288,7 +368,8 @@ test('chain rows have no foreign key to their owner, so deletes and generation r
     tx.release()
   }
   await onlyThese([x])
-  assert.equal((await api(`${W}/generate-chains`, { token: x.token, body: { date } })).body.created, 1)
+  const admin = await createUser({ superAdmin: true })
+  assert.equal((await api(`${W}/generate-chains`, { token: admin.token, body: { date } })).body.created, 1)
   await sql`delete from auth.users where id = ${x.id}`
   const [{ n }] = await sql`select count(*)::int as n from public.workout_chains where user_id = ${x.id}`
   assert.equal(n, 0, 'at read committed the delete takes the user\'s chain rows with it')

@@ -3,6 +3,7 @@
 // which reads JPEG, PNG (eXIf) and HEIC but not WebP or GIF. Values are read raw: the capture
 // time stays the camera's local wall-clock time plus its offset when the camera wrote one; the
 // database applies the offset, or the window's own time zone when there is none.
+import { ImageMagick, initializeImageMagick, MagickFormat, MagickImageInfo, MagickReadSettings } from '@imagemagick/magick-wasm'
 import exifr from 'exifr'
 
 export const PHOTO_LIMIT_BYTES = 10 * 1024 * 1024
@@ -89,4 +90,75 @@ export async function readPhotoFacts(bytes: Uint8Array, type: PhotoType): Promis
     latitude: latitude !== null && longitude !== null ? latitude : null,
     longitude: latitude !== null && longitude !== null ? longitude : null,
   }
+}
+
+// ---- Stripping: what is stored carries no metadata ----------------------------------------
+// A stored check-in photo is public, so it must not carry the uploader's EXIF (GPS, camera,
+// serial numbers), XMP, IPTC, comments or text chunks. The photo is decoded and encoded again
+// with ImageMagick (magick-wasm: WebAssembly, runs in Deno and in Supabase edge functions),
+// after auto-orienting (the EXIF orientation is applied to the pixels, so the picture still
+// stands the right way without the tag) and stripping every profile. Re-encoding, rather than
+// cutting known segments, leaves nothing the encoder did not write itself. The facts the
+// review needs are read from the original bytes first (readPhotoFacts).
+
+/** Decoded size limit: a 10 MB file may still decode to a huge bitmap (a decompression bomb). */
+export const PHOTO_MAX_PIXELS = 40_000_000
+
+const MAGICK_FORMAT: Record<PhotoType, MagickFormat> = {
+  'image/jpeg': MagickFormat.Jpeg,
+  'image/png': MagickFormat.Png,
+  'image/gif': MagickFormat.Gif,
+  'image/webp': MagickFormat.WebP,
+}
+
+let magickReady: Promise<void> | undefined
+/** Loads the ImageMagick WebAssembly module once per worker (about 0.25 s). */
+export function loadImageMagick(): Promise<void> {
+  magickReady ??= Deno.readFile(new URL(import.meta.resolve('@imagemagick/magick-wasm/magick.wasm')))
+    .then((wasm) => initializeImageMagick(wasm))
+    .catch((e) => {
+      magickReady = undefined
+      throw e
+    })
+  return magickReady
+}
+
+/** The photo could not be decoded as the image its bytes claim to be, or is too large. */
+export class UnreadablePhoto extends Error {}
+
+/**
+ * The photo as it is stored: decoded (only as the type its bytes were sniffed as), turned
+ * upright, every profile, comment and text chunk dropped, and encoded again in the same
+ * format (every frame of an animated GIF or WebP). Throws UnreadablePhoto.
+ */
+export async function strippedPhoto(bytes: Uint8Array, type: PhotoType): Promise<Uint8Array> {
+  await loadImageMagick()
+  const format = MAGICK_FORMAT[type]
+  try {
+    const info = MagickImageInfo.create(bytes, new MagickReadSettings({ format }))
+    if (info.width * info.height > PHOTO_MAX_PIXELS) {
+      throw new UnreadablePhoto(`at most ${PHOTO_MAX_PIXELS / 1_000_000} megapixels (this one is ${info.width}x${info.height})`)
+    }
+    return ImageMagick.readCollection(bytes, new MagickReadSettings({ format }), (frames) => {
+      for (const frame of frames) {
+        frame.autoOrient()
+        frame.strip()
+      }
+      let out: Uint8Array | undefined
+      frames.write(format, (data) => {
+        out = new Uint8Array(data) // a copy: data lives in the module's memory
+      })
+      if (!out?.length) throw new UnreadablePhoto('the image could not be encoded again')
+      return out
+    })
+  } catch (e) {
+    if (e instanceof UnreadablePhoto) throw e
+    throw new UnreadablePhoto(`not a readable ${type.slice(6).toUpperCase()} image`)
+  }
+}
+
+/** Hex SHA-256 of the stored bytes: the same picture stripped of its metadata hashes the same. */
+export async function photoHash(bytes: Uint8Array): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes as Uint8Array<ArrayBuffer>))
+  return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('')
 }

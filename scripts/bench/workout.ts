@@ -29,10 +29,13 @@ async function activate(sql: postgres.Sql, n: number) {
   await sql`checkpoint`
 }
 
+/** A date `days` after today (UTC): chain generation takes dates within a year of today. */
+const daysAhead = (days: number) => new Date(Date.now() + days * 86400_000).toISOString().slice(0, 10)
+
 async function chainGeneration(sql: postgres.Sql) {
   console.log('Chain generation (public.generate_workout_chains), 500 cities, 4 time zones, 60 start times')
   const rows: [string, number][] = []
-  for (const [n, date] of [[10_000, '2031-03-03'], [100_000, '2031-03-04']] as const) {
+  for (const [n, date] of [[10_000, daysAhead(100)], [100_000, daysAhead(101)]] as const) {
     await activate(sql, n)
     const [, scan] = await timed(() => sql`select count(*) from private.workout_participants(${date}::date)`)
     const [[{ r }], t] = await timed(() => sql`select public.generate_workout_chains(${date}::date) as r`)
@@ -40,7 +43,7 @@ async function chainGeneration(sql: postgres.Sql) {
     rows.push([`${n.toLocaleString('en')} windows`, t])
     console.log(`  ${n.toLocaleString('en').padStart(7)} windows: ${ms(t)} (${r.squadsCreated} squads; baseline participant scan ${ms(scan)})`)
   }
-  const [[{ r }], again] = await timed(() => sql`select public.generate_workout_chains('2031-03-04'::date) as r`)
+  const [[{ r }], again] = await timed(() => sql`select public.generate_workout_chains(${daysAhead(101)}::date) as r`)
   console.log(`  repeat run, 100,000 windows: ${ms(again)} (created ${r.created}, relinked ${r.relinked})`)
   const perUser = rows.map(([, t], i) => t / (i === 0 ? 10_000 : 100_000))
   console.log(`  growth 10k → 100k: ${(rows[1][1] / rows[0][1]).toFixed(1)}x for 10x the windows ` +
@@ -112,7 +115,7 @@ async function checkins(stack: Stack, sql: postgres.Sql) {
 }
 
 async function mosaic(stack: Stack, sql: postgres.Sql) {
-  const date = '2031-03-05'
+  const date = daysAhead(102)
   await activate(sql, 200)
   await sql`select public.generate_workout_chains(${date}::date)`
   await sql`insert into auth.users (email) values ('wbench-admin@bench.local') on conflict do nothing`

@@ -1,11 +1,13 @@
 -- Workout windows (issue 11): chain generation (ordering, neighbours, ties, teams, squads of
 -- three and two, isolated users, repeat runs), chips (every rule and the floor), photo
--- validation, unique keys, robot power, battle determinism and the policies.
+-- validation, unique keys, robot power, battle determinism and the policies. The generator is
+-- called directly (private.generate_workout_chains) for the fixture's fixed dates; the dates a
+-- caller may generate are tested through public.generate_workout_chains below and over HTTP.
 begin;
 create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
-select plan(96);
+select plan(101);
 
 -- ---------------------------------------------------------------------------------------
 -- Fixture: Monday 2030-01-07. City A (Springfield, US) has seven users; windows in UTC unless
@@ -58,7 +60,7 @@ delete from public.workout_windows where user_id = pg_temp.u(11);
 -- ---------------------------------------------------------------------------------------
 -- First run.
 -- ---------------------------------------------------------------------------------------
-select is(public.generate_workout_chains('2030-01-07') - 'date',
+select is(private.generate_workout_chains('2030-01-07') - 'date',
           '{"participants": 9, "created": 9, "relinked": 0, "squadsCreated": 3}'::jsonb, 'first run: 9 rows, 3 squads');
 
 create function pg_temp.link(i integer) returns text language sql stable as $$
@@ -101,7 +103,7 @@ select is((select array_agg(n order by n) from (
               group by sq) s), array[2, 2, 3], 'the squad rule splits 7 into 3 + 2 + 2');
 
 -- Repeat run: nothing changes.
-select is(public.generate_workout_chains('2030-01-07') - 'date',
+select is(private.generate_workout_chains('2030-01-07') - 'date',
           '{"participants": 9, "created": 0, "relinked": 0, "squadsCreated": 0}'::jsonb, 'a repeat run adds and changes nothing');
 select is((select count(*)::integer from public.workout_chains where date = '2030-01-07'), 9, 'still one row per user');
 
@@ -178,7 +180,7 @@ values (pg_temp.u(10), 'cardio', '16:00', '18:00', 'UTC');
 insert into public.workout_locations (user_id, latitude, longitude, city, country) values (pg_temp.u(10), 1, 1, 'Springfield', 'US');
 -- u6 already checked in too; remove its check-in so it can be relinked.
 delete from public.workout_checkins where user_id = pg_temp.u(6);
-select is(public.generate_workout_chains('2030-01-07') - 'date',
+select is(private.generate_workout_chains('2030-01-07') - 'date',
           '{"participants": 10, "created": 1, "relinked": 1, "squadsCreated": 0}'::jsonb, 'rerun: the newcomer added, one row relinked');
 select is(pg_temp.link(6), '05<6>10', 'u6 (no check-in) now passes to u10');
 select is(pg_temp.link(7), '05<7>-', 'u7 (checked in) keeps its links');
@@ -263,13 +265,23 @@ select is((public.workout_chain('2030-01-07') -> 'chain' -> 'beforeUser' ->> 'id
 select ok(not (public.workout_chain('2030-01-07')::text ~ 'latitude|longitude|city'), 'the chain never carries a location');
 select throws_ok($$select private.record_workout_checkin(pg_temp.u(3), 'x', 'x', null, null, null, null, null, null, null)$$,
                  '42501', null, 'clients cannot write check-ins directly');
-select throws_ok($$select public.workout_checkin('cardio', 'https://x/storage/v1/object/public/workout-checkins/other/p.jpg', 'other/p.jpg')$$,
-                 '22023', null, 'the RPC only takes a photo stored under the caller''s prefix');
+select throws_ok($$select public.workout_checkin('cardio', 'other/p.jpg')$$,
+                 '22023', null, 'the RPC only takes a photo the api stored and read for the caller');
+select throws_ok($$select public.register_workout_photo(pg_temp.u(3) || '/p.jpg', pg_temp.u(3), 'https://x/p.jpg', repeat('0', 64))$$,
+                 '42501', null, 'clients cannot register photo facts');
+-- 20261126010000: others' check-ins come without location or review reason; own and super admins' with.
+select is((select count(*)::integer from jsonb_array_elements(public.workout_day_checkins('2030-01-07') -> 'checkins') e
+            where (e ->> 'userId')::uuid <> pg_temp.u(3) and (e ->> 'reviewReason' is not null or e ->> 'locationLat' is not null)),
+          0, 'a user sees no other user''s location or review reason');
+select throws_ok($$select public.generate_workout_chains('9999-12-31')$$, '22023', null, 'a date years away is bad input');
+select throws_ok($$select public.generate_workout_chains(current_date + 7)$$, '42501', null, 'a user generates only today and tomorrow');
 select throws_ok($$select public.execute_workout_battle('2030-01-14')$$, '42501', null, 'only super admins execute battles');
 select throws_ok($$select public.refresh_workout_battle_standing('2030-01-14')$$, '42501', null, 'only trusted callers refresh the standing');
 select throws_ok($$select public.generate_ai_users(1)$$, '42501', null, 'only super admins generate AI users');
 select set_config('request.jwt.claims', json_build_object('sub', pg_temp.u(12), 'role', 'authenticated')::text, true);
 select is((select count(*)::integer from public.workout_locations where user_id::text like 'd1100000-%'), 9, 'a super admin reads every location');
+select ok((select count(*)::integer from jsonb_array_elements(public.workout_day_checkins('2030-01-07') -> 'checkins') e
+            where e ->> 'reviewReason' is not null) > 0, 'a super admin sees the review reasons');
 reset role;
 set local role anon;
 select throws_ok($$select count(*) from public.workout_windows$$, '42501', null, 'anon reads no windows');
@@ -312,7 +324,7 @@ insert into auth.users (id, email)
 select pg_temp.u(i), 'pgtap-workout-' || i || '@example.test' from generate_series(13, 19) i;
 insert into public.workout_windows (user_id, activity_type, window_start_time, window_end_time, timezone)
 select pg_temp.u(i), 'walk', make_time(6 + i - 13, 0, 0), make_time(8 + i - 13, 0, 0), 'UTC' from generate_series(13, 19) i;
-select is((public.generate_workout_chains('2030-01-09') ->> 'created')::integer, 16, 'a new date: the nine users left and seven more, none of them located');
+select is((private.generate_workout_chains('2030-01-09') ->> 'created')::integer, 16, 'a new date: the nine users left and seven more, none of them located');
 select is((select count(*)::integer from public.workout_chains where date = '2030-01-09' and squad_id is not null
              and user_id in (select pg_temp.u(i) from generate_series(13, 19) i)), 0, 'isolated users get no squad, however many');
 select is((select count(*)::integer from public.workout_chains c where c.date = '2030-01-09' and c.squad_id is not null

@@ -4,7 +4,7 @@
 // photo or draws a PNG where needed, calls one function with the caller's token and shapes
 // the reply.
 import { z } from '@hono/zod-openapi'
-import type { Db } from '../../_shared/db.ts'
+import { type Db, serviceDb } from '../../_shared/db.ts'
 import { badRequest, HttpError, unavailable, unwrap } from '../../_shared/errors.ts'
 import { removeObjects, StorageError, uploadObject } from '../../_shared/storage.ts'
 import { idParams, isoDate } from '../../_shared/validation.ts'
@@ -13,8 +13,11 @@ import {
   PHOTO_EXTENSIONS,
   PHOTO_LIMIT_BYTES,
   PHOTO_TYPES,
+  photoHash,
   readPhotoFacts,
   sniffImageType,
+  strippedPhoto,
+  UnreadablePhoto,
 } from '../../_shared/workout_photo.ts'
 import { endpoint, Message, routeModule } from '../openapi.ts'
 
@@ -412,8 +415,11 @@ export const workoutRoutes = routeModule()
       method: 'post', path: `${base}/checkin`, tag, auth: 'bearer', multipart: CheckinForm, status: 201,
       summary: 'Check in with a photo (one per user per day)',
       description: 'Chips: 1, +1 when the before user checked in earlier that day, +0.5 in the first 30 minutes ' +
-        'of the window, +2 from the seventh consecutive day, floored. The photo\'s EXIF capture time (and GPS) ' +
-        'inside the window ± 30 minutes (and within 50 km) verifies it; otherwise it waits for review.',
+        'of the window, +2 from the seventh consecutive day, floored. The photo is stored without its metadata ' +
+        '(EXIF, XMP, IPTC, comments), turned upright. It verifies when its EXIF capture time is inside the window ' +
+        '± 30 minutes, the server received it inside the window ± 30 minutes, at most 120 minutes (and not more than ' +
+        '5 minutes before) the capture, within 50 km, and its picture served no check-in before; otherwise it waits ' +
+        'for review. 409: already checked in for the day (a time-zone change applies from the next local day).',
       errors: [409],
       response: z.object({
         checkin: Checkin,
@@ -424,17 +430,27 @@ export const workoutRoutes = routeModule()
     }),
     async (c) => {
       const input = await readCheckinForm(c)
+      // What the review needs is read from the original; what is stored carries no metadata.
       const facts = await readPhotoFacts(input.bytes, input.type)
+      const stored = await strippedPhoto(input.bytes, input.type).catch((e) => {
+        throw e instanceof UnreadablePhoto ? badRequest(`photo: ${e.message}`) : e
+      })
       const name = `${c.var.caller.id}/${crypto.randomUUID()}.${PHOTO_EXTENSIONS[input.type]}`
-      const url = await uploadObject(CHECKIN_BUCKET, name, input.bytes, input.type).catch(storageFailure)
-      const result = await c.var.db.rpc('workout_checkin', {
-        activity_type: input.activityType,
+      const url = await uploadObject(CHECKIN_BUCKET, name, stored, input.type).catch(storageFailure)
+      // The facts go to a table only the service role writes; the check-in RPC reads them there.
+      const registered = await serviceDb().rpc('register_workout_photo', {
+        object_name: name,
+        owner_id: c.var.caller.id,
         photo_url: url,
+        sha256: await photoHash(stored),
+        taken_local: facts.takenLocal,
+        offset_minutes: facts.offsetMinutes,
+        latitude: facts.latitude,
+        longitude: facts.longitude,
+      })
+      const result = registered.error ? registered : await c.var.db.rpc('workout_checkin', {
+        activity_type: input.activityType,
         photo_object: name,
-        photo_taken_local: facts.takenLocal,
-        photo_offset_minutes: facts.offsetMinutes,
-        photo_lat: facts.latitude,
-        photo_lng: facts.longitude,
         latitude: input.latitude,
         longitude: input.longitude,
       })
@@ -473,8 +489,11 @@ export const workoutRoutes = routeModule()
   .openapi(
     endpoint({
       method: 'post', path: `${base}/generate-chains`, tag, auth: 'bearer', body: GenerateBody, bodyRequired: false,
-      summary: 'Generate (or complete) the chains of a date, today (UTC) by default',
-      description: 'Repeatable: adds users who set up since, keeps links a check-in counted on, never duplicates.',
+      summary: 'Generate (or complete) the chains of a date, today in the caller\'s window\'s zone by default',
+      description: 'Repeatable: adds users who set up since, keeps links a check-in counted on, never duplicates. ' +
+        'Users: today and tomorrow in their window\'s time zone (403 otherwise); super admins: any date within a ' +
+        'year of today (400 beyond).',
+      errors: [403],
       response: ChainRun,
     }),
     async (c) => {
