@@ -81,6 +81,7 @@ async function thingsToJoinAndBuy() {
 function everyPath(token: string, target: TestUser, o: { slug: string; packId: string }) {
   return {
     'GET /api/journal': () => api('/api/journal', { token }),
+    'POST /api/auth/verify': () => api('/api/auth/verify', { body: { token } }),
     'GET /rest/v1/drops_transactions': () => rest(token, '/drops_transactions?select=id,amount'),
     'POST /storage/v1/object/list/tone-packs': () => storage(token, '/object/list/tone-packs', { prefix: target.id }),
     'POST /api/labs/sponsors': () => api('/api/labs/sponsors', { token, body: { name: 'Acme', tier: 'gold', contact_email: 'a@acme.test', contact_name: 'A' } }),

@@ -30,18 +30,22 @@ export type ApiEnv = {
   }
 }
 
+/**
+ * For an impersonation token: 401 once its session has ended; a mutating request (not GET, HEAD,
+ * OPTIONS) is recorded in the session's audit before it runs. Nothing for other tokens.
+ */
+export async function beginImpersonatedRequest(token: string, claims: Claims, method: string, url: string) {
+  if (!impersonationSessionOf(claims)) return
+  const { pathname, search } = new URL(url)
+  const { error } = await userDb(token).rpc('begin_impersonated_request', { method, path: (pathname + search).slice(0, 2000) })
+  if (error) throw fromDb(error)
+}
+
 async function callerFrom(c: Context<ApiEnv>): Promise<Caller> {
   const token = bearerToken(c.req.header('authorization'))
   if (!token) throw unauthorized('Missing bearer token')
   const claims = await userClaims(token)
-  if (impersonationSessionOf(claims)) {
-    const url = new URL(c.req.url)
-    const { error } = await userDb(token).rpc('begin_impersonated_request', {
-      method: c.req.method,
-      path: (url.pathname + url.search).slice(0, 2000),
-    })
-    if (error) throw fromDb(error)
-  }
+  await beginImpersonatedRequest(token, claims, c.req.method, c.req.url)
   return { id: claims.sub, email: claims.email ?? null, token, claims }
 }
 
