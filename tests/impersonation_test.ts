@@ -7,7 +7,7 @@ import { HttpError } from '../functions/_shared/errors.ts'
 import { signingSecret } from '../functions/api/routes/impersonation.ts'
 import { connected } from './_music.ts'
 import { createPack } from './_tone_packs.ts'
-import { ANON_KEY, API_URL, api, assertError, clientAs, createUser, JWT_SECRET, signClaims, sql, test, type TestUser } from './_helpers.ts'
+import { ANON_KEY, API_URL, api, assertError, clientAs, createUser, JWT_SECRET, SERVICE_ROLE_KEY, signClaims, sql, test, type TestUser } from './_helpers.ts'
 import { hhmm, middayZone, plainPng } from './workout_photos.ts'
 
 const admin = await createUser({ superAdmin: true, prefix: 'imp-admin' })
@@ -264,6 +264,15 @@ test('every write of a session is audited whatever the table or path: labs, purc
   ok(checkin, 'check-in')
   const objectName = `${target.id}/direct-${crypto.randomUUID()}.png`
   ok(await storage(token, `/object/tone-packs/${objectName}`, plainPng()), 'storage upload')
+  // What the api's service-role storage calls send inside an impersonated request: the store
+  // passes the header on to the database, as hosted Storage does.
+  const apiObject = `${target.id}/by-api-${crypto.randomUUID()}.png`
+  const byApi = await fetch(`${API_URL}/storage/v1/object/tone-packs/${apiObject}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${SERVICE_ROLE_KEY}`, apikey: SERVICE_ROLE_KEY, 'content-type': 'image/png', 'x-impersonation-session': sessionId },
+    body: plainPng() as Uint8Array<ArrayBuffer>,
+  })
+  assert.equal(byApi.status, 200, await byApi.text())
 
   const audit = await auditOf(sessionId)
   assert.ok(audit.every((r) => r.admin_id === admin.id && r.target_id === target.id), 'every row names the impersonator and the target')
@@ -280,12 +289,15 @@ test('every write of a session is audited whatever the table or path: labs, purc
   // E-mail: logged as the token, finished by the api with the service role for the session.
   wrote('public.email_messages', 'INSERT', 'authenticated', mail.body.email.id)
   wrote('public.email_messages', 'UPDATE', 'service_role', mail.body.email.id)
-  // Check-in: the photo stored by the api (service role), the check-in as the token.
+  // Check-in: the check-in as the token, its photo stored by the api (today with the service role).
   wrote('public.workout_checkins', 'INSERT', 'authenticated', checkin.body.checkin.id)
-  const photo = await sql`select id::text from storage.objects where bucket_id = 'workout-checkins' and name like ${target.id + '/%'}`
-  wrote('storage.objects', 'INSERT', 'service_role', photo[0].id)
+  const storedIds = audit.filter((r) => r.table_name === 'storage.objects' && r.operation === 'INSERT').map((r) => r.row_id)
+  const photos = await sql`select id from storage.objects where bucket_id = 'workout-checkins' and id::text = any(${storedIds})`
+  assert.equal(photos.length, 1, `the check-in photo's object row: ${JSON.stringify(audit)}`)
   const [direct] = await sql`select id::text from storage.objects where bucket_id = 'tone-packs' and name = ${objectName}`
   wrote('storage.objects', 'INSERT', 'authenticated', direct.id)
+  const [viaApi] = await sql`select id::text from storage.objects where bucket_id = 'tone-packs' and name = ${apiObject}`
+  wrote('storage.objects', 'INSERT', 'service_role', viaApi.id)
   // Every mutating /api request is recorded before it ran (side effects outside the database too).
   const requests = audit.filter((r) => r.kind === 'request').map((r) => `${r.operation} ${r.detail.path}`)
   for (const expected of ['POST /api/labs/sponsors', `POST /api/tone-packs/${things.packId}/purchase`, `POST /api/labs/competitions/${things.slug}/join`,
