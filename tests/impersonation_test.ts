@@ -1,12 +1,108 @@
-// Impersonation: who may start it, the token it returns (short-lived, act claim), writes made
-// with it attributed to the impersonator and refused after stop, and the immutable audit trail.
+// Impersonation: who may start it, the token it returns (short-lived, act claim), a stopped or
+// expired session refused on every path (PostgREST, /api, storage; reads and writes), every
+// write of a session audited whatever the table or path, and the immutable audit trail.
 import { strict as assert } from 'node:assert'
 import { decodeJwt } from 'jose'
 import { HttpError } from '../functions/_shared/errors.ts'
 import { signingSecret } from '../functions/api/routes/impersonation.ts'
-import { api, assertError, clientAs, createUser, sql, test } from './_helpers.ts'
+import { connected } from './_music.ts'
+import { createPack } from './_tone_packs.ts'
+import { ANON_KEY, API_URL, api, assertError, clientAs, createUser, JWT_SECRET, SERVICE_ROLE_KEY, signClaims, sql, test, type TestUser } from './_helpers.ts'
+import { hhmm, middayZone, plainPng } from './workout_photos.ts'
 
 const admin = await createUser({ superAdmin: true, prefix: 'imp-admin' })
+
+/** Starts a session as the admin; returns its id and token. */
+async function impersonate(target: TestUser, reason = 'Ticket 77: cannot see her journal') {
+  const res = await api('/api/admin/impersonation', { token: admin.token, body: { user_id: target.id, reason } })
+  assert.equal(res.status, 201, JSON.stringify(res.body))
+  return { sessionId: res.body.session_id as string, token: res.body.access_token as string }
+}
+
+/** A raw PostgREST call through the gateway (status and JSON body). */
+async function rest(token: string, path: string, init: { method?: string; body?: unknown } = {}) {
+  const res = await fetch(`${API_URL}/rest/v1${path}`, {
+    method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
+    headers: { apikey: ANON_KEY, authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: init.body === undefined ? undefined : JSON.stringify(init.body),
+  })
+  const text = await res.text()
+  return { status: res.status, body: text ? JSON.parse(text) : null }
+}
+
+/** A storage call through the gateway: an upload (bytes) or a listing (JSON). */
+async function storage(token: string, path: string, body: Uint8Array | Record<string, unknown>) {
+  const raw = body instanceof Uint8Array
+  const res = await fetch(`${API_URL}/storage/v1${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': raw ? 'image/png' : 'application/json' },
+    body: raw ? body as Uint8Array<ArrayBuffer> : JSON.stringify(body),
+  })
+  const text = await res.text()
+  return { status: res.status, body: text ? JSON.parse(text) : null }
+}
+
+const ENDED = /impersonation session has ended/i
+
+/** 401 saying the session has ended: {error} from /api, PostgREST's {message}, Storage's {error, message}. */
+function assertEnded(res: { status: number; body: any }, what: string) {
+  assert.equal(res.status, 401, `${what}: ${JSON.stringify(res.body)}`)
+  assert.match(String(res.body?.error ?? '') + ' ' + String(res.body?.message ?? ''), ENDED, `${what}: ${JSON.stringify(res.body)}`)
+}
+
+const auditOf = async (sessionId: string) =>
+  (await sql`select to_jsonb(w) as r from public.impersonation_writes w where session_id = ${sessionId} order by id`)
+    .map(({ r }) => ({ kind: 'write', actor_role: 'authenticated', ...r }))
+
+/** A user with a journal entry, her ledger (the signup bonus), a connected music account. */
+async function alice() {
+  const user = await createUser({ prefix: 'alice' })
+  const entry = await api('/api/journal', { token: user.token, body: { title: 'Private thoughts', content: 'only mine' } })
+  assert.equal(entry.status, 201, JSON.stringify(entry.body))
+  await connected(user)
+  return user
+}
+
+/** An open competition and a free public pack of someone else, for the target to join and buy. */
+async function thingsToJoinAndBuy() {
+  const slug = `imp-${crypto.randomUUID().slice(0, 8)}`
+  const created = await api('/api/labs/admin/competitions', { token: admin.token, body: { slug, title: 'Impersonation cup' } })
+  assert.equal(created.status, 201, JSON.stringify(created.body))
+  const seller = await createUser({ prefix: 'seller' })
+  const pack = await createPack(seller, { is_public: true })
+  return { slug, packId: pack.id as string }
+}
+
+/**
+ * Every path of the finding, as the given token: reads (/api journal, PostgREST ledger, a storage
+ * listing) and writes (labs submissions, a free purchase, a competition join, a music purge, a
+ * PostgREST write, a storage upload into the target's folder).
+ */
+function everyPath(token: string, target: TestUser, o: { slug: string; packId: string }) {
+  return {
+    'GET /api/journal': () => api('/api/journal', { token }),
+    'POST /api/auth/verify': () => api('/api/auth/verify', { body: { token } }),
+    'GET /rest/v1/drops_transactions': () => rest(token, '/drops_transactions?select=id,amount'),
+    'POST /storage/v1/object/list/tone-packs': () => storage(token, '/object/list/tone-packs', { prefix: target.id }),
+    'POST /api/labs/sponsors': () => api('/api/labs/sponsors', { token, body: { name: 'Acme', tier: 'gold', contact_email: 'a@acme.test', contact_name: 'A' } }),
+    'POST /api/labs/videos': () => api('/api/labs/videos', { token, body: { title: 'My dream', video_url: 'https://video.test/v' } }),
+    'POST /api/tone-packs/:id/purchase (free)': () => api(`/api/tone-packs/${o.packId}/purchase`, { method: 'POST', token }),
+    'POST /api/labs/competitions/:slug/join': () => api(`/api/labs/competitions/${o.slug}/join`, { method: 'POST', token }),
+    'DELETE /api/music/connection?purge=true': () => api('/api/music/connection?purge=true', { method: 'DELETE', token }),
+    'POST /rest/v1/rpc/labs_submit_sponsor': () =>
+      rest(token, '/rpc/labs_submit_sponsor', { body: { name: 'Direct', tier: 'gold', contact_email: 'd@x.test', contact_name: 'D' } }),
+    'POST /storage/v1/object/tone-packs/<her folder>': () => storage(token, `/object/tone-packs/${target.id}/upload-${crypto.randomUUID()}.png`, plainPng()),
+  }
+}
+
+/** What the target owns of everything the paths above could write. */
+const footprint = async (userId: string) =>
+  (await sql`select (select count(*) from public.labs_sponsors where applicant_id = ${userId})::int as sponsors,
+                    (select count(*) from public.labs_dream_videos where submitter_id = ${userId})::int as videos,
+                    (select count(*) from public.tone_pack_purchases where user_id = ${userId})::int as purchases,
+                    (select count(*) from public.labs_competition_participants where user_id = ${userId})::int as competitions,
+                    (select count(*) from public.music_connections where user_id = ${userId})::int as music,
+                    (select count(*) from storage.objects where bucket_id = 'tone-packs' and name like ${userId + '/%'})::int as objects`)[0]
 
 test('start: super admin only, reason mandatory, never a super admin or an inactive user; nothing written when refused', async () => {
   const [user, target, other, inactive] = await Promise.all([createUser(), createUser(), createUser({ superAdmin: true }), createUser()])
@@ -52,11 +148,11 @@ test('the token: at most 15 minutes, the target as subject, the admin in act; wr
   const stopped = await api('/api/admin/impersonation/stop', { token, body: {} })
   assert.deepEqual(stopped.body, { session_id: started.body.session_id, stopped: true })
   assert.equal((await api('/api/admin/impersonation/stop', { token: admin.token, body: { session_id: started.body.session_id } })).body.stopped, false)
-  // After stop, the token writes nothing (even before it expires).
-  const after = await api('/api/journal', { token, body: { title: 'After stop', content: 'z' } })
-  assertError(after, 403)
+  // After stop, the token writes nothing (even before it expires), not even a second stop.
+  assertError(await api('/api/journal', { token, body: { title: 'After stop', content: 'z' } }), 401, 'impersonation session has ended')
+  assertError(await api('/api/admin/impersonation/stop', { token, body: {} }), 401, 'impersonation session has ended')
   const { error } = await clientAs(token).from('journal_entries').update({ title: 'nope' }).eq('id', entry.body.entry.id)
-  assert.ok(error)
+  assert.match(error?.message ?? '', ENDED)
   assert.equal((await sql`select title from public.journal_entries where id = ${entry.body.entry.id}`)[0].title, 'Written while impersonated')
 
   const audit = await api('/api/admin/impersonation/audit', { token: admin.token })
@@ -94,4 +190,131 @@ test('audit rows cannot be edited or deleted, by a super admin through PostgREST
 test('a project without an HS256 secret (asymmetric signing keys only) answers 501 with the reason', () => {
   assert.throws(() => signingSecret(() => undefined), (e: unknown) => e instanceof HttpError && e.status === 501 && /asymmetric/.test(e.message))
   assert.deepEqual(signingSecret((k) => (k === 'SUPABASE_JWT_SECRET' ? 'legacy' : undefined)), new TextEncoder().encode('legacy'))
+})
+
+test('a stopped session is refused everywhere from the next request on, reads included; ordinary tokens and other sessions are not', async () => {
+  const [target, things] = await Promise.all([alice(), thingsToJoinAndBuy()])
+  const { sessionId, token } = await impersonate(target)
+  // Live: the token reads her journal and ledger.
+  assert.equal((await api('/api/journal', { token })).status, 200)
+  const ledger = await rest(token, '/drops_transactions?select=id,amount')
+  assert.equal(ledger.status, 200)
+  assert.ok(ledger.body.length > 0, 'the signup bonus')
+
+  assert.deepEqual((await api('/api/admin/impersonation/stop', { token: admin.token, body: { session_id: sessionId } })).body,
+    { session_id: sessionId, stopped: true })
+  const before = await footprint(target.id)
+  for (const [what, call] of Object.entries(everyPath(token, target, things))) assertEnded(await call(), what)
+  assert.deepEqual(await footprint(target.id), before, 'nothing was written after the stop')
+
+  // Her own token, and another (live) session of the same admin, are unaffected.
+  const second = await impersonate(target, 'Ticket 78: second look')
+  for (const t of [target.token, second.token]) {
+    assert.equal((await api('/api/journal', { token: t })).status, 200)
+    const own = await rest(t, '/drops_transactions?select=id,amount')
+    assert.equal(own.status, 200)
+    assert.deepEqual(own.body, ledger.body)
+    assert.equal((await storage(t, `/object/tone-packs/${target.id}/ok-${crypto.randomUUID()}.png`, plainPng())).status, 200)
+  }
+  assert.equal((await api('/api/admin/impersonation/audit', { token: admin.token })).status, 200)
+})
+
+test('an expired session is refused everywhere even while its token is still valid', async () => {
+  const [target, things] = await Promise.all([alice(), thingsToJoinAndBuy()])
+  // The database decides: a session past its expiry, with a token that would still pass its exp.
+  const sessionId = crypto.randomUUID()
+  await sql`insert into public.impersonation_audit (session_id, event, admin_id, target_id, reason, expires_at)
+            values (${sessionId}, 'start', ${admin.id}, ${target.id}, 'expired on purpose', now() - interval '1 second')`
+  const token = await signClaims({
+    sub: target.id, email: target.email, role: 'authenticated', aud: 'authenticated', act: { sub: admin.id }, impersonation_session: sessionId,
+  }, JWT_SECRET, 600)
+  const before = await footprint(target.id)
+  for (const [what, call] of Object.entries(everyPath(token, target, things))) assertEnded(await call(), what)
+  assert.deepEqual(await footprint(target.id), before)
+  assert.deepEqual(await auditOf(sessionId), [], 'an ended session records nothing either')
+})
+
+test('every write of a session is audited whatever the table or path: labs, purchase, competition, music, e-mail, check-in, storage', async () => {
+  const [target, things] = await Promise.all([alice(), thingsToJoinAndBuy()])
+  await sql`update auth.users set email_confirmed_at = now() where id = ${target.id}`
+  const zone = middayZone()
+  const start = new Date(zone.local.getTime() - 10 * 60_000)
+  const windowSet = await api('/api/workout-window/setup', {
+    token: target.token,
+    body: { activityType: 'cardio', windowStartTime: hhmm(start), windowEndTime: hhmm(new Date(start.getTime() + 2 * 3600_000)), timezone: zone.tz },
+  })
+  assert.equal(windowSet.status, 200, JSON.stringify(windowSet.body))
+  const { sessionId, token } = await impersonate(target)
+
+  const ok = (res: { status: number; body: any }, what: string) => assert.ok(res.status >= 200 && res.status < 300, `${what}: ${res.status} ${JSON.stringify(res.body)}`)
+  const paths = everyPath(token, target, things)
+  const sponsor = await paths['POST /api/labs/sponsors']()
+  ok(sponsor, 'sponsor')
+  const purchase = await paths['POST /api/tone-packs/:id/purchase (free)']()
+  ok(purchase, 'purchase')
+  ok(await paths['POST /api/labs/competitions/:slug/join'](), 'join')
+  ok(await paths['DELETE /api/music/connection?purge=true'](), 'music')
+  const mail = await api('/api/email/send', { token, body: { to: target.email, subject: 'From support', text: 'Hello' } })
+  ok(mail, 'e-mail')
+  const form = new FormData()
+  form.append('photo', new File([plainPng() as Uint8Array<ArrayBuffer>], 'p.png', { type: 'image/png' }))
+  form.append('activityType', 'walk')
+  const checkinRes = await fetch(`${API_URL}/functions/v1/api/workout-window/checkin`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form })
+  const checkin = { status: checkinRes.status, body: await checkinRes.json() }
+  ok(checkin, 'check-in')
+  const objectName = `${target.id}/direct-${crypto.randomUUID()}.png`
+  ok(await storage(token, `/object/tone-packs/${objectName}`, plainPng()), 'storage upload')
+  // What the api's service-role storage calls send inside an impersonated request: the store
+  // passes the header on to the database, as hosted Storage does.
+  const apiObject = `${target.id}/by-api-${crypto.randomUUID()}.png`
+  const byApi = await fetch(`${API_URL}/storage/v1/object/tone-packs/${apiObject}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${SERVICE_ROLE_KEY}`, apikey: SERVICE_ROLE_KEY, 'content-type': 'image/png', 'x-impersonation-session': sessionId },
+    body: plainPng() as Uint8Array<ArrayBuffer>,
+  })
+  assert.equal(byApi.status, 200, await byApi.text())
+
+  const audit = await auditOf(sessionId)
+  assert.ok(audit.every((r) => r.admin_id === admin.id && r.target_id === target.id), 'every row names the impersonator and the target')
+  const wrote = (table: string, operation: string, actor = 'authenticated', rowId?: string) =>
+    assert.ok(audit.some((r) => r.kind === 'write' && r.table_name === table && r.operation === operation && r.actor_role === actor &&
+      (rowId === undefined || r.row_id === rowId)), `${operation} ${table} by ${actor}${rowId ? ` (${rowId})` : ''}: ${JSON.stringify(audit)}`)
+  // Labs: the public row and its private contact row (written by a security definer function).
+  wrote('public.labs_sponsors', 'INSERT', 'authenticated', sponsor.body.sponsor.id)
+  wrote('private.labs_sponsor_private', 'INSERT')
+  wrote('public.tone_pack_purchases', 'INSERT', 'authenticated', purchase.body.purchase.id)
+  wrote('public.labs_competition_participants', 'INSERT')
+  wrote('public.music_connections', 'DELETE')
+  wrote('private.music_tokens', 'DELETE')
+  // E-mail: logged as the token, finished by the api with the service role for the session.
+  wrote('public.email_messages', 'INSERT', 'authenticated', mail.body.email.id)
+  wrote('public.email_messages', 'UPDATE', 'service_role', mail.body.email.id)
+  // Check-in: the check-in as the token, its photo stored by the api (today with the service role).
+  wrote('public.workout_checkins', 'INSERT', 'authenticated', checkin.body.checkin.id)
+  const storedIds = audit.filter((r) => r.table_name === 'storage.objects' && r.operation === 'INSERT').map((r) => r.row_id)
+  const photos = await sql`select id from storage.objects where bucket_id = 'workout-checkins' and id::text = any(${storedIds})`
+  assert.equal(photos.length, 1, `the check-in photo's object row: ${JSON.stringify(audit)}`)
+  const [direct] = await sql`select id::text from storage.objects where bucket_id = 'tone-packs' and name = ${objectName}`
+  wrote('storage.objects', 'INSERT', 'authenticated', direct.id)
+  const [viaApi] = await sql`select id::text from storage.objects where bucket_id = 'tone-packs' and name = ${apiObject}`
+  wrote('storage.objects', 'INSERT', 'service_role', viaApi.id)
+  // Every mutating /api request is recorded before it ran (side effects outside the database too).
+  const requests = audit.filter((r) => r.kind === 'request').map((r) => `${r.operation} ${r.detail.path}`)
+  for (const expected of ['POST /api/labs/sponsors', `POST /api/tone-packs/${things.packId}/purchase`, `POST /api/labs/competitions/${things.slug}/join`,
+    'DELETE /api/music/connection?purge=true', 'POST /api/email/send', 'POST /api/workout-window/checkin']) {
+    assert.ok(requests.some((r) => r.endsWith(expected)), `${expected} in ${JSON.stringify(requests)}`)
+  }
+  // Reads leave no rows; her own writes leave none either.
+  const rows = audit.length
+  assert.equal((await api('/api/journal', { token })).status, 200)
+  await api('/api/labs/sponsors', { token: target.token, body: { name: 'Mine', tier: 'gold', contact_email: 'm@x.test', contact_name: 'M' } })
+  // Her own token with the api's session header: her write is hers, not the session's (only the
+  // service role may name a session).
+  const res = await fetch(`${API_URL}/rest/v1/rpc/labs_submit_sponsor`, {
+    method: 'POST',
+    headers: { apikey: ANON_KEY, authorization: `Bearer ${target.token}`, 'content-type': 'application/json', 'x-impersonation-session': sessionId },
+    body: JSON.stringify({ name: 'Hers', tier: 'gold', contact_email: 'h@x.test', contact_name: 'H' }),
+  })
+  assert.equal(res.status, 200, await res.text())
+  assert.equal((await auditOf(sessionId)).length, rows)
 })

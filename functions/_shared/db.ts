@@ -1,8 +1,11 @@
 // PostgREST clients. userDb() carries the caller's token so RLS decides; serviceDb() is for
-// work no user is the caller of (jobs, webhooks, checked super-admin operations).
+// work no user is the caller of (jobs, webhooks, checked super-admin operations), and for the
+// bookkeeping the api does on a caller's behalf: inside a request made with an impersonation
+// token it sends the session's header, so those writes are audited as the session's too.
 // A PostgrestClient (the REST part of supabase-js) is cheap to make per request.
 import { PostgrestClient } from '@supabase/postgrest-js'
 import { optionalEnv, requiredEnv } from './env.ts'
+import { fetchActingFor } from './impersonation.ts'
 
 // deno-lint-ignore no-explicit-any
 export type Db = PostgrestClient<any, any, any>
@@ -21,7 +24,10 @@ export function userDb(token: string): Db {
 let service: Db | undefined
 export function serviceDb(): Db {
   const key = requiredEnv('SUPABASE_SERVICE_ROLE_KEY')
-  service ??= new PostgrestClient<any, any, any>(restUrl(), { headers: { apikey: key, Authorization: `Bearer ${key}` } })
+  service ??= new PostgrestClient<any, any, any>(restUrl(), {
+    headers: { apikey: key, Authorization: `Bearer ${key}` },
+    fetch: fetchActingFor,
+  })
   return service
 }
 

@@ -2,16 +2,21 @@
 // files the api function writes on a user's behalf (generated images), never for uploads a
 // client chooses. The bucket's own limits (size, MIME types) apply on every write.
 import { requiredEnv } from './env.ts'
+import { impersonationHeaders } from './impersonation.ts'
 
 const TIMEOUT_MS = 15_000
 
 const encodeName = (name: string) => name.split('/').map(encodeURIComponent).join('/')
 
-/** The service role's credentials, or a user's (asUser: their access token, so storage policies apply). */
+/**
+ * The service role's credentials, or a user's (asUser: their access token, so storage policies
+ * apply). The service role acting for an impersonated caller names the session, so the object
+ * rows it writes are audited as the session's.
+ */
 function headers(extra: Record<string, string> = {}, asUser?: string) {
   if (asUser) return { authorization: `Bearer ${asUser}`, apikey: requiredEnv('SUPABASE_ANON_KEY'), ...extra }
   const key = requiredEnv('SUPABASE_SERVICE_ROLE_KEY')
-  return { authorization: `Bearer ${key}`, apikey: key, ...extra }
+  return { authorization: `Bearer ${key}`, apikey: key, ...impersonationHeaders(), ...extra }
 }
 
 export class StorageError extends Error {

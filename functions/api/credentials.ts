@@ -1,11 +1,18 @@
 // The credentials a route may declare (see Credential in openapi.ts): bearer (a signed-in
 // user), superAdmin, cronSecret / cronBearer (a scheduled job), adminOrCron (either), or
 // publicRoute (none). Each sets what the route may use.
-import type { MiddlewareHandler } from 'hono'
+//
+// An impersonation token (claim impersonation_session) costs one database round trip more per
+// request, and only such a token: its session must still be live (401 once stopped or expired,
+// whatever the route, also routes that work with the service role), and a mutating request is
+// recorded in the session's audit before it runs. The rest of the request then acts for the
+// session: service-role calls it makes carry the session (functions/_shared/impersonation.ts).
+import type { Context, MiddlewareHandler } from 'hono'
 import { type CronGroup, checkCronSecret } from '../_shared/cron.ts'
 import { type Db, serviceDb, userDb } from '../_shared/db.ts'
 import { optionalEnv } from '../_shared/env.ts'
 import { forbidden, fromDb, HttpError, unauthorized } from '../_shared/errors.ts'
+import { actingFor, impersonationSessionOf } from '../_shared/impersonation.ts'
 import { bearerToken, type Claims, userClaims, verifyAccessToken } from '../_shared/jwt.ts'
 
 export interface Caller {
@@ -23,19 +30,37 @@ export type ApiEnv = {
   }
 }
 
-async function callerFrom(authorization: string | undefined): Promise<Caller> {
-  const token = bearerToken(authorization)
+/**
+ * For an impersonation token: 401 once its session has ended; a mutating request (not GET, HEAD,
+ * OPTIONS) is recorded in the session's audit before it runs. Nothing for other tokens.
+ */
+export async function beginImpersonatedRequest(token: string, claims: Claims, method: string, url: string) {
+  if (!impersonationSessionOf(claims)) return
+  const { pathname, search } = new URL(url)
+  const { error } = await userDb(token).rpc('begin_impersonated_request', { method, path: (pathname + search).slice(0, 2000) })
+  if (error) throw fromDb(error)
+}
+
+async function callerFrom(c: Context<ApiEnv>): Promise<Caller> {
+  const token = bearerToken(c.req.header('authorization'))
   if (!token) throw unauthorized('Missing bearer token')
   const claims = await userClaims(token)
+  await beginImpersonatedRequest(token, claims, c.req.method, c.req.url)
   return { id: claims.sub, email: claims.email ?? null, token, claims }
+}
+
+/** The rest of the request, acting for the caller's impersonation session if it has one. */
+function continueAs(caller: Caller, next: () => Promise<void>): Promise<void> {
+  const session = impersonationSessionOf(caller.claims)
+  return session ? actingFor(session, next) : next()
 }
 
 /** A signed-in user's bearer token. */
 export const bearer: MiddlewareHandler<ApiEnv> = async (c, next) => {
-  const caller = await callerFrom(c.req.header('authorization'))
+  const caller = await callerFrom(c)
   c.set('caller', caller)
   c.set('db', userDb(caller.token))
-  await next()
+  await continueAs(caller, next)
 }
 
 async function assertSuperAdmin(db: Db) {
@@ -62,12 +87,12 @@ export async function superAdminEvenIfDegraded(caller: Caller): Promise<{ degrad
 
 /** A signed-in super admin (read from profiles.role now, so a demotion is immediate). */
 export const superAdmin: MiddlewareHandler<ApiEnv> = async (c, next) => {
-  const caller = await callerFrom(c.req.header('authorization'))
+  const caller = await callerFrom(c)
   const db = userDb(caller.token)
   await assertSuperAdmin(db)
   c.set('caller', caller)
   c.set('db', db)
-  await next()
+  await continueAs(caller, next)
 }
 
 /**

@@ -149,6 +149,11 @@ export async function startStack(o: StackOptions): Promise<Stack> {
         PGRST_DB_EXTRA_SEARCH_PATH: 'public,extensions',
         PGRST_DB_ANON_ROLE: 'anon',
         PGRST_JWT_SECRET: LOCAL_JWT_SECRET,
+        // As on hosted Supabase, migrations configure PostgREST in the database: pgrst.* settings
+        // of the authenticator role (pgrst.db_pre_request: the check that refuses ended
+        // impersonation sessions), read at start and on NOTIFY pgrst, 'reload config'.
+        PGRST_DB_CONFIG: 'true',
+        PGRST_DB_CHANNEL_ENABLED: 'true',
         PGRST_DB_MAX_ROWS: '1000',
         // Few connections: on a small machine more only compete for the same cores, and each
         // connection warms its own plan cache (a PL/pgSQL function plans its queries anew on a

@@ -1,8 +1,9 @@
 // A small local copy of Supabase Storage's HTTP API (what supabase-js's storage client uses):
 // files on disk under <rootDir>/<bucket>/<name>, rows in storage.objects. Every row read or
-// write runs as the caller's Postgres role with its JWT claims, so storage RLS policies apply
-// as on Supabase. Bucket settings (limits, public) are read as the superuser, as Supabase
-// Storage does, so uploads need no bucket policy.
+// write runs as the caller's Postgres role with its JWT claims and request headers, so storage
+// RLS policies and triggers apply as on Supabase. Bucket settings (limits, public) are read as
+// the superuser, as Supabase Storage does, so uploads need no bucket policy. A token of a
+// stopped or expired impersonation session is refused (401) before anything else.
 import type postgres from 'postgres'
 import { createHash } from 'node:crypto'
 import { HttpError } from '../../functions/_shared/errors.ts'
@@ -15,7 +16,9 @@ export interface StorageContext {
   rootDir: string
 }
 
-type Claims = Record<string, unknown> & { role: string; sub?: string }
+// The request's headers travel with its claims (a symbol key: never part of the claims' JSON).
+const HEADERS = Symbol('request headers')
+type Claims = Record<string, unknown> & { role: string; sub?: string; [HEADERS]?: string }
 type Tx = postgres.TransactionSql
 
 const ROLES = new Set(['anon', 'authenticated', 'service_role'])
@@ -45,6 +48,7 @@ export async function handleStorage(req: Request, path: string, ctx: StorageCont
     if (e instanceof BodyTooLarge) return errorBody(413, 'Payload too large', e.message)
     // Postgres errors a caller can cause: RLS refusals, duplicate keys, timeouts.
     const code = (e as { code?: string }).code
+    if (code === 'PT401') return errorBody(401, 'Impersonation session ended', (e as Error).message)
     if (code === '42501') return errorBody(403, 'Unauthorized', 'new row violates row-level security policy')
     if (code === '23505') return errorBody(409, 'Duplicate', 'The resource already exists')
     if (code === '57014') return errorBody(504, 'DatabaseTimeout', 'The query timed out')
@@ -150,7 +154,7 @@ async function pruneEmptyDirs(ctx: StorageContext, bucket: string, file: string)
  * (role authenticated) has a `sub` and the `authenticated` audience; the anon and
  * service-role keys carry no audience.
  */
-async function identify(req: Request, _ctx: StorageContext): Promise<Claims> {
+async function identify(req: Request, ctx: StorageContext): Promise<Claims> {
   const bearer = req.headers.get('authorization')?.match(/^Bearer\s+(\S+)$/i)?.[1]
   const token = bearer ?? req.headers.get('apikey')
   if (!token) return fail(400, 'Error', "headers must have required property 'authorization'")
@@ -171,7 +175,13 @@ async function identify(req: Request, _ctx: StorageContext): Promise<Claims> {
   if (claims.role !== 'authenticated' && claims.aud !== undefined) {
     fail(403, 'Unauthorized', `A ${claims.role} token carries no audience`)
   }
-  return claims as Claims
+  const caller = Object.assign(claims as Claims, { [HEADERS]: JSON.stringify(Object.fromEntries(req.headers)) })
+  // The same check as PostgREST's pre-request function, reads included (one round trip, only
+  // for impersonation tokens).
+  if (typeof caller.impersonation_session === 'string') {
+    await asCaller(ctx, caller, (tx) => tx`select private.refuse_ended_impersonation()`)
+  }
+  return caller
 }
 
 /** Runs fn in a transaction as the caller, the way PostgREST does, so that RLS applies. */
@@ -180,7 +190,8 @@ function asCaller<T>(ctx: StorageContext, c: Claims, fn: (tx: Tx) => Promise<T>)
     await tx.unsafe(`set local role ${c.role}`) // checked against ROLES in identify()
     await tx`select set_config('request.jwt.claims', ${JSON.stringify(c)}, true),
                     set_config('request.jwt.claim.sub', ${typeof c.sub === 'string' ? c.sub : ''}, true),
-                    set_config('request.jwt.claim.role', ${c.role}, true)`
+                    set_config('request.jwt.claim.role', ${c.role}, true),
+                    set_config('request.headers', ${c[HEADERS] ?? '{}'}, true)`
     return await fn(tx)
   }) as Promise<T>
 }

@@ -498,8 +498,10 @@ select is(
     where n.nspname in ('public', 'private')
       and not pg_temp.lint_is_extension_member(p.oid)
       and has_function_privilege('anon', p.oid, 'EXECUTE')),
-  array['private.entry_track(text)', 'private.tone_icon_url(text)'],
-  'anon executes only the entry view''s seam functions (granted on purpose: anon reads public entries)');
+  array['private.entry_track(text)', 'private.impersonation_live()', 'private.refuse_ended_impersonation()',
+        'private.tone_icon_url(text)'],
+  'anon executes only the entry view''s seam functions (granted on purpose: anon reads public entries) '
+  'and PostgREST''s pre-request check (it runs for every request, anonymous ones too)');
 select is(
   (select array_agg(pg_temp.lint_signature(p.oid) order by pg_temp.lint_signature(p.oid))
      from pg_catalog.pg_proc p join pg_catalog.pg_namespace n on n.oid = p.pronamespace

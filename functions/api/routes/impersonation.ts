@@ -1,8 +1,10 @@
 // Impersonation (SPEC Authentication 7, admin route /auth/impersonate-callback): a super admin
 // gets a short-lived access token for a user, carrying the impersonator in its `act` claim
 // (RFC 8693). The database decides who may (never another super admin, never an inactive user,
-// a reason always) and writes the audit row; every write made with the token is recorded with
-// its impersonator, and refused once the session is stopped (migration *_labs.sql).
+// a reason always) and writes the audit row (migration *_labs.sql). Once the session is stopped
+// or expired its token is refused on every path, reads included (401), and everything done in it
+// is recorded with its impersonator: every row written, whoever writes it, and every mutating
+// /api request (migration *_impersonation_everywhere.sql, functions/api/credentials.ts).
 import { z } from '@hono/zod-openapi'
 import { SignJWT } from 'jose'
 import { optionalEnv } from '../../_shared/env.ts'
@@ -47,7 +49,8 @@ export const impersonationRoutes = routeModule()
       body: z.object({ user_id: uuid(), reason: z.string().trim().min(1).max(1000) }).strict(),
       summary: 'Start impersonating a user (super admin): audited, with a mandatory reason; returns a token of at most 15 minutes',
       description: 'Never another super admin (403) or an inactive user (409). The token carries `act: {sub: <admin id>}` and ' +
-        '`impersonation_session`; writes made with it are recorded in impersonation_writes. 501 where the project cannot mint tokens.',
+        '`impersonation_session`; every row written in the session (by the token or by the api on its behalf) and every ' +
+        'mutating /api request made with it are recorded in impersonation_writes. 501 where the project cannot mint tokens.',
       response: z.object({
         session_id: z.string(),
         access_token: z.string(),
@@ -92,6 +95,8 @@ export const impersonationRoutes = routeModule()
       method: 'post', path: '/admin/impersonation/stop', tag, auth: 'bearer', errors: [403, 404], bodyRequired: false,
       body: z.object({ session_id: uuid().optional() }).strict(),
       summary: 'End an impersonation session: with the impersonation token itself, or as a super admin naming session_id',
+      description: 'From the next request on, the session\'s token gets 401 {error: "The impersonation session has ended"} ' +
+        'everywhere: /api, PostgREST (reads included) and storage.',
       response: z.object({ session_id: z.string().nullable(), stopped: z.boolean() }),
     }),
     async (c) => {
@@ -106,7 +111,10 @@ export const impersonationRoutes = routeModule()
       summary: 'The impersonation audit trail, newest first (super admin); rows never change',
       response: z.object({
         audit: z.array(AuditRow),
-        writes: z.array(z.record(z.string(), z.unknown())).describe('Writes made with impersonation tokens of the sessions on this page'),
+        writes: z.array(z.record(z.string(), z.unknown())).describe(
+          'What the sessions on this page did: each row written (kind write: table_name, operation, row_id, actor_role) ' +
+            'and each mutating /api request (kind request: operation = method, detail.path)',
+        ),
         next_cursor: NextCursor,
       }),
     }),

@@ -1,0 +1,314 @@
+-- Impersonation that really ends, and every write made under it audited (issue 20, finding 2).
+--
+-- 1. One notion of "the session this request acts in": the impersonation token's claims, or,
+--    for the api acting for an impersonated caller with the service role, the
+--    x-impersonation-session header (honoured from the service role only).
+-- 2. A stopped or expired session is refused everywhere from the next request on, reads
+--    included: PostgREST runs private.refuse_ended_impersonation() before every request (its
+--    pre-request function, set on the authenticator role below, as on hosted Supabase); /api asks
+--    begin_impersonated_request() before any route runs; the local object store asks the same
+--    function; hosted Storage, which runs its queries with the caller's claims, meets a
+--    restrictive policy on storage.objects and the write trigger. All answer 401.
+-- 3. Every row written in a session, in any table of the project's schemas and in
+--    storage.objects, whoever writes it (the token, a security definer function on its behalf,
+--    the api with the service role), is recorded by ONE trigger function. It is attached here to
+--    every such table and, by an event trigger on ddl_command_end, to every table created later,
+--    so no migration has to remember it (supabase/tests/impersonation.test.sql walks the catalog).
+-- 4. Every mutating /api request of a session is recorded before it runs (kind 'request'), so
+--    side effects outside the database (an e-mail sent, a provider called) have their row too.
+--
+-- Supersedes from 20261122070000_labs.sql (section 7): private.record_impersonated_write()
+-- (now: both session sources, the row's primary key, 401 once ended) and the DO loop that
+-- attached it only to public tables with client write grants.
+
+-- =========================================================================================
+-- The audit table: writes, and requests
+-- =========================================================================================
+
+alter table public.impersonation_writes
+  add column kind text not null default 'write',
+  add column actor_role text,
+  add column detail jsonb,
+  alter column table_name drop not null,
+  add constraint impersonation_writes_kind_check check (kind in ('write', 'request')),
+  add constraint impersonation_writes_table_of_write check (kind <> 'write' or table_name is not null);
+comment on table public.impersonation_writes is
+  'Everything done in an impersonation session, attributed to its impersonator: each row written (kind write: '
+  'table, operation, row id; actor_role authenticated = the token, service_role = the api on the session''s '
+  'behalf) and each mutating /api request (kind request: method, detail.path), recorded before it runs. '
+  'Super admins read; immutable.';
+comment on column public.impersonation_writes.row_id is
+  'The row''s id, or its primary key as JSON when the key is not a single id column.';
+
+-- =========================================================================================
+-- The session of a request
+-- =========================================================================================
+
+-- The session the current request acts in (no row outside one): from the impersonation token's
+-- claims, or for the service role from the x-impersonation-session header the api sends.
+create or replace function private.impersonation_context()
+returns table (session_id uuid, admin_id uuid, target_id uuid, actor_role text)
+language plpgsql stable security definer
+set search_path = ''
+as $$
+declare
+  claims jsonb := nullif(current_setting('request.jwt.claims', true), '')::jsonb;
+  header text;
+begin
+  if claims ? 'impersonation_session' then
+    return query select (claims ->> 'impersonation_session')::uuid, (claims -> 'act' ->> 'sub')::uuid,
+                        (claims ->> 'sub')::uuid, claims ->> 'role';
+    return;
+  end if;
+  if claims ->> 'role' is distinct from 'service_role' then
+    return;
+  end if;
+  header := nullif(current_setting('request.headers', true), '')::jsonb ->> 'x-impersonation-session';
+  if header is null then
+    return;
+  end if;
+  return query select a.session_id, a.admin_id, a.target_id, 'service_role'::text
+                 from public.impersonation_audit a
+                where a.session_id = header::uuid and a.event = 'start';
+  if not found then
+    raise exception 'x-impersonation-session: no session %', header using errcode = '22023';
+  end if;
+end
+$$;
+comment on function private.impersonation_context() is
+  'The impersonation session of the request: the token''s claims, or (service role only) the x-impersonation-session header.';
+grant execute on function private.impersonation_context() to authenticated, service_role;
+
+-- Stopped, or past its expiry (an unknown session counts as ended).
+create or replace function private.impersonation_session_ended(session uuid) returns boolean
+language sql stable security definer
+set search_path = ''
+as $$
+  select not exists (select 1 from public.impersonation_audit a
+                      where a.session_id = session and a.event = 'start' and a.expires_at > now())
+      or exists (select 1 from public.impersonation_audit a where a.session_id = session and a.event = 'stop')
+$$;
+comment on function private.impersonation_session_ended(uuid) is
+  'True once an impersonation session was stopped or has expired.';
+grant execute on function private.impersonation_session_ended(uuid) to authenticated, service_role;
+
+-- False only for a request made with the token of an ended session. Requests with other tokens
+-- (all but a handful) cost one string search.
+create or replace function private.impersonation_live() returns boolean
+language plpgsql stable
+set search_path = ''
+as $$
+declare
+  raw text := current_setting('request.jwt.claims', true);
+begin
+  if raw is null or strpos(raw, '"impersonation_session"') = 0 then
+    return true;
+  end if;
+  return not private.impersonation_session_ended((raw::jsonb ->> 'impersonation_session')::uuid);
+end
+$$;
+comment on function private.impersonation_live() is
+  'False for a request made with the token of a stopped or expired impersonation session.';
+grant execute on function private.impersonation_live() to anon, authenticated, service_role;
+
+-- PostgREST's pre-request function: every request, reads included, of an ended session is a 401.
+create or replace function private.refuse_ended_impersonation() returns void
+language plpgsql stable
+set search_path = ''
+as $$
+begin
+  if not private.impersonation_live() then
+    raise exception 'The impersonation session has ended'
+      using errcode = 'PT401', hint = 'It was stopped or it expired; a super admin may start a new session.';
+  end if;
+end
+$$;
+comment on function private.refuse_ended_impersonation() is
+  'PostgREST db-pre-request (authenticator role setting pgrst.db_pre_request): 401 for a stopped or expired impersonation session.';
+grant execute on function private.refuse_ended_impersonation() to anon, authenticated, service_role;
+
+-- On hosted Supabase the setting is changed by the postgres role (supautils lets it set pgrst.*
+-- on authenticator); PostgREST reads it on start and on this notification. The local stack
+-- runs the same PostgREST with in-database configuration on, so it honours the same setting.
+alter role authenticator set pgrst.db_pre_request = 'private.refuse_ended_impersonation';
+notify pgrst, 'reload config';
+
+-- =========================================================================================
+-- /api: the session check and the request row, in one round trip
+-- =========================================================================================
+
+-- Called by /api before any route runs, with the caller's token: 401 when its session has
+-- ended; a mutating request (not GET/HEAD/OPTIONS) is recorded first. Nothing for other tokens.
+create or replace function private.begin_impersonated_request(method text, path text) returns void
+language plpgsql security definer
+set search_path = ''
+as $$
+declare
+  ctx record;
+  verb text := upper(coalesce(method, ''));
+begin
+  select * into ctx from private.impersonation_context() c where c.actor_role = 'authenticated';
+  if ctx.session_id is null then
+    return;
+  end if;
+  if verb !~ '^[A-Z]{1,10}$' then
+    raise exception 'method: not an HTTP method' using errcode = '22023';
+  end if;
+  if path is null or char_length(path) not between 1 and 2000 then
+    raise exception 'path: required, at most 2000 characters' using errcode = '22023';
+  end if;
+  if private.impersonation_session_ended(ctx.session_id) then
+    raise exception 'The impersonation session has ended'
+      using errcode = 'PT401', hint = 'It was stopped or it expired; a super admin may start a new session.';
+  end if;
+  if verb not in ('GET', 'HEAD', 'OPTIONS') then
+    insert into public.impersonation_writes (session_id, admin_id, target_id, kind, operation, actor_role, detail)
+    values (ctx.session_id, ctx.admin_id, ctx.target_id, 'request', verb, ctx.actor_role, jsonb_build_object('path', path));
+  end if;
+end
+$$;
+grant execute on function private.begin_impersonated_request(text, text) to authenticated;
+create or replace function public.begin_impersonated_request(method text, path text) returns void
+language sql security invoker
+set search_path = ''
+as $$ select private.begin_impersonated_request(method, path) $$;
+comment on function public.begin_impersonated_request(text, text) is
+  'For /api: refuses (401) a stopped or expired impersonation session and records a mutating request before it runs; no-op for other tokens.';
+grant execute on function public.begin_impersonated_request(text, text) to authenticated;
+
+-- =========================================================================================
+-- Every row written in a session
+-- =========================================================================================
+
+-- supersedes 20261122070000_labs.sql: both session sources, the primary key, 401 once ended.
+create or replace function private.record_impersonated_write() returns trigger
+language plpgsql security definer
+set search_path = ''
+as $$
+declare
+  ctx record;
+  r jsonb;
+  pk jsonb;
+begin
+  select * into ctx from private.impersonation_context();
+  if ctx.session_id is null then
+    return null;
+  end if;
+  if private.impersonation_session_ended(ctx.session_id) then
+    raise exception 'The impersonation session has ended'
+      using errcode = 'PT401', hint = 'It was stopped or it expired; a super admin may start a new session.';
+  end if;
+  if tg_op = 'DELETE' then
+    r := to_jsonb(old);
+  else
+    r := to_jsonb(new);
+  end if;
+  select jsonb_object_agg(a.attname::text, r -> a.attname::text) into pk
+    from pg_catalog.pg_index i
+    join pg_catalog.pg_attribute a on a.attrelid = i.indrelid and a.attnum = any (i.indkey)
+   where i.indrelid = tg_relid and i.indisprimary;
+  insert into public.impersonation_writes (session_id, admin_id, target_id, table_name, operation, row_id, kind, actor_role)
+  values (ctx.session_id, ctx.admin_id, ctx.target_id, tg_table_schema || '.' || tg_table_name, tg_op,
+          coalesce(r ->> 'id', pk::text), 'write', ctx.actor_role);
+  return null;
+end
+$$;
+comment on function private.record_impersonated_write() is
+  'AFTER row trigger on every audited table: records a write made in an impersonation session (refused once it has ended).';
+
+-- The tables that carry the trigger: every table of the project's schemas (all but Postgres'
+-- and the platform's, the list of the schema lint) and storage.objects; not the audit tables
+-- themselves, not partitions (their parent's trigger is cloned onto them), not extensions' tables.
+create or replace function private.is_impersonation_audited(rel oid) returns boolean
+language sql stable
+set search_path = ''
+as $$
+  select coalesce((
+    select c.relkind in ('r', 'p') and not c.relispartition
+       and (c.oid = to_regclass('storage.objects')
+            or (n.nspname not in ('information_schema', 'auth', 'storage', 'vault', 'net', 'extensions', 'cron',
+                                  'supabase_migrations', 'graphql', 'graphql_public', 'realtime', '_realtime',
+                                  'pgsodium', 'pgsodium_masks', 'pgbouncer', 'supabase_functions', '_analytics')
+                and n.nspname !~ '^pg_'))
+       and c.oid not in ('public.impersonation_audit'::regclass, 'public.impersonation_writes'::regclass)
+       and not exists (select 1 from pg_catalog.pg_depend d
+                        where d.classid = 'pg_catalog.pg_class'::regclass and d.objid = c.oid and d.deptype = 'e')
+      from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
+     where c.oid = rel), false)
+$$;
+comment on function private.is_impersonation_audited(oid) is
+  'Whether a table must carry zz_record_impersonated_write: the project''s tables and storage.objects, not the audit tables.';
+
+-- Attaches the trigger (once). The WHEN clause keeps ordinary writes off the trigger queue: only
+-- a request whose claims or headers name a session reaches the function.
+create or replace function private.attach_impersonation_audit(tbl regclass) returns boolean
+language plpgsql
+set search_path = ''
+as $$
+begin
+  if exists (select 1 from pg_catalog.pg_trigger t where t.tgrelid = tbl and t.tgname = 'zz_record_impersonated_write') then
+    return false;
+  end if;
+  execute format(
+    'create trigger zz_record_impersonated_write after insert or update or delete on %s for each row '
+    'when (strpos(coalesce(current_setting(''request.jwt.claims'', true), ''''), ''"impersonation_session"'') > 0 '
+    'or strpos(coalesce(current_setting(''request.headers'', true), ''''), ''"x-impersonation-session"'') > 0) '
+    'execute function private.record_impersonated_write()', tbl);
+  return true;
+end
+$$;
+comment on function private.attach_impersonation_audit(regclass) is
+  'Attaches the impersonation audit trigger to a table unless it has it.';
+
+-- The earlier triggers (no WHEN clause, public tables with client grants only) are replaced.
+do $$
+declare
+  t record;
+begin
+  for t in select tgrelid::regclass as tbl from pg_catalog.pg_trigger where tgname = 'zz_record_impersonated_write' loop
+    execute format('drop trigger zz_record_impersonated_write on %s', t.tbl);
+  end loop;
+  for t in select c.oid::regclass as tbl from pg_catalog.pg_class c where private.is_impersonation_audited(c.oid) loop
+    perform private.attach_impersonation_audit(t.tbl);
+  end loop;
+end
+$$;
+
+-- Every table created (or moved into an audited schema) later gets the trigger in the same
+-- statement. On hosted Supabase the postgres role may create event triggers (supautils); they
+-- fire for its DDL (migrations, the SQL editor) and are skipped for superusers, which only the
+-- platform's own services run as. Security definer: DDL by any role (a temporary table made by
+-- a function running as authenticated) runs it without rights on the helpers.
+create or replace function private.audit_new_tables() returns event_trigger
+language plpgsql security definer
+set search_path = ''
+as $$
+declare
+  t record;
+begin
+  for t in
+    select distinct d.objid::regclass as tbl
+      from pg_catalog.pg_event_trigger_ddl_commands() d
+     where d.classid = 'pg_catalog.pg_class'::regclass and not d.in_extension
+       and private.is_impersonation_audited(d.objid)
+  loop
+    perform private.attach_impersonation_audit(t.tbl);
+  end loop;
+end
+$$;
+comment on function private.audit_new_tables() is
+  'Event trigger (ddl_command_end): attaches the impersonation audit trigger to every new audited table.';
+create event trigger audit_impersonated_writes_on_new_tables on ddl_command_end
+  when tag in ('CREATE TABLE', 'CREATE TABLE AS', 'SELECT INTO', 'ALTER TABLE')
+  execute function private.audit_new_tables();
+
+-- =========================================================================================
+-- Storage: hosted Storage queries storage.objects with the caller's claims
+-- =========================================================================================
+
+create policy "storage.objects: nothing for an ended impersonation session" on storage.objects
+  as restrictive for all to authenticated
+  using ((select private.impersonation_live()))
+  with check ((select private.impersonation_live()));
+comment on policy "storage.objects: nothing for an ended impersonation session" on storage.objects is
+  'Hosted Storage runs no PostgREST pre-request: a stopped or expired impersonation token lists, reads and writes nothing.';
