@@ -12,6 +12,24 @@ import { hhmm, middayZone, plainPng } from './workout_photos.ts'
 
 const admin = await createUser({ superAdmin: true, prefix: 'imp-admin' })
 
+// No product bucket takes client uploads any more (only the api writes check-in photos and pack
+// images), so the direct Storage path is probed on a bucket of this test's own: users upload
+// into their own folder, as a client-writable bucket of an app would let them.
+const PROBE = 'impersonation-probe'
+await sql.begin(async (tx) => {
+  await tx`insert into storage.buckets (id, name, public) values (${PROBE}, ${PROBE}, false) on conflict (id) do nothing`
+  for (const [name, command, clause] of [
+    ['probe: users upload into their own folder', 'insert', 'with check'],
+    ['probe: users read their own folder', 'select', 'using'],
+  ]) {
+    await tx.unsafe(`do $$ begin
+      if not exists (select 1 from pg_policies where schemaname = 'storage' and tablename = 'objects' and policyname = '${name}') then
+        create policy "${name}" on storage.objects for ${command} to authenticated
+          ${clause} (bucket_id = '${PROBE}' and (storage.foldername(name))[1] = (select auth.uid())::text);
+      end if; end $$`)
+  }
+})
+
 /** Starts a session as the admin; returns its id and token. */
 async function impersonate(target: TestUser, reason = 'Ticket 77: cannot see her journal') {
   const res = await api('/api/admin/impersonation', { token: admin.token, body: { user_id: target.id, reason } })
@@ -83,7 +101,7 @@ function everyPath(token: string, target: TestUser, o: { slug: string; packId: s
     'GET /api/journal': () => api('/api/journal', { token }),
     'POST /api/auth/verify': () => api('/api/auth/verify', { body: { token } }),
     'GET /rest/v1/drops_transactions': () => rest(token, '/drops_transactions?select=id,amount'),
-    'POST /storage/v1/object/list/tone-packs': () => storage(token, '/object/list/tone-packs', { prefix: target.id }),
+    [`POST /storage/v1/object/list/${PROBE}`]: () => storage(token, `/object/list/${PROBE}`, { prefix: target.id }),
     'POST /api/labs/sponsors': () => api('/api/labs/sponsors', { token, body: { name: 'Acme', tier: 'gold', contact_email: 'a@acme.test', contact_name: 'A' } }),
     'POST /api/labs/videos': () => api('/api/labs/videos', { token, body: { title: 'My dream', video_url: 'https://video.test/v' } }),
     'POST /api/tone-packs/:id/purchase (free)': () => api(`/api/tone-packs/${o.packId}/purchase`, { method: 'POST', token }),
@@ -91,18 +109,18 @@ function everyPath(token: string, target: TestUser, o: { slug: string; packId: s
     'DELETE /api/music/connection?purge=true': () => api('/api/music/connection?purge=true', { method: 'DELETE', token }),
     'POST /rest/v1/rpc/labs_submit_sponsor': () =>
       rest(token, '/rpc/labs_submit_sponsor', { body: { name: 'Direct', tier: 'gold', contact_email: 'd@x.test', contact_name: 'D' } }),
-    'POST /storage/v1/object/tone-packs/<her folder>': () => storage(token, `/object/tone-packs/${target.id}/upload-${crypto.randomUUID()}.png`, plainPng()),
+    [`POST /storage/v1/object/${PROBE}/<her folder>`]: () => storage(token, `/object/${PROBE}/${target.id}/upload-${crypto.randomUUID()}.png`, plainPng()),
   }
 }
 
 /** What the target owns of everything the paths above could write. */
 const footprint = async (userId: string) =>
-  (await sql`select (select count(*) from public.labs_sponsors where applicant_id = ${userId})::int as sponsors,
-                    (select count(*) from public.labs_dream_videos where submitter_id = ${userId})::int as videos,
+  (await sql`select (select count(*) from private.labs_sponsor_private where applicant_id = ${userId})::int as sponsors,
+                    (select count(*) from private.labs_dream_video_private where submitter_id = ${userId})::int as videos,
                     (select count(*) from public.tone_pack_purchases where user_id = ${userId})::int as purchases,
                     (select count(*) from public.labs_competition_participants where user_id = ${userId})::int as competitions,
                     (select count(*) from public.music_connections where user_id = ${userId})::int as music,
-                    (select count(*) from storage.objects where bucket_id = 'tone-packs' and name like ${userId + '/%'})::int as objects`)[0]
+                    (select count(*) from storage.objects where bucket_id in ('tone-packs', ${PROBE}) and name like ${userId + '/%'})::int as objects`)[0]
 
 test('start: super admin only, reason mandatory, never a super admin or an inactive user; nothing written when refused', async () => {
   const [user, target, other, inactive] = await Promise.all([createUser(), createUser(), createUser({ superAdmin: true }), createUser()])
@@ -214,7 +232,7 @@ test('a stopped session is refused everywhere from the next request on, reads in
     const own = await rest(t, '/drops_transactions?select=id,amount')
     assert.equal(own.status, 200)
     assert.deepEqual(own.body, ledger.body)
-    assert.equal((await storage(t, `/object/tone-packs/${target.id}/ok-${crypto.randomUUID()}.png`, plainPng())).status, 200)
+    assert.equal((await storage(t, `/object/${PROBE}/${target.id}/ok-${crypto.randomUUID()}.png`, plainPng())).status, 200)
   }
   assert.equal((await api('/api/admin/impersonation/audit', { token: admin.token })).status, 200)
 })
@@ -263,7 +281,7 @@ test('every write of a session is audited whatever the table or path: labs, purc
   const checkin = { status: checkinRes.status, body: await checkinRes.json() }
   ok(checkin, 'check-in')
   const objectName = `${target.id}/direct-${crypto.randomUUID()}.png`
-  ok(await storage(token, `/object/tone-packs/${objectName}`, plainPng()), 'storage upload')
+  ok(await storage(token, `/object/${PROBE}/${objectName}`, plainPng()), 'storage upload')
   // What the api's service-role storage calls send inside an impersonated request: the store
   // passes the header on to the database, as hosted Storage does.
   const apiObject = `${target.id}/by-api-${crypto.randomUUID()}.png`
@@ -294,7 +312,7 @@ test('every write of a session is audited whatever the table or path: labs, purc
   const storedIds = audit.filter((r) => r.table_name === 'storage.objects' && r.operation === 'INSERT').map((r) => r.row_id)
   const photos = await sql`select id from storage.objects where bucket_id = 'workout-checkins' and id::text = any(${storedIds})`
   assert.equal(photos.length, 1, `the check-in photo's object row: ${JSON.stringify(audit)}`)
-  const [direct] = await sql`select id::text from storage.objects where bucket_id = 'tone-packs' and name = ${objectName}`
+  const [direct] = await sql`select id::text from storage.objects where bucket_id = ${PROBE} and name = ${objectName}`
   wrote('storage.objects', 'INSERT', 'authenticated', direct.id)
   const [viaApi] = await sql`select id::text from storage.objects where bucket_id = 'tone-packs' and name = ${apiObject}`
   wrote('storage.objects', 'INSERT', 'service_role', viaApi.id)
