@@ -298,7 +298,7 @@ declare
   event_type text;
   data jsonb;
   email_id text;
-  recipients text[] := '{}';
+  recipients text[] := '{}'::text[];
   sent_at timestamptz;
   new_status text;
 begin
