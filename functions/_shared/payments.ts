@@ -269,7 +269,8 @@ export interface SubscriptionState {
 
 /**
  * Retrieves the subscription from Stripe: its current state, or `missing` (Stripe does not know
- * it, or its answer is not a subscription this code can read: retrying would not change that).
+ * it, refuses the request, or answers with a subscription this code cannot read: retrying would
+ * not change that).
  * Stripe busy, failing or unreachable: throws 503, so Stripe retries the event later (see the
  * README: the stored state must be Stripe's latest, and the event's own copy may be older).
  */
@@ -281,6 +282,11 @@ export async function latestSubscription(stripe: Stripe, id: string): Promise<{ 
   } catch (e) {
     if (e instanceof Stripe.errors.StripeInvalidRequestError && (e.statusCode === 404 || e.code === 'resource_missing')) {
       return { missing: `Stripe does not know subscription ${id}` }
+    }
+    // Stripe refusing the request itself (400) would refuse every retry as well. A rejected or
+    // under-privileged key (401/403) is ours to fix: retried, like 429 and 5xx.
+    if (e instanceof Stripe.errors.StripeInvalidRequestError && e.statusCode !== undefined && e.statusCode < 500 && e.statusCode !== 429) {
+      return { missing: `Stripe refused to read subscription ${id}: ${e.message}` }
     }
     const what = e instanceof Stripe.errors.StripeError ? `${e.type} ${e.statusCode ?? ''}: ${e.message}` : String(e)
     console.error(`stripe: retrieving ${id} failed (${what}); the event will be retried`)

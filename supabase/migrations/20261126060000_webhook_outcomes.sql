@@ -189,10 +189,12 @@ begin
     raise exception 'cancel_at_period_end: must be a boolean' using errcode = '22023';
   end if;
   cancel_flag := (details ->> 'cancel_at_period_end')::boolean;
-  fetched := private.webhook_time_field(details, 'fetched_at', now() + interval '5 minutes');
+  fetched := private.webhook_time_field(details, 'fetched_at', now() + interval '1 day');
   if fetched is null then
     raise exception 'fetched_at: required (when the subscription was read from Stripe)' using errcode = '22023';
   end if;
+  -- A read cannot be later than now: an edge clock running ahead must not pin a state.
+  fetched := least(fetched, now());
   if event_type = 'invoice.payment_failed' then
     failed_at := event_created;
   end if;
