@@ -129,3 +129,22 @@ export async function stripeControl<T = any>(path: string, body?: unknown): Prom
   })
   return await res.json()
 }
+
+/** Stripe's current state of a subscription, as the fake serves it to the webhook's retrieve. */
+export async function stripeHas(s: SubscriptionState | ReturnType<typeof subscriptionObject>) {
+  const object = 'object' in s && s.object === 'subscription' ? s : subscriptionObject(s as SubscriptionState)
+  await stripeControl('subscription', { object })
+}
+
+/**
+ * A change as it happens at Stripe: the subscription takes the event's state (subscription
+ * events carry it), then the event is delivered. Returns the outcome (insists on a 200).
+ */
+export async function happen(event: StripeEvent): Promise<string> {
+  const object = event.data.object as { object?: string }
+  if (object?.object === 'subscription') await stripeControl('subscription', { object })
+  return await deliverOk(event)
+}
+
+export const retrievals = async (subscriptionId: string) =>
+  (await stripeControl<{ count: number }>(`retrievals?subscription_id=${encodeURIComponent(subscriptionId)}`)).count

@@ -1,6 +1,7 @@
 // E-mail: sending through the local Resend server (who may send to whom, the daily cap,
 // idempotency, provider failures, every send logged), and the Svix-signed webhook (signature,
-// replays, delivery status, bounce/complaint suppression, inbound mail with its body).
+// replays, delivery status, bounce/complaint suppression, inbound mail with its body, malformed
+// events acknowledged as ignored with the reason recorded, the database down answered 503).
 import { strict as assert } from 'node:assert'
 import { Webhook } from 'svix'
 import { withApi } from './_api_process.ts'
@@ -194,8 +195,8 @@ test('send: a provider failure is 502/503 and logged as failed; the retry with t
 
 const svix = () => new Webhook(env('RESEND_WEBHOOK_SECRET'))
 
-async function deliverEmailEvent(event: unknown, o: { id?: string; at?: Date; secret?: string; headers?: Record<string, string> } = {}) {
-  const payload = JSON.stringify(event)
+async function deliverEmailEvent(event: unknown, o: { id?: string; at?: Date; secret?: string; headers?: Record<string, string>; raw?: string } = {}) {
+  const payload = o.raw ?? JSON.stringify(event)
   const id = o.id ?? `msg_${crypto.randomUUID()}`
   const at = o.at ?? new Date()
   const signer = o.secret ? new Webhook(o.secret) : svix()
@@ -299,6 +300,77 @@ test('webhook: inbound mail is stored with its body fetched from Resend; a faile
   const user = await createUser()
   const r = await clientAs(user.token).rpc('record_email_event', { svix_id: 'x', payload: { type: 'email.bounced' }, inbound: null })
   assert.equal(r.error?.code, '42501')
+})
+
+test('webhook: malformed signed events are acknowledged (2xx) as ignored, reason and payload recorded, never 500', async () => {
+  const emailId = crypto.randomUUID()
+  await resendControl('inbound', { id: emailId, from: 'Reader <reader@example.com>', to: ['inbox@mail.journal.test'], subject: 'Hi', text: 'body', html: null })
+  const received = (o: Record<string, unknown> = {}, data: Record<string, unknown> = {}) => ({
+    ...emailEvent('email.received', { email_id: emailId, from: 'Reader <reader@example.com>', to: ['inbox@mail.journal.test'], subject: 'Hi', ...data }),
+    ...o,
+  })
+  const address = `fuzzed-${crypto.randomUUID().slice(0, 8)}@example.com`
+  const cases: [string, unknown, RegExp][] = [
+    ['created_at "0000-00-00"', received({ created_at: '0000-00-00' }), /^created_at: not a valid time/],
+    ['created_at "2026-02-30T00:00:00Z"', received({ created_at: '2026-02-30T00:00:00Z' }), /^created_at: not a valid time/],
+    ['created_at "garbage"', received({ created_at: 'garbage' }), /^created_at: not a valid time/],
+    ['data.created_at "2026-02-30T00:00:00Z"', received({}, { created_at: '2026-02-30T00:00:00Z' }), /^data\.created_at: /],
+    ['data.created_at a number', received({}, { created_at: 1700000000 }), /^data\.created_at: /],
+    ['created_at in year 9999', received({ created_at: '9999-01-01T00:00:00Z' }), /^created_at: /],
+    ['to a string', emailEvent('email.bounced', { email_id: emailId, to: address, bounce: { type: 'Permanent' } }), /^data\.to: /],
+    ['to [null]', emailEvent('email.complained', { email_id: emailId, to: [null] }), /^data\.to\.0: /],
+    ['email_id a number', emailEvent('email.delivered', { email_id: 42, to: [address] }), /^data\.email_id: /],
+    ['bounce a string', emailEvent('email.bounced', { email_id: emailId, to: [address], bounce: 'Permanent' }), /^data\.bounce: /],
+    ['data a list', { type: 'email.delivered', created_at: new Date().toISOString(), data: [] }, /^data: /],
+    ['type a number', { type: 7, data: {} }, /^type: /],
+    ['a list, not an event', [1, 2, 3], /^event: /],
+    ['a NUL character', emailEvent('email.bounced', { email_id: emailId, to: [`nul\u0000${address}`], bounce: { type: 1 } }), /^data\.bounce\.type: /],
+  ]
+  for (const [what, event, reason] of cases) {
+    const id = `msg_${crypto.randomUUID()}`
+    const res = await deliverEmailEvent(event, { id })
+    assert.equal(res.status, 200, `${what}: ${JSON.stringify(res.body)}`)
+    assert.equal(res.body.outcome, 'ignored', what)
+    assert.match(res.body.reason, reason, what)
+    const [row] = await sql`select outcome, reason, payload from private.email_events where svix_id = ${id}`
+    assert.equal(row?.outcome, 'ignored', `${what}: recorded`)
+    assert.equal(row?.reason, res.body.reason, `${what}: with its reason`)
+    assert.ok(row?.payload !== null, `${what}: with its payload`)
+    assert.equal((await deliverEmailEvent(event, { id })).body.outcome, 'replay', `${what}: a replay stays one row`)
+  }
+  const notJson = await deliverEmailEvent('not json' as unknown, { id: `msg_${crypto.randomUUID()}`, raw: 'this is { not json' })
+  assert.deepEqual([notJson.status, notJson.body.outcome, notJson.body.reason], [200, 'ignored', 'body: not JSON'])
+  assert.equal(await suppressed(address), null, 'no malformed event suppressed anything')
+  assert.equal((await sql`select count(*)::int as n from private.inbound_emails where email_id = ${emailId}`)[0].n, 0)
+
+  // Resend's own time format (Postgres style) is a time; a bad time in a field the event type
+  // does not use does not stop a bounce from suppressing the address.
+  const ok = await deliverEmailEvent(received({ created_at: '2024-02-22 23:41:11.894719+00' }, { created_at: '2024-02-22 23:41:11.894719+00' }))
+  assert.deepEqual(ok.body, { received: true, outcome: 'stored' })
+  const bounce = await deliverEmailEvent({ ...emailEvent('email.bounced', { email_id: emailId, to: [address], bounce: { type: 'Permanent' } }), created_at: 'garbage' })
+  assert.deepEqual(bounce.body, { received: true, outcome: 'stored' })
+  assert.equal(await suppressed(address), 'bounced')
+})
+
+test('webhook: the database unavailable is 503 (Resend retries), not 500', async () => {
+  const address = `dbdown-${crypto.randomUUID().slice(0, 8)}@example.com`
+  const event = emailEvent('email.bounced', { email_id: crypto.randomUUID(), to: [address], bounce: { type: 'Permanent' } })
+  const id = `msg_${crypto.randomUUID()}`
+  await withApi({ RESEND_WEBHOOK_SECRET: env('RESEND_WEBHOOK_SECRET'), SUPABASE_REST_URL: 'http://127.0.0.1:9/rest/v1' }, async (base) => {
+    for (const body of [event, { ...event, data: [] }]) {
+      const payload = JSON.stringify(body)
+      const at = new Date()
+      const res = await fetch(`${base}/api/email/webhook`, {
+        method: 'POST', body: payload,
+        headers: { 'content-type': 'application/json', 'svix-id': id, 'svix-timestamp': String(Math.floor(at.getTime() / 1000)), 'svix-signature': svix().sign(id, at, payload) },
+      })
+      assert.equal(res.status, 503)
+      assert.match((await res.json()).error, /database/i)
+    }
+  })
+  assert.equal(await stored(id), 0)
+  assert.deepEqual((await deliverEmailEvent(event, { id })).body, { received: true, outcome: 'stored' }, 'the retry is stored')
+  assert.equal(await suppressed(address), 'bounced')
 })
 
 test('without Resend configured: input is still checked first (400), then 503', async () => {

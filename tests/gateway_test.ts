@@ -160,3 +160,64 @@ test('gateway: a declared Content-Length past the limit is refused without readi
   await fits.body?.cancel()
   assert.notEqual(fits.status, 413)
 })
+
+test('gateway: a /rest/v1 request PostgREST cannot decode as UTF-8 is 400 {error}, never 500', async () => {
+  const user = await createUser()
+  const auth = { apikey: ANON_KEY, authorization: `Bearer ${user.token}` }
+  const send = async (path: string, init: { method?: string; headers?: Record<string, string>; body?: BodyInit } = {}) => {
+    const res = await fetch(`${API_URL}${path}`, { method: init.method ?? 'GET', headers: { ...auth, ...init.headers }, body: init.body })
+    const text = await res.text()
+    let body: any = text
+    try {
+      body = JSON.parse(text)
+    } catch { /* not JSON */ }
+    return { status: res.status, body }
+  }
+  const refused: [string, Parameters<typeof send>][] = [
+    ['a UTF-8-encoded surrogate in a filter', ['/rest/v1/profiles?id=eq.%ED%A0%80']],
+    ['a lone 0xFF byte in a filter', ['/rest/v1/profiles?full_name=eq.%FF']],
+    ['an overlong encoding', ['/rest/v1/profiles?full_name=eq.%C0%AF']],
+    ['a truncated sequence', ['/rest/v1/profiles?full_name=eq.%E2%82']],
+    ['0xFF in select', ['/rest/v1/profiles?select=%FF']],
+    ['0xFF in a parameter name', ['/rest/v1/profiles?%FF=eq.1']],
+    ['0xFF inside or=()', ['/rest/v1/profiles?or=(full_name.eq.%FF)']],
+    ['0xFF in order', ['/rest/v1/profiles?order=%FF']],
+    ['0xFF in the path', ['/rest/v1/profiles%FF']],
+    ['0xFF in an rpc argument', ['/rest/v1/rpc/caller_is_premium?x=%FF']],
+    ['0xFF in a Prefer header', ['/rest/v1/profiles?select=id', { headers: { prefer: 'count=\xff' } }]],
+    ['0xFF in any header (PostgREST passes them all to SQL)', ['/rest/v1/profiles?select=id', { headers: { 'x-anything': '\xff' } }]],
+    ['0xFF in a cookie', ['/rest/v1/profiles?select=id', { headers: { cookie: 'a=\xff' } }]],
+    ['a form body with %FF', ['/rest/v1/rpc/caller_is_premium', {
+      method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'target=%FF',
+    }]],
+    ['a form body with a 0xFF byte', ['/rest/v1/rpc/caller_is_premium', {
+      method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new Uint8Array([0x61, 0x3d, 0xff]),
+    }]],
+    ['a CSV value with a 0xFF byte', ['/rest/v1/goals', {
+      method: 'POST', headers: { 'content-type': 'text/csv' }, body: new Uint8Array([...new TextEncoder().encode('title\n'), 0xff, 0x0a]),
+    }]],
+    ['a JSON body with a 0xFF byte', ['/rest/v1/rpc/caller_is_premium', {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: new Uint8Array([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]),
+    }]],
+  ]
+  for (const [what, [path, init]] of refused) {
+    const res = await send(path, init)
+    assert.equal(res.status, 400, `${what}: ${JSON.stringify(res.body)}`)
+    assert.match(res.body?.error ?? '', /UTF-8/, what)
+  }
+  // Valid UTF-8 (percent-encoded or not), stray % signs, and binary bodies go through to PostgREST.
+  const passed: [string, Parameters<typeof send>, number][] = [
+    ['é percent-encoded', [`/rest/v1/profiles?select=id&full_name=eq.%C3%A9`], 200],
+    ['a 4-byte character', [`/rest/v1/profiles?select=id&full_name=eq.%F0%9F%98%80`], 200],
+    ['a % not followed by hex digits', [`/rest/v1/profiles?select=id&full_name=eq.100%`], 200],
+    ['é in a header', [`/rest/v1/profiles?select=id&id=eq.${user.id}`, { headers: { 'x-anything': '\xc3\xa9' } }], 200],
+    ['a binary body (bytea is bytes)', ['/rest/v1/rpc/caller_is_premium', {
+      method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: new Uint8Array([0xff, 0xfe]),
+    }], 404],
+  ]
+  for (const [what, [path, init], status] of passed) {
+    const res = await send(path, init)
+    assert.equal(res.status, status, `${what}: ${JSON.stringify(res.body)}`)
+    if (status !== 200) assert.equal(typeof res.body?.code, 'string', `${what}: PostgREST's own answer`)
+  }
+})

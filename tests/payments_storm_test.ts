@@ -1,8 +1,10 @@
-// The webhook storm (issue 9, Reliability): 200 Stripe events for 20 subscriptions, each
-// delivered twice, shuffled, 10 at a time. Afterwards every subscription equals the state of its
-// last event, each event id is recorded once, and exactly one delivery of each event was not a
-// replay. The order is random per run; the seed is printed so a failing order can be replayed
-// (STORM_SEED=<n>). The figures appear in `npm test`'s output as the name of a step.
+// The webhook storm (issue 9, Reliability; issue 20): 200 Stripe events for 20 subscriptions.
+// Each change happens at Stripe (the fake's state moves on) and its event is then delivered
+// twice, late and shuffled, 10 deliveries at a time, while later changes keep happening. The
+// webhook reads Stripe's current state for every event, so afterwards every subscription
+// equals its last state, each event id is recorded once, and exactly one delivery of each event
+// was not a replay. The order is random per run; the seed is printed so a failing order can be
+// replayed (STORM_SEED=<n>). The figures appear in `npm test`'s output as the name of a step.
 import { strict as assert } from 'node:assert'
 import { createUser, sql } from './_helpers.ts'
 import {
@@ -13,6 +15,7 @@ import {
   newId,
   type StripeEvent,
   stripeEvent,
+  stripeHas,
   subscriptionEvent,
   type SubscriptionState,
 } from './_stripe.ts'
@@ -20,6 +23,8 @@ import {
 const SUBSCRIPTIONS = 20
 const EVENTS_PER_SUBSCRIPTION = 10
 const CONCURRENCY = 10
+/** How far (in events happening at Stripe) a delivery may lag behind its event. */
+const MAX_LAG = 60
 
 /** mulberry32: a small seeded PRNG, so a failing order can be run again. */
 function prng(seed: number) {
@@ -40,7 +45,7 @@ interface Expected {
 }
 
 Deno.test({
-  name: 'webhook storm: 200 events twice each, shuffled, 10 at a time: every subscription ends at its last event',
+  name: 'webhook storm: 200 events twice each, late and shuffled while Stripe moves on, 10 at a time: every subscription ends at Stripe\'s last state',
   sanitizeOps: false,
   sanitizeResources: false,
   fn: storm,
@@ -52,24 +57,30 @@ async function storm(t: Deno.TestContext) {
   const pick = <T>(xs: T[]) => xs[Math.floor(random() * xs.length)]
   const users = await Promise.all(Array.from({ length: SUBSCRIPTIONS }, () => createUser({ prefix: 'storm' })))
 
-  const events: StripeEvent[] = []
+  // Per subscription: its events in order, each with Stripe's state once it happened.
+  const timelines: { event: StripeEvent; stripe: SubscriptionState }[][] = []
   const expected = new Map<string, Expected>()
+  let eventCount = 0
   for (const user of users) {
     const sub = newId('sub')
     const customer = newId('cus')
-    const t0 = 10_000 + events.length * 10
+    const t0 = 10_000 + eventCount * 10
     const state = (status: string, extra: Partial<SubscriptionState> = {}): SubscriptionState =>
       ({ id: sub, customer, userId: user.id, status, periodEnd: at(t0 + 30 * 86400), ...extra })
-    // Stripe's opening: created (incomplete), then the paid checkout.
-    events.push(subscriptionEvent('created', state('incomplete'), at(t0)))
-    events.push(stripeEvent('checkout.session.completed', checkoutObject({ subscription: sub, customer, userId: user.id }), at(t0 + 1)))
+    const line: { event: StripeEvent; stripe: SubscriptionState }[] = []
+    // Stripe's opening: created (incomplete), then the paid checkout (active).
+    line.push({ event: subscriptionEvent('created', state('incomplete'), at(t0)), stripe: state('incomplete') })
+    line.push({
+      event: stripeEvent('checkout.session.completed', checkoutObject({ subscription: sub, customer, userId: user.id }), at(t0 + 1)),
+      stripe: state('active'),
+    })
     let last: SubscriptionState = state('active')
     let lastPaymentFailed: number | null = null
     for (let k = 2; k < EVENTS_PER_SUBSCRIPTION; k++) {
       const created = at(t0 + k)
       const final = k === EVENTS_PER_SUBSCRIPTION - 1
       if (!final && random() < 0.25) {
-        events.push(stripeEvent('invoice.payment_failed', invoiceFailedObject({ subscription: sub, customer }), created))
+        line.push({ event: stripeEvent('invoice.payment_failed', invoiceFailedObject({ subscription: sub, customer }), created), stripe: last })
         lastPaymentFailed = created
         continue
       }
@@ -77,39 +88,62 @@ async function storm(t: Deno.TestContext) {
       last = cancel
         ? state('canceled', { periodEnd: at(t0 + k * 86400) })
         : state(pick(['active', 'past_due', 'active', 'trialing', 'unpaid']), { periodEnd: at(t0 + (30 + k) * 86400), cancelAtPeriodEnd: random() < 0.5 })
-      events.push(subscriptionEvent(cancel ? 'deleted' : 'updated', last, created))
+      line.push({ event: subscriptionEvent(cancel ? 'deleted' : 'updated', last, created), stripe: last })
     }
+    eventCount += line.length
+    timelines.push(line)
     expected.set(sub, {
       userId: user.id, status: last.status, periodEnd: last.periodEnd!, cancelAtPeriodEnd: last.cancelAtPeriodEnd ?? false,
       lastPaymentFailed,
     })
   }
+  // The order things happen at Stripe: each subscription's events in order, interleaved at random.
+  const happened: { event: StripeEvent; stripe: SubscriptionState }[] = []
+  const cursors = timelines.map(() => 0)
+  while (happened.length < eventCount) {
+    const open = timelines.map((_, i) => i).filter((i) => cursors[i] < timelines[i].length)
+    const i = pick(open)
+    happened.push(timelines[i][cursors[i]++])
+  }
+  const events = happened.map((h) => h.event)
   assert.equal(events.length, SUBSCRIPTIONS * EVENTS_PER_SUBSCRIPTION)
 
-  // Each event twice, shuffled (Fisher-Yates), delivered by 10 workers.
-  const deliveries = [...events, ...events]
-  for (let i = deliveries.length - 1; i > 0; i--) {
-    const j = Math.floor(random() * (i + 1))
-    ;[deliveries[i], deliveries[j]] = [deliveries[j], deliveries[i]]
-  }
+  // Each change happens, then its event is delivered twice, each copy up to MAX_LAG changes late.
+  type Step = { at: number; happen?: SubscriptionState; deliver?: StripeEvent }
+  const steps: Step[] = []
+  happened.forEach((h, i) => {
+    steps.push({ at: i, happen: h.stripe })
+    for (let copy = 0; copy < 2; copy++) steps.push({ at: i + 0.5 + random() * MAX_LAG, deliver: h.event })
+  })
+  steps.sort((a, b) => a.at - b.at)
+
   const outcomes = new Map<string, string[]>()
   const failures: string[] = []
-  let next = 0
+  const inFlight = new Set<Promise<void>>()
   const started = performance.now()
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-    while (next < deliveries.length) {
-      const event = deliveries[next++]
-      const res = await deliver(event)
+  for (const step of steps) {
+    // A change is made at Stripe before any later step starts (deliveries under way may still
+    // be reading the state before it, as they would at Stripe).
+    if (step.happen) {
+      await stripeHas(step.happen)
+      continue
+    }
+    while (inFlight.size >= CONCURRENCY) await Promise.race(inFlight)
+    const event = step.deliver!
+    const delivery: Promise<void> = deliver(event).then((res) => {
       if (res.status !== 200) failures.push(`${event.id} ${event.type}: ${res.status} ${JSON.stringify(res.body)}`)
       else outcomes.set(event.id, [...(outcomes.get(event.id) ?? []), res.body.outcome])
-    }
-  }))
+    }).finally(() => inFlight.delete(delivery))
+    inFlight.add(delivery)
+  }
+  await Promise.all(inFlight)
+  const deliveries = steps.filter((s) => s.deliver)
   const ms = Math.round(performance.now() - started)
   const tally: Record<string, number> = {}
   for (const list of outcomes.values()) for (const o of list) tally[o] = (tally[o] ?? 0) + 1
   // The figures as a step's name: `npm test` prints test names (its TAP reporter drops console output).
   await t.step(`storm figures (seed ${seed}): ${deliveries.length} deliveries of ${events.length} events, ` +
-    `${CONCURRENCY} at a time, ${ms} ms; outcomes ${JSON.stringify(tally)}`, () => {})
+    `${CONCURRENCY} at a time, up to ${MAX_LAG} changes late, ${ms} ms; outcomes ${JSON.stringify(tally)}`, () => {})
 
   assert.deepEqual(failures, [], `seed ${seed}: every delivery is acknowledged with 2xx`)
   for (const [id, list] of outcomes) {

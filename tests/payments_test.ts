@@ -1,7 +1,9 @@
 // Payments: checkout against the local Stripe server (customer created once and reused, the
 // origin rule, 400s before anything else), the caller's subscription, and the signed webhook:
 // every handled event and its effect on `subscriptions` and on the monthly award, bad/missing/
-// stale signatures, replays, out-of-order events, a failure rolled back and retried.
+// stale signatures, replays, out-of-order events (the state stored is Stripe's latest, read
+// from Stripe), Stripe or the database unreachable (503), malformed events (2xx, ignored, with
+// the reason recorded), a failure rolled back and retried.
 import { strict as assert } from 'node:assert'
 import { STRIPE_API_VERSION } from '../functions/_shared/payments.ts'
 import { withApi } from './_api_process.ts'
@@ -11,12 +13,16 @@ import {
   checkoutObject,
   deliver,
   deliverOk,
+  happen,
   invoiceFailedObject,
   newId,
+  retrievals,
   signatureFor,
   stripeControl,
   stripeEvent,
+  stripeHas,
   subscriptionEvent,
+  subscriptionObject,
 } from './_stripe.ts'
 
 const SITE = 'http://127.0.0.1:3000'
@@ -45,6 +51,16 @@ const recordedEvents = async (ids: string[]) =>
   (await sql`select count(*)::int as n from private.stripe_events where event_id = any(${ids})`)[0].n as number
 
 class Rollback extends Error {}
+
+type StripeEventLike = Record<string, unknown> & { id?: unknown; type?: unknown }
+
+/** Delivers a raw body, signed as Stripe signs it. */
+async function deliverRaw(payload: string) {
+  return await api('/api/payment/webhook', {
+    method: 'POST', rawBody: payload,
+    headers: { 'content-type': 'application/json; charset=utf-8', 'stripe-signature': await signatureFor(payload) },
+  })
+}
 
 /**
  * What the monthly award (the one SQL function both award endpoints use) would give the user
@@ -224,7 +240,7 @@ test('webhook: a missing, wrong, tampered or stale signature is 400 and writes n
   assert.equal(await recordedEvents([event.id]), 0)
   assert.equal(await subscriptionRow(sub), undefined)
   // The same event, correctly signed, goes through.
-  assert.equal(await deliverOk(event), 'applied')
+  assert.equal(await happen(event), 'applied')
 })
 
 test('webhook: checkout, created, updated, payment failed, deleted keep subscriptions equal to Stripe, and premium follows', async () => {
@@ -236,15 +252,17 @@ test('webhook: checkout, created, updated, payment failed, deleted keep subscrip
   assert.equal(await awardFor(user.id, '2031-01-01'), 30, 'not premium yet: 30')
 
   // Stripe's order for a card checkout: created (incomplete), checkout completed (paid).
-  assert.equal(await deliverOk(subscriptionEvent('created', { id: sub, customer, userId: user.id, status: 'incomplete', periodEnd }, at(100))), 'applied')
+  assert.equal(await happen(subscriptionEvent('created', { id: sub, customer, userId: user.id, status: 'incomplete', periodEnd }, at(100))), 'applied')
   assert.equal((await subscriptionRow(sub)).status, 'incomplete')
   assert.equal(await awardFor(user.id, '2031-02-01'), 30, 'incomplete is not premium')
+  // Paying activates the subscription at Stripe; the checkout event makes the webhook read it.
+  await stripeHas({ id: sub, customer, userId: user.id, status: 'active', periodEnd })
   assert.equal(await deliverOk(stripeEvent('checkout.session.completed', checkoutObject({ subscription: sub, customer, userId: user.id }), at(101))), 'applied')
   let row = await subscriptionRow(sub)
   assert.equal(row.status, 'active')
   assert.equal(row.user_id, user.id)
   assert.equal(row.stripe_customer_id, customer)
-  assert.equal(row.current_period_end.getTime(), periodEnd * 1000, 'the checkout keeps the period end the subscription event gave')
+  assert.equal(row.current_period_end.getTime(), periodEnd * 1000, 'the period end is Stripe\'s')
   assert.equal(await awardFor(user.id, '2031-03-01'), 250, 'premium: 250')
   const award = await api('/api/drops/award-monthly', { method: 'POST', token: user.token })
   assert.equal(award.body.amount, 250, 'the award endpoint agrees')
@@ -255,7 +273,7 @@ test('webhook: checkout, created, updated, payment failed, deleted keep subscrip
   assert.equal(mine.body.subscription.current_period_end, new Date(periodEnd * 1000).toISOString().replace('.000Z', '+00:00'))
 
   // Cancel at period end: still active, so still premium.
-  await deliverOk(subscriptionEvent('updated', { id: sub, customer, userId: user.id, status: 'active', periodEnd, cancelAtPeriodEnd: true }, at(200)))
+  await happen(subscriptionEvent('updated', { id: sub, customer, userId: user.id, status: 'active', periodEnd, cancelAtPeriodEnd: true }, at(200)))
   row = await subscriptionRow(sub)
   assert.equal(row.cancel_at_period_end, true)
   assert.equal(await awardFor(user.id, '2031-04-01'), 250)
@@ -265,14 +283,14 @@ test('webhook: checkout, created, updated, payment failed, deleted keep subscrip
   row = await subscriptionRow(sub)
   assert.equal(row.last_payment_failed_at.getTime(), at(300) * 1000)
   assert.equal(row.status, 'active')
-  await deliverOk(subscriptionEvent('updated', { id: sub, customer, userId: user.id, status: 'past_due', periodEnd }, at(301)))
+  await happen(subscriptionEvent('updated', { id: sub, customer, userId: user.id, status: 'past_due', periodEnd }, at(301)))
   assert.equal((await subscriptionRow(sub)).status, 'past_due')
   assert.equal((await subscriptionRow(sub)).cancel_at_period_end, false)
   assert.equal(await awardFor(user.id, '2031-05-01'), 30, 'past_due is not premium')
 
-  await deliverOk(subscriptionEvent('updated', { id: sub, customer, userId: user.id, status: 'active', periodEnd: periodEnd + 30 * 86400 }, at(400)))
+  await happen(subscriptionEvent('updated', { id: sub, customer, userId: user.id, status: 'active', periodEnd: periodEnd + 30 * 86400 }, at(400)))
   assert.equal(await awardFor(user.id, '2031-06-01'), 250, 'paid again: premium again')
-  await deliverOk(subscriptionEvent('deleted', { id: sub, customer, userId: user.id, status: 'canceled', periodEnd: periodEnd + 30 * 86400 }, at(500)))
+  await happen(subscriptionEvent('deleted', { id: sub, customer, userId: user.id, status: 'canceled', periodEnd: periodEnd + 30 * 86400 }, at(500)))
   row = await subscriptionRow(sub)
   assert.equal(row.status, 'canceled')
   assert.equal(await awardFor(user.id, '2031-07-01'), 30, 'after cancellation: back to 30')
@@ -286,57 +304,231 @@ test('webhook: a replayed event is acknowledged and changes nothing, even after 
   const sub = newId('sub')
   const customer = newId('cus')
   const created = subscriptionEvent('created', { id: sub, customer, userId: user.id, status: 'active' }, at(10))
-  assert.equal(await deliverOk(created), 'applied')
+  assert.equal(await happen(created), 'applied')
   assert.equal(await deliverOk(created), 'replay')
-  await deliverOk(subscriptionEvent('deleted', { id: sub, customer, userId: user.id, status: 'canceled' }, at(20)))
+  await happen(subscriptionEvent('deleted', { id: sub, customer, userId: user.id, status: 'canceled' }, at(20)))
   assert.equal(await deliverOk(created), 'replay')
   assert.equal((await subscriptionRow(sub)).status, 'canceled')
   assert.equal(await recordedEvents([created.id]), 1)
 })
 
-test('webhook: events out of order never move a subscription back', async () => {
+test('webhook: events out of order never move a subscription back: each stores Stripe\'s latest state', async () => {
   const user = await createUser()
   const sub = newId('sub')
   const customer = newId('cus')
   const periodEnd = at(90 * 86400)
-  // The newest first, then older ones.
+  // Stripe has canceled it; its events arrive newest first, then older ones (whose own copies
+  // say incomplete or active): each makes the webhook read Stripe, which says canceled.
+  await stripeHas({ id: sub, customer, userId: user.id, status: 'canceled', periodEnd })
   assert.equal(await deliverOk(subscriptionEvent('deleted', { id: sub, customer, userId: user.id, status: 'canceled', periodEnd }, at(50))), 'applied')
-  assert.equal(await deliverOk(subscriptionEvent('updated', { id: sub, customer, userId: user.id, status: 'active', cancelAtPeriodEnd: true }, at(40))), 'stale')
-  assert.equal(await deliverOk(subscriptionEvent('created', { id: sub, customer, userId: user.id, status: 'incomplete' }, at(30))), 'stale')
-  assert.equal(await deliverOk(stripeEvent('checkout.session.completed', checkoutObject({ subscription: sub, customer, userId: user.id }), at(35))), 'stale')
-  const row = await subscriptionRow(sub)
-  assert.equal(row.status, 'canceled')
-  assert.equal(row.cancel_at_period_end, false)
-  assert.equal(row.current_period_end.getTime(), periodEnd * 1000)
+  for (const older of [
+    subscriptionEvent('updated', { id: sub, customer, userId: user.id, status: 'active', cancelAtPeriodEnd: true }, at(40)),
+    subscriptionEvent('created', { id: sub, customer, userId: user.id, status: 'incomplete' }, at(30)),
+    stripeEvent('checkout.session.completed', checkoutObject({ subscription: sub, customer, userId: user.id }), at(35)),
+  ]) {
+    assert.equal(await deliverOk(older), 'applied', `${older.type}: Stripe's state read again`)
+    const row = await subscriptionRow(sub)
+    assert.equal(row.status, 'canceled', older.type)
+    assert.equal(row.cancel_at_period_end, false, older.type)
+    assert.equal(row.current_period_end.getTime(), periodEnd * 1000, older.type)
+  }
 
-  // A payment failure reported before any subscription event is kept; the state comes later.
+  // A payment failure reported before any subscription event is kept, with Stripe's state.
   const early = newId('sub')
+  await stripeHas({ id: early, customer, userId: user.id, status: 'past_due' })
   assert.equal(await deliverOk(stripeEvent('invoice.payment_failed', invoiceFailedObject({ subscription: early, customer }), at(70))), 'applied')
-  assert.equal((await subscriptionRow(early)).status, 'incomplete')
-  assert.equal(await deliverOk(subscriptionEvent('updated', { id: early, customer, userId: user.id, status: 'past_due' }, at(69))), 'applied')
   assert.equal((await subscriptionRow(early)).status, 'past_due')
+  assert.equal(await deliverOk(subscriptionEvent('updated', { id: early, customer, userId: user.id, status: 'past_due' }, at(69))), 'applied')
   assert.equal((await subscriptionRow(early)).last_payment_failed_at.getTime(), at(70) * 1000)
+  // An older failure does not move the recorded time back.
+  await deliverOk(stripeEvent('invoice.payment_failed', invoiceFailedObject({ subscription: early, customer }), at(60)))
+  assert.equal((await subscriptionRow(early)).last_payment_failed_at.getTime(), at(70) * 1000)
+})
 
-  // Within one second Stripe sends created (incomplete) and updated (active): either order ends active.
-  const tie = newId('sub')
-  await deliverOk(subscriptionEvent('updated', { id: tie, customer, userId: user.id, status: 'active' }, at(60)))
-  assert.equal(await deliverOk(subscriptionEvent('created', { id: tie, customer, userId: user.id, status: 'incomplete' }, at(60))), 'stale')
-  assert.equal((await subscriptionRow(tie)).status, 'active')
+test('webhook: events of one second with equally settled statuses end at Stripe\'s latest, in either order', async () => {
+  const user = await createUser()
+  const customer = newId('cus')
+  // Two changes within one second (active -> past_due), their ids sorting the other way: the
+  // events alone cannot tell which is newer. Stripe's current state can.
+  for (const order of ['newest first', 'oldest first']) {
+    const sub = newId('sub')
+    const wasActive = subscriptionEvent('updated', { id: sub, customer, userId: user.id, status: 'active' }, at(500))
+    wasActive.id = `evt_test_zz${crypto.randomUUID().replace(/-/g, '')}`
+    const nowPastDue = subscriptionEvent('updated', { id: sub, customer, userId: user.id, status: 'past_due' }, at(500))
+    nowPastDue.id = `evt_test_aa${crypto.randomUUID().replace(/-/g, '')}`
+    await stripeHas({ id: sub, customer, userId: user.id, status: 'past_due' })
+    const events = order === 'newest first' ? [nowPastDue, wasActive] : [wasActive, nowPastDue]
+    for (const e of events) assert.equal((await deliver(e)).status, 200)
+    assert.equal((await subscriptionRow(sub)).status, 'past_due', order)
+    assert.equal(await awardFor(user.id, '2032-01-01'), 30, `${order}: past_due is not premium`)
+  }
+  // And when Stripe moves on between deliveries, the later read wins; an earlier read never does.
+  const sub = newId('sub')
+  await stripeHas({ id: sub, customer, userId: user.id, status: 'active' })
+  const first = subscriptionEvent('updated', { id: sub, customer, userId: user.id, status: 'active' }, at(600))
+  assert.equal(await deliverOk(first), 'applied')
+  await stripeHas({ id: sub, customer, userId: user.id, status: 'canceled' })
+  assert.equal(await deliverOk(subscriptionEvent('updated', { id: sub, customer, userId: user.id, status: 'active' }, at(599))), 'applied')
+  assert.equal((await subscriptionRow(sub)).status, 'canceled', 'an older event still stores Stripe\'s latest')
+  assert.equal(await retrievals(sub), 2, 'each event read Stripe once')
+  // The database keeps the later read even when an earlier read is applied after it.
+  await sql`update public.subscriptions set stripe_fetched_at = now() + interval '1 minute' where stripe_subscription_id = ${sub}`
+  await stripeHas({ id: sub, customer, userId: user.id, status: 'active' })
+  assert.equal(await deliverOk(subscriptionEvent('updated', { id: sub, customer, userId: user.id, status: 'active' }, at(601))), 'stale')
+  assert.equal((await subscriptionRow(sub)).status, 'canceled')
+})
+
+test('webhook: when Stripe cannot be asked (429, 5xx, timeout) the answer is 503, nothing is recorded, and the retry applies', async () => {
+  const user = await createUser()
+  const customer = newId('cus')
+  // The SDK retries a 5xx once (so it fails twice here); a 429 it leaves to the caller.
+  for (const [status, type, times] of [[429, 'rate_limit_error', 1], [500, 'api_error', 2], [503, 'api_error', 2]] as const) {
+    const sub = newId('sub')
+    await stripeHas({ id: sub, customer, userId: user.id, status: 'active' })
+    await stripeControl('fail', { subscription_id: sub, status, type, times })
+    const event = subscriptionEvent('created', { id: sub, customer, userId: user.id, status: 'active' }, at(10))
+    assertError(await deliver(event), 503, 'Stripe')
+    assert.equal(await recordedEvents([event.id]), 0, `${status}: not recorded, so Stripe's retry is not a replay`)
+    assert.equal(await subscriptionRow(sub), undefined, `${status}: nothing stored`)
+    assert.equal(await deliverOk(event), 'applied', `${status}: the retry applies`)
+    assert.equal((await subscriptionRow(sub)).status, 'active')
+  }
+  // A Stripe that does not answer in time (STRIPE_RETRIEVE_TIMEOUT_MS) is the same.
+  const slowSub = newId('sub')
+  await stripeHas({ id: slowSub, customer, userId: user.id, status: 'active' })
+  await stripeControl('slow', { subscription_id: slowSub, ms: 3000 })
+  const stripeEnv = {
+    STRIPE_SECRET_KEY: env('STRIPE_SECRET_KEY'), STRIPE_WEBHOOK_SECRET: env('STRIPE_WEBHOOK_SECRET'),
+    STRIPE_API_BASE: env('STRIPE_API_BASE'), STRIPE_RETRIEVE_TIMEOUT_MS: '200',
+  }
+  const event = subscriptionEvent('created', { id: slowSub, customer, userId: user.id, status: 'active' }, at(20))
+  await withApi(stripeEnv, async (base) => {
+    const payload = JSON.stringify(event)
+    const res = await fetch(`${base}/api/payment/webhook`, {
+      method: 'POST', body: payload, headers: { 'content-type': 'application/json', 'stripe-signature': await signatureFor(payload) },
+    })
+    assert.equal(res.status, 503)
+    assert.match((await res.json()).error, /Stripe/)
+  })
+  assert.equal(await recordedEvents([event.id]), 0)
+  await stripeControl('slow', { subscription_id: slowSub, ms: 0 })
+  assert.equal(await deliverOk(event), 'applied')
+})
+
+test('webhook: the database unavailable is 503 (Stripe retries), not 500', async () => {
+  const user = await createUser()
+  const sub = newId('sub')
+  const customer = newId('cus')
+  await stripeHas({ id: sub, customer, userId: user.id, status: 'active' })
+  const event = subscriptionEvent('created', { id: sub, customer, userId: user.id, status: 'active' }, at(10))
+  const stripeEnv = {
+    STRIPE_SECRET_KEY: env('STRIPE_SECRET_KEY'), STRIPE_WEBHOOK_SECRET: env('STRIPE_WEBHOOK_SECRET'), STRIPE_API_BASE: env('STRIPE_API_BASE'),
+  }
+  // PostgREST (and the database behind it) at an address nothing answers.
+  await withApi({ ...stripeEnv, SUPABASE_REST_URL: 'http://127.0.0.1:9/rest/v1' }, async (base) => {
+    for (const e of [event, stripeEvent('customer.subscription.updated', { id: sub, object: 'subscription', status: null }, 'notanumber' as unknown as number)]) {
+      const payload = JSON.stringify(e)
+      const res = await fetch(`${base}/api/payment/webhook`, {
+        method: 'POST', body: payload, headers: { 'content-type': 'application/json', 'stripe-signature': await signatureFor(payload) },
+      })
+      assert.equal(res.status, 503, e.type)
+      assert.match((await res.json()).error, /database/i)
+    }
+  })
+  assert.equal(await recordedEvents([event.id]), 0)
+  assert.equal(await deliverOk(event), 'applied', 'the retry applies')
+})
+
+test('webhook: malformed signed events are acknowledged (2xx) as ignored, with the reason recorded, never 500', async () => {
+  const user = await createUser()
+  const sub = newId('sub')
+  const customer = newId('cus')
+  await stripeHas({ id: sub, customer, userId: user.id, status: 'active' })
+  const valid = subscriptionEvent('updated', { id: sub, customer, userId: user.id, status: 'active' }, at(10))
+  const withObject = (object: unknown) => ({ ...valid, id: newId('evt'), data: { object } })
+  const cases: [string, StripeEventLike, RegExp][] = [
+    ['created: "notanumber"', { ...valid, id: newId('evt'), created: 'notanumber' }, /^created: /],
+    ['created: -99999999999', { ...valid, id: newId('evt'), created: -99999999999 }, /^created: /],
+    ['created: 1e20', { ...valid, id: newId('evt'), created: 1e20 }, /^created: /],
+    ['no data', { ...valid, id: newId('evt'), data: undefined }, /^data: /],
+    ['data.object null', { ...valid, id: newId('evt'), data: { object: null } }, /^data\.object: /],
+    ['a subscription id that is a number', withObject({ ...subscriptionObject({ id: sub, customer, status: 'active' }), id: 42 }), /^data\.object\.id: /],
+    ['a checkout whose subscription is an object without id and customer a number', {
+      ...stripeEvent('checkout.session.completed', { ...checkoutObject({ subscription: sub, customer, userId: user.id }), subscription: { plan: 'x' }, customer: 42 }, at(11)),
+    }, /^data\.object\.(subscription|customer): /],
+    ['a checkout without a subscription', stripeEvent('checkout.session.completed', { ...checkoutObject({ subscription: sub, customer, userId: user.id }), subscription: null }, at(12)), /without a subscription/],
+    ['an invoice whose parent is a string', stripeEvent('invoice.payment_failed', { ...invoiceFailedObject({ subscription: sub, customer }), parent: 'sub' }, at(13)), /^data\.object\.parent: /],
+    ['no id', { ...valid, id: undefined }, /^id: /],
+  ]
+  for (const [what, event, reason] of cases) {
+    const res = await deliverRaw(JSON.stringify(event, null, 2))
+    assert.equal(res.status, 200, `${what}: ${JSON.stringify(res.body)}`)
+    assert.equal(res.body.outcome, 'ignored', what)
+    assert.match(res.body.reason, reason, what)
+    const key = typeof event.id === 'string' ? event.id : null
+    if (key) {
+      const [row] = await sql`select outcome, reason from private.stripe_events where event_id = ${key}`
+      assert.equal(row?.outcome, 'ignored', `${what}: recorded`)
+      assert.equal(row?.reason, res.body.reason, `${what}: with its reason`)
+    }
+  }
+  // A body without a usable id is recorded under its hash: delivered again, it is a replay.
+  const noId = JSON.stringify({ ...valid, id: undefined }, null, 2)
+  assert.equal((await deliverRaw(noId)).body.outcome, 'replay')
+  // A signed body that is not JSON at all.
+  const notJson = await deliverRaw('this is not json')
+  assert.equal(notJson.status, 200)
+  assert.deepEqual([notJson.body.outcome, notJson.body.reason], ['ignored', 'body: not JSON'])
+  assert.equal((await subscriptionRow(sub)), undefined, 'none of them stored a subscription')
+
+  // The event's own copy of the state is not what is stored, so a malformed copy (status null,
+  // items missing) does not stop Stripe's state from being applied.
+  const nullStatus = withObject({ id: sub, object: 'subscription', status: null, customer: 42 })
+  assert.equal(await deliverOk(nullStatus as never), 'applied')
+  assert.equal((await subscriptionRow(sub)).status, 'active')
+})
+
+test('webhook: a subscription Stripe does not know is acknowledged and recorded as ignored', async () => {
+  const user = await createUser()
+  const sub = newId('sub')
+  const event = subscriptionEvent('created', { id: sub, customer: newId('cus'), userId: user.id, status: 'active' }, at(10))
+  const res = await deliver(event)
+  assert.equal(res.status, 200, JSON.stringify(res.body))
+  assert.equal(res.body.outcome, 'ignored')
+  assert.match(res.body.reason, /Stripe does not know subscription/)
+  assert.equal(await subscriptionRow(sub), undefined, 'an event Stripe disowns grants nothing')
+  assert.equal(await awardFor(user.id, '2033-01-01'), 30)
+  assert.equal((await deliver(event)).body.outcome, 'replay')
+})
+
+test('webhook: a value only the database refuses (an event created in the future) is recorded as ignored', async () => {
+  const user = await createUser()
+  const sub = newId('sub')
+  const customer = newId('cus')
+  await stripeHas({ id: sub, customer, userId: user.id, status: 'active' })
+  const future = subscriptionEvent('created', { id: sub, customer, userId: user.id, status: 'active' }, Math.floor(Date.now() / 1000) + 30 * 86400)
+  const res = await deliver(future)
+  assert.equal(res.status, 200, JSON.stringify(res.body))
+  assert.deepEqual([res.body.outcome, res.body.reason], ['ignored', 'created: out of range'])
+  const [row] = await sql`select outcome, reason, event_created from private.stripe_events where event_id = ${future.id}`
+  assert.deepEqual({ ...row }, { outcome: 'ignored', reason: 'created: out of range', event_created: null })
+  assert.equal(await subscriptionRow(sub), undefined)
 })
 
 test('webhook: a subscription whose user is not known yet is kept and linked by the checkout', async () => {
   const user = await createUser()
   const sub = newId('sub')
   const customer = newId('cus')
-  await deliverOk(subscriptionEvent('updated', { id: sub, customer, userId: null, status: 'active' }, at(10)))
+  await happen(subscriptionEvent('updated', { id: sub, customer, userId: null, status: 'active' }, at(10)))
   assert.equal((await subscriptionRow(sub)).user_id, null)
-  assert.equal(await deliverOk(stripeEvent('checkout.session.completed', checkoutObject({ subscription: sub, customer, userId: user.id }), at(5))), 'stale')
+  // An older checkout is still a new read of Stripe (the same state), and it names the user.
+  assert.equal(await deliverOk(stripeEvent('checkout.session.completed', checkoutObject({ subscription: sub, customer, userId: user.id }), at(5))), 'applied')
   assert.equal((await subscriptionRow(sub)).user_id, user.id, 'an older checkout still links the user')
   assert.equal((await subscriptionRow(sub)).status, 'active')
   assert.equal(await storedCustomer(user.id), customer, 'and remembers the customer')
   // A user id in metadata that is not a profile is ignored, not an error Stripe would retry for days.
   const stray = newId('sub')
-  assert.equal(await deliverOk(subscriptionEvent('created', { id: stray, customer: newId('cus'), userId: crypto.randomUUID(), status: 'active' }, at(10))), 'applied')
+  assert.equal(await happen(subscriptionEvent('created', { id: stray, customer: newId('cus'), userId: crypto.randomUUID(), status: 'active' }, at(10))), 'applied')
   assert.equal((await subscriptionRow(stray)).user_id, null)
 })
 
@@ -361,6 +553,7 @@ test('webhook: a failure while applying is a 5xx, leaves nothing behind, and the
   await sql.unsafe(`create trigger test_refuse_${sub} before insert or update on public.subscriptions for each row
     when (new.stripe_subscription_id = '${sub}') execute function private.test_refuse_${sub}()`)
   const event = subscriptionEvent('created', { id: sub, customer, userId: user.id, status: 'active' }, at(10))
+  await stripeHas({ id: sub, customer, userId: user.id, status: 'active' })
   try {
     const res = await deliver(event)
     assertError(res, 500)

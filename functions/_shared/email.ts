@@ -6,6 +6,7 @@
 // RESEND_WEBHOOK_SECRET (whsec_...: the Svix signing secret of the webhook endpoint).
 import { Resend } from 'resend'
 import { Webhook } from 'svix'
+import { z } from 'zod'
 import { optionalEnv } from './env.ts'
 import { HttpError, unavailable } from './errors.ts'
 
@@ -78,14 +79,106 @@ export function svixHeaders(get: (name: string) => string | undefined) {
 }
 
 /**
- * Verifies a Resend webhook (Svix signature over id, timestamp and raw body; ±5 minutes) and
- * only then parses it. svix 2.x's verify() returns nothing, so the body is parsed here.
+ * Verifies a Resend webhook's Svix signature (over id, timestamp and raw body; ±5 minutes);
+ * throws when it does not hold. The body is parsed only after, by planEmailEvent.
  */
-export function verifiedEmailEvent(rawBody: string, headers: Record<string, string>, secret: string): Record<string, unknown> {
+export function verifySvixSignature(rawBody: string, headers: Record<string, string>, secret: string): void {
   new Webhook(secret).verify(rawBody, headers)
-  const parsed = JSON.parse(rawBody)
-  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed) || typeof parsed.type !== 'string') {
-    throw new Error('not a Resend event')
+}
+
+// ---------------------------------------------------------------------------------------
+// The shapes this code reads (zod): only the fields the webhook uses, per event type.
+// ---------------------------------------------------------------------------------------
+
+const TIME = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?)?\s*(Z|z|[+-]\d{2}(?::?\d{2})?)?$/
+
+/**
+ * A time as Resend writes it (ISO 8601, or Postgres' `2024-02-22 23:41:11.894719+00`): a real
+ * calendar date and clock time, from 2000-01-01 to a day from now.
+ */
+export function isWebhookTime(value: string): boolean {
+  const m = TIME.exec(value)
+  if (!m) return false
+  const [year, month, day, hour = 0, minute = 0, second = 0] = m.slice(1, 7).map((p) => (p === undefined ? undefined : Number(p))) as number[]
+  if (month < 1 || month > 12 || day < 1 || day > new Date(Date.UTC(year, month, 0)).getUTCDate()) return false
+  if (hour > 23 || minute > 59 || second > 59) return false
+  const zone = m[7]
+  let offsetMinutes = 0
+  if (zone && !/^z$/i.test(zone)) {
+    const digits = zone.slice(1).replace(':', '')
+    offsetMinutes = (zone[0] === '-' ? -1 : 1) * (Number(digits.slice(0, 2)) * 60 + Number(digits.slice(2) || 0))
   }
-  return parsed
+  const at = Date.UTC(year, month - 1, day, hour, minute, second) - offsetMinutes * 60_000
+  return at >= Date.UTC(2000, 0, 1) && at <= Date.now() + 86_400_000
+}
+
+const Time = z.string().max(64).refine(isWebhookTime, 'not a valid time (ISO 8601, from 2000 to now)')
+const EmailId = z.string().regex(/^[A-Za-z0-9._:@<>+=-]{1,255}$/, 'must be a Resend e-mail id')
+const Recipients = z.array(z.string().min(1).max(320)).max(50)
+
+/** Delivery events: the message they are about, its recipients (suppressions), the bounce type. */
+const DeliveryData = z.looseObject({
+  email_id: EmailId,
+  to: Recipients.nullish(),
+  bounce: z.looseObject({ type: z.string().max(100).nullish() }).nullish(),
+})
+const DELIVERY_EVENTS = ['email.sent', 'email.delivered', 'email.delivery_delayed', 'email.bounced', 'email.complained', 'email.failed']
+
+const ReceivedEvent = z.looseObject({
+  created_at: Time.nullish(),
+  data: z.looseObject({
+    // Fetched from Resend by id: only one of Resend's (UUIDs) is worth asking for.
+    email_id: z.uuid('must be a Resend e-mail id (a UUID)'),
+    from: z.string().min(1).max(1000),
+    to: Recipients,
+    subject: z.string().max(2000).nullish(),
+    created_at: Time.nullish(),
+  }),
+})
+
+/** A copy the database can store as jsonb: no NUL character and no lone surrogate, in keys or values. */
+export function storableJson(value: unknown): unknown {
+  if (typeof value === 'string') return value.replace(/\u0000/g, '\uFFFD').toWellFormed()
+  if (Array.isArray(value)) return value.map(storableJson)
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [storableJson(k) as string, storableJson(v)]))
+  }
+  return value
+}
+
+const reasonOf = (error: z.ZodError) =>
+  error.issues.slice(0, 3).map((i) => `${i.path.map(String).join('.') || 'event'}: ${i.message}`).join('; ')
+
+/** What the webhook does with a verified body. */
+export type EmailEventPlan =
+  | { action: 'ignore'; type: string | null; payload: unknown; reason: string }
+  | { action: 'store'; type: string; event: Record<string, unknown>; inboundEmailId: string | null }
+
+/** Validates a verified body (the fields the webhook uses for its type) and says what to do. */
+export function planEmailEvent(rawBody: string): EmailEventPlan {
+  let body: unknown
+  try {
+    body = JSON.parse(rawBody)
+  } catch {
+    return { action: 'ignore', type: null, payload: storableJson(rawBody.slice(0, 100_000)), reason: 'body: not JSON' }
+  }
+  const payload = storableJson(body)
+  const fields = (body && typeof body === 'object' && !Array.isArray(body) ? body : null) as Record<string, unknown> | null
+  const type = typeof fields?.type === 'string' ? (storableJson(fields.type) as string).slice(0, 100) : null
+  const ignore = (reason: string): EmailEventPlan => ({ action: 'ignore', type, payload, reason })
+  if (!fields) return ignore('event: must be an object')
+  if (type === null || !/^[a-z_]+(\.[a-z_]+){1,5}$/.test(type)) return ignore('type: not a Resend event type')
+  if (fields.data !== undefined && fields.data !== null && (typeof fields.data !== 'object' || Array.isArray(fields.data))) {
+    return ignore('data: must be an object')
+  }
+  if (DELIVERY_EVENTS.includes(type)) {
+    const parsed = DeliveryData.safeParse(fields.data ?? {})
+    if (!parsed.success) return ignore(`data.${reasonOf(parsed.error)}`)
+  }
+  if (type === 'email.received') {
+    const parsed = ReceivedEvent.safeParse(fields)
+    if (!parsed.success) return ignore(reasonOf(parsed.error))
+    return { action: 'store', type, event: payload as Record<string, unknown>, inboundEmailId: parsed.data.data.email_id }
+  }
+  return { action: 'store', type, event: payload as Record<string, unknown>, inboundEmailId: null }
 }

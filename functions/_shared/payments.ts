@@ -6,6 +6,7 @@
 // speaks Stripe's HTTP API), SITE_URL (the origins checkout may redirect to, comma-separated),
 // STRIPE_PRICE_IDS (required for checkout: the only prices it accepts, comma-separated).
 import Stripe from 'stripe'
+import { z } from 'zod'
 import { optionalEnv } from './env.ts'
 import { badRequest, HttpError, unavailable } from './errors.ts'
 
@@ -92,17 +93,13 @@ export function fromStripe(e: unknown, paramNames: Record<string, string> = {}):
 export const isMissingCustomer = (e: unknown) =>
   e instanceof Stripe.errors.StripeInvalidRequestError && e.code === 'resource_missing' && e.param === 'customer'
 
-/** Verifies a webhook's signature over the raw body, then parses it (only then). */
-export function verifiedEvent(rawBody: string, signature: string, secret: string): Promise<Stripe.Event> {
-  return Stripe.webhooks.constructEventAsync(rawBody, signature, secret, WEBHOOK_TOLERANCE_SECONDS, cryptoProvider)
-}
-
-/** The arguments of public.apply_stripe_event: the event reduced to what the product keeps. */
-export interface EventForDatabase {
-  event_id: string
-  event_type: string
-  event_created: string
-  details: Record<string, unknown>
+/**
+ * Checks a webhook's signature over the raw body (Stripe's scheme, 5-minute tolerance); throws
+ * when it does not hold. The body is parsed only after, and separately: a signed body that is
+ * not a valid event is the sender's bug, answered 2xx `ignored`, not a signature error.
+ */
+export async function verifyStripeSignature(rawBody: string, signature: string, secret: string): Promise<void> {
+  await Stripe.webhooks.signature!.verifyHeaderAsync(rawBody, signature, secret, WEBHOOK_TOLERANCE_SECONDS, cryptoProvider)
 }
 
 export const HANDLED_EVENTS = [
@@ -112,62 +109,205 @@ export const HANDLED_EVENTS = [
   'customer.subscription.deleted',
   'invoice.payment_failed',
 ] as const
+type HandledEvent = typeof HANDLED_EVENTS[number]
+
+// ---------------------------------------------------------------------------------------
+// The shapes this code reads (zod). Only the fields the webhook uses are checked: the state it
+// stores comes from Stripe's current subscription (retrieved), never from the event's copy.
+// ---------------------------------------------------------------------------------------
+
+const stripeId = (prefix: string) => z.string().regex(new RegExp(`^${prefix}_[A-Za-z0-9_]{1,250}$`), `must be a Stripe ${prefix}_ id`)
+/** An id, or the object it names when expanded. */
+const stripeRef = (prefix: string) => z.union([stripeId(prefix), z.looseObject({ id: stripeId(prefix) })])
+/** Seconds since the epoch, 2000-01-01 to 2200-01-01 (the database also refuses an event from the future). */
+const unixSeconds = z.number().int().min(946_684_800).max(7_258_118_400)
+const Metadata = z.looseObject({ user_id: z.string().max(100).optional() }).nullish()
+
+export const SUBSCRIPTION_STATUSES = [
+  'incomplete', 'incomplete_expired', 'trialing', 'active', 'past_due', 'canceled', 'unpaid', 'paused',
+] as const
+
+const EventEnvelope = z.looseObject({
+  id: stripeId('evt'),
+  type: z.enum(HANDLED_EVENTS),
+  created: unixSeconds,
+  data: z.looseObject({ object: z.looseObject({}) }),
+})
+
+const EVENT_OBJECTS = {
+  'checkout.session.completed': z.looseObject({
+    mode: z.string().max(50),
+    subscription: stripeRef('sub').nullish(),
+    customer: stripeRef('cus').nullish(),
+    client_reference_id: z.string().max(200).nullish(),
+    metadata: Metadata,
+  }),
+  'customer.subscription.created': z.looseObject({ id: stripeId('sub') }),
+  'customer.subscription.updated': z.looseObject({ id: stripeId('sub') }),
+  'customer.subscription.deleted': z.looseObject({ id: stripeId('sub') }),
+  'invoice.payment_failed': z.looseObject({
+    customer: stripeRef('cus').nullish(),
+    parent: z.looseObject({ subscription_details: z.looseObject({ subscription: stripeRef('sub') }).nullish() }).nullish(),
+  }),
+} satisfies Record<HandledEvent, z.ZodType>
+
+/** A subscription as Stripe's API returns it (API 2026-10-28: the period end on the items). */
+const RetrievedSubscription = z.looseObject({
+  id: stripeId('sub'),
+  customer: stripeRef('cus'),
+  status: z.enum(SUBSCRIPTION_STATUSES),
+  cancel_at_period_end: z.boolean(),
+  metadata: Metadata,
+  items: z.looseObject({ data: z.array(z.looseObject({ current_period_end: unixSeconds.nullish() })).max(1000) }),
+})
+
+/** The first problems of a failed parse, as `path: message` (for the recorded reason). */
+export function zodReason(error: z.ZodError, prefix = ''): string {
+  return error.issues.slice(0, 3)
+    .map((i) => `${[prefix, ...i.path.map(String)].filter(Boolean).join('.') || 'event'}: ${i.message}`)
+    .join('; ')
+}
+
+/** Text the database can store: no NUL, no lone surrogate, bounded. */
+export const storableText = (s: string, max = 2000) => s.replace(/\u0000/g, '\uFFFD').toWellFormed().slice(0, max)
 
 const idOf = (v: string | { id: string } | null | undefined) => (typeof v === 'string' ? v : v?.id ?? null)
-const isoOf = (seconds: number | null | undefined) => (typeof seconds === 'number' ? new Date(seconds * 1000).toISOString() : null)
+const isoOf = (seconds: number) => new Date(seconds * 1000).toISOString()
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const userIdOf = (...candidates: (string | null | undefined)[]) => candidates.find((c) => c && UUID.test(c)) ?? null
 
-/** The latest period end over the subscription's items (where Stripe keeps it since basil). */
-function periodEnd(sub: Stripe.Subscription): string | null {
-  const ends = (sub.items?.data ?? []).map((i) => i.current_period_end).filter((n): n is number => typeof n === 'number')
-  return ends.length ? isoOf(Math.max(...ends)) : null
+async function sha256Hex(text: string): Promise<string> {
+  const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text))
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('')
 }
 
-/** What the database needs of a handled event, or null for event types this product ignores. */
-export function eventForDatabase(event: Stripe.Event): EventForDatabase | null {
-  const base = { event_id: event.id, event_type: event.type, event_created: isoOf(event.created)! }
+/** What the webhook does with a verified body. */
+export type StripeEventPlan =
+  /** A type this product does not handle: acknowledged, not recorded. */
+  | { action: 'skip'; type: string }
+  /** Recorded as ignored, with the reason; `key` is the event id or sha256:<hex of the body>. */
+  | { action: 'ignore'; key: string; type: string | null; created: string | null; reason: string }
+  /** Read the subscription from Stripe, then apply. */
+  | {
+    action: 'apply'
+    event: { id: string; type: HandledEvent; created: string }
+    subscriptionId: string
+    /** What a checkout adds: the user it was made for, and their customer. */
+    claimedUserId: string | null
+  }
+
+/** Validates a verified body (the fields the webhook uses) and says what to do with it. */
+export async function planStripeEvent(rawBody: string): Promise<StripeEventPlan> {
+  let body: unknown
+  try {
+    body = JSON.parse(rawBody)
+  } catch {
+    body = undefined
+  }
+  const fields = (body && typeof body === 'object' && !Array.isArray(body) ? body : {}) as Record<string, unknown>
+  const type = typeof fields.type === 'string' ? storableText(fields.type, 100) : null
+  if (type !== null && !(HANDLED_EVENTS as readonly string[]).includes(type)) return { action: 'skip', type }
+  const key = typeof fields.id === 'string' && /^evt_[A-Za-z0-9_]{1,250}$/.test(fields.id) ? fields.id : `sha256:${await sha256Hex(rawBody)}`
+  const created = typeof fields.created === 'number' && Number.isInteger(fields.created) &&
+      fields.created >= 946_684_800 && fields.created <= 7_258_118_400
+    ? isoOf(fields.created)
+    : null
+  const ignore = (reason: string): StripeEventPlan => ({ action: 'ignore', key, type, created, reason })
+  if (body === undefined) return ignore('body: not JSON')
+
+  const envelope = EventEnvelope.safeParse(body)
+  if (!envelope.success) return ignore(zodReason(envelope.error))
+  const event = { id: envelope.data.id, type: envelope.data.type, created: isoOf(envelope.data.created) }
+  const parsed = EVENT_OBJECTS[event.type].safeParse(envelope.data.data.object)
+  if (!parsed.success) return ignore(zodReason(parsed.error, 'data.object'))
+
   switch (event.type) {
     case 'checkout.session.completed': {
-      const s = event.data.object
-      if (s.mode !== 'subscription') return { ...base, details: {} }
-      return {
-        ...base,
-        details: {
-          subscription_id: idOf(s.subscription),
-          customer_id: idOf(s.customer),
-          user_id: userIdOf(s.client_reference_id, s.metadata?.user_id),
-          paid: s.payment_status === 'paid',
-        },
-      }
-    }
-    case 'customer.subscription.created':
-    case 'customer.subscription.updated':
-    case 'customer.subscription.deleted': {
-      const sub = event.data.object
-      return {
-        ...base,
-        details: {
-          subscription_id: sub.id,
-          customer_id: idOf(sub.customer),
-          user_id: userIdOf(sub.metadata?.user_id),
-          status: sub.status,
-          current_period_end: periodEnd(sub),
-          cancel_at_period_end: sub.cancel_at_period_end === true,
-        },
-      }
+      const s = parsed.data as z.infer<typeof EVENT_OBJECTS['checkout.session.completed']>
+      const subscriptionId = s.mode === 'subscription' ? idOf(s.subscription) : null
+      if (!subscriptionId) return ignore('data.object: a checkout without a subscription (not a subscription checkout)')
+      return { action: 'apply', event, subscriptionId, claimedUserId: userIdOf(s.client_reference_id, s.metadata?.user_id) }
     }
     case 'invoice.payment_failed': {
-      const inv = event.data.object
-      return {
-        ...base,
-        details: {
-          subscription_id: idOf(inv.parent?.subscription_details?.subscription),
-          customer_id: idOf(inv.customer),
-        },
-      }
+      const inv = parsed.data as z.infer<typeof EVENT_OBJECTS['invoice.payment_failed']>
+      const subscriptionId = idOf(inv.parent?.subscription_details?.subscription)
+      if (!subscriptionId) return ignore('data.object: an invoice without a subscription')
+      return { action: 'apply', event, subscriptionId, claimedUserId: null }
     }
     default:
-      return null
+      return { action: 'apply', event, subscriptionId: (parsed.data as { id: string }).id, claimedUserId: null }
+  }
+}
+
+/** How long the webhook waits for Stripe's answer (STRIPE_RETRIEVE_TIMEOUT_MS, default 4 s; one retry). */
+function retrieveTimeout(): number {
+  const ms = Number(optionalEnv('STRIPE_RETRIEVE_TIMEOUT_MS') ?? 4000)
+  return Number.isFinite(ms) && ms >= 100 && ms <= 60_000 ? ms : 4000
+}
+
+/**
+ * Now, to the microsecond (Postgres keeps microseconds): when a subscription read started. Two
+ * reads of one subscription in the same millisecond still order.
+ */
+function preciseNow(): string {
+  const ms = performance.timeOrigin + performance.now()
+  const whole = Math.floor(ms)
+  const micros = String(Math.floor((ms - whole) * 1000)).padStart(3, '0')
+  return new Date(whole).toISOString().replace('Z', `${micros}Z`)
+}
+
+/** Stripe's current state of a subscription, as public.apply_stripe_event takes it. */
+export interface SubscriptionState {
+  subscription_id: string
+  customer_id: string | null
+  user_id: string | null
+  status: typeof SUBSCRIPTION_STATUSES[number]
+  current_period_end: string | null
+  cancel_at_period_end: boolean
+  fetched_at: string
+}
+
+/**
+ * Retrieves the subscription from Stripe: its current state, or `missing` (Stripe does not know
+ * it, refuses the request, or answers with a subscription this code cannot read: retrying would
+ * not change that).
+ * Stripe busy, failing or unreachable: throws 503, so Stripe retries the event later (see the
+ * README: the stored state must be Stripe's latest, and the event's own copy may be older).
+ */
+export async function latestSubscription(stripe: Stripe, id: string): Promise<{ state: SubscriptionState } | { missing: string }> {
+  const fetchedAt = preciseNow()
+  let sub: unknown
+  try {
+    sub = await stripe.subscriptions.retrieve(id, {}, { timeout: retrieveTimeout(), maxNetworkRetries: 1 })
+  } catch (e) {
+    if (e instanceof Stripe.errors.StripeInvalidRequestError && (e.statusCode === 404 || e.code === 'resource_missing')) {
+      return { missing: `Stripe does not know subscription ${id}` }
+    }
+    // Stripe refusing the request itself (400) would refuse every retry as well. A rejected or
+    // under-privileged key (401/403) is ours to fix: retried, like 429 and 5xx.
+    if (e instanceof Stripe.errors.StripeInvalidRequestError && e.statusCode !== undefined && e.statusCode < 500 && e.statusCode !== 429) {
+      return { missing: `Stripe refused to read subscription ${id}: ${e.message}` }
+    }
+    const what = e instanceof Stripe.errors.StripeError ? `${e.type} ${e.statusCode ?? ''}: ${e.message}` : String(e)
+    console.error(`stripe: retrieving ${id} failed (${what}); the event will be retried`)
+    throw unavailable('Stripe could not be asked for the subscription\'s current state; retry later')
+  }
+  const parsed = RetrievedSubscription.safeParse(sub)
+  if (!parsed.success) {
+    console.error(`stripe: subscription ${id} as retrieved is not readable: ${zodReason(parsed.error)}`)
+    return { missing: `Stripe's subscription ${id} is not readable: ${zodReason(parsed.error, 'subscription')}` }
+  }
+  const s = parsed.data
+  const ends = s.items.data.map((i) => i.current_period_end).filter((n): n is number => typeof n === 'number')
+  return {
+    state: {
+      subscription_id: s.id,
+      customer_id: idOf(s.customer),
+      user_id: userIdOf(s.metadata?.user_id),
+      status: s.status,
+      current_period_end: ends.length ? isoOf(Math.max(...ends)) : null,
+      cancel_at_period_end: s.cancel_at_period_end,
+      fetched_at: fetchedAt,
+    },
   }
 }

@@ -1,17 +1,20 @@
--- Payments and e-mail in SQL (migration 20261122030000_payments_email.sql).
+-- Payments and e-mail in SQL (migrations 20261122030000_payments_email.sql and
+-- 20261126060000_webhook_outcomes.sql).
 --
--- 1. The Stripe event ordering rules, as data: scenarios of events applied in a given order,
---    each with the outcome expected per step and the state expected at the end.
+-- 1. The Stripe event rules, as data: scenarios of events applied in a given order, each with
+--    the state read from Stripe for it, the outcome expected per step and the state expected at
+--    the end (the latest read wins); bad values refused with class-22 errors, and recorded as
+--    ignored.
 -- 2. Premium follows the stored state (private.is_premium, used by the monthly award).
 -- 3. Who may call what: the webhook/customer/log functions are the service role's alone.
 -- 4. E-mail: the sending rules as each kind of caller (own verified address, others, super
 --    admin, suppressed address, daily cap, idempotency), the log's RLS, and webhook events
---    (suppression, status only moving forward, replays).
+--    (suppression, status only moving forward, replays, bad values refused and recorded as ignored).
 begin;
 create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
-select plan(74);
+select plan(106);
 
 insert into auth.users (id, email, email_confirmed_at) values
   ('99990000-0000-4000-8000-000000000001', 'pgtap-pay-owner@example.test', now()),
@@ -21,75 +24,65 @@ insert into auth.users (id, email, email_confirmed_at) values
 update public.profiles set role = 'super_admin' where id = '99990000-0000-4000-8000-000000000003';
 
 -- =========================================================================================
--- 1. Stripe events: order, ties, replays.
+-- 1. Stripe events: the state stored is the latest read of Stripe; replays; bad values.
 -- =========================================================================================
--- One row per step: the event (type, second, status, cancel flag) and the outcome expected.
+-- One row per step: the event (id, type, second), the state the webhook read from Stripe for
+-- it (status, cancel flag) and when it read it (fetched_second), and the outcome expected.
 -- All scenarios belong to the owner; each scenario is its own subscription (sub_pgtap_<name>).
 create temp table stripe_steps (
   scenario text, step integer, event_id text, event_type text, at_second integer,
-  status text, cancel boolean, paid boolean, expected text,
+  status text, cancel boolean, fetched_second integer, expected text,
   primary key (scenario, step)
 );
 insert into stripe_steps values
   -- In Stripe's usual order: every event applies.
-  ('in_order', 1, 'evt_io_1', 'customer.subscription.created', 0, 'incomplete', false, null, 'applied'),
-  ('in_order', 2, 'evt_io_2', 'checkout.session.completed',    1, null,         null,  true, 'applied'),
-  ('in_order', 3, 'evt_io_3', 'customer.subscription.updated', 2, 'active',     true,  null, 'applied'),
-  ('in_order', 4, 'evt_io_4', 'customer.subscription.deleted', 3, 'canceled',   false, null, 'applied'),
-  -- Reversed: only the newest applies; the older ones never move it back.
-  ('reversed', 1, 'evt_rv_4', 'customer.subscription.deleted', 3, 'canceled',   false, null, 'applied'),
-  ('reversed', 2, 'evt_rv_3', 'customer.subscription.updated', 2, 'active',     true,  null, 'stale'),
-  ('reversed', 3, 'evt_rv_2', 'checkout.session.completed',    1, null,         null,  true, 'stale'),
-  ('reversed', 4, 'evt_rv_1', 'customer.subscription.created', 0, 'incomplete', false, null, 'stale'),
+  ('in_order', 1, 'evt_io_1', 'customer.subscription.created', 0, 'incomplete', false, 1, 'applied'),
+  ('in_order', 2, 'evt_io_2', 'checkout.session.completed',    1, 'active',     false, 2, 'applied'),
+  ('in_order', 3, 'evt_io_3', 'customer.subscription.updated', 2, 'active',     true,  3, 'applied'),
+  ('in_order', 4, 'evt_io_4', 'customer.subscription.deleted', 3, 'canceled',   false, 4, 'applied'),
+  -- Events delivered newest first: each reads Stripe later, and Stripe says canceled each time.
+  ('reversed', 1, 'evt_rv_4', 'customer.subscription.deleted', 3, 'canceled',   false, 4, 'applied'),
+  ('reversed', 2, 'evt_rv_3', 'customer.subscription.updated', 2, 'canceled',   false, 5, 'applied'),
+  ('reversed', 3, 'evt_rv_1', 'customer.subscription.created', 0, 'canceled',   false, 6, 'applied'),
+  -- A read applied after a later read (two deliveries racing) changes nothing.
+  ('race',     1, 'evt_rc_2', 'customer.subscription.updated', 2, 'canceled',   false, 8, 'applied'),
+  ('race',     2, 'evt_rc_1', 'customer.subscription.updated', 1, 'active',     true,  7, 'stale'),
   -- A replay (same event id) is acknowledged and changes nothing.
-  ('replay',   1, 'evt_rp_1', 'customer.subscription.created', 0, 'active',     false, null, 'applied'),
-  ('replay',   2, 'evt_rp_2', 'customer.subscription.updated', 1, 'past_due',   false, null, 'applied'),
-  ('replay',   3, 'evt_rp_1', 'customer.subscription.created', 0, 'active',     false, null, 'replay'),
-  -- Same second, incomplete vs active: the more settled status wins in either order.
-  ('tie_a',    1, 'evt_ta_2', 'customer.subscription.updated', 5, 'active',     false, null, 'applied'),
-  ('tie_a',    2, 'evt_ta_1', 'customer.subscription.created', 5, 'incomplete', false, null, 'stale'),
-  ('tie_b',    1, 'evt_tb_1', 'customer.subscription.created', 5, 'incomplete', false, null, 'applied'),
-  ('tie_b',    2, 'evt_tb_2', 'customer.subscription.updated', 5, 'active',     false, null, 'applied'),
-  -- Same second, active vs canceled: canceled wins in either order.
-  ('tie_c',    1, 'evt_tc_2', 'customer.subscription.deleted', 7, 'canceled',   false, null, 'applied'),
-  ('tie_c',    2, 'evt_tc_1', 'customer.subscription.updated', 7, 'active',     true,  null, 'stale'),
-  -- Same second, checkout vs subscription event: the subscription event (which knows the period
-  -- end and cancel flag) wins in either order.
-  ('tie_d',    1, 'evt_td_1', 'checkout.session.completed',    9, null,         null,  true, 'applied'),
-  ('tie_d',    2, 'evt_td_zz', 'customer.subscription.updated', 9, 'active',    true,  null, 'applied'),
-  ('tie_e',    1, 'evt_te_1', 'customer.subscription.updated', 9, 'active',     true,  null, 'applied'),
-  ('tie_e',    2, 'evt_te_zz', 'checkout.session.completed',   9, null,         null,  true, 'stale'),
-  -- An unpaid checkout links but sets no status; a payment failure before any state is kept.
-  ('unpaid',   1, 'evt_up_1', 'invoice.payment_failed',        4, null,         null,  null, 'applied'),
-  ('unpaid',   2, 'evt_up_2', 'checkout.session.completed',    5, null,         null,  false, 'applied'),
-  ('unpaid',   3, 'evt_up_3', 'customer.subscription.updated', 3, 'past_due',   false, null, 'applied');
+  ('replay',   1, 'evt_rp_1', 'customer.subscription.created', 0, 'active',     false, 1, 'applied'),
+  ('replay',   2, 'evt_rp_2', 'customer.subscription.updated', 1, 'past_due',   false, 2, 'applied'),
+  ('replay',   3, 'evt_rp_1', 'customer.subscription.created', 0, 'active',     false, 3, 'replay'),
+  -- One second, equally settled statuses, ids sorting against the real order: the later read
+  -- decides (the old rule took the higher event id and stored active).
+  ('tie',      1, 'evt_ti_aa', 'customer.subscription.updated', 5, 'active',    false, 6, 'applied'),
+  ('tie',      2, 'evt_ti_zz', 'customer.subscription.updated', 5, 'past_due',  false, 7, 'applied'),
+  -- A payment failure whose read is older still records the failure time.
+  ('failed',   1, 'evt_pf_2', 'customer.subscription.updated', 5, 'past_due',   false, 9, 'applied'),
+  ('failed',   2, 'evt_pf_1', 'invoice.payment_failed',        4, 'active',     false, 8, 'applied'),
+  -- Canceled at the period end: still active (premium) until then.
+  ('at_end',   1, 'evt_ae_1', 'customer.subscription.updated', 2, 'active',     true,  3, 'applied');
 
-create temp table stripe_finals (scenario text primary key, status text, cancel boolean, period_end_second integer, failed_second integer);
+create temp table stripe_finals (scenario text primary key, status text, cancel boolean, failed_second integer);
 insert into stripe_finals values
-  ('in_order', 'canceled', false, 3, null),
-  ('reversed', 'canceled', false, 3, null),
-  ('replay',   'past_due', false, 1, null),
-  ('tie_a',    'active',   false, 5, null),
-  ('tie_b',    'active',   false, 5, null),
-  ('tie_c',    'canceled', false, 7, null),
-  ('tie_d',    'active',   true,  9, null),
-  ('tie_e',    'active',   true,  9, null),
-  ('unpaid',   'past_due', false, 3, 4);
+  ('in_order', 'canceled', false, null),
+  ('reversed', 'canceled', false, null),
+  ('race',     'canceled', false, null),
+  ('replay',   'past_due', false, null),
+  ('tie',      'past_due', false, null),
+  ('failed',   'past_due', false, 4),
+  ('at_end',   'active',   true,  null);
+
+-- Event times are recent (the database refuses events from the future); reads come after.
+create function pg_temp.event_time(second integer) returns timestamptz
+language sql stable as $$ select date_trunc('second', now()) - interval '1 hour' + make_interval(secs => second) $$;
 
 -- The details the edge function would pass for a step (functions/_shared/payments.ts).
 create function pg_temp.details(s stripe_steps) returns jsonb
-language sql immutable as $$
-  select case
-    when s.event_type = 'checkout.session.completed' then jsonb_build_object(
-      'subscription_id', 'sub_pgtap_' || s.scenario, 'customer_id', 'cus_pgtap_owner',
-      'user_id', '99990000-0000-4000-8000-000000000001', 'paid', s.paid)
-    when s.event_type = 'invoice.payment_failed' then jsonb_build_object(
-      'subscription_id', 'sub_pgtap_' || s.scenario, 'customer_id', 'cus_pgtap_owner')
-    else jsonb_build_object(
-      'subscription_id', 'sub_pgtap_' || s.scenario, 'customer_id', 'cus_pgtap_owner',
-      'user_id', '99990000-0000-4000-8000-000000000001', 'status', s.status,
-      'current_period_end', to_timestamp(1900000000 + s.at_second * 86400), 'cancel_at_period_end', s.cancel)
-  end
+language sql stable as $$
+  select jsonb_build_object(
+    'subscription_id', 'sub_pgtap_' || s.scenario, 'customer_id', 'cus_pgtap_owner',
+    'user_id', '99990000-0000-4000-8000-000000000001', 'status', s.status,
+    'current_period_end', pg_temp.event_time(s.at_second) + interval '30 days', 'cancel_at_period_end', s.cancel,
+    'fetched_at', pg_temp.event_time(s.fetched_second) + interval '30 minutes')
 $$;
 
 -- Applies a scenario's steps in order; returns the outcomes.
@@ -100,7 +93,7 @@ declare
   outcomes text[] := '{}';
 begin
   for s in select * from stripe_steps where scenario = name order by step loop
-    outcomes := outcomes || private.apply_stripe_event(s.event_id, s.event_type, to_timestamp(1800000000 + s.at_second), pg_temp.details(s));
+    outcomes := outcomes || private.apply_stripe_event(s.event_id, s.event_type, pg_temp.event_time(s.at_second), pg_temp.details(s));
   end loop;
   return outcomes;
 end
@@ -112,17 +105,17 @@ select is(pg_temp.run_scenario(f.scenario),
   from stripe_finals f order by f.scenario;
 
 select results_eq(
-  $$select f.scenario, s.status, s.cancel_at_period_end, s.current_period_end, s.last_payment_failed_at, s.user_id
+  $$select f.scenario, s.status, s.cancel_at_period_end, s.last_payment_failed_at, s.user_id
       from stripe_finals f join public.subscriptions s on s.stripe_subscription_id = 'sub_pgtap_' || f.scenario
      order by f.scenario$$,
-  $$select scenario, status, cancel, to_timestamp(1900000000 + period_end_second * 86400),
-           case when failed_second is null then null else to_timestamp(1800000000 + failed_second) end,
+  $$select scenario, status, cancel,
+           case when failed_second is null then null else pg_temp.event_time(failed_second) end,
            '99990000-0000-4000-8000-000000000001'::uuid
       from stripe_finals order by scenario$$,
-  'stripe events: each scenario ends in the newest event''s state (status, cancel flag, period end, failure time, user)');
+  'stripe events: each scenario ends in the latest read of Stripe (status, cancel flag, failure time, user)');
 
 select is(
-  (select count(*)::integer from private.stripe_events where event_id like 'evt\_%' and event_id in (select event_id from stripe_steps)),
+  (select count(*)::integer from private.stripe_events where event_id in (select event_id from stripe_steps)),
   (select count(distinct event_id)::integer from stripe_steps),
   'every event id is recorded exactly once');
 select results_eq(
@@ -141,23 +134,62 @@ update private.stripe_customers set stripe_customer_id = 'cus_pgtap_owner' where
 
 -- A subscription for nobody we know: kept, unlinked; a user id that is no profile is ignored.
 select is(private.apply_stripe_event('evt_stray', 'customer.subscription.created', now(),
-  '{"subscription_id": "sub_pgtap_stray", "customer_id": "cus_pgtap_stray", "user_id": "00000000-1111-4000-8000-000000000000", "status": "active"}'),
+  jsonb_build_object('subscription_id', 'sub_pgtap_stray', 'customer_id', 'cus_pgtap_stray', 'user_id', '00000000-1111-4000-8000-000000000000',
+                     'status', 'active', 'cancel_at_period_end', false, 'fetched_at', now())),
   'applied', 'an event for an unknown customer and user is applied');
 select is((select user_id from public.subscriptions where stripe_subscription_id = 'sub_pgtap_stray'), null,
   '... and the subscription is kept without a user');
 select is(private.apply_stripe_event('evt_other', 'customer.created', now(), '{}'), 'ignored', 'a type without a subscription is ignored');
-select throws_ok(
-  $$select private.apply_stripe_event('evt_nostatus', 'customer.subscription.updated', now(), '{"subscription_id": "sub_pgtap_x"}')$$,
-  '22023', null, 'a subscription event without a status is an error (the webhook answers 5xx)');
-select is((select count(*)::integer from private.stripe_events where event_id = 'evt_nostatus'), 0,
-  '... and its event id is not recorded (the retry is not a replay)');
+
+-- Values Stripe never sends are refused with class-22 errors (the webhook records them as ignored).
+create function pg_temp.good_details() returns jsonb language sql stable as $$
+  select jsonb_build_object('subscription_id', 'sub_pgtap_bad', 'customer_id', 'cus_pgtap_bad', 'status', 'active',
+                            'cancel_at_period_end', false, 'current_period_end', '2027-01-01T00:00:00Z', 'fetched_at', now())
+$$;
+select throws_ok(format('select private.apply_stripe_event(%L, %L, %L, %L)', e.id, 'customer.subscription.updated', e.created, e.details),
+  e.code, e.message, 'refused: ' || e.what)
+  from (values
+    ('an event id that is not one', 'not-an-event', now(), pg_temp.good_details(), '22023', 'id: not a Stripe event id'),
+    ('an event from the future', 'evt_bad_1', now() + interval '2 days', pg_temp.good_details(), '22008', 'created: out of range'),
+    ('an event from 1970', 'evt_bad_2', 'epoch'::timestamptz, pg_temp.good_details(), '22008', 'created: out of range'),
+    ('no status', 'evt_bad_3', now(), pg_temp.good_details() - 'status', '22023', 'status: required'),
+    ('an unknown status', 'evt_bad_4', now(), pg_temp.good_details() || '{"status": "sort of"}', '22023', 'status: not a valid value'),
+    ('a status that is a number', 'evt_bad_5', now(), pg_temp.good_details() || '{"status": 1}', '22023', 'status: must be a string, not number'),
+    ('a cancel flag that is a string', 'evt_bad_6', now(), pg_temp.good_details() || '{"cancel_at_period_end": "yes"}', '22023', 'cancel_at_period_end: must be a boolean'),
+    ('no read time', 'evt_bad_7', now(), pg_temp.good_details() - 'fetched_at', '22023', 'fetched_at: required (when the subscription was read from Stripe)'),
+    ('a read time days ahead', 'evt_bad_8', now(), pg_temp.good_details() || jsonb_build_object('fetched_at', now() + interval '2 days'), '22008', 'fetched_at: out of range'),
+    ('a period end of "garbage"', 'evt_bad_9', now(), pg_temp.good_details() || '{"current_period_end": "garbage"}', '22007', 'current_period_end: not a time'),
+    ('a period end of 2026-02-30', 'evt_bad_10', now(), pg_temp.good_details() || '{"current_period_end": "2026-02-30T00:00:00Z"}', '22008', 'current_period_end: not a valid date or time'),
+    ('a period end of 0000-00-00', 'evt_bad_11', now(), pg_temp.good_details() || '{"current_period_end": "0000-00-00"}', '22008', 'current_period_end: not a valid date or time'),
+    ('a period end that is a number', 'evt_bad_12', now(), pg_temp.good_details() || '{"current_period_end": 1700000000}', '22023', 'current_period_end: must be a time string, not number'),
+    ('a subscription id that is a number', 'evt_bad_13', now(), pg_temp.good_details() || '{"subscription_id": 42}', '22023', 'subscription_id: must be a string, not number'),
+    ('a customer that is not one', 'evt_bad_14', now(), pg_temp.good_details() || '{"customer_id": "acct_1"}', '22023', 'customer_id: not a valid value')
+  ) e(what, id, created, details, code, message);
+select is((select count(*)::integer from private.stripe_events where event_id like 'evt\_bad\_%'), 0,
+  '... and a refused event is not recorded (its transaction is rolled back)');
+-- A read time a little ahead of the database's clock (an edge clock running fast) counts as now,
+-- so it cannot pin a state that a later read should replace.
+select is(private.apply_stripe_event('evt_ahead_1', 'customer.subscription.updated', now(),
+  pg_temp.good_details() || jsonb_build_object('subscription_id', 'sub_pgtap_ahead', 'fetched_at', now() + interval '10 minutes')),
+  'applied', 'a read time ahead of the clock is applied');
+select is((select stripe_fetched_at from public.subscriptions where stripe_subscription_id = 'sub_pgtap_ahead'), now(),
+  '... as read now');
+select is(private.record_ignored_stripe_event('evt_bad_1', 'customer.subscription.updated', now() + interval '2 days', 'created: out of range'), 'ignored',
+  'the webhook records a refused event as ignored');
+select results_eq($$select outcome, reason, event_created from private.stripe_events where event_id = 'evt_bad_1'$$,
+  $$values ('ignored'::text, 'created: out of range'::text, null::timestamptz)$$, '... with its reason, and no time it cannot vouch for');
+select is(private.record_ignored_stripe_event('evt_bad_1', 'customer.subscription.updated', now(), 'again'), 'replay',
+  'the same event again is a replay');
+select is(private.apply_stripe_event('evt_bad_1', 'customer.subscription.updated', now(), pg_temp.good_details()), 'replay',
+  '... also when it arrives well-formed');
 
 -- =========================================================================================
 -- 2. Premium is derived from the stored state.
 -- =========================================================================================
 select ok(not private.is_premium('99990000-0000-4000-8000-000000000002'), 'no subscription: not premium');
 select is(private.apply_stripe_event('evt_prem_1', 'customer.subscription.created', now() - interval '1 minute',
-  '{"subscription_id": "sub_pgtap_prem", "customer_id": "cus_pgtap_prem", "user_id": "99990000-0000-4000-8000-000000000002", "status": "active"}'),
+  jsonb_build_object('subscription_id', 'sub_pgtap_prem', 'customer_id', 'cus_pgtap_prem', 'user_id', '99990000-0000-4000-8000-000000000002',
+                     'status', 'active', 'cancel_at_period_end', false, 'fetched_at', now() - interval '1 minute')),
   'applied', 'the stranger subscribes');
 select ok(private.is_premium('99990000-0000-4000-8000-000000000002'), 'active: premium');
 select is((select awarded from private.award_monthly_drops(array['99990000-0000-4000-8000-000000000002'::uuid], '2040-01-01')), 1,
@@ -165,7 +197,8 @@ select is((select awarded from private.award_monthly_drops(array['99990000-0000-
 select is((select amount from public.monthly_drop_awards
             where user_id = '99990000-0000-4000-8000-000000000002' and award_month = '2040-01-01'), 250, 'the monthly award gives a premium user 250');
 select is(private.apply_stripe_event('evt_prem_2', 'customer.subscription.deleted', now(),
-  '{"subscription_id": "sub_pgtap_prem", "customer_id": "cus_pgtap_prem", "status": "canceled"}'),
+  jsonb_build_object('subscription_id', 'sub_pgtap_prem', 'customer_id', 'cus_pgtap_prem', 'status', 'canceled',
+                     'cancel_at_period_end', false, 'fetched_at', now())),
   'applied', 'the subscription is canceled');
 select ok(not private.is_premium('99990000-0000-4000-8000-000000000002'), 'canceled: not premium');
 select is((select awarded from private.award_monthly_drops(array['99990000-0000-4000-8000-000000000002'::uuid], '2040-02-01')), 1,
@@ -183,7 +216,9 @@ insert into service_only values
   ('public.remember_stripe_customer(uuid, text)'),
   ('public.replace_stripe_customer(uuid, text, text)'),
   ('public.finish_email_send(uuid, text, text, text)'),
-  ('public.record_email_event(text, jsonb, jsonb)');
+  ('public.record_email_event(text, jsonb, jsonb)'),
+  ('public.record_ignored_stripe_event(text, text, timestamp with time zone, text)'),
+  ('public.record_ignored_email_event(text, text, jsonb, text)');
 grant select on service_only to public;
 select is(
   (select array_agg(signature order by signature) from service_only
@@ -214,7 +249,7 @@ $$;
 select pg_temp.act_as('99990000-0000-4000-8000-000000000001');
 select results_eq(
   $$select status, cancel_at_period_end from public.subscriptions where status = 'active' and cancel_at_period_end$$,
-  $$values ('active'::text, true), ('active'::text, true)$$,
+  $$values ('active'::text, true)$$,
   'the owner reads status and cancel_at_period_end of their subscriptions');
 select throws_ok($$select stripe_event_id from public.subscriptions$$, '42501', null, 'the event position is not readable');
 select is(public.caller_is_premium(), true, 'caller_is_premium: the owner (active subscriptions) is premium');
@@ -345,6 +380,30 @@ select is(private.record_email_event('msg_pgtap_6',
 select results_eq($$select from_address, to_addresses, subject, text_body, html_body, received_at from private.inbound_emails where email_id = 'in_pgtap_1'$$,
   $$values ('Reader <r@example.com>'::text, array['inbox@example.test'], 'Q'::text, 'body'::text, '<p>body</p>'::text, '2026-11-22T10:00:00Z'::timestamptz)$$,
   'with its metadata and the body fetched separately');
+
+-- Values Resend never sends are refused with class-22 errors (the webhook records them as ignored).
+select throws_ok(format('select private.record_email_event(%L, %L, null)', 'msg_pgtap_bad_' || e.n, e.payload),
+  e.code, e.message, 'refused: ' || e.what)
+  from (values
+    (1, 'created_at "garbage"', '{"type": "email.received", "created_at": "garbage", "data": {"email_id": "in_bad", "from": "a@b.c", "to": []}}'::jsonb, '22007', 'created_at: not a time'),
+    (2, 'created_at "0000-00-00"', '{"type": "email.received", "created_at": "0000-00-00", "data": {"email_id": "in_bad", "from": "a@b.c", "to": []}}', '22008', 'created_at: not a valid date or time'),
+    (3, 'created_at "2026-02-30T00:00:00Z"', '{"type": "email.received", "data": {"created_at": "2026-02-30T00:00:00Z", "email_id": "in_bad", "from": "a@b.c", "to": []}}', '22008', 'data.created_at: not a valid date or time'),
+    (4, 'created_at "now"', '{"type": "email.received", "created_at": "now", "data": {"email_id": "in_bad", "from": "a@b.c", "to": []}}', '22007', 'created_at: not a time'),
+    (5, 'to a string', '{"type": "email.bounced", "data": {"email_id": "e6", "to": "x@example.com"}}', '22023', 'data.to: must be a list of at most 50 addresses'),
+    (6, 'to [null]', '{"type": "email.complained", "data": {"email_id": "e6", "to": [null]}}', '22023', 'data.to: must be a list of at most 50 addresses'),
+    (7, 'no type', '{"data": {}}', '22023', 'type: required'),
+    (8, 'data a list', '{"type": "email.sent", "data": []}', '22023', 'data: must be an object'),
+    (9, 'email_id a number', '{"type": "email.sent", "data": {"email_id": 5}}', '22023', 'data.email_id: must be a string, not number'),
+    (10, 'bounce a string', '{"type": "email.bounced", "data": {"email_id": "e6", "bounce": "Permanent"}}', '22023', 'data.bounce: must be an object')
+  ) e(n, what, payload, code, message);
+select is((select count(*)::integer from private.email_events where svix_id like 'msg\_pgtap\_bad\_%'), 0, '... and nothing of them is stored');
+select is(private.record_ignored_email_event('msg_pgtap_bad_1', 'email.received', '{"type": "email.received", "created_at": "garbage"}', 'created_at: not a time'),
+  'ignored', 'the webhook records a refused event as ignored');
+select results_eq($$select event_type, outcome, reason, payload ->> 'created_at' from private.email_events where svix_id = 'msg_pgtap_bad_1'$$,
+  $$values ('email.received'::text, 'ignored'::text, 'created_at: not a time'::text, 'garbage'::text)$$,
+  '... with its reason and the payload as received');
+select is(private.record_email_event('msg_pgtap_bad_1', '{"type": "email.sent", "data": {}}', null), 'replay',
+  'the same svix id again is a replay');
 
 select * from finish();
 rollback;

@@ -1,5 +1,6 @@
 // A local server that speaks the part of Stripe's HTTP API the payment code uses: form-encoded
-// POST /v1/customers and /v1/checkout/sessions with bearer keys, Stripe's error bodies
+// POST /v1/customers and /v1/checkout/sessions and GET /v1/subscriptions/:id (the webhook reads
+// Stripe's current state) with bearer keys, Stripe's error bodies
 // ({error: {type, code, param, message}}), 401 for a wrong key, idempotency keys as Stripe keeps
 // them (same key and parameters: the first answer again; same key while the first request is
 // in flight: 409, which the SDK retries; same key, other parameters: 400).
@@ -12,6 +13,10 @@
 //        the next `times` (default 1) API requests for that user answer with that error
 //   POST /__control/slow {user_id, ms}         requests for that user answer after `ms`
 //   POST /__control/delete-customer {id}       the customer is gone (as if deleted in the dashboard)
+//   POST /__control/subscription {object}      Stripe's current state of a subscription (as the API returns it)
+//   GET  /__control/retrievals?subscription_id=<id>  how many times it was retrieved
+//   POST /__control/fail {subscription_id, status, type?, message?, times?}, /__control/slow
+//        {subscription_id, ms}: the same for retrievals of that subscription
 const PRICES = new Set(['price_premium_monthly', 'price_premium_yearly'])
 
 interface Failure {
@@ -48,6 +53,8 @@ export function start(): Promise<{ env: Record<string, string>; stop(): Promise<
   const idempotent = new Map<string, { params: string; answer?: { status: number; body: unknown } }>()
   const failures = new Map<string, Failure>()
   const slow = new Map<string, number>()
+  const subscriptions = new Map<string, Params>()
+  const retrievals = new Map<string, number>()
 
   const error = (status: number, type: string, message: string, extra: Params = {}, headers: Record<string, string> = {}) =>
     Response.json({ error: { type, message, ...extra } }, { status, headers: { 'request-id': `req_${rand()}`, ...headers } })
@@ -111,9 +118,16 @@ export function start(): Promise<{ env: Record<string, string>; stop(): Promise<
       if (req.method === 'GET' && url.pathname === '/__control/sessions') {
         return Response.json(sessions.filter((s) => s.user_id === user))
       }
+      if (req.method === 'GET' && url.pathname === '/__control/retrievals') {
+        return Response.json({ count: retrievals.get(url.searchParams.get('subscription_id') ?? '') ?? 0 })
+      }
       const body = await req.json()
+      if (url.pathname === '/__control/subscription') {
+        subscriptions.set(body.object.id, { object: 'subscription', ...body.object })
+        return Response.json({ ok: true })
+      }
       if (url.pathname === '/__control/fail') {
-        failures.set(body.user_id, {
+        failures.set(body.subscription_id ?? body.user_id, {
           status: body.status, type: body.type ?? 'api_error', message: body.message ?? 'Something went wrong on Stripe\'s end.',
           times: body.times ?? 1, retryAfter: body.retry_after,
         })
@@ -124,7 +138,7 @@ export function start(): Promise<{ env: Record<string, string>; stop(): Promise<
         return Response.json({ ok: true })
       }
       if (url.pathname === '/__control/slow') {
-        slow.set(body.user_id, body.ms)
+        slow.set(body.subscription_id ?? body.user_id, body.ms)
         return Response.json({ ok: true })
       }
       return Response.json({ error: 'unknown control' }, { status: 404 })
@@ -132,6 +146,24 @@ export function start(): Promise<{ env: Record<string, string>; stop(): Promise<
 
     if (req.headers.get('authorization') !== `Bearer ${key}`) {
       return error(401, 'invalid_request_error', 'Invalid API Key provided: ' + (req.headers.get('authorization') ?? '').slice(7, 15) + '****')
+    }
+    const retrieve = url.pathname.match(/^\/v1\/subscriptions\/([^/]+)$/)
+    if (req.method === 'GET' && retrieve) {
+      const id = decodeURIComponent(retrieve[1])
+      retrievals.set(id, (retrievals.get(id) ?? 0) + 1)
+      if (slow.has(id)) await new Promise((r) => setTimeout(r, slow.get(id)))
+      const failure = failures.get(id)
+      if (failure && failure.times > 0) {
+        failure.times--
+        // Unlike the POST failures, the SDK may retry these (as it would Stripe's): a 429 or 5xx
+        // configured once is one failed attempt; `times` covers the retry too.
+        return error(failure.status, failure.type, failure.message)
+      }
+      const sub = subscriptions.get(id)
+      if (!sub) {
+        return error(404, 'invalid_request_error', `No such subscription: '${id}'`, { code: 'resource_missing', param: 'id' })
+      }
+      return Response.json(sub, { headers: { 'request-id': `req_${rand()}` } })
     }
     if (req.method !== 'POST') return error(404, 'invalid_request_error', `Unrecognized request URL (${req.method}: ${url.pathname}).`)
     const raw = await req.text()

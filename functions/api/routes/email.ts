@@ -6,10 +6,19 @@
 // complained addresses.
 import { z } from '@hono/zod-openapi'
 import { serviceDb } from '../../_shared/db.ts'
-import { fromResend, inboundBody, requireResend, sendEmail, svixHeaders, verifiedEmailEvent } from '../../_shared/email.ts'
+import {
+  fromResend,
+  inboundBody,
+  planEmailEvent,
+  requireResend,
+  sendEmail,
+  svixHeaders,
+  verifySvixSignature,
+} from '../../_shared/email.ts'
 import { optionalEnv } from '../../_shared/env.ts'
 import { badRequest, HttpError, unavailable, unwrap } from '../../_shared/errors.ts'
 import { newestFirstPage, pageQuery } from '../../_shared/pagination.ts'
+import { refusedAsBadData, webhookDbFailure } from '../../_shared/webhooks.ts'
 import { endpoint, NextCursor, routeModule } from '../openapi.ts'
 
 export const EMAIL_LIMITS = { subject: 500, html: 200_000, text: 100_000, idempotencyKey: 200 }
@@ -125,36 +134,50 @@ export const emailRoutes = routeModule()
       description: 'The body is a Resend webhook event, verified with RESEND_WEBHOOK_SECRET over the raw body and the ' +
         'svix-id/svix-timestamp/svix-signature headers (±5 minutes) before it is parsed. Each event is stored once by ' +
         'svix-id; bounced (not transient) and complained recipients are suppressed; email.received is stored with its ' +
-        'body fetched from Resend. Missing/bad/stale signature: 400. 503 when RESEND_WEBHOOK_SECRET is not set.',
-      response: z.object({ received: z.literal(true), outcome: z.enum(['stored', 'replay']) }),
+        'body fetched from Resend. A signed event that cannot be applied (malformed, a value the database refuses) is ' +
+        'recorded with its payload and answered 200 `ignored` with the reason, so Resend does not retry it. ' +
+        'Missing/bad/stale signature: 400. 502 when an inbound body cannot be fetched, 503 when the database is ' +
+        'unavailable or RESEND_WEBHOOK_SECRET is not set (Resend retries).',
+      response: z.object({
+        received: z.literal(true),
+        outcome: z.enum(['stored', 'ignored', 'replay']),
+        reason: z.string().optional().openapi({ description: 'Why an event was ignored' }),
+      }),
       errors: [400, 502],
     }),
     async (c) => {
       const raw = await c.req.text()
       const headers = svixHeaders((n) => c.req.header(n))
       if (!headers) throw badRequest('svix-id, svix-timestamp, svix-signature: headers are required')
+      if (headers['svix-id'].length > 255) throw badRequest('svix-id: at most 255 characters')
       const secret = optionalEnv('RESEND_WEBHOOK_SECRET')
       if (!secret) throw unavailable('The e-mail webhook is not configured (RESEND_WEBHOOK_SECRET is not set)')
-      let event: Record<string, unknown>
       try {
-        event = verifiedEmailEvent(raw, headers, secret)
+        verifySvixSignature(raw, headers, secret)
       } catch (e) {
         throw badRequest(`svix-signature: ${e instanceof Error ? e.message : 'verification failed'}`)
       }
-      const data = (event.data ?? {}) as { email_id?: unknown }
-      // Inbound events carry metadata only; the body is fetched (a failure answers 502: Resend retries).
-      const inbound = event.type === 'email.received' && typeof data.email_id === 'string'
-        ? await inboundBody(data.email_id)
-        : null
-      const { data: outcome, error } = await serviceDb().rpc('record_email_event', {
-        svix_id: headers['svix-id'],
-        payload: event,
-        inbound,
-      })
-      if (error) {
-        console.error(`resend event ${headers['svix-id']} not stored`, error)
-        throw new HttpError(500, 'The event could not be stored; it will be retried')
+      const svixId = headers['svix-id']
+      const db = serviceDb()
+      const reply = (outcome: 'stored' | 'ignored' | 'replay', reason?: string) =>
+        c.json({ received: true as const, outcome, ...(reason ? { reason } : {}) })
+      /** Records the event as ignored, with the payload as received (nothing Resend sent is lost). */
+      const ignore = async (type: string | null, payload: unknown, reason: string) => {
+        console.error(`resend event ${svixId} (${type ?? 'no type'}) ignored: ${reason}`)
+        const { data, error } = await db.rpc('record_ignored_email_event', {
+          svix_id: svixId, event_type: type, payload, reason: reason.replace(/\u0000/g, '').toWellFormed().slice(0, 2000),
+        })
+        if (error) throw webhookDbFailure(error, `resend event ${svixId}: recording it as ignored`)
+        return reply(data as 'ignored' | 'replay', reason)
       }
-      return c.json({ received: true as const, outcome: outcome as 'stored' | 'replay' })
+
+      const plan = planEmailEvent(raw)
+      if (plan.action === 'ignore') return await ignore(plan.type, plan.payload, plan.reason)
+      // Inbound events carry metadata only; the body is fetched (a failure answers 502: Resend retries).
+      const inbound = plan.inboundEmailId ? await inboundBody(plan.inboundEmailId) : null
+      const { data: outcome, error } = await db.rpc('record_email_event', { svix_id: svixId, payload: plan.event, inbound })
+      if (error && refusedAsBadData(error)) return await ignore(plan.type, plan.event, error.message)
+      if (error) throw webhookDbFailure(error, `resend event ${svixId} not stored`)
+      return reply(outcome as 'stored' | 'replay')
     },
   )

@@ -8,14 +8,17 @@ import { optionalEnv } from '../../_shared/env.ts'
 import { badRequest, HttpError, unavailable, unwrap } from '../../_shared/errors.ts'
 import {
   allowedPrices,
-  eventForDatabase,
   fromStripe,
   HANDLED_EVENTS,
   isMissingCustomer,
+  latestSubscription,
+  planStripeEvent,
   requireStripe,
   siteOrigins,
-  verifiedEvent,
+  storableText,
+  verifyStripeSignature,
 } from '../../_shared/payments.ts'
+import { refusedAsBadData, webhookDbFailure } from '../../_shared/webhooks.ts'
 import type { Caller } from '../credentials.ts'
 import { endpoint, routeModule } from '../openapi.ts'
 import type Stripe from 'stripe'
@@ -148,12 +151,17 @@ export const paymentRoutes = routeModule()
       summary: 'Stripe events (signed)',
       description: 'The body is a Stripe event, verified over the raw bytes with STRIPE_WEBHOOK_SECRET before anything ' +
         `is parsed or written (5-minute tolerance). Handled: ${HANDLED_EVENTS.join(', ')}; other types are ` +
-        'acknowledged and ignored. A replayed event id is acknowledged and changes nothing; an event older than the ' +
-        'stored state is recorded and not applied. Missing/bad/stale signature: 400. A failure while applying: 5xx ' +
-        '(Stripe retries; nothing was written). 503 when STRIPE_WEBHOOK_SECRET is not set.',
+        'acknowledged and ignored. For a handled event the subscription is retrieved from Stripe and its current ' +
+        'state stored, unless a later read is stored already (stale). A replayed event id is acknowledged and changes ' +
+        'nothing. A signed event that cannot be applied (malformed, a subscription Stripe does not know, a value the ' +
+        'database refuses) is recorded and answered 200 `ignored` with the reason, so Stripe does not retry it. ' +
+        'Missing/bad/stale signature: 400. 503 when Stripe cannot be asked (busy, failing, unreachable) or the ' +
+        'database is unavailable, and when STRIPE_WEBHOOK_SECRET or STRIPE_SECRET_KEY is not set: Stripe retries, ' +
+        'nothing was written. 500 for any other failure while applying (also retried).',
       response: z.object({
         received: z.literal(true),
         outcome: z.enum(['applied', 'stale', 'ignored', 'replay']),
+        reason: z.string().optional().openapi({ description: 'Why an event was ignored' }),
       }),
       errors: [400],
     }),
@@ -163,21 +171,40 @@ export const paymentRoutes = routeModule()
       if (!signature) throw badRequest('Stripe-Signature: header is required')
       const secret = optionalEnv('STRIPE_WEBHOOK_SECRET')
       if (!secret) throw unavailable('The payment webhook is not configured (STRIPE_WEBHOOK_SECRET is not set)')
-      let event: Stripe.Event
       try {
-        event = await verifiedEvent(raw, signature, secret)
+        await verifyStripeSignature(raw, signature, secret)
       } catch (e) {
         throw badRequest(`Stripe-Signature: ${e instanceof Error ? e.message : 'verification failed'}`)
       }
-      const args = eventForDatabase(event)
-      if (!args) return c.json({ received: true as const, outcome: 'ignored' as const })
-      const { data, error } = await serviceDb().rpc('apply_stripe_event', { ...args })
-      if (error) {
-        // Stripe retries any non-2xx; the function's transaction left nothing behind.
-        console.error(`stripe event ${event.id} (${event.type}) not applied`, error)
-        throw new HttpError(500, 'The event could not be applied; it will be retried')
+      const db = serviceDb()
+      const reply = (outcome: 'applied' | 'stale' | 'ignored' | 'replay', reason?: string) =>
+        c.json({ received: true as const, outcome, ...(reason ? { reason } : {}) })
+      /** Records the event as ignored with the reason (a replay of an ignored event stays one row). */
+      const ignore = async (key: string, type: string | null, created: string | null, reason: string) => {
+        console.error(`stripe event ${key} (${type ?? 'no type'}) ignored: ${reason}`)
+        const { data, error } = await db.rpc('record_ignored_stripe_event', {
+          event_key: key, event_type: type, event_created: created, reason: storableText(reason),
+        })
+        if (error) throw webhookDbFailure(error, `stripe event ${key}: recording it as ignored`)
+        return reply(data as 'ignored' | 'replay', reason)
       }
+
+      const plan = await planStripeEvent(raw)
+      if (plan.action === 'skip') return reply('ignored')
+      if (plan.action === 'ignore') return await ignore(plan.key, plan.type, plan.created, plan.reason)
+      const { event } = plan
+      // The state to store is Stripe's latest, not the event's copy (which may be older than
+      // another event's, and events of one second cannot be ordered by their own fields).
+      const latest = await latestSubscription(requireStripe(), plan.subscriptionId)
+      if ('missing' in latest) return await ignore(event.id, event.type, event.created, latest.missing)
+      const details = { ...latest.state, user_id: plan.claimedUserId ?? latest.state.user_id }
+      const { data, error } = await db.rpc('apply_stripe_event', {
+        event_id: event.id, event_type: event.type, event_created: event.created, details,
+      })
+      if (error && refusedAsBadData(error)) return await ignore(event.id, event.type, event.created, error.message)
+      // Stripe retries any non-2xx; the function's transaction left nothing behind.
+      if (error) throw webhookDbFailure(error, `stripe event ${event.id} (${event.type}) not applied`)
       console.log(`stripe event ${event.id} ${event.type}: ${data}`)
-      return c.json({ received: true as const, outcome: data as 'applied' | 'stale' | 'ignored' | 'replay' })
+      return reply(data as 'applied' | 'stale' | 'ignored' | 'replay')
     },
   )
