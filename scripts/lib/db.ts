@@ -9,8 +9,8 @@ export const dbUrl = (port: number, user = 'postgres', password = 'postgres') =>
 /**
  * The same database through the cluster's Unix socket (Postgres listens on one in its own
  * folder, `-k`, and trusts it: only the cluster's owner can enter that folder). For parts that
- * run beside Postgres on every request, PostgREST above all: each of its requests makes four
- * round trips (BEGIN, settings, the query, COMMIT), and the socket spares each the TCP stack.
+ * run beside Postgres on every request, PostgREST above all: each of its requests makes five
+ * round trips (BEGIN, settings, the pre-request check, the query, COMMIT), and the socket spares each the TCP stack.
  */
 export const socketDbUrl = (c: { dataDir: string; port: number }, user = 'postgres') =>
   `postgresql://${user}@/postgres?host=${encodeURIComponent(c.dataDir)}&port=${c.port}`
