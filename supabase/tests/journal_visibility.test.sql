@@ -13,7 +13,7 @@ create extension if not exists pgtap with schema extensions;
 -- let the roles this test acts as call pgTAP (rolled back with the rest).
 grant execute on all functions in schema extensions to anon, authenticated;
 
-select plan(375);
+select plan(377);
 
 -- ---------------------------------------------------------------------------------------
 -- People and groups.
@@ -939,6 +939,22 @@ select throws_ok(
   $$insert into public.journal_entries (user_id, title, metadata_visibility, team_id)
     values ('b1000000-0000-4000-8000-000000000004', 'pgtap trusted write', 'team', 'b10000c0-0000-4000-8000-000000000001')$$,
   '23503', null, 'leaving: even a trusted session cannot share a stranger''s entry into a team (foreign key)');
+-- Deleting an account whose entries and notebook are shared with a team and its organization:
+-- the membership cascades and the entry cascades meet without error.
+insert into auth.users (id, email) values ('b1000000-0000-4000-8000-000000000006', 'pgtap-vis-leaver@example.test');
+insert into public.organization_members (org_id, user_id, role) values
+  ('b10000a0-0000-4000-8000-000000000001', 'b1000000-0000-4000-8000-000000000006', 'member');
+insert into public.team_members (team_id, user_id, role) values
+  ('b10000c0-0000-4000-8000-000000000001', 'b1000000-0000-4000-8000-000000000006', 'member');
+insert into public.notebooks (id, user_id, name, metadata_visibility, content_visibility, team_id) values
+  ('b10000b2-0000-4000-8000-000000000006', 'b1000000-0000-4000-8000-000000000006', 'pgtap leaver book', 'team', 'team', 'b10000c0-0000-4000-8000-000000000001');
+insert into public.journal_entries (user_id, notebook_id, title, metadata_visibility, content_visibility, team_id, org_id) values
+  ('b1000000-0000-4000-8000-000000000006', null, 'pgtap leaver team', 'team', 'org', 'b10000c0-0000-4000-8000-000000000001', 'b10000a0-0000-4000-8000-000000000001'),
+  ('b1000000-0000-4000-8000-000000000006', 'b10000b2-0000-4000-8000-000000000006', 'pgtap leaver book entry', 'user', 'user', null, null);
+select lives_ok($$delete from auth.users where id = 'b1000000-0000-4000-8000-000000000006'$$,
+  'leaving: an account whose entries are shared with a team and an organization can be deleted');
+select is((select count(*)::int from public.journal_entries where user_id = 'b1000000-0000-4000-8000-000000000006'), 0,
+  'leaving: and its entries went with it');
 
 select * from finish();
 rollback;
