@@ -24,54 +24,73 @@
 -- =======================================================================================
 
 -- Rows shared into a team or organization their owner already left (possible until now)
--- fall back exactly as the cascade below will do from now on. Direct session (no auth.uid()):
--- the triggers derive the scopes and re-derive a notebook's entries without re-checking.
-with stale as (
-  select e.id,
-         e.team_id is not null and not exists (
-           select 1 from public.team_members m where m.team_id = e.team_id and m.user_id = e.user_id) as team_gone,
-         e.org_id is not null and not exists (
-           select 1 from public.organization_members m where m.org_id = e.org_id and m.user_id = e.user_id) as org_gone
-    from public.journal_entries e
-   where e.team_id is not null or e.org_id is not null
-), fallback as (
-  select e.id, s.team_gone, s.org_gone,
-         case when (e.metadata_visibility = 'team' and s.team_gone) or (e.metadata_visibility = 'org' and s.org_gone)
-              then 'user' else e.metadata_visibility end as meta,
-         case when (e.content_visibility = 'team' and s.team_gone) or (e.content_visibility = 'org' and s.org_gone)
-              then 'user' else e.content_visibility end as content
-    from public.journal_entries e join stale s on s.id = e.id
-   where s.team_gone or s.org_gone
-)
-update public.journal_entries e
-   set team_id = case when f.team_gone then null else e.team_id end,
-       org_id = case when f.org_gone then null else e.org_id end,
-       metadata_visibility = f.meta,
-       content_visibility = f.content,
-       -- Back to owner-only, not to the notebook's levels (see prepare_journal_entry).
-       notebook_id = case when (f.meta, f.content) is distinct from (e.metadata_visibility, e.content_visibility)
-                          then null else e.notebook_id end
-  from fallback f
- where f.id = e.id;
+-- fall back exactly as the cascade below does from now on. Run once here; a function so that
+-- supabase/tests/journal_visibility.test.sql can check it on such rows. As a direct session
+-- (no auth.uid()) the triggers derive the scopes and re-derive a notebook's entries without
+-- re-checking the writer.
+create or replace function private.unshare_where_owner_left() returns integer
+language plpgsql
+set search_path = ''
+as $$
+declare
+  entries integer;
+  books integer;
+begin
+  with stale as (
+    select e.id,
+           e.team_id is not null and not exists (
+             select 1 from public.team_members m where m.team_id = e.team_id and m.user_id = e.user_id) as team_gone,
+           e.org_id is not null and not exists (
+             select 1 from public.organization_members m where m.org_id = e.org_id and m.user_id = e.user_id) as org_gone
+      from public.journal_entries e
+     where e.team_id is not null or e.org_id is not null
+  ), fallback as (
+    select e.id, s.team_gone, s.org_gone,
+           case when (e.metadata_visibility = 'team' and s.team_gone) or (e.metadata_visibility = 'org' and s.org_gone)
+                then 'user' else e.metadata_visibility end as meta,
+           case when (e.content_visibility = 'team' and s.team_gone) or (e.content_visibility = 'org' and s.org_gone)
+                then 'user' else e.content_visibility end as content
+      from public.journal_entries e join stale s on s.id = e.id
+     where s.team_gone or s.org_gone
+  )
+  update public.journal_entries e
+     set team_id = case when f.team_gone then null else e.team_id end,
+         org_id = case when f.org_gone then null else e.org_id end,
+         metadata_visibility = f.meta,
+         content_visibility = f.content,
+         -- Back to owner-only, not to the notebook's levels (see prepare_journal_entry).
+         notebook_id = case when (f.meta, f.content) is distinct from (e.metadata_visibility, e.content_visibility)
+                            then null else e.notebook_id end
+    from fallback f
+   where f.id = e.id;
+  get diagnostics entries = row_count;
 
-with stale as (
-  select n.id,
-         n.team_id is not null and not exists (
-           select 1 from public.team_members m where m.team_id = n.team_id and m.user_id = n.user_id) as team_gone,
-         n.org_id is not null and not exists (
-           select 1 from public.organization_members m where m.org_id = n.org_id and m.user_id = n.user_id) as org_gone
-    from public.notebooks n
-   where n.team_id is not null or n.org_id is not null
-)
-update public.notebooks n
-   set team_id = case when s.team_gone then null else n.team_id end,
-       org_id = case when s.org_gone then null else n.org_id end,
-       metadata_visibility = case when (n.metadata_visibility = 'team' and s.team_gone) or (n.metadata_visibility = 'org' and s.org_gone)
-                                  then 'user' else n.metadata_visibility end,
-       content_visibility = case when (n.content_visibility = 'team' and s.team_gone) or (n.content_visibility = 'org' and s.org_gone)
-                                 then 'user' else n.content_visibility end
-  from stale s
- where s.id = n.id and (s.team_gone or s.org_gone);
+  with stale as (
+    select n.id,
+           n.team_id is not null and not exists (
+             select 1 from public.team_members m where m.team_id = n.team_id and m.user_id = n.user_id) as team_gone,
+           n.org_id is not null and not exists (
+             select 1 from public.organization_members m where m.org_id = n.org_id and m.user_id = n.user_id) as org_gone
+      from public.notebooks n
+     where n.team_id is not null or n.org_id is not null
+  )
+  update public.notebooks n
+     set team_id = case when s.team_gone then null else n.team_id end,
+         org_id = case when s.org_gone then null else n.org_id end,
+         metadata_visibility = case when (n.metadata_visibility = 'team' and s.team_gone) or (n.metadata_visibility = 'org' and s.org_gone)
+                                    then 'user' else n.metadata_visibility end,
+         content_visibility = case when (n.content_visibility = 'team' and s.team_gone) or (n.content_visibility = 'org' and s.org_gone)
+                                   then 'user' else n.content_visibility end
+    from stale s
+   where s.id = n.id and (s.team_gone or s.org_gone);
+  get diagnostics books = row_count;
+  return entries + books;
+end
+$$;
+comment on function private.unshare_where_owner_left() is
+  'Once, before the membership foreign keys: entries and notebooks naming a team/organization their owner left fall back to user, as the cascade does since. Returns the rows changed.';
+revoke execute on function private.unshare_where_owner_left() from public, anon, authenticated;
+select private.unshare_where_owner_left();
 
 -- The membership keys. The indexes replace the single-column ones (same leading column, so
 -- the team/organization foreign keys keep theirs) and serve the set-null on a removal.

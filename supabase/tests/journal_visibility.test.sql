@@ -13,7 +13,7 @@ create extension if not exists pgtap with schema extensions;
 -- let the roles this test acts as call pgTAP (rolled back with the rest).
 grant execute on all functions in schema extensions to anon, authenticated;
 
-select plan(377);
+select plan(381);
 
 -- ---------------------------------------------------------------------------------------
 -- People and groups.
@@ -939,6 +939,36 @@ select throws_ok(
   $$insert into public.journal_entries (user_id, title, metadata_visibility, team_id)
     values ('b1000000-0000-4000-8000-000000000004', 'pgtap trusted write', 'team', 'b10000c0-0000-4000-8000-000000000001')$$,
   '23503', null, 'leaving: even a trusted session cannot share a stranger''s entry into a team (foreign key)');
+-- Rows left behind before the membership keys existed (made here by removing memberships with
+-- the foreign keys' actions off) are put right by the migration's one-off fallback.
+insert into auth.users (id, email) values ('b1000000-0000-4000-8000-000000000007', 'pgtap-vis-stale@example.test');
+insert into public.organization_members (org_id, user_id, role) values
+  ('b10000a0-0000-4000-8000-000000000001', 'b1000000-0000-4000-8000-000000000007', 'member');
+insert into public.team_members (team_id, user_id, role) values
+  ('b10000c0-0000-4000-8000-000000000001', 'b1000000-0000-4000-8000-000000000007', 'member');
+insert into public.notebooks (id, user_id, name, metadata_visibility, content_visibility, org_id) values
+  ('b10000b2-0000-4000-8000-000000000007', 'b1000000-0000-4000-8000-000000000007', 'pgtap stale book', 'org', 'org', 'b10000a0-0000-4000-8000-000000000001');
+insert into public.journal_entries (id, user_id, notebook_id, title, metadata_visibility, content_visibility, team_id, org_id) values
+  ('b10000e2-0000-4000-8000-000000000071', 'b1000000-0000-4000-8000-000000000007', null, 'pgtap stale team', 'team', 'team', 'b10000c0-0000-4000-8000-000000000001', null),
+  ('b10000e2-0000-4000-8000-000000000072', 'b1000000-0000-4000-8000-000000000007', 'b10000b2-0000-4000-8000-000000000007', 'pgtap stale inherits', 'user', 'user', null, null),
+  ('b10000e2-0000-4000-8000-000000000073', 'b1000000-0000-4000-8000-000000000007', 'b10000b2-0000-4000-8000-000000000007', 'pgtap stale public in book', 'public', 'team', 'b10000c0-0000-4000-8000-000000000001', null);
+set local session_replication_role = replica;
+delete from public.team_members where user_id = 'b1000000-0000-4000-8000-000000000007';
+delete from public.organization_members where user_id = 'b1000000-0000-4000-8000-000000000007';
+set local session_replication_role = origin;
+select is(private.unshare_where_owner_left(), 3, 'migration: the one-off fallback fixes the two entries and the notebook that named a group their owner left');
+select results_eq(
+  $$select title, metadata_visibility, content_visibility, team_id, org_id, notebook_id, meta_scope, content_scope
+      from public.journal_entries where user_id = 'b1000000-0000-4000-8000-000000000007' order by id$$,
+  $$values ('pgtap stale team'::text, 'user'::text, 'user'::text, null::uuid, null::uuid, null::uuid, 'user'::text, 'user'::text),
+           ('pgtap stale inherits', 'user', 'user', null, null, 'b10000b2-0000-4000-8000-000000000007'::uuid, 'user', 'user'),
+           ('pgtap stale public in book', 'public', 'user', null, null, null, 'public', 'user')$$,
+  'migration: stale entries fall back as the cascade does (own levels to user, out of the notebook; inheriting ones follow the notebook)');
+select results_eq(
+  $$select metadata_visibility, content_visibility, org_id from public.notebooks where id = 'b10000b2-0000-4000-8000-000000000007'$$,
+  $$values ('user'::text, 'user'::text, null::uuid)$$, 'migration: the stale notebook falls back to user');
+select is(private.unshare_where_owner_left(), 0, 'migration: and a second run finds nothing');
+
 -- Deleting an account whose entries and notebook are shared with a team and its organization:
 -- the membership cascades and the entry cascades meet without error.
 insert into auth.users (id, email) values ('b1000000-0000-4000-8000-000000000006', 'pgtap-vis-leaver@example.test');
