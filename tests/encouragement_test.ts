@@ -14,6 +14,22 @@ async function template(opts: { type?: string; approved?: boolean } = {}) {
 }
 
 const send = (from: TestUser, body: Record<string, unknown>) => api(`${P}/send`, { token: from.token, body })
+
+/** Backdates an account (profiles.created_at is immutable for clients: set with triggers off). */
+async function accountAge(user: TestUser, age: string) {
+  await sql.begin(async (tx) => {
+    await tx`set local session_replication_role = replica`
+    await tx`update public.profiles set created_at = now() - ${age}::interval where id = ${user.id}`
+  })
+  return user
+}
+
+/** A recipient with a baseline: an account older than the 7-day baseline period that wrote before it. */
+async function established(user: TestUser) {
+  await accountAge(user, '30 days')
+  await sql`insert into public.journal_entries (user_id, title, created_at) values (${user.id}, 'a while ago', now() - interval '10 days')`
+  return user
+}
 const sentBy = async (u: TestUser) => (await sql`select count(*)::int as n from public.encouragement_sent_drops where sender_id = ${u.id}`)[0].n
 
 test('config and my-drops: SPEC defaults and an untouched UTC day for a new user; both need a user', async () => {
@@ -259,7 +275,7 @@ test('admin config: super admins read and change bounded values, each change rec
 test('engagement: a recipient\'s entry within the window pays the sender the bonus once (capacity and badge); cron secret rules', async () => {
   const admin = await createUser({ superAdmin: true })
   const sender = await createUser()
-  const recipient = await createUser()
+  const recipient = await established(await createUser())
   const drop = await send(sender, { recipient_id: recipient.id, drop_type: 'encouragement', content: 'you got this' })
   const second = await send(sender, { recipient_id: recipient.id, drop_type: 'encouragement', content: 'and again' })
   await sql`update public.encouragement_sent_drops set date_sent = now() - interval '1 hour' where id in (${drop.body.drop.id}, ${second.body.drop.id})`
@@ -289,7 +305,7 @@ test('engagement: a recipient\'s entry within the window pays the sender the bon
   }
   assert.equal((await api(`${P}/my-drops`, { token: sender.token })).body.bonus_drops_earned, 2, 'never paid twice')
   // Concurrent runs pay nothing more either.
-  const third = await send(sender, { recipient_id: (await createUser()).id, drop_type: 'encouragement', content: 'new pair' })
+  const third = await send(sender, { recipient_id: (await established(await createUser())).id, drop_type: 'encouragement', content: 'new pair' })
   await sql`update public.encouragement_sent_drops set date_sent = now() - interval '1 hour' where id = ${third.body.drop.id}`
   const other = (await sql`select recipient_id from public.encouragement_sent_drops where id = ${third.body.drop.id}`)[0].recipient_id
   await sql`insert into public.journal_entries (user_id, title) values (${other}, 'engaged')`
@@ -299,6 +315,41 @@ test('engagement: a recipient\'s entry within the window pays the sender the bon
   await api(`${P}/admin/process-engagement`, { method: 'POST', token: admin.token })
   assert.equal((await api(`${P}/my-drops`, { token: sender.token })).body.bonus_drops_earned, 4)
   assert.equal((await sql`select count(*)::int as n from public.drops_transactions where user_id = ${sender.id}`)[0].n, 1, 'the drops ledger is untouched')
+})
+
+test('engagement needs a baseline: five fresh accounts writing one entry after a drop farm nothing; a genuine return is still rewarded', async () => {
+  const admin = await createUser({ superAdmin: true })
+  const farmer = await createUser()
+  const friend = await createUser()
+  const puppets = await Promise.all([1, 2, 3, 4, 5].map(async () => accountAge(await createUser(), '2 hours')))
+  const returning = await established(await createUser())
+  const tpl = await template()
+  const drops: string[] = []
+  for (const [from, to] of [...puppets.map((p) => [farmer, p]), [friend, returning]]) {
+    const res = await send(from, { recipient_id: to.id, drop_type: 'encouragement', template_id: tpl })
+    assert.equal(res.status, 201, JSON.stringify(res.body))
+    drops.push(res.body.drop.id)
+  }
+  await sql`update public.encouragement_sent_drops set date_sent = now() - interval '1 hour' where id in ${sql(drops)}`
+  for (const r of [...puppets, returning]) await postEntry(r, { title: 'I wrote!', content: 'after the drop' })
+
+  const run = await api(`${P}/admin/process-engagement`, { method: 'POST', token: admin.token })
+  assert.equal(run.status, 200, JSON.stringify(run.body))
+  const farmed = await sql`select engaged_at, bonus_drops_awarded from public.encouragement_sent_drops where sender_id = ${farmer.id}`
+  assert.equal(farmed.length, 5)
+  assert.deepEqual(farmed.map((r) => [r.engaged_at, r.bonus_drops_awarded]), Array(5).fill([null, 0]), 'fresh accounts earn the farmer nothing')
+  assert.equal((await api(`${P}/my-drops`, { token: farmer.token })).body.bonus_drops_earned, 0)
+  const farmerBadge = (await api(`${P}/badge`, { token: farmer.token })).body.badge
+  assert.deepEqual([farmerBadge.engagement_increases, farmerBadge.success_rate, farmerBadge.bonus_earned], [0, 0, 0])
+
+  assert.equal((await api(`${P}/my-drops`, { token: friend.token })).body.bonus_drops_earned, 2, 'an established recipient who wrote again earns the bonus')
+  const friendBadge = (await api(`${P}/badge`, { token: friend.token })).body.badge
+  assert.deepEqual([friendBadge.engagement_increases, friendBadge.success_rate], [1, 100])
+  // PostgREST shows each sender the same judgement.
+  const { data } = await clientAs(farmer.token).from('encouragement_sent_drops').select('id').gt('bonus_drops_awarded', 0)
+  assert.deepEqual(data, [])
+  const { data: ok } = await clientAs(friend.token).from('encouragement_sent_drops').select('recipient_id, bonus_drops_awarded')
+  assert.deepEqual(ok, [{ recipient_id: returning.id, bonus_drops_awarded: 2 }])
 })
 
 test('badges: own, another user\'s, bulk (at most 100), recalculation, milestones, definitions; bad input', async () => {

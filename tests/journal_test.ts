@@ -402,7 +402,10 @@ test('keyset pagination: paging through either scope yields every visible entry 
       visible.push(row)
       continue
     }
-    const row = await insertEntryAt(u, at, { tags: [tag], meta, team_id: w.teamId, org_id: w.orgId })
+    // Only the group its level names (an entry names only groups its owner belongs to).
+    const row = await insertEntryAt(u, at, {
+      tags: [tag], meta, team_id: meta === 'team' ? w.teamId : undefined, org_id: meta === 'org' ? w.orgId : undefined,
+    })
     if (u === w.teammate) ownRows.push(row)
     if (u === w.teammate || meta !== 'user') visible.push(row)
     else invisible.push(row.id)

@@ -592,6 +592,44 @@ test('deleting an organization deletes its teams and memberships; shared entries
   assert.deepEqual(new Set(ownFeed.body.entries.map((e: { id: string }) => e.id)), new Set(shared.map((e) => e.id)))
 })
 
+test('a member who leaves an organization takes their organization and team entries out of it; re-added, nothing comes back', async () => {
+  const c = await cast()
+  const teamId = await teamWith(c.orgId, c.owner, [c.member])
+  const m = c.member
+  const shared = [
+    await postEntry(m, { title: 'to the org', content: 'org text', metadata_visibility: 'org', content_visibility: 'org', org_id: c.orgId }),
+    await postEntry(m, { title: 'to the team', content: 'team text', metadata_visibility: 'team', content_visibility: 'team', team_id: teamId }),
+    await postEntry(m, { title: 'mixed', content: 'mixed text', metadata_visibility: 'org', content_visibility: 'team', org_id: c.orgId, team_id: teamId }),
+  ]
+  const orgBook = await postNotebook(m, { name: 'Org book', metadata_visibility: 'org', content_visibility: 'org', org_id: c.orgId })
+  shared.push(await postEntry(m, { title: 'in the org book', content: 'book text', notebook_id: orgBook.id }))
+  for (const e of shared) assert.equal((await api(`/api/journal/${e.id}`, { token: c.owner.token })).status, 200)
+
+  const left = await api(`/api/organizations/${c.orgId}/members/${m.id}`, { method: 'DELETE', token: m.token })
+  assert.equal(left.status, 200, JSON.stringify(left.body))
+  for (const viewer of [c.owner, c.admin]) {
+    for (const e of shared) {
+      assertError(await api(`/api/journal/${e.id}`, { token: viewer.token }), 404)
+      const { data } = await clientAs(viewer.token).from('journal_entry_details').select('id').eq('id', e.id)
+      assert.deepEqual(data, [], 'PostgREST shows nothing either')
+    }
+  }
+  const rows = await sql`select metadata_visibility, content_visibility, team_id, org_id from public.journal_entries where user_id = ${m.id}`
+  assert.ok(rows.every((r) => r.metadata_visibility === 'user' && r.content_visibility === 'user' && !r.team_id && !r.org_id), JSON.stringify(rows))
+  // An edit reaches no one there; sharing back is refused.
+  assert.equal((await api(`/api/journal/${shared[0].id}`, { method: 'PUT', token: m.token, body: { content: 'edited' } })).status, 200)
+  assertError(await api(`/api/journal/${shared[0].id}`, { token: c.owner.token }), 404)
+  const share = { metadata_visibility: 'org', content_visibility: 'org', org_id: c.orgId }
+  assertError(await api(`/api/journal/${shared[0].id}`, { method: 'PUT', token: m.token, body: share }), 400, 'org_id')
+  assertError(await api(`/api/notebooks/${orgBook.id}`, { method: 'PUT', token: m.token, body: share }), 400, 'org_id')
+  const patch = await clientAs(m.token).from('journal_entries').update(share).eq('id', shared[0].id).select('id')
+  assert.equal(patch.error?.code, '22023', JSON.stringify(patch))
+
+  const back = await api(`/api/organizations/${c.orgId}/members`, { token: c.owner.token, body: { user_id: m.id, role: 'member' } })
+  assert.equal(back.status, 201, JSON.stringify(back.body))
+  for (const e of shared) assertError(await api(`/api/journal/${e.id}`, { token: c.owner.token }), 404)
+})
+
 test('PostgREST: the organization rules hold for a direct client too', async () => {
   const c = await cast()
   const newcomer = await createUser()

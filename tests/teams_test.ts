@@ -1,7 +1,9 @@
 // /api/teams: every row of SPEC's Teams table, as team admin, team member, organization
 // owner, organization member, outsider, super admin and anonymous.
 import { strict as assert } from 'node:assert'
-import { api, assertError, badTokensFor, clientAs, createUser, orgWith, sql, teamWith, test, type TestUser } from './_helpers.ts'
+import {
+  api, assertError, badTokensFor, clientAs, createUser, orgWith, postEntry, postNotebook, sql, teamWith, test, type TestUser,
+} from './_helpers.ts'
 
 interface Cast {
   orgOwner: TestUser
@@ -445,4 +447,55 @@ test('POST /api/teams/:id/members by an outsider must be 404 whatever the user_i
   assertError(missing, 404)
   assert.deepEqual({ status: hidden.status, body: hidden.body }, { status: missing.status, body: missing.body })
   assert.deepEqual(await teamRoles(c.teamId), { [c.teamAdmin.id]: 'admin', [c.teamMember.id]: 'member' })
+})
+
+test('a member removed from a team can no longer publish into it: their entries and notebooks leave it, on every path, and re-adding restores nothing', async () => {
+  const c = await cast()
+  const m = c.teamMember
+  const notebook = await postNotebook(m, { name: 'Team book', metadata_visibility: 'team', content_visibility: 'team', team_id: c.teamId })
+  const shared = await postEntry(m, { title: 'to the team', content: 'team text', metadata_visibility: 'team', content_visibility: 'team', team_id: c.teamId })
+  const inherits = await postEntry(m, { title: 'in the book', content: 'book text', notebook_id: notebook.id })
+  const readsAsAdmin = async (id: string) => {
+    const viaApi = await api(`/api/journal/${id}`, { token: c.teamAdmin.token })
+    const viaRest = await clientAs(c.teamAdmin.token).from('journal_entry_details').select('content').eq('id', id)
+    assert.equal(viaRest.error, null)
+    return { api: viaApi.status === 200 ? viaApi.body.entry.content : viaApi.status, rest: viaRest.data?.map((r) => r.content) }
+  }
+  assert.deepEqual(await readsAsAdmin(shared.id), { api: 'team text', rest: ['team text'] })
+  assert.deepEqual(await readsAsAdmin(inherits.id), { api: 'book text', rest: ['book text'] })
+
+  const removed = await api(`/api/teams/${c.teamId}/members/${m.id}`, { method: 'DELETE', token: c.teamAdmin.token })
+  assert.equal(removed.status, 200, JSON.stringify(removed.body))
+  for (const e of [shared, inherits]) assert.deepEqual(await readsAsAdmin(e.id), { api: 404, rest: [] }, 'the team reads nothing of theirs')
+  const feed = await api(`/api/journal?scope=visible&team_id=${c.teamId}&limit=100`, { token: c.teamAdmin.token })
+  assert.deepEqual(feed.body.entries.filter((e: any) => e.user_id === m.id), [])
+  const own = await api(`/api/journal/${shared.id}`, { token: m.token })
+  assert.deepEqual(
+    [own.body.entry.metadata_visibility, own.body.entry.content_visibility, own.body.entry.team_id, own.body.entry.content],
+    ['user', 'user', null, 'team text'], 'the entry is the member\'s alone now, nothing lost',
+  )
+  assert.equal((await api(`/api/notebooks/${notebook.id}`, { token: m.token })).body.metadata_visibility, 'user')
+
+  // Edits reach no one in the team; sharing back is refused on every path.
+  assert.equal((await api(`/api/journal/${shared.id}`, { method: 'PUT', token: m.token, body: { content: 'edited' } })).status, 200)
+  const patchText = await clientAs(m.token).from('journal_entry_contents').update({ content: 'edited too' }).eq('entry_id', inherits.id).select('entry_id')
+  assert.equal(patchText.data?.length, 1)
+  for (const e of [shared, inherits]) assert.deepEqual(await readsAsAdmin(e.id), { api: 404, rest: [] })
+  const share = { metadata_visibility: 'team', content_visibility: 'team', team_id: c.teamId }
+  assertError(await api(`/api/journal/${shared.id}`, { method: 'PUT', token: m.token, body: share }), 400, 'team_id')
+  assertError(await api('/api/journal', { token: m.token, body: { title: 'new', content: 'x', ...share } }), 400, 'team_id')
+  assertError(await api(`/api/notebooks/${notebook.id}`, { method: 'PUT', token: m.token, body: share }), 400, 'team_id')
+  const patch = await clientAs(m.token).from('journal_entries').update(share).eq('id', shared.id).select('id')
+  assert.equal(patch.error?.code, '22023', JSON.stringify(patch))
+  const rpc = await clientAs(m.token).rpc('update_journal_entry', { entry_id: shared.id, patch: share })
+  assert.equal(rpc.error?.code, '22023', JSON.stringify(rpc))
+  const nb = await clientAs(m.token).from('notebooks').update(share).eq('id', notebook.id).select('id')
+  assert.equal(nb.error?.code, '22023', JSON.stringify(nb))
+
+  // Added back: nothing is shared again until the member chooses to.
+  const back = await api(`/api/teams/${c.teamId}/members`, { token: c.teamAdmin.token, body: { user_id: m.id, role: 'member' } })
+  assert.equal(back.status, 201, JSON.stringify(back.body))
+  for (const e of [shared, inherits]) assert.deepEqual(await readsAsAdmin(e.id), { api: 404, rest: [] })
+  assert.equal((await api(`/api/journal/${shared.id}`, { method: 'PUT', token: m.token, body: share })).status, 200)
+  assert.deepEqual(await readsAsAdmin(shared.id), { api: 'edited', rest: ['edited'] })
 })

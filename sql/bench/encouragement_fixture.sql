@@ -3,6 +3,10 @@
 -- newest 100,000 were sent 25 to 48 hours ago and are due for engagement processing; half
 -- of their recipients wrote a journal entry three hours after receipt. Loaded in bulk with
 -- triggers off; badges are then computed by the bench itself (timed).
+-- Baselines (issue 20): accounts are 90 days old except every tenth (3 days: too new to have
+-- a baseline); four in five users wrote an entry 20 days ago (history before the baseline
+-- period), and every fourth user also wrote once a day in the week before their drops (one
+-- entry after a drop is then their usual pace, not more engagement).
 begin;
 set local session_replication_role = replica;
 
@@ -11,8 +15,10 @@ create temporary table bench_enc_users on commit drop as
     from generate_series(1, 100000) g;
 
 insert into auth.users (id, email) select id, 'bench-enc-' || n || '@bench.local' from bench_enc_users;
-insert into public.profiles (id, full_name, avatar_url)
-select id, 'Encourager ' || n, 'https://example.test/a/' || n || '.png' from bench_enc_users;
+insert into public.profiles (id, full_name, avatar_url, created_at)
+select id, 'Encourager ' || n, 'https://example.test/a/' || n || '.png',
+       now() - case when n % 10 = 0 then interval '3 days' else interval '90 days' end
+  from bench_enc_users;
 
 create temporary table bench_enc_drops on commit drop as
   select g,
@@ -32,6 +38,13 @@ select su.id, ru.id, 'encouragement', 'Keep going #' || d.g, d.g % 3 = 0, d.sent
   from bench_enc_drops d
   join bench_enc_users su on su.n = d.s
   join bench_enc_users ru on ru.n = d.r;
+
+-- History: an entry 20 days ago (four in five users); a daily entry 2 to 8 days ago (every fourth).
+insert into public.journal_entries (user_id, title, created_at)
+select id, 'bench history', now() - interval '20 days' - (n % 24) * interval '1 hour' from bench_enc_users where n % 5 <> 1;
+insert into public.journal_entries (user_id, title, created_at)
+select u.id, 'bench daily', now() - interval '2 days' - d * interval '1 day' - (u.n % 24) * interval '1 hour'
+  from bench_enc_users u cross join generate_series(0, 6) d where u.n % 4 = 0;
 
 -- Half of the due drops' recipients engage: an entry three hours after receipt.
 insert into public.journal_entries (user_id, title, created_at)

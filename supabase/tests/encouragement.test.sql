@@ -5,7 +5,7 @@ begin;
 create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
-select plan(105);
+select plan(116);
 
 -- S: sender, R: recipient, T: another recipient, X: stranger, I: inactive, A: AI user,
 -- B: badge climber, Z: super admin.
@@ -183,7 +183,9 @@ select lives_ok($$select public.update_encouragement_config('{"daily_allowance":
 reset role;
 
 -- ---------------------------------------------------------------------------------------
--- Engagement: drops sent earlier (written directly), then one processing run.
+-- Engagement: drops sent earlier (written directly), then one processing run. R, T and A are
+-- established recipients (accounts 60 days old; R and A wrote three weeks ago, before the
+-- 7-day baseline period), so one entry after a drop is more than their baseline.
 --   d1 S->R 30 h ago, R wrote an entry 2 h later            engaged, bonus 2
 --   d2 S->R 29 h ago, same UTC day as d1 (forced)           engaged, no bonus (pair already paid that day)
 --   d3 S->T 30 h ago, T did nothing                         judged, not engaged
@@ -204,6 +206,14 @@ insert into public.encouragement_sent_drops (id, sender_id, recipient_id, drop_t
   ('e1000000-0000-4000-8000-0000000000d6', 'e1000000-0000-4000-8000-00000000000a', 'e1000000-0000-4000-8000-00000000000b', 'encouragement', 'd6', now() - interval '50 hours', (select day1 from at_) - 1, false),
   ('e1000000-0000-4000-8000-0000000000d7', private.assistant_user_id(), 'e1000000-0000-4000-8000-00000000000b', 'encouragement', 'd7', now() - interval '30 hours', (select day1 from at_), true),
   ('e1000000-0000-4000-8000-0000000000d8', 'e1000000-0000-4000-8000-00000000000b', 'e1000000-0000-4000-8000-00000000000b', 'encouragement', 'd8', now() - interval '30 hours', (select day1 from at_), false);
+-- Account ages are immutable for clients (guard trigger): set here with triggers off.
+set local session_replication_role = replica;
+update public.profiles set created_at = now() - interval '60 days'
+ where id in ('e1000000-0000-4000-8000-00000000000b', 'e1000000-0000-4000-8000-00000000000c', 'e1000000-0000-4000-8000-00000000000f');
+set local session_replication_role = origin;
+insert into public.journal_entries (user_id, title, created_at) values
+  ('e1000000-0000-4000-8000-00000000000b', 'three weeks ago', now() - interval '21 days'),
+  ('e1000000-0000-4000-8000-00000000000f', 'three weeks ago', now() - interval '21 days');
 -- The sends above (today) are judged too; keep them out of this scenario.
 update public.encouragement_sent_drops set engagement_checked = true
  where sender_id = 'e1000000-0000-4000-8000-00000000000a' and content not like 'd_';
@@ -252,6 +262,89 @@ update public.encouragement_sent_drops set engagement_checked = false, bonus_dro
 select is((select (public.process_encouragement_engagement() ->> 'bonuses_awarded')::int), 0,
   're-judging a drop of an already paid pair and day pays nothing');
 select is((select count(*)::integer from private.job_runs where job = 'process-engagement' and started_at >= now()), 3, 'each run is logged');
+
+-- ---------------------------------------------------------------------------------------
+-- Engagement means the recipient became more engaged than their baseline (issue 20).
+--   F, a farmer, sent one drop each to five fresh accounts P1..P5 (created 31 h ago), 30 h
+--   ago; each wrote one entry 28 h ago.                                   none engaged
+--   G sent, 30 h ago, to
+--     Y  a fresh account that wrote before the drop and after it            not engaged
+--     N  an old account that never wrote before the drop, wrote after      not engaged
+--     Q  an old account that wrote once a day all week, wrote once after   not engaged (its usual pace)
+--     W  the same week, wrote twice after                                  engaged at its second entry
+-- ---------------------------------------------------------------------------------------
+insert into auth.users (id, email)
+select ('e1000002-0000-4000-8000-0000000002' || lpad(g::text, 2, '0'))::uuid, 'pgtap-enc-baseline-' || g || '@example.test'
+  from generate_series(0, 10) g;
+-- 00 F, 01..05 P1..P5, 06 G, 07 Y, 08 N, 09 Q, 10 W
+set local session_replication_role = replica;
+update public.profiles set created_at = now() - interval '31 hours'
+ where id::text between 'e1000002-0000-4000-8000-000000000201' and 'e1000002-0000-4000-8000-000000000205'
+    or id = 'e1000002-0000-4000-8000-000000000207';
+update public.profiles set created_at = now() - interval '60 days'
+ where id in ('e1000002-0000-4000-8000-000000000208', 'e1000002-0000-4000-8000-000000000209', 'e1000002-0000-4000-8000-000000000210');
+set local session_replication_role = origin;
+insert into public.encouragement_sent_drops (sender_id, recipient_id, drop_type, content, date_sent, sent_day)
+select case when g <= 5 then 'e1000002-0000-4000-8000-000000000200' else 'e1000002-0000-4000-8000-000000000206' end::uuid,
+       ('e1000002-0000-4000-8000-0000000002' || lpad(g::text, 2, '0'))::uuid, 'encouragement', 'baseline ' || g,
+       now() - interval '30 hours', (select day1 from at_)
+  from generate_series(1, 10) g where g <> 6;
+-- After the drop: one entry each (P1..P5, Y, N, Q), two for W.
+insert into public.journal_entries (user_id, title, created_at)
+select ('e1000002-0000-4000-8000-0000000002' || lpad(g::text, 2, '0'))::uuid, 'after the drop', now() - interval '28 hours'
+  from generate_series(1, 10) g where g <> 6;
+insert into public.journal_entries (user_id, title, created_at) values
+  ('e1000002-0000-4000-8000-000000000210', 'after the drop, again', now() - interval '27 hours'),
+  ('e1000002-0000-4000-8000-000000000207', 'before the drop', now() - interval '31 hours');
+-- Q and W wrote once a day in the week before the drop.
+insert into public.journal_entries (user_id, title, created_at)
+select u, 'daily', now() - interval '31 hours' - d * interval '1 day'
+  from unnest(array['e1000002-0000-4000-8000-000000000209', 'e1000002-0000-4000-8000-000000000210']::uuid[]) u,
+       generate_series(0, 6) d;
+
+select results_eq($$select (r ->> 'judged')::int, (r ->> 'engaged')::int, (r ->> 'bonuses_awarded')::int
+                      from (select public.process_encouragement_engagement() as r) x$$,
+  $$values (9, 1, 1)$$, 'baseline: of nine drops whose recipients all wrote after them, one counts as more engagement');
+select results_eq(
+  $$select count(*)::int, count(engaged_at)::int, sum(bonus_drops_awarded)::int from public.encouragement_sent_drops
+     where sender_id = 'e1000002-0000-4000-8000-000000000200'$$,
+  $$values (5, 0, 0)$$, 'baseline: five fresh accounts writing one entry each after a drop earn the farmer nothing');
+select results_eq(
+  $$select engagement_increases, success_rate, bonus_earned from public.encouragement_badges_of(array['e1000002-0000-4000-8000-000000000200'::uuid])$$,
+  $$values (0, 0.00::numeric, 0)$$, 'baseline: the farmer''s badge shows no success and no bonus');
+select results_eq(
+  $$select right(recipient_id::text, 2), engaged_at, bonus_drops_awarded from public.encouragement_sent_drops
+     where sender_id = 'e1000002-0000-4000-8000-000000000206' order by recipient_id$$,
+  $$values ('07'::text, null::timestamptz, 0), ('08', null, 0), ('09', null, 0), ('10', now() - interval '27 hours', 2)$$,
+  'baseline: a young account, an account without earlier entries and a regular at their usual pace do not count; '
+  'a regular who wrote more than usual does, at the entry that passed their baseline');
+select is((select bonus_earned from public.encouragement_daily_drops where user_id = 'e1000002-0000-4000-8000-000000000206' and day = private.utc_today()),
+  2, 'baseline: the genuine engagement paid its sender the bonus');
+
+-- ---------------------------------------------------------------------------------------
+-- Bonus pairs are pruned once no unjudged drop can read them (issue 20).
+-- ---------------------------------------------------------------------------------------
+create temp table pairs_before as select sender_id, recipient_id, day from private.encouragement_bonus_pairs;
+insert into private.encouragement_bonus_pairs (sender_id, recipient_id, day, drop_id)
+select gen_random_uuid(), gen_random_uuid(), private.utc_today() - 30 - g % 5, gen_random_uuid() from generate_series(1, 25) g;
+select is(private.prune_encouragement_bonus_pairs(10), 10, 'pruning: one call deletes at most its chunk');
+select is((select count(*)::int from private.encouragement_bonus_pairs where day < private.utc_today() - 8), 15,
+  'pruning: the rest of the old pairs wait for the next chunk');
+select is((select (public.process_encouragement_engagement() ->> 'bonus_pairs_pruned')::int), 15,
+  'pruning: the hourly engagement run prunes the rest');
+select set_eq($$select sender_id, recipient_id, day from private.encouragement_bonus_pairs$$,
+  $$select * from pairs_before$$, 'pruning: the pairs of the last 8 days stay (they still guard drops being judged)');
+-- A drop still unjudged from 40 days ago (a backlog) keeps the pairs of its day.
+insert into public.encouragement_sent_drops (id, sender_id, recipient_id, drop_type, content, date_sent, sent_day) values
+  ('e1000002-0000-4000-8000-0000000002ff', 'e1000002-0000-4000-8000-000000000206', 'e1000002-0000-4000-8000-000000000210',
+   'encouragement', 'backlog', now() - interval '40 days', ((now() - interval '40 days') at time zone 'UTC')::date);
+insert into private.encouragement_bonus_pairs (sender_id, recipient_id, day, drop_id) values
+  (gen_random_uuid(), gen_random_uuid(), ((now() - interval '40 days') at time zone 'UTC')::date, gen_random_uuid()),
+  (gen_random_uuid(), gen_random_uuid(), ((now() - interval '45 days') at time zone 'UTC')::date, gen_random_uuid());
+select is(private.prune_encouragement_bonus_pairs(100), 1, 'pruning: only pairs older than the oldest unjudged drop go');
+select is((select count(*)::int from private.encouragement_bonus_pairs where day = ((now() - interval '40 days') at time zone 'UTC')::date),
+  1, 'pruning: the unjudged drop''s day keeps its pairs');
+delete from public.encouragement_sent_drops where id = 'e1000002-0000-4000-8000-0000000002ff';
 
 -- ---------------------------------------------------------------------------------------
 -- Badges across every level boundary (B's successful drops written directly).

@@ -13,7 +13,7 @@ create extension if not exists pgtap with schema extensions;
 -- let the roles this test acts as call pgTAP (rolled back with the rest).
 grant execute on all functions in schema extensions to anon, authenticated;
 
-select plan(311);
+select plan(381);
 
 -- ---------------------------------------------------------------------------------------
 -- People and groups.
@@ -768,6 +768,223 @@ select results_eq(
   $$values ('pgtap vis meta=user content=user no notebook'::text, 'text of meta=user content=user no notebook, @[Stan Stranger](b1000000-0000-4000-8000-000000000004)'::text, 'user'::text, 'user'::text),
            ('pgtap vis meta=public content=public no notebook', 'text of meta=public content=public no notebook, @[Stan Stranger](b1000000-0000-4000-8000-000000000004)', 'public', 'public')$$,
   'write rights: after all refused writes, the targeted entries and contents are unchanged');
+
+-- =======================================================================================
+-- Leaving a team or an organization (issue 20): what the member shared there leaves with
+-- them, on every path, and being added again restores nothing. The team member (in O1 and
+-- T1) shares six entries; the owner (T1's admin, O1's owner) and the org member read them.
+--   L-1 team/team T1        L-2 org/org O1           L-3 org O1 / team T1 (mixed)
+--   L-4 inherits NB-L1 (team/team T1)   L-5 inherits NB-L2 (org/org O1)   L-6 public / team T1
+-- Expected reads (full = metadata and content, meta = content hidden, none = not visible),
+-- as owner / org member, at each stage: before, after the owner removes them from T1, after
+-- they leave O1 themselves, after both add them back.
+-- =======================================================================================
+create temp table leave_cases (entry_id uuid, label text, ord integer, content_text text,
+  before_owner text, before_org text, team_owner text, team_org text, org_owner text, org_org text);
+insert into leave_cases values
+  ('b10000e2-0000-4000-8000-000000000001', 'L-1 team/team',       1, 'leave text 1', 'full', 'none', 'none', 'none', 'none', 'none'),
+  ('b10000e2-0000-4000-8000-000000000002', 'L-2 org/org',         2, 'leave text 2', 'full', 'full', 'full', 'full', 'none', 'none'),
+  ('b10000e2-0000-4000-8000-000000000003', 'L-3 org/team',        3, 'leave text 3', 'full', 'meta', 'meta', 'meta', 'none', 'none'),
+  ('b10000e2-0000-4000-8000-000000000004', 'L-4 team notebook',   4, 'leave text 4', 'full', 'none', 'none', 'none', 'none', 'none'),
+  ('b10000e2-0000-4000-8000-000000000005', 'L-5 org notebook',    5, 'leave text 5', 'full', 'full', 'full', 'full', 'none', 'none'),
+  ('b10000e2-0000-4000-8000-000000000006', 'L-6 public/team',     6, 'leave text 6', 'full', 'meta', 'meta', 'meta', 'meta', 'meta');
+grant select, update on leave_cases to authenticated;
+
+-- One assertion per case for the current viewer at a stage (`expected` names the column).
+create function pg_temp.leave_reads(who text, stage text, expected text) returns setof text
+language plpgsql as $$
+declare
+  c record;
+  code text;
+begin
+  for c in select * from leave_cases order by ord loop
+    code := to_jsonb(c) ->> expected;
+    return next is(pg_temp.seen(c.entry_id), pg_temp.expect(code <> 'none', code = 'full', c.content_text),
+      format('leaving, %s: %s reads %s: %s', stage, who, c.label, code));
+  end loop;
+end
+$$;
+grant execute on function pg_temp.leave_reads(text, text, text) to authenticated;
+
+set local role authenticated;
+select set_config('request.jwt.claims',
+  json_build_object('sub', 'b1000000-0000-4000-8000-000000000002', 'role', 'authenticated')::text, true);
+insert into public.notebooks (id, name, metadata_visibility, content_visibility, team_id, org_id) values
+  ('b10000b2-0000-4000-8000-000000000001', 'pgtap leave team notebook', 'team', 'team', 'b10000c0-0000-4000-8000-000000000001', null),
+  ('b10000b2-0000-4000-8000-000000000002', 'pgtap leave org notebook', 'org', 'org', null, 'b10000a0-0000-4000-8000-000000000001');
+insert into public.journal_entries (id, notebook_id, title, metadata_visibility, content_visibility, team_id, org_id) values
+  ('b10000e2-0000-4000-8000-000000000001', null, 'pgtap leave L-1', 'team', 'team', 'b10000c0-0000-4000-8000-000000000001', null),
+  ('b10000e2-0000-4000-8000-000000000002', null, 'pgtap leave L-2', 'org', 'org', null, 'b10000a0-0000-4000-8000-000000000001'),
+  ('b10000e2-0000-4000-8000-000000000003', null, 'pgtap leave L-3', 'org', 'team', 'b10000c0-0000-4000-8000-000000000001', 'b10000a0-0000-4000-8000-000000000001'),
+  ('b10000e2-0000-4000-8000-000000000004', 'b10000b2-0000-4000-8000-000000000001', 'pgtap leave L-4', 'user', 'user', null, null),
+  ('b10000e2-0000-4000-8000-000000000005', 'b10000b2-0000-4000-8000-000000000002', 'pgtap leave L-5', 'user', 'user', null, null),
+  ('b10000e2-0000-4000-8000-000000000006', null, 'pgtap leave L-6', 'public', 'team', 'b10000c0-0000-4000-8000-000000000001', null);
+insert into public.journal_entry_contents (entry_id, content) select entry_id, content_text from leave_cases;
+
+select set_config('request.jwt.claims',
+  json_build_object('sub', 'b1000000-0000-4000-8000-000000000001', 'role', 'authenticated')::text, true);
+select * from pg_temp.leave_reads('owner', 'before', 'before_owner');
+select set_config('request.jwt.claims',
+  json_build_object('sub', 'b1000000-0000-4000-8000-000000000003', 'role', 'authenticated')::text, true);
+select * from pg_temp.leave_reads('org member', 'before', 'before_org');
+
+-- The owner, T1's admin, removes the member from T1.
+select set_config('request.jwt.claims',
+  json_build_object('sub', 'b1000000-0000-4000-8000-000000000001', 'role', 'authenticated')::text, true);
+select is(pg_temp.rows_affected($$delete from public.team_members
+    where team_id = 'b10000c0-0000-4000-8000-000000000001' and user_id = 'b1000000-0000-4000-8000-000000000002'$$), 1,
+  'leaving: T1''s admin removes the member from T1');
+select * from pg_temp.leave_reads('owner', 'removed from T1', 'team_owner');
+select set_config('request.jwt.claims',
+  json_build_object('sub', 'b1000000-0000-4000-8000-000000000003', 'role', 'authenticated')::text, true);
+select * from pg_temp.leave_reads('org member', 'removed from T1', 'team_org');
+
+-- The ex-member can no longer publish into T1, by any write path.
+select set_config('request.jwt.claims',
+  json_build_object('sub', 'b1000000-0000-4000-8000-000000000002', 'role', 'authenticated')::text, true);
+select results_eq(
+  $$select metadata_visibility, content_visibility, team_id, org_id, notebook_id from public.journal_entries
+     where id::text like 'b10000e2-%' order by id$$,
+  $$values ('user'::text, 'user'::text, null::uuid, null::uuid, null::uuid),
+           ('org', 'org', null, 'b10000a0-0000-4000-8000-000000000001'::uuid, null),
+           ('org', 'user', null, 'b10000a0-0000-4000-8000-000000000001', null),
+           ('user', 'user', null, null, 'b10000b2-0000-4000-8000-000000000001'::uuid),
+           ('user', 'user', null, null, 'b10000b2-0000-4000-8000-000000000002'),
+           ('public', 'user', null, null, null)$$,
+  'leaving: the levels that named T1 fell back to user and team_id is cleared (the member still reads all of them)');
+select results_eq(
+  $$select metadata_visibility, content_visibility, team_id from public.notebooks where id = 'b10000b2-0000-4000-8000-000000000001'$$,
+  $$values ('user'::text, 'user'::text, null::uuid)$$, 'leaving: the notebook shared with T1 fell back to user');
+select * from pg_temp.leave_reads('ex-member', 'removed from T1 (own entries)', 'before_owner');
+select throws_ok(
+  $$select * from public.update_journal_entry('b10000e2-0000-4000-8000-000000000001',
+      '{"metadata_visibility": "team", "content_visibility": "team", "team_id": "b10000c0-0000-4000-8000-000000000001"}')$$,
+  '22023', 'team_id: you are not a member of this team', 'leaving: update_journal_entry cannot share back into T1');
+select throws_ok(
+  $$update public.journal_entries set content_visibility = 'team', team_id = 'b10000c0-0000-4000-8000-000000000001'
+     where id = 'b10000e2-0000-4000-8000-000000000003'$$,
+  '22023', 'team_id: you are not a member of this team', 'leaving: a direct update (PostgREST PATCH) cannot share back into T1');
+select throws_ok(
+  $$update public.notebooks set metadata_visibility = 'team', content_visibility = 'team', team_id = 'b10000c0-0000-4000-8000-000000000001'
+     where id = 'b10000b2-0000-4000-8000-000000000001'$$,
+  '22023', 'team_id: you are not a member of this team', 'leaving: the notebook cannot be shared back into T1');
+select throws_ok(
+  $$select * from public.create_journal_entry(title => 'pgtap leave new', content => 'x', metadata_visibility => 'team',
+      team_id => 'b10000c0-0000-4000-8000-000000000001')$$,
+  '22023', 'team_id: you are not a member of this team', 'leaving: a new entry cannot go into T1');
+select is(pg_temp.rows_affected($$update public.journal_entry_contents set content = 'edited after leaving'
+    where entry_id in ('b10000e2-0000-4000-8000-000000000001', 'b10000e2-0000-4000-8000-000000000004')$$), 2,
+  'leaving: the ex-member still edits their own texts (PostgREST PATCH on the content table)');
+select lives_ok(
+  $$select * from public.update_journal_entry('b10000e2-0000-4000-8000-000000000003', '{"content": "edited after leaving"}')$$,
+  'leaving: and through update_journal_entry');
+select set_config('request.jwt.claims',
+  json_build_object('sub', 'b1000000-0000-4000-8000-000000000001', 'role', 'authenticated')::text, true);
+select results_eq(
+  $$select pg_temp.seen(id) from (values ('b10000e2-0000-4000-8000-000000000001'::uuid, 1), ('b10000e2-0000-4000-8000-000000000003', 2),
+      ('b10000e2-0000-4000-8000-000000000004', 3)) v(id, o) order by o$$,
+  $$values ('not visible'), ('metadata visible, content hidden'), ('not visible')$$,
+  'leaving: T1 reads none of the edited texts');
+
+-- The member leaves O1 themselves (and with it any team of O1).
+select set_config('request.jwt.claims',
+  json_build_object('sub', 'b1000000-0000-4000-8000-000000000002', 'role', 'authenticated')::text, true);
+select is(pg_temp.rows_affected($$delete from public.organization_members
+    where org_id = 'b10000a0-0000-4000-8000-000000000001' and user_id = 'b1000000-0000-4000-8000-000000000002'$$), 1,
+  'leaving: the member leaves O1');
+select throws_ok(
+  $$select * from public.update_journal_entry('b10000e2-0000-4000-8000-000000000002',
+      '{"metadata_visibility": "org", "org_id": "b10000a0-0000-4000-8000-000000000001"}')$$,
+  '22023', 'org_id: you are not a member of this organization', 'leaving: nothing can be shared back into O1');
+select set_config('request.jwt.claims',
+  json_build_object('sub', 'b1000000-0000-4000-8000-000000000001', 'role', 'authenticated')::text, true);
+update leave_cases set content_text = 'edited after leaving' where ord in (1, 3, 4);
+select * from pg_temp.leave_reads('owner', 'left O1', 'org_owner');
+select set_config('request.jwt.claims',
+  json_build_object('sub', 'b1000000-0000-4000-8000-000000000003', 'role', 'authenticated')::text, true);
+select * from pg_temp.leave_reads('org member', 'left O1', 'org_org');
+
+-- Added back to O1 and T1: nothing is shared again until the member chooses to.
+select set_config('request.jwt.claims',
+  json_build_object('sub', 'b1000000-0000-4000-8000-000000000001', 'role', 'authenticated')::text, true);
+insert into public.organization_members (org_id, user_id, role) values
+  ('b10000a0-0000-4000-8000-000000000001', 'b1000000-0000-4000-8000-000000000002', 'member');
+insert into public.team_members (team_id, user_id, role) values
+  ('b10000c0-0000-4000-8000-000000000001', 'b1000000-0000-4000-8000-000000000002', 'member');
+select * from pg_temp.leave_reads('owner', 'added back', 'org_owner');
+select set_config('request.jwt.claims',
+  json_build_object('sub', 'b1000000-0000-4000-8000-000000000002', 'role', 'authenticated')::text, true);
+select lives_ok(
+  $$select * from public.update_journal_entry('b10000e2-0000-4000-8000-000000000001',
+      '{"metadata_visibility": "team", "content_visibility": "team", "team_id": "b10000c0-0000-4000-8000-000000000001"}')$$,
+  'leaving: once added back, the member may share into T1 again');
+select set_config('request.jwt.claims',
+  json_build_object('sub', 'b1000000-0000-4000-8000-000000000001', 'role', 'authenticated')::text, true);
+select is(pg_temp.seen('b10000e2-0000-4000-8000-000000000001'), 'metadata visible, content ''edited after leaving''',
+  'leaving: and T1 reads what they share anew');
+
+reset role;
+select set_config('request.jwt.claims', '', true);
+-- The invariant behind all of this: no entry or notebook names a group its owner is not in.
+select is_empty(
+  $$select id from public.journal_entries e
+     where (e.team_id is not null and not exists (select 1 from public.team_members m where m.team_id = e.team_id and m.user_id = e.user_id))
+        or (e.org_id is not null and not exists (select 1 from public.organization_members m where m.org_id = e.org_id and m.user_id = e.user_id))
+    union all
+    select id from public.notebooks n
+     where (n.team_id is not null and not exists (select 1 from public.team_members m where m.team_id = n.team_id and m.user_id = n.user_id))
+        or (n.org_id is not null and not exists (select 1 from public.organization_members m where m.org_id = n.org_id and m.user_id = n.user_id))$$,
+  'leaving: no entry or notebook names a team or organization its owner does not belong to');
+select throws_ok(
+  $$insert into public.journal_entries (user_id, title, metadata_visibility, team_id)
+    values ('b1000000-0000-4000-8000-000000000004', 'pgtap trusted write', 'team', 'b10000c0-0000-4000-8000-000000000001')$$,
+  '23503', null, 'leaving: even a trusted session cannot share a stranger''s entry into a team (foreign key)');
+-- Rows left behind before the membership keys existed (made here by removing memberships with
+-- the foreign keys' actions off) are put right by the migration's one-off fallback.
+insert into auth.users (id, email) values ('b1000000-0000-4000-8000-000000000007', 'pgtap-vis-stale@example.test');
+insert into public.organization_members (org_id, user_id, role) values
+  ('b10000a0-0000-4000-8000-000000000001', 'b1000000-0000-4000-8000-000000000007', 'member');
+insert into public.team_members (team_id, user_id, role) values
+  ('b10000c0-0000-4000-8000-000000000001', 'b1000000-0000-4000-8000-000000000007', 'member');
+insert into public.notebooks (id, user_id, name, metadata_visibility, content_visibility, org_id) values
+  ('b10000b2-0000-4000-8000-000000000007', 'b1000000-0000-4000-8000-000000000007', 'pgtap stale book', 'org', 'org', 'b10000a0-0000-4000-8000-000000000001');
+insert into public.journal_entries (id, user_id, notebook_id, title, metadata_visibility, content_visibility, team_id, org_id) values
+  ('b10000e2-0000-4000-8000-000000000071', 'b1000000-0000-4000-8000-000000000007', null, 'pgtap stale team', 'team', 'team', 'b10000c0-0000-4000-8000-000000000001', null),
+  ('b10000e2-0000-4000-8000-000000000072', 'b1000000-0000-4000-8000-000000000007', 'b10000b2-0000-4000-8000-000000000007', 'pgtap stale inherits', 'user', 'user', null, null),
+  ('b10000e2-0000-4000-8000-000000000073', 'b1000000-0000-4000-8000-000000000007', 'b10000b2-0000-4000-8000-000000000007', 'pgtap stale public in book', 'public', 'team', 'b10000c0-0000-4000-8000-000000000001', null);
+set local session_replication_role = replica;
+delete from public.team_members where user_id = 'b1000000-0000-4000-8000-000000000007';
+delete from public.organization_members where user_id = 'b1000000-0000-4000-8000-000000000007';
+set local session_replication_role = origin;
+select is(private.unshare_where_owner_left(), 3, 'migration: the one-off fallback fixes the two entries and the notebook that named a group their owner left');
+select results_eq(
+  $$select title, metadata_visibility, content_visibility, team_id, org_id, notebook_id, meta_scope, content_scope
+      from public.journal_entries where user_id = 'b1000000-0000-4000-8000-000000000007' order by id$$,
+  $$values ('pgtap stale team'::text, 'user'::text, 'user'::text, null::uuid, null::uuid, null::uuid, 'user'::text, 'user'::text),
+           ('pgtap stale inherits', 'user', 'user', null, null, 'b10000b2-0000-4000-8000-000000000007'::uuid, 'user', 'user'),
+           ('pgtap stale public in book', 'public', 'user', null, null, null, 'public', 'user')$$,
+  'migration: stale entries fall back as the cascade does (own levels to user, out of the notebook; inheriting ones follow the notebook)');
+select results_eq(
+  $$select metadata_visibility, content_visibility, org_id from public.notebooks where id = 'b10000b2-0000-4000-8000-000000000007'$$,
+  $$values ('user'::text, 'user'::text, null::uuid)$$, 'migration: the stale notebook falls back to user');
+select is(private.unshare_where_owner_left(), 0, 'migration: and a second run finds nothing');
+
+-- Deleting an account whose entries and notebook are shared with a team and its organization:
+-- the membership cascades and the entry cascades meet without error.
+insert into auth.users (id, email) values ('b1000000-0000-4000-8000-000000000006', 'pgtap-vis-leaver@example.test');
+insert into public.organization_members (org_id, user_id, role) values
+  ('b10000a0-0000-4000-8000-000000000001', 'b1000000-0000-4000-8000-000000000006', 'member');
+insert into public.team_members (team_id, user_id, role) values
+  ('b10000c0-0000-4000-8000-000000000001', 'b1000000-0000-4000-8000-000000000006', 'member');
+insert into public.notebooks (id, user_id, name, metadata_visibility, content_visibility, team_id) values
+  ('b10000b2-0000-4000-8000-000000000006', 'b1000000-0000-4000-8000-000000000006', 'pgtap leaver book', 'team', 'team', 'b10000c0-0000-4000-8000-000000000001');
+insert into public.journal_entries (user_id, notebook_id, title, metadata_visibility, content_visibility, team_id, org_id) values
+  ('b1000000-0000-4000-8000-000000000006', null, 'pgtap leaver team', 'team', 'org', 'b10000c0-0000-4000-8000-000000000001', 'b10000a0-0000-4000-8000-000000000001'),
+  ('b1000000-0000-4000-8000-000000000006', 'b10000b2-0000-4000-8000-000000000006', 'pgtap leaver book entry', 'user', 'user', null, null);
+select lives_ok($$delete from auth.users where id = 'b1000000-0000-4000-8000-000000000006'$$,
+  'leaving: an account whose entries are shared with a team and an organization can be deleted');
+select is((select count(*)::int from public.journal_entries where user_id = 'b1000000-0000-4000-8000-000000000006'), 0,
+  'leaving: and its entries went with it');
 
 select * from finish();
 rollback;

@@ -186,6 +186,7 @@ const Engagement = z.object({
   bonuses_awarded: z.number().int(),
   badges_recalculated: z.number().int(),
   remaining: z.number().int().openapi({ description: 'Drops whose window closed that are still unjudged (a larger backlog than one run takes)' }),
+  bonus_pairs_pruned: z.number().int().openapi({ description: 'Old one-bonus-per-pair-and-day records deleted by this run (at most 50,000)' }),
   duration_ms: z.number(),
 }).openapi('EngagementProcessing')
 
