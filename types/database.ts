@@ -327,14 +327,14 @@ isOneToOne: false
                   ]
                 },"impersonation_writes": {
                   Row: {
-                    "admin_id": string,"created_at": string,"id": number,"operation": string,"row_id": string | null,"session_id": string,"table_name": string,"target_id": string
+                    "actor_role": string | null,"admin_id": string,"created_at": string,"detail": Json | null,"id": number,"kind": string,"operation": string,"row_id": string | null,"session_id": string,"table_name": string | null,"target_id": string
                   }
                   ComputedFields: never
                   Insert: {
-                    "admin_id": string,"created_at"?: string,"id"?: never,"operation": string,"row_id"?: string | null,"session_id": string,"table_name": string,"target_id": string
+                    "actor_role"?: string | null,"admin_id": string,"created_at"?: string,"detail"?: Json | null,"id"?: never,"kind"?: string,"operation": string,"row_id"?: string | null,"session_id": string,"table_name"?: string | null,"target_id": string
                   }
                   Update: {
-                    "admin_id"?: string,"created_at"?: string,"id"?: never,"operation"?: string,"row_id"?: string | null,"session_id"?: string,"table_name"?: string,"target_id"?: string
+                    "actor_role"?: string | null,"admin_id"?: string,"created_at"?: string,"detail"?: Json | null,"id"?: never,"kind"?: string,"operation"?: string,"row_id"?: string | null,"session_id"?: string,"table_name"?: string | null,"target_id"?: string
                   }
                   Relationships: [
                     
@@ -364,11 +364,23 @@ isOneToOne: false
       referencedRelation: "organizations"
       referencedColumns: ["id"]
     },{
+      foreignKeyName: "journal_entries_org_membership"
+      columns: ["org_id","user_id"]
+isOneToOne: false
+      referencedRelation: "organization_members"
+      referencedColumns: ["org_id","user_id"]
+    },{
       foreignKeyName: "journal_entries_team_id_fkey"
       columns: ["team_id"]
 isOneToOne: false
       referencedRelation: "teams"
       referencedColumns: ["id"]
+    },{
+      foreignKeyName: "journal_entries_team_membership"
+      columns: ["team_id","user_id"]
+isOneToOne: false
+      referencedRelation: "team_members"
+      referencedColumns: ["team_id","user_id"]
     },{
       foreignKeyName: "journal_entries_user_id_fkey"
       columns: ["user_id"]
@@ -443,19 +455,31 @@ isOneToOne: false
                   ]
                 },"labs_activity_events": {
                   Row: {
-                    "created_at": string,"experiment_id": string | null,"id": number,"kind": string,"user_id": string
+                    "created_at": string,"experiment_id": string | null,"id": number,"kind": string,"replication_id": string | null,"template_id": string | null,"user_id": string
                   }
                   ComputedFields: never
                   Insert: {
-                    "created_at"?: string,"experiment_id"?: string | null,"id"?: never,"kind": string,"user_id": string
+                    "created_at"?: string,"experiment_id"?: string | null,"id"?: never,"kind": string,"replication_id"?: string | null,"template_id"?: string | null,"user_id": string
                   }
                   Update: {
-                    "created_at"?: string,"experiment_id"?: string | null,"id"?: never,"kind"?: string,"user_id"?: string
+                    "created_at"?: string,"experiment_id"?: string | null,"id"?: never,"kind"?: string,"replication_id"?: string | null,"template_id"?: string | null,"user_id"?: string
                   }
                   Relationships: [
                     {
       foreignKeyName: "labs_activity_events_experiment_id_fkey"
       columns: ["experiment_id"]
+isOneToOne: false
+      referencedRelation: "labs_experiments"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "labs_activity_events_replication_id_fkey"
+      columns: ["replication_id"]
+isOneToOne: false
+      referencedRelation: "labs_replications"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "labs_activity_events_template_id_fkey"
+      columns: ["template_id"]
 isOneToOne: false
       referencedRelation: "labs_experiments"
       referencedColumns: ["id"]
@@ -535,23 +559,17 @@ isOneToOne: false
                   ]
                 },"labs_dream_videos": {
                   Row: {
-                    "applied_at": string,"id": string,"is_featured": boolean,"reviewed_at": string | null,"status": string,"submitter_id": string,"title": string,"video_url": string
+                    "applied_at": string,"id": string,"is_featured": boolean,"reviewed_at": string | null,"status": string,"title": string,"video_url": string
                   }
                   ComputedFields: never
                   Insert: {
-                    "applied_at"?: string,"id"?: string,"is_featured"?: boolean,"reviewed_at"?: string | null,"status"?: string,"submitter_id": string,"title": string,"video_url": string
+                    "applied_at"?: string,"id"?: string,"is_featured"?: boolean,"reviewed_at"?: string | null,"status"?: string,"title": string,"video_url": string
                   }
                   Update: {
-                    "applied_at"?: string,"id"?: string,"is_featured"?: boolean,"reviewed_at"?: string | null,"status"?: string,"submitter_id"?: string,"title"?: string,"video_url"?: string
+                    "applied_at"?: string,"id"?: string,"is_featured"?: boolean,"reviewed_at"?: string | null,"status"?: string,"title"?: string,"video_url"?: string
                   }
                   Relationships: [
-                    {
-      foreignKeyName: "labs_dream_videos_submitter_id_fkey"
-      columns: ["submitter_id"]
-isOneToOne: false
-      referencedRelation: "profiles"
-      referencedColumns: ["id"]
-    }
+                    
                   ]
                 },"labs_experiments": {
                   Row: {
@@ -601,23 +619,31 @@ isOneToOne: false
                   ]
                 },"labs_opportunities": {
                   Row: {
-                    "applied_at": string,"description": string,"id": string,"kind": string,"reviewed_at": string | null,"status": string,"submitter_id": string,"title": string,"url": string | null
+                    "applied_at": string,"description": string,"id": string,"kind": string,"reviewed_at": string | null,"status": string,"title": string,"url": string | null
                   }
                   ComputedFields: never
                   Insert: {
-                    "applied_at"?: string,"description"?: string,"id"?: string,"kind": string,"reviewed_at"?: string | null,"status"?: string,"submitter_id": string,"title": string,"url"?: string | null
+                    "applied_at"?: string,"description"?: string,"id"?: string,"kind": string,"reviewed_at"?: string | null,"status"?: string,"title": string,"url"?: string | null
                   }
                   Update: {
-                    "applied_at"?: string,"description"?: string,"id"?: string,"kind"?: string,"reviewed_at"?: string | null,"status"?: string,"submitter_id"?: string,"title"?: string,"url"?: string | null
+                    "applied_at"?: string,"description"?: string,"id"?: string,"kind"?: string,"reviewed_at"?: string | null,"status"?: string,"title"?: string,"url"?: string | null
                   }
                   Relationships: [
-                    {
-      foreignKeyName: "labs_opportunities_submitter_id_fkey"
-      columns: ["submitter_id"]
-isOneToOne: false
-      referencedRelation: "profiles"
-      referencedColumns: ["id"]
-    }
+                    
+                  ]
+                },"labs_replication_removals": {
+                  Row: {
+                    "clone_id": string,"confirmed": boolean | null,"id": number,"measured_value": number,"reason": string,"removed_at": string,"removed_by": string | null,"replication_id": string,"reported_at": string,"template_id": string,"user_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "clone_id": string,"confirmed"?: boolean | null,"id"?: never,"measured_value": number,"reason": string,"removed_at"?: string,"removed_by"?: string | null,"replication_id": string,"reported_at": string,"template_id": string,"user_id": string
+                  }
+                  Update: {
+                    "clone_id"?: string,"confirmed"?: boolean | null,"id"?: never,"measured_value"?: number,"reason"?: string,"removed_at"?: string,"removed_by"?: string | null,"replication_id"?: string,"reported_at"?: string,"template_id"?: string,"user_id"?: string
+                  }
+                  Relationships: [
+                    
                   ]
                 },"labs_replications": {
                   Row: {
@@ -653,23 +679,17 @@ isOneToOne: false
                   ]
                 },"labs_sponsor_messages": {
                   Row: {
-                    "body": string,"created_at": string,"id": string,"recipient_id": string,"sender_id": string,"sponsor_id": string
+                    "body": string,"created_at": string,"id": string,"sender_id": string,"sponsor_id": string
                   }
                   ComputedFields: never
                   Insert: {
-                    "body": string,"created_at"?: string,"id"?: string,"recipient_id": string,"sender_id": string,"sponsor_id": string
+                    "body": string,"created_at"?: string,"id"?: string,"sender_id": string,"sponsor_id": string
                   }
                   Update: {
-                    "body"?: string,"created_at"?: string,"id"?: string,"recipient_id"?: string,"sender_id"?: string,"sponsor_id"?: string
+                    "body"?: string,"created_at"?: string,"id"?: string,"sender_id"?: string,"sponsor_id"?: string
                   }
                   Relationships: [
                     {
-      foreignKeyName: "labs_sponsor_messages_recipient_id_fkey"
-      columns: ["recipient_id"]
-isOneToOne: false
-      referencedRelation: "profiles"
-      referencedColumns: ["id"]
-    },{
       foreignKeyName: "labs_sponsor_messages_sender_id_fkey"
       columns: ["sender_id"]
 isOneToOne: false
@@ -685,23 +705,17 @@ isOneToOne: false
                   ]
                 },"labs_sponsors": {
                   Row: {
-                    "applicant_id": string,"applied_at": string,"id": string,"name": string,"reviewed_at": string | null,"status": string,"tier": string
+                    "applied_at": string,"id": string,"name": string,"reviewed_at": string | null,"status": string,"tier": string
                   }
                   ComputedFields: never
                   Insert: {
-                    "applicant_id": string,"applied_at"?: string,"id"?: string,"name": string,"reviewed_at"?: string | null,"status"?: string,"tier": string
+                    "applied_at"?: string,"id"?: string,"name": string,"reviewed_at"?: string | null,"status"?: string,"tier": string
                   }
                   Update: {
-                    "applicant_id"?: string,"applied_at"?: string,"id"?: string,"name"?: string,"reviewed_at"?: string | null,"status"?: string,"tier"?: string
+                    "applied_at"?: string,"id"?: string,"name"?: string,"reviewed_at"?: string | null,"status"?: string,"tier"?: string
                   }
                   Relationships: [
-                    {
-      foreignKeyName: "labs_sponsors_applicant_id_fkey"
-      columns: ["applicant_id"]
-isOneToOne: false
-      referencedRelation: "profiles"
-      referencedColumns: ["id"]
-    }
+                    
                   ]
                 },"monthly_drop_awards": {
                   Row: {
@@ -822,11 +836,23 @@ isOneToOne: false
       referencedRelation: "organizations"
       referencedColumns: ["id"]
     },{
+      foreignKeyName: "notebooks_org_membership"
+      columns: ["org_id","user_id"]
+isOneToOne: false
+      referencedRelation: "organization_members"
+      referencedColumns: ["org_id","user_id"]
+    },{
       foreignKeyName: "notebooks_team_id_fkey"
       columns: ["team_id"]
 isOneToOne: false
       referencedRelation: "teams"
       referencedColumns: ["id"]
+    },{
+      foreignKeyName: "notebooks_team_membership"
+      columns: ["team_id","user_id"]
+isOneToOne: false
+      referencedRelation: "team_members"
+      referencedColumns: ["team_id","user_id"]
     },{
       foreignKeyName: "notebooks_user_id_fkey"
       columns: ["user_id"]
@@ -931,14 +957,14 @@ isOneToOne: false
                   ]
                 },"subscriptions": {
                   Row: {
-                    "cancel_at_period_end": boolean,"created_at": string,"current_period_end": string | null,"id": string,"last_payment_failed_at": string | null,"status": string,"stripe_customer_id": string | null,"stripe_event_at": string | null,"stripe_event_id": string | null,"stripe_subscription_id": string | null,"updated_at": string,"user_id": string | null
+                    "cancel_at_period_end": boolean,"created_at": string,"current_period_end": string | null,"id": string,"last_payment_failed_at": string | null,"status": string,"stripe_customer_id": string | null,"stripe_event_at": string | null,"stripe_event_id": string | null,"stripe_fetched_at": string | null,"stripe_subscription_id": string | null,"updated_at": string,"user_id": string | null
                   }
                   ComputedFields: never
                   Insert: {
-                    "cancel_at_period_end"?: boolean,"created_at"?: string,"current_period_end"?: string | null,"id"?: string,"last_payment_failed_at"?: string | null,"status": string,"stripe_customer_id"?: string | null,"stripe_event_at"?: string | null,"stripe_event_id"?: string | null,"stripe_subscription_id"?: string | null,"updated_at"?: string,"user_id"?: string | null
+                    "cancel_at_period_end"?: boolean,"created_at"?: string,"current_period_end"?: string | null,"id"?: string,"last_payment_failed_at"?: string | null,"status": string,"stripe_customer_id"?: string | null,"stripe_event_at"?: string | null,"stripe_event_id"?: string | null,"stripe_fetched_at"?: string | null,"stripe_subscription_id"?: string | null,"updated_at"?: string,"user_id"?: string | null
                   }
                   Update: {
-                    "cancel_at_period_end"?: boolean,"created_at"?: string,"current_period_end"?: string | null,"id"?: string,"last_payment_failed_at"?: string | null,"status"?: string,"stripe_customer_id"?: string | null,"stripe_event_at"?: string | null,"stripe_event_id"?: string | null,"stripe_subscription_id"?: string | null,"updated_at"?: string,"user_id"?: string | null
+                    "cancel_at_period_end"?: boolean,"created_at"?: string,"current_period_end"?: string | null,"id"?: string,"last_payment_failed_at"?: string | null,"status"?: string,"stripe_customer_id"?: string | null,"stripe_event_at"?: string | null,"stripe_event_id"?: string | null,"stripe_fetched_at"?: string | null,"stripe_subscription_id"?: string | null,"updated_at"?: string,"user_id"?: string | null
                   }
                   Relationships: [
                     {
@@ -1041,6 +1067,26 @@ isOneToOne: false
       referencedColumns: ["id"]
     }
                   ]
+                },"tone_pack_purchase_images": {
+                  Row: {
+                    "object_name": string,"purchase_id": string,"tone": string,"updated_at": string,"url": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "object_name": string,"purchase_id": string,"tone": string,"updated_at": string,"url": string
+                  }
+                  Update: {
+                    "object_name"?: string,"purchase_id"?: string,"tone"?: string,"updated_at"?: string,"url"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "tone_pack_purchase_images_purchase_id_fkey"
+      columns: ["purchase_id"]
+isOneToOne: false
+      referencedRelation: "tone_pack_purchases"
+      referencedColumns: ["id"]
+    }
+                  ]
                 },"tone_pack_purchases": {
                   Row: {
                     "created_at": string,"id": string,"idempotency_key": string | null,"pack_id": string | null,"pack_name": string,"price_drops": number,"transaction_id": number | null,"user_id": string
@@ -1095,14 +1141,14 @@ isOneToOne: false
                   ]
                 },"tone_packs": {
                   Row: {
-                    "created_at": string,"description": string,"id": string,"is_public": boolean,"name": string,"owner_id": string,"price_drops": number,"retired_at": string | null,"theme": string,"updated_at": string
+                    "created_at": string,"description": string,"id": string,"is_public": boolean,"name": string,"owner_id": string,"price_changed_at": string | null,"price_drops": number,"retired_at": string | null,"theme": string,"updated_at": string
                   }
                   ComputedFields: never
                   Insert: {
-                    "created_at"?: string,"description"?: string,"id"?: string,"is_public"?: boolean,"name": string,"owner_id"?: string,"price_drops"?: number,"retired_at"?: string | null,"theme": string,"updated_at"?: string
+                    "created_at"?: string,"description"?: string,"id"?: string,"is_public"?: boolean,"name": string,"owner_id"?: string,"price_changed_at"?: string | null,"price_drops"?: number,"retired_at"?: string | null,"theme": string,"updated_at"?: string
                   }
                   Update: {
-                    "created_at"?: string,"description"?: string,"id"?: string,"is_public"?: boolean,"name"?: string,"owner_id"?: string,"price_drops"?: number,"retired_at"?: string | null,"theme"?: string,"updated_at"?: string
+                    "created_at"?: string,"description"?: string,"id"?: string,"is_public"?: boolean,"name"?: string,"owner_id"?: string,"price_changed_at"?: string | null,"price_drops"?: number,"retired_at"?: string | null,"theme"?: string,"updated_at"?: string
                   }
                   Relationships: [
                     {
@@ -1163,14 +1209,14 @@ isOneToOne: true
                   ]
                 },"workout_checkins": {
                   Row: {
-                    "activity_type": string,"battle_chips_earned": number,"chain_continued": boolean,"chain_id": string | null,"created_at": string,"date": string,"id": string,"location_lat": number | null,"location_lng": number | null,"photo_object": string | null,"photo_timestamp": string,"photo_url": string,"review_reason": string | null,"reviewed_at": string | null,"reviewed_by": string | null,"status": string,"streak_days": number,"user_id": string
+                    "activity_type": string,"battle_chips_earned": number,"chain_continued": boolean,"chain_id": string | null,"created_at": string,"date": string,"id": string,"location_lat": number | null,"location_lng": number | null,"photo_object": string | null,"photo_timestamp": string,"photo_url": string,"review_reason": string | null,"reviewed_at": string | null,"reviewed_by": string | null,"status": string,"streak_days": number,"timezone": string,"user_id": string
                   }
                   ComputedFields: never
                   Insert: {
-                    "activity_type": string,"battle_chips_earned"?: number,"chain_continued"?: boolean,"chain_id"?: string | null,"created_at"?: string,"date": string,"id"?: string,"location_lat"?: number | null,"location_lng"?: number | null,"photo_object"?: string | null,"photo_timestamp": string,"photo_url": string,"review_reason"?: string | null,"reviewed_at"?: string | null,"reviewed_by"?: string | null,"status"?: string,"streak_days"?: number,"user_id": string
+                    "activity_type": string,"battle_chips_earned"?: number,"chain_continued"?: boolean,"chain_id"?: string | null,"created_at"?: string,"date": string,"id"?: string,"location_lat"?: number | null,"location_lng"?: number | null,"photo_object"?: string | null,"photo_timestamp": string,"photo_url": string,"review_reason"?: string | null,"reviewed_at"?: string | null,"reviewed_by"?: string | null,"status"?: string,"streak_days"?: number,"timezone"?: string,"user_id": string
                   }
                   Update: {
-                    "activity_type"?: string,"battle_chips_earned"?: number,"chain_continued"?: boolean,"chain_id"?: string | null,"created_at"?: string,"date"?: string,"id"?: string,"location_lat"?: number | null,"location_lng"?: number | null,"photo_object"?: string | null,"photo_timestamp"?: string,"photo_url"?: string,"review_reason"?: string | null,"reviewed_at"?: string | null,"reviewed_by"?: string | null,"status"?: string,"streak_days"?: number,"user_id"?: string
+                    "activity_type"?: string,"battle_chips_earned"?: number,"chain_continued"?: boolean,"chain_id"?: string | null,"created_at"?: string,"date"?: string,"id"?: string,"location_lat"?: number | null,"location_lng"?: number | null,"photo_object"?: string | null,"photo_timestamp"?: string,"photo_url"?: string,"review_reason"?: string | null,"reviewed_at"?: string | null,"reviewed_by"?: string | null,"status"?: string,"streak_days"?: number,"timezone"?: string,"user_id"?: string
                   }
                   Relationships: [
                     {
@@ -1283,11 +1329,23 @@ isOneToOne: false
       referencedRelation: "organizations"
       referencedColumns: ["id"]
     },{
+      foreignKeyName: "journal_entries_org_membership"
+      columns: ["org_id","user_id"]
+isOneToOne: false
+      referencedRelation: "organization_members"
+      referencedColumns: ["org_id","user_id"]
+    },{
       foreignKeyName: "journal_entries_team_id_fkey"
       columns: ["team_id"]
 isOneToOne: false
       referencedRelation: "teams"
       referencedColumns: ["id"]
+    },{
+      foreignKeyName: "journal_entries_team_membership"
+      columns: ["team_id","user_id"]
+isOneToOne: false
+      referencedRelation: "team_members"
+      referencedColumns: ["team_id","user_id"]
     },{
       foreignKeyName: "journal_entries_user_id_fkey"
       columns: ["user_id"]
@@ -1360,13 +1418,19 @@ isOneToOne: false
             }[]
                            },
 "begin_entry_tone_analysis":
-{ Args: { "content_sha256": string,"entry_id": string }; Returns: Json
+{ Args: { "content_sha256": string,"daily_cap"?: number,"entry_id": string }; Returns: Json
+                           },
+"begin_impersonated_request":
+{ Args: { "method": string,"path": string }; Returns: undefined
                            },
 "caller_is_premium":
 { Args: Record<PropertyKey, never>; Returns: boolean
                            },
 "claim_ai_call":
 { Args: { "usage_type": string }; Returns: boolean
+                           },
+"claim_ai_calls":
+{ Args: { "daily_cap"?: number,"usage_type": string,"wanted"?: number }; Returns: Json
                            },
 "claim_ai_job_chunk":
 { Args: { "chunk_size"?: number,"job_name": string }; Returns: Json
@@ -1582,7 +1646,6 @@ isOneToOne: false
 "is_featured": boolean,
 "reviewed_at": string | null,
 "status": string,
-"submitter_id": string,
 "title": string,
 "video_url": string
             }
@@ -1618,6 +1681,9 @@ isOneToOne: false
               "full_name": string,"joined_at": string,"rank": number,"score": number,"user_id": string
             }[]
                            },
+"labs_my_submissions":
+{ Args: Record<PropertyKey, never>; Returns: Json
+                           },
 "labs_pending":
 { Args: { "before_id"?: string,"before_time"?: string,"kind": string,"page_size"?: number }; Returns: {
               "created_at": string,"id": string,"record": Json
@@ -1631,6 +1697,26 @@ isOneToOne: false
               "participants": number,"scored_at": string,"slug": string
             }[]
                            },
+"labs_remove_replication":
+{ Args: { "reason": string,"replication_id": string }; Returns: {
+              "clone_id": string,
+"confirmed": boolean | null,
+"id": number,
+"measured_value": number,
+"reason": string,
+"removed_at": string,
+"removed_by": string | null,
+"replication_id": string,
+"reported_at": string,
+"template_id": string,
+"user_id": string
+            }
+                          SetofOptions: {
+        from: "*"
+        to: "labs_replication_removals"
+        isOneToOne: true
+        isSetofReturn: false
+      } },
 "labs_report_replication":
 { Args: { "clone_id": string,"measured_value": number }; Returns: {
               "clone_id": string,
@@ -1658,7 +1744,6 @@ isOneToOne: false
               "body": string,
 "created_at": string,
 "id": string,
-"recipient_id": string,
 "sender_id": string,
 "sponsor_id": string
             }
@@ -1722,7 +1807,6 @@ isOneToOne: false
 "is_featured": boolean,
 "reviewed_at": string | null,
 "status": string,
-"submitter_id": string,
 "title": string,
 "video_url": string
             }
@@ -1740,7 +1824,6 @@ isOneToOne: false
 "kind": string,
 "reviewed_at": string | null,
 "status": string,
-"submitter_id": string,
 "title": string,
 "url": string | null
             }
@@ -1752,8 +1835,7 @@ isOneToOne: false
       } },
 "labs_submit_sponsor":
 { Args: { "contact_email": string,"contact_name": string,"name": string,"tier": string }; Returns: {
-              "applicant_id": string,
-"applied_at": string,
+              "applied_at": string,
 "id": string,
 "name": string,
 "reviewed_at": string | null,
@@ -1907,7 +1989,7 @@ isOneToOne: false
 { Args: { "max_drops"?: number }; Returns: Json
                            },
 "purchase_tone_pack":
-{ Args: { "idempotency_key"?: string,"pack_id": string }; Returns: Json
+{ Args: { "expected_price_drops"?: number,"idempotency_key"?: string,"pack_id": string }; Returns: Json
                            },
 "received_encouragement_drops":
 { Args: { "before_date_sent"?: string,"before_id"?: string,"page_size"?: number,"unread_only"?: boolean }; Returns: {
@@ -1941,11 +2023,23 @@ isOneToOne: false
 "record_email_event":
 { Args: { "inbound": Json,"payload": Json,"svix_id": string }; Returns: string
                            },
+"record_ignored_email_event":
+{ Args: { "event_type": string,"payload": Json,"reason": string,"svix_id": string }; Returns: string
+                           },
+"record_ignored_stripe_event":
+{ Args: { "event_created": string,"event_key": string,"event_type": string,"reason": string }; Returns: string
+                           },
 "record_job_run":
 { Args: { "details"?: Json,"failed": number,"job": string,"remaining": number,"started_at": string,"succeeded": number }; Returns: undefined
                            },
 "refresh_workout_battle_standing":
 { Args: { "week_start"?: string }; Returns: Json
+                           },
+"register_workout_photo":
+{ Args: { "latitude"?: number,"longitude"?: number,"object_name": string,"offset_minutes"?: number,"owner_id": string,"photo_url": string,"sha256": string,"taken_local"?: string }; Returns: undefined
+                           },
+"release_ai_calls":
+{ Args: { "calls"?: number,"day": string,"usage_type": string,"user_id": string }; Returns: number
                            },
 "remember_stripe_customer":
 { Args: { "customer_id": string,"target_user_id": string }; Returns: string
@@ -2164,7 +2258,7 @@ isOneToOne: false
 { Args: { "target": string }; Returns: Json
                            },
 "workout_checkin":
-{ Args: { "activity_type": string,"latitude"?: number,"longitude"?: number,"photo_lat"?: number,"photo_lng"?: number,"photo_object": string,"photo_offset_minutes"?: number,"photo_taken_local"?: string,"photo_url": string }; Returns: Json
+{ Args: { "activity_type": string,"latitude"?: number,"longitude"?: number,"photo_object": string }; Returns: Json
                            },
 "workout_day_checkins":
 { Args: { "before_created_at"?: string,"page_size"?: number,"target": string }; Returns: Json
