@@ -181,3 +181,13 @@ export async function sharingWorld(): Promise<SharingWorld> {
   const teamId = await teamWith(orgId, owner, [teammate])
   return { owner, teammate, orgmate, stranger, superAdmin, orgId, teamId }
 }
+
+/** mulberry32: a small seeded PRNG, so a failing random run can be replayed from its seed. */
+export function prng(seed: number) {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}

@@ -6,7 +6,7 @@
 // was not a replay. The order is random per run; the seed is printed so a failing order can be
 // replayed (STORM_SEED=<n>). The figures appear in `npm test`'s output as the name of a step.
 import { strict as assert } from 'node:assert'
-import { createUser, sql } from './_helpers.ts'
+import { createUser, prng, sql } from './_helpers.ts'
 import {
   at,
   checkoutObject,
@@ -25,16 +25,6 @@ const EVENTS_PER_SUBSCRIPTION = 10
 const CONCURRENCY = 10
 /** How far (in events happening at Stripe) a delivery may lag behind its event. */
 const MAX_LAG = 60
-
-/** mulberry32: a small seeded PRNG, so a failing order can be run again. */
-function prng(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 interface Expected {
   userId: string

@@ -6,21 +6,11 @@
 // printed in the step's name (WEBHOOK_FUZZ_SEED=<n> replays it).
 import { strict as assert } from 'node:assert'
 import { Webhook } from 'svix'
-import { api, createUser, env, sql } from './_helpers.ts'
+import { api, createUser, env, prng, sql } from './_helpers.ts'
 import { at, checkoutObject, invoiceFailedObject, newId, signatureFor, stripeEvent, stripeHas, subscriptionObject } from './_stripe.ts'
 
 const PER_TYPE = 60
 const CONCURRENCY = 8
-
-/** mulberry32: a small seeded PRNG, so a failing sample can be run again. */
-function prng(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json }
 const REMOVE = Symbol('remove')
