@@ -336,3 +336,93 @@ test('every write of a session is audited whatever the table or path: labs, purc
   assert.equal(res.status, 200, await res.text())
   assert.equal((await auditOf(sessionId)).length, rows)
 })
+
+test('a session ends when its admin is demoted or deactivated, or its target deactivated', async () => {
+  const [target, otherAdmin] = await Promise.all([alice(), createUser({ superAdmin: true, prefix: 'imp-admin2' })])
+  const start = async (by: TestUser) => {
+    const res = await api('/api/admin/impersonation', { token: by.token, body: { user_id: target.id, reason: 'Ticket 9: demotion' } })
+    assert.equal(res.status, 201, JSON.stringify(res.body))
+    return res.body.access_token as string
+  }
+  const live = async (token: string) => (await api('/api/journal', { token })).status === 200 &&
+    (await rest(token, '/drops_transactions?select=id')).status === 200
+
+  const byOther = await start(otherAdmin)
+  assert.ok(await live(byOther))
+  await sql`update public.profiles set role = 'user' where id = ${otherAdmin.id}`
+  assertEnded(await api('/api/journal', { token: byOther }), 'a demoted admin\'s session, /api')
+  assertEnded(await rest(byOther, '/drops_transactions?select=id'), 'a demoted admin\'s session, PostgREST')
+  assertEnded(await api('/api/labs/sponsors', { token: byOther, body: { name: 'Late', tier: 'gold', contact_email: 'l@x.test', contact_name: 'L' } }),
+    'a demoted admin\'s session writes nothing')
+
+  const byAdmin = await start(admin)
+  assert.ok(await live(byAdmin))
+  await sql`update public.profiles set is_active = false where id = ${target.id}`
+  try {
+    assertEnded(await api('/api/journal', { token: byAdmin }), 'a deactivated target\'s session')
+  } finally {
+    await sql`update public.profiles set is_active = true where id = ${target.id}`
+  }
+})
+
+test('inside a session, linking a music account and starting a checkout are refused (403), on every path; the user may', async () => {
+  const target = await createUser({ prefix: 'imp-links' })
+  const { sessionId, token } = await impersonate(target)
+  assertError(await api('/api/music/connect', { method: 'POST', token }), 403, 'impersonating')
+  assertError(await api('/api/payment/create-checkout-session', { token, body: {
+    priceId: 'price_premium_monthly', successUrl: 'http://127.0.0.1:3000/billing/ok', cancelUrl: 'http://127.0.0.1:3000/billing',
+  } }), 403, 'impersonating')
+  const direct = await rest(token, '/rpc/music_begin_connect', { body: { state_hash: 'a'.repeat(64), code_verifier: 'v'.repeat(43) } })
+  assert.equal(direct.status, 403, JSON.stringify(direct.body))
+  assert.equal((await sql`select 1 from private.music_oauth_states where user_id = ${target.id}`).length, 0, 'no login was begun')
+  assert.equal((await sql`select 1 from private.stripe_customers where user_id = ${target.id}`).length, 0, 'no customer was made')
+  // The refusals are recorded as requests of the session, like everything it tried.
+  const requests = (await auditOf(sessionId)).filter((r) => r.kind === 'request').map((r) => r.detail.path)
+  assert.ok(requests.some((p: string) => p.endsWith('/api/music/connect')), JSON.stringify(requests))
+  // Her own token begins a login.
+  const own = await rest(target.token, '/rpc/music_begin_connect', { body: { state_hash: 'b'.repeat(64), code_verifier: 'w'.repeat(43) } })
+  assert.equal(own.status, 200, JSON.stringify(own.body))
+})
+
+test('claims that merely mention impersonation_session (user_metadata) are an ordinary token', async () => {
+  const user = await createUser({ prefix: 'imp-meta' })
+  const token = await signClaims({
+    sub: user.id, email: user.email, role: 'authenticated', aud: 'authenticated',
+    user_metadata: { nickname: 'impersonation_session', note: '"impersonation_session"' },
+  }, JWT_SECRET, 600)
+  assert.equal((await api('/api/journal', { token })).status, 200)
+  const own = await rest(token, '/profiles?select=id')
+  assert.equal(own.status, 200, JSON.stringify(own.body))
+  assert.deepEqual(own.body, [{ id: user.id }])
+})
+
+test('the audit page says when a session did more than it shows; each session\'s writes page newest first', async () => {
+  const target = await createUser({ prefix: 'imp-many' })
+  const { sessionId, token } = await impersonate(target)
+  const goals = Array.from({ length: 600 }, (_, i) => ({ title: `Goal ${i}` }))
+  const bulk = await rest(token, '/goals', { body: goals })
+  assert.equal(bulk.status, 201, JSON.stringify(bulk.body))
+  const sponsor = await api('/api/labs/sponsors', { token, body: { name: 'Last', tier: 'gold', contact_email: 'z@x.test', contact_name: 'Z' } })
+  assert.equal(sponsor.status, 201)
+
+  const audit = await api('/api/admin/impersonation/audit?limit=1', { token: admin.token })
+  assert.equal(audit.status, 200, JSON.stringify(audit.body))
+  assert.equal(audit.body.audit[0].session_id, sessionId)
+  assert.equal(audit.body.writes.length, 500)
+  assert.equal(audit.body.writes_truncated, true)
+  assert.equal(audit.body.writes[0].table_name, 'private.labs_sponsor_private', 'newest first: the last write leads')
+
+  const seen = new Set<number>()
+  let before: string | undefined
+  for (let pages = 0; pages < 30; pages++) {
+    const res = await api(`/api/admin/impersonation/sessions/${sessionId}/writes?limit=100${before ? `&before=${before}` : ''}`, { token: admin.token })
+    assert.equal(res.status, 200, JSON.stringify(res.body))
+    for (const w of res.body.writes) seen.add(w.id)
+    before = res.body.next_cursor ?? undefined
+    if (!before) break
+  }
+  const total = (await sql`select count(*)::int as n from public.impersonation_writes where session_id = ${sessionId}`)[0].n
+  assert.ok(total > 602, `goals, the sponsor's rows and the requests: ${total}`)
+  assert.equal(seen.size, total, 'paging reaches every row once')
+  assertError(await api(`/api/admin/impersonation/sessions/${sessionId}/writes`, { token: target.token }), 403)
+})

@@ -79,17 +79,22 @@ comment on function private.impersonation_context() is
   'The impersonation session of the request: the token''s claims, or (service role only) the x-impersonation-session header.';
 grant execute on function private.impersonation_context() to authenticated, service_role;
 
--- Stopped, or past its expiry (an unknown session counts as ended).
+-- Stopped, past its expiry, or no longer backed by who it was granted to: the impersonator is
+-- no longer an active super admin (a demotion is immediate, impersonation included), or the
+-- target was deactivated (inactive users cannot be impersonated, so neither can they stay so).
+-- An unknown session counts as ended.
 create or replace function private.impersonation_session_ended(session uuid) returns boolean
 language sql stable security definer
 set search_path = ''
 as $$
   select not exists (select 1 from public.impersonation_audit a
+                       join public.profiles admin on admin.id = a.admin_id and admin.role = 'super_admin' and admin.is_active
+                       join public.profiles target on target.id = a.target_id and target.is_active
                       where a.session_id = session and a.event = 'start' and a.expires_at > now())
       or exists (select 1 from public.impersonation_audit a where a.session_id = session and a.event = 'stop')
 $$;
 comment on function private.impersonation_session_ended(uuid) is
-  'True once an impersonation session was stopped or has expired.';
+  'True once an impersonation session was stopped or has expired, its admin demoted or deactivated, or its target deactivated.';
 grant execute on function private.impersonation_session_ended(uuid) to authenticated, service_role;
 
 -- False only for a request made with the token of an ended session. Requests with other tokens
@@ -102,6 +107,11 @@ declare
   raw text := current_setting('request.jwt.claims', true);
 begin
   if raw is null or strpos(raw, '"impersonation_session"') = 0 then
+    return true;
+  end if;
+  -- The string search only filters: the words may stand in any claim (user_metadata is the
+  -- user's to write), and only the top-level claim makes an impersonation token.
+  if not (raw::jsonb ? 'impersonation_session') then
     return true;
   end if;
   return not private.impersonation_session_ended((raw::jsonb ->> 'impersonation_session')::uuid);
@@ -216,15 +226,18 @@ $$;
 comment on function private.record_impersonated_write() is
   'AFTER row trigger on every audited table: records a write made in an impersonation session (refused once it has ended).';
 
--- The tables that carry the trigger: every table of the project's schemas (all but Postgres'
--- and the platform's, the list of the schema lint) and storage.objects; not the audit tables
--- themselves, not partitions (their parent's trigger is cloned onto them), not extensions' tables.
+-- The tables that carry the trigger: every table that holds rows (plain tables and partitions,
+-- never a partitioned parent, which holds none) of the project's schemas (all but Postgres' and
+-- the platform's, the list of the schema lint) and storage.objects; not the audit tables
+-- themselves, not extensions' tables. Partitions carry their own trigger rather than a clone of
+-- the parent's, so a table made first and attached later (pg_partman's way) keeps the one it got
+-- when it was made, with no clash of names, and keeps it when it is detached.
 create or replace function private.is_impersonation_audited(rel oid) returns boolean
 language sql stable
 set search_path = ''
 as $$
   select coalesce((
-    select c.relkind in ('r', 'p') and not c.relispartition
+    select c.relkind = 'r'
        and (c.oid = to_regclass('storage.objects')
             or (n.nspname not in ('information_schema', 'auth', 'storage', 'vault', 'net', 'extensions', 'cron',
                                   'supabase_migrations', 'graphql', 'graphql_public', 'realtime', '_realtime',
@@ -312,3 +325,67 @@ create policy "storage.objects: nothing for an ended impersonation session" on s
   with check ((select private.impersonation_live()));
 comment on policy "storage.objects: nothing for an ended impersonation session" on storage.objects is
   'Hosted Storage runs no PostgREST pre-request: a stopped or expired impersonation token lists, reads and writes nothing.';
+
+-- =========================================================================================
+-- What an impersonator may not do: link outside accounts or start payments
+-- =========================================================================================
+
+-- A session is for seeing and fixing what the user sees, not for tying the user to accounts
+-- the impersonator controls: a music login completes at the provider after the session may
+-- have ended (its callback carries no token), and a checkout is paid at Stripe, where the
+-- payer is whoever holds the page. Both are refused (403) inside a session, on every path.
+create or replace function private.refuse_while_impersonating(action text) returns void
+language plpgsql stable security definer
+set search_path = ''
+as $$
+begin
+  if exists (select 1 from private.impersonation_context()) then
+    raise exception 'Not while impersonating: % is for the user themselves', coalesce(action, 'this')
+      using errcode = '42501';
+  end if;
+end
+$$;
+comment on function private.refuse_while_impersonating(text) is
+  '403 inside an impersonation session (the token''s, or the api''s service role acting for one).';
+grant execute on function private.refuse_while_impersonating(text) to authenticated, service_role;
+create or replace function public.refuse_while_impersonating(action text) returns void
+language sql stable security invoker
+set search_path = ''
+as $$ select private.refuse_while_impersonating(action) $$;
+comment on function public.refuse_while_impersonating(text) is
+  'For /api routes that reach a provider: 403 inside an impersonation session, nothing otherwise.';
+grant execute on function public.refuse_while_impersonating(text) to authenticated;
+
+-- Supersedes private.music_begin_connect of 20261122060000_music.sql: refused while impersonating.
+create or replace function private.music_begin_connect(state_hash text, code_verifier text) returns timestamptz
+language plpgsql security definer
+set search_path = ''
+as $$
+declare
+  me uuid := (select auth.uid());
+  expires timestamptz := now() + interval '10 minutes';
+begin
+  if me is null then
+    raise exception 'sign in first' using errcode = '42501';
+  end if;
+  if state_hash is null or state_hash !~ '^[0-9a-f]{64}$' then
+    raise exception 'state_hash: must be a hex sha256' using errcode = '22023';
+  end if;
+  if code_verifier is null or code_verifier !~ '^[A-Za-z0-9._~-]{43,128}$' then
+    raise exception 'code_verifier: 43 to 128 unreserved characters' using errcode = '22023';
+  end if;
+  perform private.refuse_while_impersonating('connecting a music account');
+  -- Serialize a user's logins so the cap holds under concurrent calls.
+  perform pg_advisory_xact_lock(hashtextextended('music_begin_connect:' || me::text, 0));
+  delete from private.music_oauth_states s
+   where s.user_id = me and (s.used_at is not null or s.expires_at <= now());
+  if (select count(*) from private.music_oauth_states s where s.user_id = me) >= 5 then
+    delete from private.music_oauth_states s
+     where s.state_hash = (select s2.state_hash from private.music_oauth_states s2
+                            where s2.user_id = me order by s2.created_at limit 1);
+  end if;
+  insert into private.music_oauth_states (state_hash, user_id, code_verifier, expires_at)
+  values (music_begin_connect.state_hash, me, music_begin_connect.code_verifier, expires);
+  return expires;
+end
+$$;

@@ -8,17 +8,17 @@ create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 set local search_path = extensions;
 
-select plan(24);
+select plan(26);
 
 -- The tables a request can write, derived here independently of the migration's own rule:
 -- every table of the project's schemas (all but Postgres' and the platform's: the schema lint's
--- list) and storage.objects; not the audit tables themselves, not partitions (they inherit their
--- parent's trigger), not extensions' tables.
+-- list) and storage.objects; every table that holds rows (partitions too, never a partitioned
+-- parent, which holds none); not the audit tables themselves, not extensions' tables.
 create function pg_temp.writable_tables() returns setof regclass
 language sql stable as $$
   select c.oid::regclass
     from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
-   where c.relkind in ('r', 'p') and not c.relispartition
+   where c.relkind = 'r'
      and ((n.nspname not in ('information_schema', 'auth', 'storage', 'vault', 'net', 'extensions', 'cron',
                              'supabase_migrations', 'graphql', 'graphql_public', 'realtime', '_realtime',
                              'pgsodium', 'pgsodium_masks', 'pgbouncer', 'supabase_functions', '_analytics')
@@ -68,8 +68,15 @@ create temp table zz_imp_temp (id integer);
 select is_empty('select * from pg_temp.unaudited_tables()',
   'tables created later carry the trigger: create table, create table as, select into, a new schema, a partitioned table');
 select ok(exists (select 1 from pg_catalog.pg_trigger where tgrelid = 'public.zz_imp_child'::regclass
-                   and tgfoid = 'private.record_impersonated_write()'::regprocedure),
-  'a partition has its parent''s trigger');
+                   and tgfoid = 'private.record_impersonated_write()'::regprocedure and tgparentid = 0)
+          and not exists (select 1 from pg_catalog.pg_trigger where tgrelid = 'public.zz_imp_parent'::regclass),
+  'a partition carries its own trigger, the partitioned parent none');
+-- pg_partman's way: a table made first (it gets the trigger), attached later; then detached.
+create table public.zz_imp_later (like public.zz_imp_parent);
+select lives_ok($$alter table public.zz_imp_parent attach partition public.zz_imp_later for values from ('2027-01-01') to ('2028-01-01')$$,
+  'a table made first attaches as a partition (no clash of trigger names)');
+alter table public.zz_imp_parent detach partition public.zz_imp_child;
+select is_empty('select * from pg_temp.unaudited_tables()', 'attached and detached partitions keep their trigger');
 select ok(not exists (select 1 from pg_catalog.pg_trigger where tgrelid = 'zz_imp_temp'::regclass),
   'temporary tables are left alone');
 select is((select evtenabled::text || ' ' || evtevent || ' ' || evtfoid::regproc::text from pg_catalog.pg_event_trigger

@@ -9,9 +9,12 @@ import { z } from '@hono/zod-openapi'
 import { SignJWT } from 'jose'
 import { optionalEnv } from '../../_shared/env.ts'
 import { HttpError, unwrap } from '../../_shared/errors.ts'
-import { decodeCursor, encodeCursor, pageQuery } from '../../_shared/pagination.ts'
+import { decodeCursor, encodeCursor, newestFirstPage, pageQuery } from '../../_shared/pagination.ts'
 import { uuid } from '../../_shared/validation.ts'
 import { endpoint, NextCursor, routeModule } from '../openapi.ts'
+
+/** How many rows of what its sessions did the audit page carries (the rest: the per-session list). */
+const WRITES_ON_AUDIT_PAGE = 500 // under PostgREST's max_rows (1000), which would cut the one more row we ask for
 
 /** At most 15 minutes (the issue's bound). */
 export const IMPERSONATION_TOKEN_SECONDS = 15 * 60
@@ -112,9 +115,11 @@ export const impersonationRoutes = routeModule()
       response: z.object({
         audit: z.array(AuditRow),
         writes: z.array(z.record(z.string(), z.unknown())).describe(
-          'What the sessions on this page did: each row written (kind write: table_name, operation, row_id, actor_role) ' +
-            'and each mutating /api request (kind request: operation = method, detail.path)',
+          'What the sessions on this page did, newest first: each row written (kind write: table_name, operation, row_id, ' +
+            `actor_role) and each mutating /api request (kind request: operation = method, detail.path); at most ${WRITES_ON_AUDIT_PAGE}`,
         ),
+        writes_truncated: z.boolean()
+          .describe('True when the sessions did more than `writes` holds: page through GET /admin/impersonation/sessions/{id}/writes'),
         next_cursor: NextCursor,
       }),
     }),
@@ -132,12 +137,32 @@ export const impersonationRoutes = routeModule()
       const audit = rows.slice(0, q.limit)
       const sessions = [...new Set(audit.map((r) => r.session_id))]
       const writes = sessions.length
-        ? unwrap(await c.var.db.from('impersonation_writes').select('*').in('session_id', sessions).order('created_at').limit(1000))
+        ? unwrap(
+          await c.var.db.from('impersonation_writes').select('*').in('session_id', sessions)
+            .order('created_at', { ascending: false }).order('id', { ascending: false }).limit(WRITES_ON_AUDIT_PAGE + 1),
+        ) as Record<string, unknown>[]
         : []
       return c.json({
         audit,
-        writes: writes as Record<string, unknown>[],
+        writes: writes.slice(0, WRITES_ON_AUDIT_PAGE),
+        writes_truncated: writes.length > WRITES_ON_AUDIT_PAGE,
         next_cursor: rows.length > q.limit ? encodeCursor(audit[audit.length - 1]) : null,
       })
+    },
+  )
+  .openapi(
+    endpoint({
+      method: 'get', path: '/admin/impersonation/sessions/{id}/writes', tag, auth: 'superAdmin',
+      params: z.object({ id: uuid() }), query: z.object(pageQuery).strict(),
+      summary: 'Everything one impersonation session did (each row written, each mutating request), newest first (super admin)',
+      response: z.object({ writes: z.array(z.record(z.string(), z.unknown())), next_cursor: NextCursor }),
+    }),
+    async (c) => {
+      const { id } = c.req.valid('param')
+      const { items, next_cursor } = await newestFirstPage<{ created_at: string; id: number }>(
+        c.var.db.from('impersonation_writes').select('*').eq('session_id', id),
+        c.req.valid('query'),
+      )
+      return c.json({ writes: items as unknown as Record<string, unknown>[], next_cursor })
     },
   )

@@ -68,10 +68,11 @@ const SyncAllResults = z.object({
 export const musicRoutes = routeModule()
   .openapi(
     endpoint({
-      method: 'post', path: '/music/connect', tag, auth: 'bearer', errors: [503],
+      method: 'post', path: '/music/connect', tag, auth: 'bearer', errors: [403, 503],
       summary: 'Start connecting a music account (OAuth authorization code with PKCE)',
       description: 'Open `authorizeUrl` in the browser; the provider returns to MUSIC_REDIRECT_URI with `code` and ' +
-        '`state`, which go to GET /api/music/callback. The state is single use and expires in 10 minutes.',
+        '`state`, which go to GET /api/music/callback. The state is single use and expires in 10 minutes. ' +
+        '403 inside an impersonation session: linking an outside account is for the user themselves.',
       response: z.object({ authorizeUrl: z.string(), state: z.string(), expires_at: z.string() }),
     }),
     async (c) => {

@@ -91,13 +91,16 @@ export const paymentRoutes = routeModule()
       summary: 'Start a Stripe Checkout for a subscription',
       description: 'Redirect URLs must be on a SITE_URL origin. The caller\'s Stripe customer is created once and reused; ' +
         'the user id travels in client_reference_id and metadata. Only prices in STRIPE_PRICE_IDS (else 400); 409 when the caller ' +
-        'already has an active subscription. 503 when STRIPE_SECRET_KEY, STRIPE_PRICE_IDS or SITE_URL is not set.',
+        'already has an active subscription; 403 inside an impersonation session. 503 when STRIPE_SECRET_KEY, STRIPE_PRICE_IDS or ' +
+        'SITE_URL is not set.',
       response: z.object({ sessionId: z.string(), url: z.string() }),
-      errors: [409, 502],
+      errors: [403, 409, 502],
     }),
     async (c) => {
       const body = c.req.valid('json')
       checkRedirects(body)
+      // Paid at Stripe by whoever holds the page: never started by an impersonator (403).
+      unwrap(await c.var.db.rpc('refuse_while_impersonating', { action: 'starting a checkout' }))
       const stripe = requireStripe()
       if (!allowedPrices().includes(body.priceId)) throw badRequest('priceId: not a price this site sells')
       // A second subscription would be paid for twice: change plans in Stripe's billing portal instead.
