@@ -6,6 +6,7 @@ import { strict as assert } from 'node:assert'
 import { Webhook } from 'svix'
 import { withApi } from './_api_process.ts'
 import { api, assertError, clientAs, createUser, env, sql, test, type TestUser } from './_helpers.ts'
+import { refusedAsBadData } from '../functions/_shared/webhooks.ts'
 
 async function verifiedUser(o: { superAdmin?: boolean } = {}): Promise<TestUser> {
   const user = await createUser(o)
@@ -350,6 +351,73 @@ test('webhook: malformed signed events are acknowledged (2xx) as ignored, reason
   const bounce = await deliverEmailEvent({ ...emailEvent('email.bounced', { email_id: emailId, to: [address], bounce: { type: 'Permanent' } }), created_at: 'garbage' })
   assert.deepEqual(bounce.body, { received: true, outcome: 'stored' })
   assert.equal(await suppressed(address), 'bounced')
+})
+
+test('webhook: a type cut at 100 characters inside an emoji is recorded as ignored, never 500', async () => {
+  for (const type of ['x'.repeat(99) + '\u{1F600}', 'email.' + 'x'.repeat(93) + '\u{1F600}']) {
+    const id = `msg_${crypto.randomUUID()}`
+    const res = await deliverEmailEvent({ type, data: {} }, { id })
+    assert.equal(res.status, 200, `${type.slice(0, 8)}: ${JSON.stringify(res.body)}`)
+    assert.deepEqual([res.body.outcome, res.body.reason], ['ignored', 'type: not a Resend event type'])
+    const [row] = await sql`select event_type, outcome from private.email_events where svix_id = ${id}`
+    assert.equal(row?.outcome, 'ignored')
+    assert.equal(row.event_type, type.slice(0, 99) + '\uFFFD', 'cut at 100, the split half replaced')
+  }
+})
+
+test('webhook: an inbound body with a NUL or a lone surrogate is stored (those characters replaced), not lost or 500', async () => {
+  for (const [what, text, html, stored] of [
+    ['NUL', 'Hello\u0000world', '<p>a\u0000b</p>', ['Hello\uFFFDworld', '<p>a\uFFFDb</p>']],
+    ['lone surrogate', 'Hi \ud800 there', '<p>\udc00</p>', ['Hi \uFFFD there', '<p>\uFFFD</p>']],
+  ] as const) {
+    const emailId = crypto.randomUUID()
+    await resendControl('inbound', { id: emailId, from: 'x@ext.test', to: ['in@journal.test'], subject: 's', text, html })
+    const event = emailEvent('email.received', { email_id: emailId, from: 'x@ext.test', to: ['in@journal.test'], subject: 's' })
+    const res = await deliverEmailEvent(event)
+    assert.equal(res.status, 200, `${what}: ${JSON.stringify(res.body)}`)
+    assert.deepEqual(res.body, { received: true, outcome: 'stored' }, what)
+    const rows = await sql`select text_body, html_body from private.inbound_emails where email_id = ${emailId}`
+    assert.deepEqual(rows.map((r) => [r.text_body, r.html_body]), [stored], `${what}: the mail is kept`)
+  }
+})
+
+test('webhook: an event nested thousands of levels deep is ignored with its reason and its raw text kept, never 500', async () => {
+  const deep = (n: number) => '['.repeat(n) + ']'.repeat(n)
+  for (const n of [5_000, 100_000]) {
+    const raw = `{"type":"email.delivered","created_at":"2026-01-01T00:00:00Z","data":{"email_id":"abc","to":["a@b.test"],"x":${deep(n)}}}`
+    const id = `msg_${crypto.randomUUID()}`
+    const res = await deliverEmailEvent(null, { id, raw })
+    assert.equal(res.status, 200, `${n} levels: ${JSON.stringify(res.body)}`)
+    assert.equal(res.body.outcome, 'ignored', `${n} levels`)
+    assert.match(res.body.reason, /^event: nested deeper than \d+ levels/)
+    const [row] = await sql`select event_type, outcome, payload from private.email_events where svix_id = ${id}`
+    assert.equal(row?.outcome, 'ignored')
+    assert.equal(row.event_type, 'email.delivered')
+    assert.equal(typeof row.payload, 'string', 'the raw text is kept')
+    assert.ok(raw.startsWith(row.payload.slice(0, 1000)))
+  }
+  // Nested as deep as Resend's events (and well beyond) is stored as before.
+  const ok = await deliverEmailEvent(emailEvent('email.delivered', { email_id: crypto.randomUUID(), to: ['a@b.test'], x: JSON.parse(deep(30)) }))
+  assert.deepEqual(ok.body, { received: true, outcome: 'stored' })
+})
+
+test('webhook: what PostgREST refuses as the request\'s own data (PGRST102, class 22, 4xx) is bad data; our own faults are retried', () => {
+  const cases: [{ code?: string }, number, boolean][] = [
+    [{ code: 'PGRST102' }, 400, true], // the body is not JSON PostgREST can read (a lone surrogate)
+    [{ code: '22P05' }, 400, true], // a NUL in a text value
+    [{ code: '54001' }, 400, true], // nested too deep
+    [{ code: '23514' }, 400, true],
+    [{ code: 'PT422' }, 422, true],
+    [{ code: 'PGRST999' }, 413, true], // any other 4xx of the data
+    [{ code: 'P0001' }, 400, false], // a plain raise: a bug or a failing trigger, cured by a fix and a retry
+    [{ code: '42501' }, 403, false], // grants or the service key: ours to fix
+    [{ code: 'PGRST301' }, 401, false],
+    [{ code: 'PGRST202' }, 404, false], // the function is not in the schema cache (a deploy in progress)
+    [{ code: 'PGRST204' }, 400, false],
+    [{ code: '40001' }, 500, false],
+    [{ code: 'XX000' }, 500, false],
+  ]
+  for (const [error, status, bad] of cases) assert.equal(refusedAsBadData(error, status), bad, `${error.code} ${status}`)
 })
 
 test('webhook: the database unavailable is 503 (Resend retries), not 500', async () => {

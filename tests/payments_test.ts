@@ -6,6 +6,7 @@
 // the reason recorded), a failure rolled back and retried.
 import { strict as assert } from 'node:assert'
 import { STRIPE_API_VERSION } from '../functions/_shared/payments.ts'
+import { storableText } from '../functions/_shared/webhooks.ts'
 import { withApi } from './_api_process.ts'
 import { api, assertError, clientAs, createUser, env, sql, test, type TestUser } from './_helpers.ts'
 import {
@@ -530,6 +531,55 @@ test('webhook: a subscription whose user is not known yet is kept and linked by 
   const stray = newId('sub')
   assert.equal(await happen(subscriptionEvent('created', { id: stray, customer: newId('cus'), userId: crypto.randomUUID(), status: 'active' }, at(10))), 'applied')
   assert.equal((await subscriptionRow(stray)).user_id, null)
+})
+
+test('webhook: a subscription whose metadata.user_id cannot be read (over 100 characters, not a string) is applied without it', async () => {
+  const user = await createUser()
+  for (const [what, userId] of [['117 characters', user.id + ' '.repeat(81)], ['500 characters', 'u'.repeat(500)], ['a number', 42]] as const) {
+    const sub = newId('sub')
+    const customer = newId('cus')
+    const object = subscriptionObject({ id: sub, customer, status: 'active' })
+    await stripeHas({ ...object, metadata: { user_id: userId, note: 'x' } } as never)
+    const res = await deliver(stripeEvent('customer.subscription.created', { id: sub, object: 'subscription' }, at(20)))
+    assert.equal(res.status, 200, `${what}: ${JSON.stringify(res.body)}`)
+    assert.equal(res.body.outcome, 'applied', `${what}: ${JSON.stringify(res.body)}`)
+    const row = await subscriptionRow(sub)
+    assert.deepEqual([row?.status, row?.user_id, row?.stripe_customer_id], ['active', null, customer], `${what}: stored, user not known yet`)
+    // The existing rule for a subscription without a known user: the checkout links it.
+    assert.equal(await deliverOk(stripeEvent('checkout.session.completed', { ...checkoutObject({ subscription: sub, customer, userId: user.id }), metadata: { user_id: userId } }, at(21))), 'applied')
+    assert.equal((await subscriptionRow(sub)).user_id, user.id, `${what}: linked by the checkout's client_reference_id`)
+    await sql`delete from public.subscriptions where stripe_subscription_id = ${sub}`
+    await sql`delete from private.stripe_customers where user_id = ${user.id}`
+  }
+})
+
+test('webhook: invoice.payment_failed in the shape of API versions before 2025-03-31.basil (a top-level subscription) is applied', async () => {
+  const user = await createUser()
+  const sub = newId('sub')
+  const customer = newId('cus')
+  await happen(subscriptionEvent('created', { id: sub, customer, userId: user.id, status: 'active' }, at(10)))
+  const { parent: _, ...newer } = invoiceFailedObject({ subscription: sub, customer })
+  const older = stripeEvent('invoice.payment_failed', { ...newer, subscription: sub }, at(30))
+  assert.equal(await deliverOk(older), 'applied')
+  assert.equal((await subscriptionRow(sub)).last_payment_failed_at.getTime(), at(30) * 1000)
+  // Expanded (an object with its id), as older versions also send it.
+  const expanded = stripeEvent('invoice.payment_failed', { ...newer, subscription: { id: sub, object: 'subscription' } }, at(40))
+  assert.equal(await deliverOk(expanded), 'applied')
+  assert.equal((await subscriptionRow(sub)).last_payment_failed_at.getTime(), at(40) * 1000)
+  // Neither shape: still an invoice without a subscription (a one-off invoice), ignored.
+  const oneOff = await deliver(stripeEvent('invoice.payment_failed', { ...newer, subscription: null }, at(50)))
+  assert.deepEqual([oneOff.status, oneOff.body.outcome], [200, 'ignored'])
+  assert.match(oneOff.body.reason, /without a subscription/)
+})
+
+test('storableText: cut first, then made well-formed (a cut inside an emoji leaves no lone surrogate)', () => {
+  for (const [input, max] of [['x'.repeat(99) + '\u{1F600}', 100], ['y'.repeat(1999) + '\u{1F600}tail', 2000]] as const) {
+    const out = storableText(input, max)
+    assert.ok(out.isWellFormed(), `${max}: well-formed`)
+    assert.ok(out.length <= max)
+    assert.equal(out, input.slice(0, max - 1) + '\uFFFD')
+  }
+  assert.equal(storableText('a\u0000b\ud800'), 'a\uFFFDb\uFFFD')
 })
 
 test('webhook: unknown event types are acknowledged and ignored', async () => {

@@ -326,6 +326,42 @@ Deno.test(
         assert.ok(mine.includes(PUB) && !mine.includes(PRIV))
       })
 
+      await t.step('search and prefix with control characters are 400 in Storage\'s error shape, never 500', async () => {
+        const json = { 'content-type': 'application/json' }
+        const bad: [string, string, string | undefined, RegExp][] = [
+          ['POST', `/object/list/${PUB}`, JSON.stringify({ prefix: '', search: '\u0000' }), /^search: /],
+          ['POST', `/object/list/${PUB}`, JSON.stringify({ prefix: '', search: 'a\u001fb' }), /^search: /],
+          ['POST', `/object/list/${PUB}`, JSON.stringify({ prefix: `${A.id}/\u0000` }), /control characters/],
+          ['GET', '/bucket?search=%00', undefined, /^search: /],
+          ['GET', '/bucket?search=a%7Fb', undefined, /^search: /],
+        ]
+        for (const [method, path, body, message] of bad) {
+          const res = await raw(method, path, { token: A.token, body, headers: body ? json : {} })
+          assert.equal(res.status, 400, `${method} ${path} ${body}: ${JSON.stringify(res.body)}`)
+          assert.equal(res.body.statusCode, '400')
+          assert.equal(typeof res.body.error, 'string')
+          assert.match(res.body.message, message)
+        }
+        // Ordinary searches still answer.
+        const listed = await raw('POST', `/object/list/${PUB}`, { token: A.token, body: JSON.stringify({ prefix: '', search: 'zz-none' }), headers: json })
+        assert.deepEqual([listed.status, listed.body], [200, []])
+        const buckets = await raw('GET', `/bucket?search=${encodeURIComponent(PUB)}`, { token: A.token })
+        assert.deepEqual([buckets.status, buckets.body.map((x: { id: string }) => x.id)], [200, [PUB]])
+      })
+
+      await t.step('a value Postgres refuses (class 22) is 400 in Storage\'s error shape, not 500', async () => {
+        const refusing = {
+          begin: () => Promise.reject(Object.assign(new Error('invalid byte sequence for encoding "UTF8": 0x00'), { code: '22021' })),
+        } as unknown as typeof sql
+        const res = await handleStorage(
+          new Request('http://local/storage/v1/bucket', { headers: { authorization: `Bearer ${A.token}` } }),
+          '/bucket',
+          { sql: refusing, rootDir: '/nonexistent' },
+        )
+        assert.equal(res.status, 400)
+        assert.deepEqual(await res.json(), { statusCode: '400', error: 'InvalidRequest', message: 'invalid byte sequence for encoding "UTF8": 0x00' })
+      })
+
       await t.step('on disk: files land under <root>/<bucket>/<name>; refusals leave nothing', async () => {
         await onDisk(A, B)
       })

@@ -1,6 +1,7 @@
 // The two signed webhooks (Stripe, Resend), fuzzed a little: for every event type they handle,
 // malformed variants of a valid event (each field in turn removed, null, swapped to another JSON
-// type, a huge or negative number, a bad date, a long or odd string), each correctly signed.
+// type, a huge or negative number, a bad date, a long or odd string, a string cut inside an emoji,
+// a value nested 5,000 levels deep), each correctly signed.
 // A provider retries every non-2xx for days, so none may be 5xx: each is 200 (applied, stale,
 // stored, replay, or ignored with its reason recorded). The sample is random per run; the seed is
 // printed in the step's name (WEBHOOK_FUZZ_SEED=<n> replays it).
@@ -14,12 +15,17 @@ const CONCURRENCY = 8
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json }
 const REMOVE = Symbol('remove')
+/** Stands for a value nested 5,000 levels deep, put into the payload after JSON.stringify. */
+const DEEP = '(deep)'
+const withDeep = (payload: string) => payload.replaceAll(JSON.stringify(DEEP), '['.repeat(5000) + ']'.repeat(5000))
 
 /** What a value may be replaced with: nulls, other JSON types, extreme numbers, bad dates, odd strings. */
 function replacementsFor(value: Json): (Json | typeof REMOVE)[] {
   const common: (Json | typeof REMOVE)[] = [REMOVE, null, '', 'x'.repeat(20_000), '\u0000', '\ud800', "' or 1=1 --",
     '0000-00-00', '2026-02-30T00:00:00Z', 'garbage', '9999-12-31T23:59:59Z', 'notanumber',
-    -99999999999, 1e308, -1e308, 2 ** 63, 1.5, 0, true, [], {}, [null], [{}], { id: 42 }]
+    -99999999999, 1e308, -1e308, 2 ** 63, 1.5, 0, true, [], {}, [null], [{}], { id: 42 },
+    // Cut at the 100 and 2000 characters the webhooks keep: the cut falls inside the emoji.
+    'x'.repeat(99) + '\u{1F600}', 'x'.repeat(1999) + '\u{1F600}', DEEP]
   if (typeof value === 'string') return [...common, 42, `${value}${'x'.repeat(300)}`, `${value} `]
   if (typeof value === 'number') return [...common, String(value), value * 1e12, -value]
   if (typeof value === 'boolean') return [...common, String(value), value ? 0 : 1]
@@ -115,7 +121,7 @@ Deno.test({
       })
     )
     const { bad, counts } = await deliverAll(cases, async (c) => {
-      const payload = JSON.stringify(c.body, null, 2)
+      const payload = withDeep(JSON.stringify(c.body, null, 2))
       return await api('/api/payment/webhook', {
         method: 'POST', rawBody: payload,
         headers: { 'content-type': 'application/json', 'stripe-signature': await signatureFor(payload) },
@@ -155,7 +161,7 @@ Deno.test({
     const svix = new Webhook(env('RESEND_WEBHOOK_SECRET'))
     const cases = bases.flatMap((base) => variants(base, PER_TYPE, random).map((v) => ({ type: (base as Record<string, Json>).type as string, ...v })))
     const { bad, counts } = await deliverAll(cases, async (c) => {
-      const payload = JSON.stringify(c.body)
+      const payload = withDeep(JSON.stringify(c.body))
       const id = `msg_${crypto.randomUUID()}`
       const now = new Date()
       return await api('/api/email/webhook', {

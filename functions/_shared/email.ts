@@ -9,6 +9,7 @@ import { Webhook } from 'svix'
 import { z } from 'zod'
 import { optionalEnv } from './env.ts'
 import { HttpError, unavailable } from './errors.ts'
+import { storableText } from './webhooks.ts'
 
 let cached: { key: string; base: string | undefined; client: Resend } | undefined
 
@@ -63,13 +64,17 @@ export async function sendEmail(
   return { id: data.id }
 }
 
-/** The body of an inbound e-mail (webhook events carry metadata only), or null without a key. */
+/**
+ * The body of an inbound e-mail (webhook events carry metadata only), or null without a key.
+ * Made storable like the event (NUL and lone surrogates replaced): the mail is kept, not lost.
+ */
 export async function inboundBody(emailId: string): Promise<{ text: string | null; html: string | null } | null> {
   const client = resendClient()
   if (!client) return null
   const { data, error } = await client.resend.emails.receiving.get(emailId)
   if (error) throw fromResend(error)
-  return { text: data?.text ?? null, html: data?.html ?? null }
+  const storable = (v: unknown) => (typeof v === 'string' ? storableText(v) : null)
+  return { text: storable(data?.text), html: storable(data?.html) }
 }
 
 /** Svix's headers: all three present, or null. */
@@ -136,15 +141,29 @@ const ReceivedEvent = z.looseObject({
   }),
 })
 
-/** A copy the database can store as jsonb: no NUL character and no lone surrogate, in keys or values. */
-export function storableJson(value: unknown): unknown {
-  if (typeof value === 'string') return value.replace(/\u0000/g, '\uFFFD').toWellFormed()
-  if (Array.isArray(value)) return value.map(storableJson)
-  if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [storableJson(k) as string, storableJson(v)]))
-  }
-  return value
+/**
+ * How deep an event's objects and arrays may nest (Resend's go about 4 levels). Deeper, the event
+ * is ignored and kept as its raw text: copying it would overflow the stack here, and Postgres
+ * refuses JSON deeper than its own stack allows.
+ */
+export const MAX_EVENT_DEPTH = 64
+
+class TooDeep extends Error {}
+
+/**
+ * A copy the database can store as jsonb: no NUL character and no lone surrogate, in keys or
+ * values. Throws TooDeep past MAX_EVENT_DEPTH levels.
+ */
+function storableJson(value: unknown, depth = 0): unknown {
+  if (typeof value === 'string') return storableText(value)
+  if (!value || typeof value !== 'object') return value
+  if (depth >= MAX_EVENT_DEPTH) throw new TooDeep()
+  if (Array.isArray(value)) return value.map((v) => storableJson(v, depth + 1))
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [storableText(k), storableJson(v, depth + 1)]))
 }
+
+/** The raw body as the payload of an ignored event (a JSON string), at most 100,000 characters. */
+export const rawPayload = (rawBody: string) => storableText(rawBody, 100_000)
 
 const reasonOf = (error: z.ZodError) =>
   error.issues.slice(0, 3).map((i) => `${i.path.map(String).join('.') || 'event'}: ${i.message}`).join('; ')
@@ -160,11 +179,17 @@ export function planEmailEvent(rawBody: string): EmailEventPlan {
   try {
     body = JSON.parse(rawBody)
   } catch {
-    return { action: 'ignore', type: null, payload: storableJson(rawBody.slice(0, 100_000)), reason: 'body: not JSON' }
+    return { action: 'ignore', type: null, payload: rawPayload(rawBody), reason: 'body: not JSON' }
   }
-  const payload = storableJson(body)
   const fields = (body && typeof body === 'object' && !Array.isArray(body) ? body : null) as Record<string, unknown> | null
-  const type = typeof fields?.type === 'string' ? (storableJson(fields.type) as string).slice(0, 100) : null
+  const type = typeof fields?.type === 'string' ? storableText(fields.type, 100) : null
+  let payload: unknown
+  try {
+    payload = storableJson(body)
+  } catch (e) {
+    if (!(e instanceof TooDeep)) throw e
+    return { action: 'ignore', type, payload: rawPayload(rawBody), reason: `event: nested deeper than ${MAX_EVENT_DEPTH} levels` }
+  }
   const ignore = (reason: string): EmailEventPlan => ({ action: 'ignore', type, payload, reason })
   if (!fields) return ignore('event: must be an object')
   if (type === null || !/^[a-z_]+(\.[a-z_]+){1,5}$/.test(type)) return ignore('type: not a Resend event type')

@@ -9,11 +9,14 @@ import Stripe from 'stripe'
 import { z } from 'zod'
 import { optionalEnv } from './env.ts'
 import { badRequest, HttpError, unavailable } from './errors.ts'
+import { storableText } from './webhooks.ts'
 
 /**
  * The API version this code reads payloads in. Pinned, so a change of the account's default
- * version cannot change what webhooks and replies look like. Since 2025-03-31.basil the period
- * end lives on the subscription items (read below).
+ * version cannot change what replies look like. Since 2025-03-31.basil the period end lives on
+ * the subscription items (read below). Webhook events come in the version of their endpoint,
+ * not this one: the webhook reads the few event fields it uses in this shape and, where an older
+ * version differs (an invoice's subscription), in that one too.
  */
 export const STRIPE_API_VERSION = '2026-10-28.endive' as const
 
@@ -121,7 +124,13 @@ const stripeId = (prefix: string) => z.string().regex(new RegExp(`^${prefix}_[A-
 const stripeRef = (prefix: string) => z.union([stripeId(prefix), z.looseObject({ id: stripeId(prefix) })])
 /** Seconds since the epoch, 2000-01-01 to 2200-01-01 (the database also refuses an event from the future). */
 const unixSeconds = z.number().int().min(946_684_800).max(7_258_118_400)
-const Metadata = z.looseObject({ user_id: z.string().max(100).optional() }).nullish()
+/**
+ * A user id a checkout or subscription claims. Anything unreadable (too long: Stripe allows 500
+ * characters of metadata; not a string) counts as no claim, not as a broken event: the
+ * subscription is then kept without a user until an event names one.
+ */
+const UserIdClaim = z.string().max(100).nullish().catch(null)
+const Metadata = z.looseObject({ user_id: UserIdClaim }).nullish().catch(null)
 
 export const SUBSCRIPTION_STATUSES = [
   'incomplete', 'incomplete_expired', 'trialing', 'active', 'past_due', 'canceled', 'unpaid', 'paused',
@@ -139,7 +148,7 @@ const EVENT_OBJECTS = {
     mode: z.string().max(50),
     subscription: stripeRef('sub').nullish(),
     customer: stripeRef('cus').nullish(),
-    client_reference_id: z.string().max(200).nullish(),
+    client_reference_id: UserIdClaim,
     metadata: Metadata,
   }),
   'customer.subscription.created': z.looseObject({ id: stripeId('sub') }),
@@ -148,6 +157,8 @@ const EVENT_OBJECTS = {
   'invoice.payment_failed': z.looseObject({
     customer: stripeRef('cus').nullish(),
     parent: z.looseObject({ subscription_details: z.looseObject({ subscription: stripeRef('sub') }).nullish() }).nullish(),
+    // Endpoints on API versions before 2025-03-31.basil send the subscription here.
+    subscription: stripeRef('sub').nullish(),
   }),
 } satisfies Record<HandledEvent, z.ZodType>
 
@@ -167,9 +178,6 @@ export function zodReason(error: z.ZodError, prefix = ''): string {
     .map((i) => `${[prefix, ...i.path.map(String)].filter(Boolean).join('.') || 'event'}: ${i.message}`)
     .join('; ')
 }
-
-/** Text the database can store: no NUL, no lone surrogate, bounded. */
-export const storableText = (s: string, max = 2000) => s.replace(/\u0000/g, '\uFFFD').toWellFormed().slice(0, max)
 
 const idOf = (v: string | { id: string } | null | undefined) => (typeof v === 'string' ? v : v?.id ?? null)
 const isoOf = (seconds: number) => new Date(seconds * 1000).toISOString()
@@ -230,7 +238,7 @@ export async function planStripeEvent(rawBody: string): Promise<StripeEventPlan>
     }
     case 'invoice.payment_failed': {
       const inv = parsed.data as z.infer<typeof EVENT_OBJECTS['invoice.payment_failed']>
-      const subscriptionId = idOf(inv.parent?.subscription_details?.subscription)
+      const subscriptionId = idOf(inv.parent?.subscription_details?.subscription) ?? idOf(inv.subscription)
       if (!subscriptionId) return ignore('data.object: an invoice without a subscription')
       return { action: 'apply', event, subscriptionId, claimedUserId: null }
     }

@@ -52,6 +52,8 @@ export async function handleStorage(req: Request, path: string, ctx: StorageCont
     if (code === '42501') return errorBody(403, 'Unauthorized', 'new row violates row-level security policy')
     if (code === '23505') return errorBody(409, 'Duplicate', 'The resource already exists')
     if (code === '57014') return errorBody(504, 'DatabaseTimeout', 'The query timed out')
+    // A value Postgres refuses (class 22: a NUL, a bad number or date) is the request's fault.
+    if (code?.startsWith('22')) return errorBody(400, 'InvalidRequest', (e as Error).message)
     console.error('storage error', e)
     return errorBody(500, 'internal', 'Internal Server Error')
   }
@@ -204,7 +206,7 @@ const bucketColumns = (tx: Tx) =>
 
 async function listBuckets(ctx: StorageContext, c: Claims, q: URLSearchParams) {
   const column = ['id', 'name', 'created_at', 'updated_at'].find((k) => k === q.get('sortColumn')) ?? 'name'
-  const search = q.get('search')
+  const search = checkSearch(q.get('search'))
   const rows = await asCaller(ctx, c, (tx) =>
     tx`
     select ${bucketColumns(tx)} from storage.buckets
@@ -430,7 +432,7 @@ const SORTABLE = ['name', 'updated_at', 'created_at', 'last_accessed_at']
 async function list(ctx: StorageContext, c: Claims, bucketId: string, body: any) {
   const dir = checkKey(typeof body?.prefix === 'string' ? body.prefix.replace(/^\/+|\/+$/g, '') : '', true)
   const prefix = dir ? `${dir}/` : ''
-  const search = typeof body?.search === 'string' ? body.search : ''
+  const search = checkSearch(typeof body?.search === 'string' ? body.search : '')
   const column = SORTABLE.find((k) => k === body?.sortBy?.column) ?? 'name'
   const desc = String(body?.sortBy?.order).toLowerCase() === 'desc'
   const rows = await asCaller(ctx, c, (tx) =>
@@ -457,6 +459,13 @@ async function list(ctx: StorageContext, c: Claims, bucketId: string, body: any)
 // ---- small helpers --------------------------------------------------------------------
 
 const likeEscape = (s: string) => s.replace(/[\\%_]/g, (ch) => `\\${ch}`)
+
+/** A search term (bucket and object lists): no control characters (Postgres refuses a NUL). */
+function checkSearch<T extends string | null>(search: T): T {
+  // deno-lint-ignore no-control-regex
+  if (search && /[\x00-\x1f\x7f]/.test(search)) fail(400, 'InvalidRequest', 'search: must not contain control characters')
+  return search
+}
 
 function intParam(v: unknown, dflt: number): number {
   const n = Number(v ?? dflt)

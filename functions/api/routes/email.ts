@@ -10,6 +10,7 @@ import {
   fromResend,
   inboundBody,
   planEmailEvent,
+  rawPayload,
   requireResend,
   sendEmail,
   svixHeaders,
@@ -18,7 +19,7 @@ import {
 import { optionalEnv } from '../../_shared/env.ts'
 import { badRequest, HttpError, unavailable, unwrap } from '../../_shared/errors.ts'
 import { newestFirstPage, pageQuery } from '../../_shared/pagination.ts'
-import { refusedAsBadData, webhookDbFailure } from '../../_shared/webhooks.ts'
+import { refusedAsBadData, storableText, webhookDbFailure } from '../../_shared/webhooks.ts'
 import { endpoint, NextCursor, routeModule } from '../openapi.ts'
 
 export const EMAIL_LIMITS = { subject: 500, html: 200_000, text: 100_000, idempotencyKey: 200 }
@@ -164,9 +165,13 @@ export const emailRoutes = routeModule()
       /** Records the event as ignored, with the payload as received (nothing Resend sent is lost). */
       const ignore = async (type: string | null, payload: unknown, reason: string) => {
         console.error(`resend event ${svixId} (${type ?? 'no type'}) ignored: ${reason}`)
-        const { data, error } = await db.rpc('record_ignored_email_event', {
-          svix_id: svixId, event_type: type, payload, reason: reason.replace(/\u0000/g, '').toWellFormed().slice(0, 2000),
-        })
+        const record = (payload: unknown, reason: string) =>
+          db.rpc('record_ignored_email_event', { svix_id: svixId, event_type: type, payload, reason: storableText(reason, 2000) })
+        let { data, error, status } = await record(payload, reason)
+        if (error && refusedAsBadData(error, status)) {
+          // The payload itself refused: keep the raw text instead, and say why.
+          ;({ data, error, status } = await record(rawPayload(raw), `${reason} (payload kept as text: ${error.message})`))
+        }
         if (error) throw webhookDbFailure(error, `resend event ${svixId}: recording it as ignored`)
         return reply(data as 'ignored' | 'replay', reason)
       }
@@ -175,8 +180,8 @@ export const emailRoutes = routeModule()
       if (plan.action === 'ignore') return await ignore(plan.type, plan.payload, plan.reason)
       // Inbound events carry metadata only; the body is fetched (a failure answers 502: Resend retries).
       const inbound = plan.inboundEmailId ? await inboundBody(plan.inboundEmailId) : null
-      const { data: outcome, error } = await db.rpc('record_email_event', { svix_id: svixId, payload: plan.event, inbound })
-      if (error && refusedAsBadData(error)) return await ignore(plan.type, plan.event, error.message)
+      const { data: outcome, error, status } = await db.rpc('record_email_event', { svix_id: svixId, payload: plan.event, inbound })
+      if (error && refusedAsBadData(error, status)) return await ignore(plan.type, plan.event, error.message)
       if (error) throw webhookDbFailure(error, `resend event ${svixId} not stored`)
       return reply(outcome as 'stored' | 'replay')
     },

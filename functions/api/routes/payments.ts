@@ -15,10 +15,9 @@ import {
   planStripeEvent,
   requireStripe,
   siteOrigins,
-  storableText,
   verifyStripeSignature,
 } from '../../_shared/payments.ts'
-import { refusedAsBadData, webhookDbFailure } from '../../_shared/webhooks.ts'
+import { refusedAsBadData, storableText, webhookDbFailure } from '../../_shared/webhooks.ts'
 import type { Caller } from '../credentials.ts'
 import { endpoint, routeModule } from '../openapi.ts'
 import type Stripe from 'stripe'
@@ -186,7 +185,7 @@ export const paymentRoutes = routeModule()
       const ignore = async (key: string, type: string | null, created: string | null, reason: string) => {
         console.error(`stripe event ${key} (${type ?? 'no type'}) ignored: ${reason}`)
         const { data, error } = await db.rpc('record_ignored_stripe_event', {
-          event_key: key, event_type: type, event_created: created, reason: storableText(reason),
+          event_key: key, event_type: type, event_created: created, reason: storableText(reason, 2000),
         })
         if (error) throw webhookDbFailure(error, `stripe event ${key}: recording it as ignored`)
         return reply(data as 'ignored' | 'replay', reason)
@@ -201,10 +200,10 @@ export const paymentRoutes = routeModule()
       const latest = await latestSubscription(requireStripe(), plan.subscriptionId)
       if ('missing' in latest) return await ignore(event.id, event.type, event.created, latest.missing)
       const details = { ...latest.state, user_id: plan.claimedUserId ?? latest.state.user_id }
-      const { data, error } = await db.rpc('apply_stripe_event', {
+      const { data, error, status } = await db.rpc('apply_stripe_event', {
         event_id: event.id, event_type: event.type, event_created: event.created, details,
       })
-      if (error && refusedAsBadData(error)) return await ignore(event.id, event.type, event.created, error.message)
+      if (error && refusedAsBadData(error, status)) return await ignore(event.id, event.type, event.created, error.message)
       // Stripe retries any non-2xx; the function's transaction left nothing behind.
       if (error) throw webhookDbFailure(error, `stripe event ${event.id} (${event.type}) not applied`)
       console.log(`stripe event ${event.id} ${event.type}: ${data}`)
