@@ -120,3 +120,28 @@ test('generate-background: calls in the same millisecond store distinct objects;
   assert.ok(failed.status >= 502, `${failed.status}`)
   assert.equal(await callsToday(), 3, 'the failed call was given back')
 })
+
+test('generate-background: deleting the entry while the image is made does not give the billed image back', async () => {
+  const owner = await createUser()
+  const callsToday = async () =>
+    (await sql`select coalesce(sum(calls), 0)::int as n from private.ai_daily_calls
+                where user_id = ${owner.id} and usage_type = 'entry_background' and day = (now() at time zone 'UTC')::date`)[0].n
+  const usageRows = async () =>
+    (await sql`select count(*)::int as n from public.ai_usage where user_id = ${owner.id} and usage_type = 'entry_background'`)[0].n
+  for (let round = 1; round <= 3; round++) {
+    const marker = aiMarker()
+    await scriptAi(marker, [{ delay_ms: 1500, image: 'png' }])
+    const entry = await postEntry(owner, { title: `Fleeting ${marker}`, content: 'hello' })
+    const generating = api('/api/ai/generate-background', { token: owner.token, body: { entry_id: entry.id, quality: 'hd' } })
+    for (let i = 0; (await aiRequests(marker)).filter((r) => r.path.includes('images')).length === 0; i++) {
+      if (i > 200) throw new Error('the provider never received the image request')
+      await new Promise((r) => setTimeout(r, 25))
+    }
+    assert.equal((await api(`/api/journal/${entry.id}`, { method: 'DELETE', token: owner.token })).status, 200)
+    const done = await generating
+    assertError(done, 404)
+    assert.deepEqual(await objectsOf(entry.id), [], 'the stored image is removed again')
+    assert.equal(await usageRows(), round, 'the image was billed and recorded')
+    assert.equal(await callsToday(), round, 'and it counts against the daily cap')
+  }
+})

@@ -3,11 +3,14 @@
 // daily cap on generated images.
 import { strict as assert } from 'node:assert'
 import { encode } from 'fast-png'
-import { ANON_KEY, api, API_URL, assertError, clientAs, createUser, postEntry, sql, test, type TestUser } from './_helpers.ts'
+import { createClient } from '@supabase/supabase-js'
+import { TONES } from '../functions/_shared/tone.ts'
+import { ANON_KEY, api, API_URL, assertError, clientAs, createUser, postEntry, SERVICE_ROLE_KEY, sql, test, type TestUser } from './_helpers.ts'
 import { aiMarker, aiRequests, scriptAi } from './fakes/ai_control.ts'
 import { createPack } from './_tone_packs.ts'
 
 const BUCKET = 'tone-packs'
+const ALL_TONES = [...TONES]
 const objectsOf = async (packId: string) =>
   (await sql`select name from storage.objects where bucket_id = ${BUCKET} and name like ${'%/' + packId + '/%'} order by name`)
     .map((r) => r.name as string)
@@ -375,6 +378,63 @@ test('generate-images: an image that fails gives its place under the cap back', 
   const retried = await api(`/api/tone-packs/${pack.id}/generate-images`, { token: owner.token, body: { tones: ['calm'] } })
   assert.equal(retried.body.generated.length, 1, JSON.stringify(retried.body))
   assert.equal(await callsToday(owner.id, 'tone_pack_image'), cap)
+})
+
+/** Waits until the fake provider has received `count` requests carrying the marker. */
+async function providerReached(marker: string, count = 1) {
+  for (let i = 0; i < 200; i++) {
+    if ((await aiRequests(marker)).length >= count) return
+    await new Promise((r) => setTimeout(r, 25))
+  }
+  throw new Error(`the provider never received ${count} request(s) for ${marker}`)
+}
+
+test('generate-images: deleting the pack mid-request does not give billed images back; tones not yet started are not attempted', async () => {
+  const owner = await createUser()
+  const usageRows = async () =>
+    (await sql`select count(*)::int as n from public.ai_usage where user_id = ${owner.id} and usage_type = 'tone_pack_image'`)[0].n as number
+  // Three rounds of the attack: each billed image must stay counted.
+  for (let round = 1; round <= 3; round++) {
+    const marker = aiMarker()
+    await scriptAi(marker, [{ delay_ms: 1500, image: 'png' }])
+    const pack = await createPack(owner, { name: `Vanishing ${marker}` })
+    const generating = api(`/api/tone-packs/${pack.id}/generate-images`, {
+      token: owner.token, body: { tones: ALL_TONES, quality: 'hd' },
+    })
+    await providerReached(marker)
+    const deleted = await api(`/api/tone-packs/${pack.id}`, { method: 'DELETE', token: owner.token })
+    assert.equal(deleted.status, 200, JSON.stringify(deleted.body))
+    const done = await generating
+    assert.equal(done.status, 200, JSON.stringify(done.body))
+    assert.equal(done.body.generated.length, 0)
+    assert.equal(done.body.failed.length, ALL_TONES.length)
+
+    const billed = (await aiRequests(marker)).length
+    assert.ok(billed >= 1 && billed <= 4, `only the tones already in flight reached the provider (got ${billed})`)
+    assert.ok(done.body.failed.filter((f: { error: string }) => /Not attempted/.test(f.error)).length >= ALL_TONES.length - 4)
+    assert.deepEqual(await objectsOf(pack.id), [], 'nothing is left in the deleted pack\'s folder')
+  }
+  const billedRows = await usageRows()
+  assert.ok(billedRows >= 3, `every billed image is recorded (${billedRows})`)
+  assert.equal(await callsToday(owner.id, 'tone_pack_image'), billedRows, 'every billed image still counts against the cap')
+})
+
+test('release_ai_calls never takes the counter below the calls billed that day, whoever asks', async () => {
+  const user = await createUser()
+  const service = createClient(API_URL, SERVICE_ROLE_KEY, { auth: { persistSession: false, autoRefreshToken: false } })
+  await useUpTo(user.id, 'tone_pack_image', 5)
+  for (let i = 0; i < 3; i++) {
+    const { error } = await service.rpc('record_ai_usage', {
+      user_id: user.id, usage_type: 'tone_pack_image', model: 'gpt-image-1', input_tokens: 10, output_tokens: 100,
+      image_count: 1, image_quality: 'hd', entry_id: null, pack_id: null,
+    })
+    assert.equal(error, null)
+  }
+  const day = (await sql`select (now() at time zone 'UTC')::date::text as d`)[0].d as string
+  const released = await service.rpc('release_ai_calls', { user_id: user.id, usage_type: 'tone_pack_image', day, calls: 5 })
+  assert.equal(released.error, null)
+  assert.equal(released.data, 3, 'two unbilled places back; the three billed ones stay')
+  assert.equal(await callsToday(user.id, 'tone_pack_image'), 3)
 })
 
 test('AI_DAILY_CAP_<TYPE> overrides a default cap for the api; 0 turns it off', async () => {

@@ -150,11 +150,11 @@ const buyAt = (u: TestUser, packId: string, expected: number) =>
   api(`/api/tone-packs/${packId}/purchase`, { token: u.token, body: { expected_price_drops: expected } })
 const reprice = (owner: TestUser, packId: string, price: number) =>
   api(`/api/tone-packs/${packId}`, { method: 'PUT', token: owner.token, body: { price_drops: price } })
-/** Moves a pack's last price change back in time (the guard for clients that name no price looks at it; the stamp trigger is bypassed). */
+/** Moves a pack's last price change back in time, as if the clock had moved on (the stamp trigger is bypassed). */
 const priceChangedAgo = (packId: string, minutes: number) =>
   sql.begin(async (tx) => {
     await tx`set local session_replication_role = replica`
-    await tx`update public.tone_packs set price_changed_at = now() - make_interval(mins => ${minutes}) where id = ${packId}`
+    await tx`update public.tone_packs set price_changed_at = now() - make_interval(secs => ${minutes * 60}) where id = ${packId}`
   })
 
 test('the buyer pays the price they saw: a purchase naming expected_price_drops is refused 409 when the price changed, on /api and PostgREST', async () => {
@@ -188,36 +188,63 @@ test('the buyer pays the price they saw: a purchase naming expected_price_drops 
   assert.equal(await balanceOf(buyer.id), 0)
 })
 
-test('clients that name no price keep working, except right after a price change: then 409 until they confirm the new price', async () => {
+test('a purchase naming no price is accepted only while the price never changed: 409 naming the price however long ago it changed, on /api and PostgREST', async () => {
   const [seller, buyer, other] = await Promise.all([createUser(), createUser(), createUser()])
+  // The reviewer's case: the buyer saw 1; the owner set 50; ten and a half minutes later, no price named.
   const pack = await createPack(seller, { is_public: true, price_drops: 1 })
+  assert.equal((await api(`/api/tone-packs/${pack.id}`, { token: buyer.token })).body.pack.price_drops, 1)
   await reprice(seller, pack.id, 50)
-  assertError(await buy(buyer, pack.id), 409, 'price')
-  const direct = await clientAs(buyer.token).rpc('purchase_tone_pack', { pack_id: pack.id })
-  assert.equal(direct.error?.code, 'PT409', 'the RPC as old clients call it')
+  for (const minutes of [0, 10.5, 60 * 24 * 30]) {
+    await priceChangedAgo(pack.id, minutes)
+    const refused = await buy(buyer, pack.id)
+    assertError(refused, 409, 'price')
+    assert.match(refused.body.error, /50 drops/, 'the message names the current price')
+    assert.match(refused.body.error, /expected_price_drops/, 'and how to confirm it')
+    const direct = await clientAs(buyer.token).rpc('purchase_tone_pack', { pack_id: pack.id })
+    assert.equal(direct.error?.code, 'PT409', 'the RPC as clients naming no price call it')
+    const empty = await api(`/api/tone-packs/${pack.id}/purchase`, { token: buyer.token, body: {} })
+    assertError(empty, 409, 'price')
+  }
+  assert.deepEqual(await ledger(buyer.id), [])
   assert.equal(await balanceOf(buyer.id), 50)
-  // A change long enough ago is the price everyone has seen.
-  await priceChangedAgo(pack.id, 11)
-  const paid = await buy(buyer, pack.id)
+  // Confirmed, it is charged exactly the named price.
+  const paid = await buyAt(buyer, pack.id, 50)
   assert.equal(paid.status, 201, JSON.stringify(paid.body))
   assert.equal(paid.body.purchase.price_drops, 50)
-  // A pack whose price never changed is bought as before.
+
+  // Changed and changed back is still a change: the buyer may have seen 50.
+  const back = await createPack(seller, { is_public: true, price_drops: 2 })
+  await reprice(seller, back.id, 50)
+  await reprice(seller, back.id, 2)
+  assertError(await buy(other, back.id), 409, 'now 2 drops')
+
+  // The owner cannot clear the mark: the column is not theirs to write, on any path.
+  const cleared = await clientAs(seller.token).from('tone_packs').update({ price_changed_at: null } as never).eq('id', back.id).select('id')
+  assert.ok(cleared.error, 'price_changed_at is not writable by clients')
+  await clientAs(seller.token).from('tone_packs').update({ name: 'Renamed' }).eq('id', back.id)
+  assertError(await buy(other, back.id), 409, 'price')
+  assert.equal(await balanceOf(other.id), 50)
+
+  // A pack whose price never changed is bought as before, with no body (SPEC's request).
   const steady = await createPack(seller, { is_public: true, price_drops: 3 })
   assert.equal((await buy(other, steady.id)).status, 201)
-  // Editing something else is not a price change.
+  // Editing something else, or setting the same price again, is not a price change.
   const renamed = await createPack(seller, { is_public: true, price_drops: 4 })
   await api(`/api/tone-packs/${renamed.id}`, { method: 'PUT', token: seller.token, body: { name: 'Renamed', price_drops: 4 } })
   assert.equal((await buy(other, renamed.id)).status, 201)
+  assert.equal(await balanceOf(other.id), 43)
 })
 
-test('a price change racing purchases: every purchase is charged exactly the price its buyer named, or refused', async () => {
+test('a price change racing purchases: every purchase is charged exactly the price its buyer named (or, naming none, the price it was created with), or refused', async () => {
   const seller = await createUser()
   const buyers = await Promise.all(Array.from({ length: 12 }, () => createUser()))
   const pack = await createPack(seller, { is_public: true, price_drops: 1 })
   const results = await Promise.all([
-    ...buyers.map((b) => buyAt(b, pack.id, 1)),
-    reprice(seller, pack.id, 50),
     ...buyers.slice(0, 6).map((b) => buyAt(b, pack.id, 1)),
+    ...buyers.slice(6).map((b) => buy(b, pack.id)),
+    reprice(seller, pack.id, 50),
+    ...buyers.slice(0, 3).map((b) => buyAt(b, pack.id, 1)),
+    ...buyers.slice(6, 9).map((b) => buy(b, pack.id)),
   ])
   const purchases = results.filter((r) => r.body?.purchase)
   for (const r of results) assert.ok([200, 201, 409].includes(r.status), `${r.status} ${JSON.stringify(r.body)}`)
@@ -229,4 +256,7 @@ test('a price change racing purchases: every purchase is charged exactly the pri
     assert.equal(await balanceOf(b.id), 50 - charges.length)
   }
   assert.equal((await sql`select price_drops from public.tone_packs where id = ${pack.id}`)[0].price_drops, 50)
+  // After the race, naming no price is refused for good.
+  const late = await createUser()
+  assertError(await buy(late, pack.id), 409, 'now 50 drops')
 })

@@ -95,8 +95,9 @@ export async function claimDailyCall(db: Db, userId: string, type: UsageType, wh
 }
 
 /**
- * Gives `calls` claimed places back (service role): for calls that failed without a provider
- * charge, or failed on our side once the provider had answered. Never throws (logged).
+ * Gives `calls` claimed places back (service role), for calls the provider did not bill. A
+ * billed call keeps its place whatever fails after it (SQL never goes below the calls recorded
+ * in ai_usage that day). Never throws (logged).
  */
 export async function releaseDailyCalls(claim: DailyClaim, calls = 1) {
   if (!claim.counted || calls < 1) return

@@ -10,12 +10,14 @@
 --     bytes of every image: no storage policy lets a client insert, replace or delete there.
 --     (Supabase Storage checks only the declared Content-Type of an upload, never its bytes,
 --     so a policy is the rule that holds on hosted projects too.)
---   * A purchase charges the price the buyer saw: purchase_tone_pack takes
+--   * A purchase charges a price the buyer could have seen: purchase_tone_pack takes
 --     expected_price_drops and refuses (409) when the price differs; a purchase that names no
---     price (older clients) is refused for 10 minutes after a price change.
+--     price is accepted only while the pack's price never changed since its creation.
 --   * Every paid AI call the api makes claims its place under a per-user daily cap first, per
---     image, atomically (claim_ai_calls); a call that fails gives its place back
---     (release_ai_calls, the api's only). Tone pack images get a default cap.
+--     image, atomically (claim_ai_calls); a call the provider did not bill gives its place back
+--     (release_ai_calls, the api's only); a billed call counts, whatever fails after it (the
+--     database never gives back a place some recorded usage row stands for). Tone pack images
+--     get a default cap.
 
 -- ---------------------------------------------------------------------------------------
 -- Daily caps: claims of several calls at once, a cap the api may set, and giving back.
@@ -102,9 +104,11 @@ set search_path = ''
 as $$ select (private.claim_ai_calls($1, $2, 1, null) ->> 'granted')::integer = 1 $$;
 
 /*
- * Gives claimed calls back (a call that failed without a provider charge, or failed on our
- * side after it), on the day they were claimed, never below zero. The service role only: a
- * user who could give calls back could spend past the cap.
+ * Gives claimed calls back (calls the provider did not bill), on the day they were claimed.
+ * A billed call counts whatever happens after it (a caller can make our side fail on purpose,
+ * by deleting the pack or entry mid-call): the counter never drops below the calls recorded in
+ * ai_usage for that user, type and day, nor below zero. The service role only: a user who
+ * could give calls back could spend past the cap.
  */
 create or replace function private.release_ai_calls(target_user_id uuid, usage_type text, day date, calls integer)
 returns integer
@@ -112,15 +116,29 @@ language plpgsql security definer
 set search_path = ''
 as $$
 declare
+  billed integer;
   left_today integer;
 begin
   if calls is null or calls not between 1 and 100 then
     raise exception 'calls: must be between 1 and 100' using errcode = '22023';
   end if;
-  update private.ai_daily_calls d set calls = greatest(0, d.calls - release_ai_calls.calls)
+  -- Lock the counter first: a usage row recorded after this read belongs to a call still
+  -- holding its place, which this release does not touch.
+  perform 1 from private.ai_daily_calls d
+   where d.user_id = target_user_id and d.day = release_ai_calls.day and d.usage_type = release_ai_calls.usage_type
+     for update;
+  if not found then
+    return 0;
+  end if;
+  select count(*) into billed from public.ai_usage u
+   where u.user_id = target_user_id and u.usage_type = release_ai_calls.usage_type
+     and u.created_at >= release_ai_calls.day::timestamp at time zone 'UTC'
+     and u.created_at < (release_ai_calls.day + 1)::timestamp at time zone 'UTC';
+  update private.ai_daily_calls d
+     set calls = greatest(0, d.calls - release_ai_calls.calls, least(d.calls, billed))
    where d.user_id = target_user_id and d.day = release_ai_calls.day and d.usage_type = release_ai_calls.usage_type
   returning d.calls into left_today;
-  return coalesce(left_today, 0);
+  return left_today;
 end
 $$;
 revoke execute on function private.release_ai_calls(uuid, text, date, integer) from public, anon, authenticated;
@@ -132,7 +150,7 @@ language sql
 set search_path = ''
 as $$ select private.release_ai_calls($1, $2, $3, $4) $$;
 comment on function public.release_ai_calls(uuid, text, date, integer) is
-  'Service role (the api) only: gives back calls claimed on `day` that failed; returns the calls still counted that day.';
+  'Service role (the api) only: gives back calls claimed on `day` that the provider did not bill (never below the calls ai_usage recorded that day); returns the calls still counted that day.';
 revoke execute on function public.release_ai_calls(uuid, text, date, integer) from public, anon, authenticated;
 grant execute on function public.release_ai_calls(uuid, text, date, integer) to service_role;
 
@@ -361,7 +379,14 @@ drop function private.is_tone_pack_image(text);
 
 alter table public.tone_packs add column price_changed_at timestamptz;
 comment on column public.tone_packs.price_changed_at is
-  'When price_drops last changed (null: never since creation). A purchase that names no expected price is refused for 10 minutes after it.';
+  'When price_drops last changed (null: never since creation; kept by a trigger, clients cannot set it). Once set, a purchase must name the price it expects.';
+
+-- Packs made before this migration: their price history is unknown. One edited after its
+-- creation may have changed price, so it is treated as changed (a buyer then confirms the
+-- price once); the stamp trigger would restamp updated_at, so it is off for this update.
+alter table public.tone_packs disable trigger tone_packs_stamp;
+update public.tone_packs p set price_changed_at = p.updated_at where p.updated_at > p.created_at;
+alter table public.tone_packs enable trigger tone_packs_stamp;
 
 -- Supersedes private.stamp_tone_pack of 20261122020000_tone_packs.sql: also stamps price changes.
 create or replace function private.stamp_tone_pack() returns trigger
@@ -383,8 +408,8 @@ end
 $$;
 
 -- Supersedes purchase_tone_pack(uuid, text) of 20261122020000_tone_packs.sql. The same
--- transaction, plus: the price the buyer expects (409 when it is not the price), the
--- recent-change guard for purchases that name none, and the images the buyer now holds.
+-- transaction, plus: the price the buyer expects (409 when it is not the price), no purchase
+-- naming no price once the price has changed, and the images the buyer now holds.
 drop function public.purchase_tone_pack(uuid, text);
 drop function private.purchase_tone_pack(uuid, text);
 
@@ -447,8 +472,10 @@ begin
     raise exception 'the price changed: it is now % drops, not %; buy again with the new price', pack.price_drops,
       expected_price_drops using errcode = 'PT409';
   end if;
-  if expected_price_drops is null and pack.price_changed_at > now() - interval '10 minutes' then
-    raise exception 'the price changed recently (now % drops): send expected_price_drops to confirm it', pack.price_drops
+  -- Without a named price, the only price a buyer can have seen is the one the pack was
+  -- created with: once it has changed (however long ago), they must confirm the current one.
+  if expected_price_drops is null and pack.price_changed_at is not null then
+    raise exception 'the price of this pack changed: it is now % drops; confirm it by sending expected_price_drops', pack.price_drops
       using errcode = 'PT409';
   end if;
   if balance < pack.price_drops then
@@ -477,7 +504,7 @@ language sql
 set search_path = ''
 as $$ select private.purchase_tone_pack($1, $2, $3) $$;
 comment on function public.purchase_tone_pack(uuid, text, integer) is
-  'Buys a pack (public, or shared with the caller; not their own; once): a purchase ledger row of -price_drops and the purchase, in one transaction; the buyer keeps the images as they are now. {purchase, balance, replayed}. 402 insufficient drops; 409 own, already bought, or the price is not expected_price_drops (without it: changed in the last 10 minutes); the same idempotency_key returns the first purchase.';
+  'Buys a pack (public, or shared with the caller; not their own; once): a purchase ledger row of -price_drops and the purchase, in one transaction; the buyer keeps the images as they are now. {purchase, balance, replayed}. 402 insufficient drops; 409 own, already bought, or the price is not expected_price_drops (without it: the price ever changed since the pack was created); the same idempotency_key returns the first purchase.';
 grant execute on function public.purchase_tone_pack(uuid, text, integer) to authenticated;
 
 notify pgrst, 'reload schema';

@@ -200,7 +200,7 @@ select is(pg_temp.as_caller('other', $$select public.release_ai_calls('a7000000-
 select is(pg_temp.as_caller('service_role', $$select public.release_ai_calls('a7000000-0000-4000-8000-00000000000b', 'tone_pack_image', (now() at time zone 'UTC')::date, 2)::text$$, true),
   '4', 'the service role gives two back: four left counted');
 select is(pg_temp.as_caller('service_role', $$select public.release_ai_calls('a7000000-0000-4000-8000-00000000000b', 'tone_pack_image', (now() at time zone 'UTC')::date, 50)::text$$, true),
-  '0', 'never below zero');
+  '1', 'never below the calls billed that day (the usage row recorded above), nor below zero');
 select is(pg_temp.as_caller('anon', $$select public.claim_ai_calls('tone_pack_image', 1)::text$$, true), 'error 42501', 'anonymous callers claim nothing');
 select is(pg_temp.as_caller('owner', $$select public.claim_ai_call('mining')::text$$, true), 'error 22023', 'an unknown type is refused');
 update private.ai_usage_types set daily_cap_per_user = 0 where usage_type = 'tone_pack_image';

@@ -1,7 +1,7 @@
 // Tone analysis, entry backgrounds and token usage (SPEC "Tone analysis, images, tone packs",
-// "Token tracking"). Each AI call is counted against the caller's daily cap in SQL first (a
-// call that fails gives its place back, unless the provider billed a reply we could not use),
-// and every call the provider billed is recorded (cost computed in SQL) before the reply.
+// "Token tracking"). Each AI call is counted against the caller's daily cap in SQL first; a
+// call the provider did not bill gives its place back, a billed one counts whatever fails
+// after it; every billed call is recorded (cost computed in SQL) before the reply.
 import { z } from '@hono/zod-openapi'
 import { aiConfig, AiError, aiHttpError, generateImage, notConfigured } from '../../_shared/ai.ts'
 import { claimDailyCall, recordUsageQuietly, releaseDailyCalls } from '../../_shared/ai_usage.ts'
@@ -103,7 +103,8 @@ export const aiRoutes = routeModule()
       summary: 'Generate a background image for one of the caller\'s entries', errors: [403, 404, 429, 502, 504],
       description: `The image is made from the entry's title and mood (AI_IMAGE_MODEL), stored in the public bucket ` +
         `\`${BACKGROUND_BUCKET}\` at \`{userId}/{entryId}-{timestamp}-{random}.png\` and its URL kept on the entry (background_url). ` +
-        'The owner only. Counts against the daily background cap; recorded in token usage.',
+        'The owner only. Counts against the daily background cap (given back only when the provider did not bill the ' +
+        'call; a billed image counts even if storing it fails); recorded in token usage.',
     }),
     async (c) => {
       const body = c.req.valid('json')
@@ -126,22 +127,22 @@ export const aiRoutes = routeModule()
         throw aiHttpError(e)
       }
       // Billed either way: recorded before anything else can fail (a failed record is logged).
+      // From here the place under the cap stays taken, whatever fails: the caller can make the
+      // rest fail on purpose (deleting the entry mid-call), and the image was paid for.
       const usage = await recordUsageQuietly(caller.id, 'entry_background', image.usage, { entryId: entry.id })
 
-      // From here a failure is ours, not the caller's: their place under the cap is given back.
       const objectName = `${caller.id}/${entry.id}-${uniqueStamp()}.${EXTENSION[image.contentType]}`
       let url: string
       try {
         url = await uploadObject(BACKGROUND_BUCKET, objectName, image.bytes, image.contentType)
       } catch (e) {
-        await releaseDailyCalls(claim)
         console.error('generate-background: storing the image failed:', (e as Error).message)
         throw new HttpError(502, e instanceof StorageError && e.status === 413 ? 'The generated image is too large to store' : 'Storing the image failed')
       }
       // Service role: the column other readers see is written only with an address the api stored.
       const stored = await serviceDb().rpc('set_entry_background', { owner_id: caller.id, entry_id: entry.id, object_name: objectName, url })
       if (stored.error) {
-        await Promise.all([removeObjects(BACKGROUND_BUCKET, [objectName]), releaseDailyCalls(claim)])
+        await removeObjects(BACKGROUND_BUCKET, [objectName])
         throw fromDb(stored.error)
       }
       const previous = (stored.data as { previous_object: string | null }).previous_object

@@ -96,7 +96,7 @@ const Generated = z.object({
 const PurchaseBody = z.object({
   expected_price_drops: z.number().int().min(0).max(PACK_LIMITS.price).optional().openapi({
     description: 'The price the buyer was shown. The purchase is refused (409) unless it is the pack\'s price. ' +
-      'Without it, a purchase within 10 minutes of a price change is refused (409) too.',
+      'Without it, the purchase is refused (409) once the pack\'s price has ever changed since its creation.',
   }),
 }).strict().openapi('PurchaseTonePack')
 
@@ -145,6 +145,13 @@ async function inPool<T, R>(items: T[], limit: number, fn: (item: T) => Promise<
 const positiveEnv = (name: string, fallback: number) => {
   const n = Number(optionalEnv(name) ?? fallback)
   return Number.isFinite(n) && n > 0 ? Math.floor(n) : fallback
+}
+
+/** Whether the pack still exists, unretired, as the caller's (one indexed read, under RLS). */
+async function stillOwned(db: Db, id: string, ownerId: string) {
+  const row = await db.from('tone_packs').select('id').eq('id', id).eq('owner_id', ownerId).is('retired_at', null).maybeSingle()
+  if (row.error) console.error(`tone pack ${id}: checking it still exists failed:`, row.error.message)
+  return !row.error && row.data !== null
 }
 
 async function getPack(db: Db, id: string) {
@@ -298,8 +305,9 @@ export const tonePackRoutes = routeModule()
         `bucket \`${TONE_PACK_BUCKET}\` at \`{userId}/{packId}/{tone}-{timestamp}-{random}.png\` and mapped as the pack's ` +
         'image for that tone (earlier buyers keep the image they bought). Each image counts against the daily cap for ' +
         'tone pack images (429 when none is left; tones past it are listed in `failed`) and is recorded in token usage ' +
-        '(Packs). A tone that fails is listed in `failed` with the reason, gives its place under the cap back and does ' +
-        'not undo the others.',
+        '(Packs). A tone that fails is listed in `failed` with the reason and does not undo the others; its place under ' +
+        'the cap is given back only when the provider did not bill it (a billed image counts, even if storing it ' +
+        'fails). Tones not yet started when the pack is deleted are not attempted.',
     }),
     async (c) => {
       const { id } = c.req.valid('param')
@@ -316,14 +324,23 @@ export const tonePackRoutes = routeModule()
       const overCap = body.tones.slice(claim.granted)
         .map((tone) => ({ tone, error: 'Daily limit for tone pack images reached; try again tomorrow (UTC)' }))
 
-      let unused = 0 // claimed places whose image failed (given back at the end)
+      // Places the provider never billed are given back at the end; a billed image counts
+      // whatever fails after it (the caller could delete the pack mid-request on purpose).
+      let unbilled = 0
+      let packGone = false
       const budgetMs = positiveEnv('TONE_PACK_GENERATION_BUDGET_MS', 120_000)
       const endsAt = Date.now() + budgetMs
       const results = await inPool(allowed, positiveEnv('TONE_PACK_IMAGE_CONCURRENCY', 4), async (tone) => {
         const remaining = endsAt - Date.now()
         if (remaining < 1000) {
-          unused++
+          unbilled++
           return { tone, error: 'Not attempted: the request\'s time budget was spent; ask again for this tone' }
+        }
+        // Deleted (or retired) since the request began: no image is paid for a pack that is gone.
+        if (packGone || !(await stillOwned(c.var.db, id, caller.id))) {
+          packGone = true
+          unbilled++
+          return { tone, error: 'Not attempted: tone pack not found' }
         }
         let image
         try {
@@ -334,7 +351,7 @@ export const tonePackRoutes = routeModule()
         } catch (e) {
           // A billed reply we could not use counts; a call the provider did not bill is given back.
           if (e instanceof AiError && e.usage) await recordUsageQuietly(caller.id, 'tone_pack_image', e.usage, { packId: id })
-          else unused++
+          else unbilled++
           console.error(`tone pack ${id} ${tone}: generation failed:`, (e as Error).message)
           return { tone, error: aiHttpError(e).message }
         }
@@ -343,11 +360,10 @@ export const tonePackRoutes = routeModule()
           const stored = await storeImage(caller.id, id, tone, image.bytes, image.contentType)
           return { tone, url: stored.url, cost_usd: usage ? Number(usage.cost_usd) : null }
         } catch (e) {
-          unused++ // our failure, not the caller's
           return { tone, error: e instanceof HttpError ? e.message : 'Storing the image failed' }
         }
       })
-      await releaseDailyCalls(claim, unused)
+      await releaseDailyCalls(claim, unbilled)
       results.push(...overCap)
       return c.json({
         pack_id: id,
@@ -435,7 +451,8 @@ export const tonePackRoutes = routeModule()
       description: 'One transaction: a `purchase` ledger row of -price_drops (none for a free pack) and the purchase. ' +
         'For a pack that is public or shared with the caller, not their own, not yet bought. Send the price shown to ' +
         'the buyer as `expected_price_drops`: a different price is 409 (the message names the current one); without ' +
-        'it, a purchase within 10 minutes of a price change is 409 too. The buyer keeps the pack\'s images as they ' +
+        'it, the purchase is 409 once the price has ever changed since the pack was created (the buyer cannot have seen ' +
+        'only the current price), naming the current price to confirm. The buyer keeps the pack\'s images as they ' +
         'are now. 402 when the balance is below the price (the message names both), 409 own or already bought; ' +
         'nothing is written then. Send an ' +
         '`Idempotency-Key` header (1..200 characters) to make retries safe: a repeat returns the first purchase ' +
