@@ -409,6 +409,42 @@ test('super admins remove a replication (reason required, audited) through /api 
   assert.equal((await sql`select count(*)::int as n from public.labs_activity_events where user_id = ${user.id} and kind like 'replication%'`)[0].n, 0)
 })
 
+test('replications: measured_value is a JSON number on every path; numeric strings and values too small for double precision are 400 naming it', async () => {
+  const t = await publicTemplate(await createUser(), 'Numbers only')
+  await withGoldenSpec(t, 100)
+  const user = await createUser()
+  const clone = (await api(`/api/labs/templates/${t.id}/clone`, { method: 'POST', token: user.token })).body.clone
+  for (const raw of ['"12"', '" 12 "', '"1e15"', '"0x10"', 'true', 'null', '[1]', '{"a": 1}']) {
+    const r = await rest('rpc/labs_report_replication', { token: user.token, rawBody: `{"clone_id": "${clone.id}", "measured_value": ${raw}}` })
+    assert.equal(r.status, 400, `rpc ${raw}: ${r.text}`)
+    assert.match(r.body.message, /measured_value/)
+    assertError(await api(`/api/labs/clones/${clone.id}/replications`, { token: user.token, rawBody: `{"measured_value": ${raw}}` }), 400, 'measured_value')
+  }
+  // Too small for double precision (it would round to 0 or lose its precision): refused like too large.
+  for (const raw of ['1e-400', '-1e-400', '1e-310']) {
+    const r = await rest('rpc/labs_report_replication', { token: user.token, rawBody: `{"clone_id": "${clone.id}", "measured_value": ${raw}}` })
+    assert.equal(r.status, 400, `rpc ${raw}: ${r.text}`)
+    assert.equal(r.body.code, '22023', r.text)
+    assert.match(r.body.message, /measured_value/)
+  }
+  assertError(await api(`/api/labs/clones/${clone.id}/replications`, { token: user.token, rawBody: '{"measured_value": 1e-310}' }), 400, 'measured_value')
+  assert.equal((await sql`select count(*)::int as n from public.labs_replications where template_id = ${t.id}`)[0].n, 0, 'nothing stored')
+  // The same bound for template inputs and golden specs (a stored 1e-400 prediction broke every report on the template).
+  const tiny = await rest('labs_experiments', { token: user.token, rawBody: '{"title": "x", "calculator": "coil", "inputs": {"turns": 1e-400}}' })
+  assert.equal(tiny.status, 400, tiny.text)
+  assert.match(tiny.body.message, /inputs\.turns/)
+  const spec = await rest('rpc/labs_set_golden_spec', {
+    token: admin.token,
+    rawBody: `{"template_id": "${t.id}", "spec": {"calculator": "resonance", "optimal_inputs": {}, "calculator_outputs": {"outputs": [{"label": "Q", "value": 1e-400, "unit": ""}]}}}`,
+  })
+  assert.equal(spec.status, 400, spec.text)
+  assert.match(spec.body.message, /value/)
+  for (const v of [12, 1e-300, -2.5e-12, 0]) {
+    const r = await rest('rpc/labs_report_replication', { token: user.token, body: { clone_id: clone.id, measured_value: v } })
+    assert.equal(r.status, 200, `rpc ${v}: ${r.text}`)
+  }
+})
+
 test('template inputs are numbers, finite and at most 1e15 in size, on /api and PostgREST (400 naming the input)', async () => {
   const author = await createUser()
   for (const raw of ['1e400', '1e16', '"ten"']) {
@@ -591,6 +627,101 @@ test('competitions: farming adds nothing — own or private templates score 0; c
   assert.deepEqual(kinds.map((e) => e.kind), ['clone', 'completion', 'build', 'replication_confirmed'])
   // The statistics keep every report; only the score counts once.
   assert.equal((await api(`/api/labs/templates/${t.id}`, { token: honest.token })).body.template.convergence.replications, 13)
+})
+
+test('competitions: only curated templates (a super admin\'s golden spec) score; a second account\'s bulk public templates earn nothing', async () => {
+  const slug = `curated-${crypto.randomUUID().slice(0, 8)}`
+  assert.equal((await api('/api/labs/admin/competitions', { token: admin.token, body: { slug, title: 'Curated only' } })).status, 201)
+  const [minter, player] = await Promise.all([createUser(), createUser()])
+  assert.equal((await api(`/api/labs/competitions/${slug}/join`, { method: 'POST', token: player.token })).status, 200)
+  const score = async () => {
+    assert.equal((await api('/api/cron/labs/recompute-competitions', { method: 'POST', headers: frontendCron() })).status, 200)
+    return (await api(`/api/labs/competitions/${slug}/leaderboard`, { token: player.token })).body.leaderboard[0].score
+  }
+  // 25 public templates in one PostgREST request (allowed: anyone may publish a template).
+  const rows = Array.from({ length: 25 }, (_, i) => ({ title: `Mint ${i}`, calculator: 'resonance', inputs: { inductance_h: 1e-3 }, is_template: true, is_public: true }))
+  const minted = await rest('labs_experiments?select=id,predicted_values', { token: minter.token, body: rows, headers: { prefer: 'return=representation' } })
+  assert.equal(minted.status, 201, minted.text)
+  assert.equal(minted.body.length, 25)
+  // The second account clones, completes with a build and reports on each: all of it works, none of it scores.
+  for (const { id } of minted.body) {
+    const clone = await api(`/api/labs/templates/${id}/clone`, { method: 'POST', token: player.token })
+    assert.equal(clone.status, 201, JSON.stringify(clone.body))
+    assert.equal((await api(`/api/labs/clones/${clone.body.clone.id}/complete`, { token: player.token, body: { built: true } })).status, 200)
+    assert.equal((await api(`/api/labs/clones/${clone.body.clone.id}/replications`, { token: player.token, body: { measured_value: 7 } })).status, 201)
+  }
+  assert.equal(await score(), 0, 'uncurated templates score nothing')
+  assert.equal((await sql`select count(*)::int as n from public.labs_activity_events where user_id = ${player.id}`)[0].n, 0)
+
+  // No client path gives a template a golden spec: not on insert, not on update, not through an
+  // upsert, not through /api; not even a super admin's direct write (only the golden-spec path).
+  const spec = { calculator: 'resonance', optimal_inputs: {}, calculator_outputs: { outputs: [{ label: 'Q', value: 100, unit: '' }] } }
+  const target = minted.body[1].id
+  for (const who of [minter, admin]) {
+    const insert = await rest('labs_experiments', { token: who.token, body: { title: 'Pre-curated', calculator: 'resonance', is_template: true, is_public: true, predicted_values: spec } })
+    assert.ok(insert.status === 401 || insert.status === 403, `insert with predicted_values: ${insert.status} ${insert.text}`)
+    const upsert = await rest('labs_experiments?on_conflict=id', {
+      token: who.token, body: { id: target, title: 'Mint 1', calculator: 'resonance', is_template: true, is_public: true, predicted_values: spec },
+      headers: { prefer: 'resolution=merge-duplicates' },
+    })
+    assert.ok(upsert.status === 401 || upsert.status === 403, `upsert with predicted_values: ${upsert.status} ${upsert.text}`)
+  }
+  const patch = await rest(`labs_experiments?id=eq.${target}`, { method: 'PATCH', token: minter.token, body: { predicted_values: spec } })
+  assert.ok(patch.status === 401 || patch.status === 403, `update of predicted_values: ${patch.status} ${patch.text}`)
+  assertError(await api('/api/labs/templates', { token: minter.token, body: { title: 'x', calculator: 'resonance', is_public: true, predicted_values: spec } }), 400, 'predicted_values')
+  assert.equal((await sql`select count(*)::int as n from public.labs_experiments where owner_id = ${minter.id} and predicted_values is not null`)[0].n, 0)
+
+  // Once a super admin curates one, a new clone of it scores, once: clone 1 + completion 5 + build 10 + confirmed 25.
+  const curated = minted.body[0].id
+  await withGoldenSpec({ id: curated }, 100)
+  assert.equal(await score(), 0, 'activity from before the curation does not score')
+  for (let i = 0; i < 2; i++) {
+    const clone = (await api(`/api/labs/templates/${curated}/clone`, { method: 'POST', token: player.token })).body.clone
+    assert.equal((await api(`/api/labs/clones/${clone.id}/complete`, { token: player.token, body: { built: true } })).status, 200)
+    assert.equal((await api(`/api/labs/clones/${clone.id}/replications`, { token: player.token, body: { measured_value: 100 } })).status, 201)
+  }
+  assert.equal(await score(), 41)
+})
+
+test('a replication outlives its clone: deleting one\'s clone neither re-rolls the scored first report nor drops it from the statistics', async () => {
+  const slug = `reroll-${crypto.randomUUID().slice(0, 8)}`
+  assert.equal((await api('/api/labs/admin/competitions', { token: admin.token, body: { slug, title: 'No re-rolls' } })).status, 201)
+  const player = await createUser()
+  assert.equal((await api(`/api/labs/competitions/${slug}/join`, { method: 'POST', token: player.token })).status, 200)
+  const score = async () => {
+    assert.equal((await api('/api/cron/labs/recompute-competitions', { method: 'POST', headers: frontendCron() })).status, 200)
+    return (await api(`/api/labs/competitions/${slug}/leaderboard`, { token: player.token })).body.leaderboard[0].score
+  }
+  const t = await publicTemplate(await createUser(), 'Predicts 100')
+  await withGoldenSpec(t, 100)
+  const first = (await api(`/api/labs/templates/${t.id}/clone`, { method: 'POST', token: player.token })).body.clone
+  const refuted = (await api(`/api/labs/clones/${first.id}/replications`, { token: player.token, body: { measured_value: 50 } })).body.replication
+  assert.equal(refuted.confirmed, false)
+  assert.equal(await score(), 6)
+
+  // The clone goes (the owner may tidy their experiments); the report stays, theirs, without it.
+  const del = await rest(`labs_experiments?id=eq.${first.id}`, { method: 'DELETE', token: player.token })
+  assert.equal(del.status, 204, del.text)
+  assert.equal((await sql`select count(*)::int as n from public.labs_experiments where id = ${first.id}`)[0].n, 0)
+  const kept = await rest(`labs_replications?template_id=eq.${t.id}&select=id,clone_id,measured_value`, { token: player.token })
+  assert.deepEqual(kept.body, [{ id: refuted.id, clone_id: null, measured_value: 50 }])
+
+  // A new clone and a confirming report: stored and in the statistics, but the first report still decides the score.
+  const second = (await api(`/api/labs/templates/${t.id}/clone`, { method: 'POST', token: player.token })).body.clone
+  const confirmed = (await api(`/api/labs/clones/${second.id}/replications`, { token: player.token, body: { measured_value: 100 } })).body.replication
+  assert.equal(confirmed.confirmed, true)
+  assert.equal(await score(), 6, 'clone 1 + replication_refuted 5, as before the deletion')
+  const kinds = async () => (await sql`select kind from public.labs_activity_events where user_id = ${player.id} order by id`).map((e) => e.kind)
+  assert.deepEqual(await kinds(), ['clone', 'replication_refuted'])
+  const conv = (await api(`/api/labs/templates/${t.id}`, { token: player.token })).body.template.convergence
+  assert.deepEqual([conv.replications, conv.mean], [2, 75], 'the refuted value stays in the statistics')
+
+  // Only a super admin's removal takes a report out: the user's next report then counts as their first.
+  const removed = await api(`/api/labs/admin/replications/${refuted.id}`, { method: 'DELETE', token: admin.token, body: { reason: 'mis-wired meter' } })
+  assert.equal(removed.status, 200, JSON.stringify(removed.body))
+  assert.equal(removed.body.removal.clone_id, null)
+  assert.deepEqual(await kinds(), ['clone', 'replication_confirmed'])
+  assert.equal(await score(), 26)
 })
 
 test('competitions: scoring weights are integers from 0 to 1000 (400 naming the weight)', async () => {

@@ -6,8 +6,9 @@
 //   optimizer through /api: POST /api/labs/optimize (top 10) against the same route with a
 //     one-point range (HTTP, validation and JSON with no sweep);
 //   recompute: private.labs_recompute_competitions over 10,000 participants and ~45,000 events
-//     (sql/bench/labs_fixture.sql), first run (scores change) and steady state (none change),
-//     against the bare aggregate it is built on (the same scores, selected, not written).
+//     on curated templates (sql/bench/labs_fixture.sql), first run (scores change) and steady
+//     state (none change), against the bare aggregate it is built on (the same scores, selected,
+//     not written).
 import postgres from 'postgres'
 import { CALCULATORS } from '../../functions/_shared/optimizer/calculators.ts'
 import { optimize, resolveRanges } from '../../functions/_shared/optimizer/sweep.ts'
@@ -83,14 +84,19 @@ async function benchRecompute(stack: Stack, runs: number) {
         left join public.labs_activity_events e
           on e.user_id = p.user_id and e.created_at >= c.starts_at and (c.ends_at is null or e.created_at < c.ends_at)
        group by p.competition_id, p.user_id`)
-    const [{ total, retired }] = await db`
+    const [{ total, retired, scoring, best, uncurated }] = await db`
       select (select sum(score) from public.labs_competition_participants where competition_id = 'b1300000-0000-4000-8000-00000000c0de')::bigint as total,
-             (select sum(score) from public.labs_competition_participants where competition_id = 'b1300000-0000-4000-8000-00000000dead')::bigint as retired`
+             (select sum(score) from public.labs_competition_participants where competition_id = 'b1300000-0000-4000-8000-00000000dead')::bigint as retired,
+             (select count(*) from public.labs_competition_participants where competition_id = 'b1300000-0000-4000-8000-00000000c0de' and score > 0)::int as scoring,
+             (select max(score) from public.labs_competition_participants where competition_id = 'b1300000-0000-4000-8000-00000000c0de')::int as best,
+             (select count(*) from public.labs_activity_events e
+               where not exists (select 1 from public.labs_experiments t where t.id = e.template_id and t.predicted_values is not null))::int as uncurated`
     const expected = aggregate.last.reduce((s, r) => s + r.score, 0)
     console.log(`  first run (every score changes)  ${first.p50.toFixed(2)}`)
     console.log(`  steady state (no score changes)  ${fmt(steady)}`)
     console.log(`  baseline: the scores selected    ${fmt(aggregate)}  ratio steady/baseline ${(steady.p50 / aggregate.p50).toFixed(2)}`)
     console.log(`  check: scores total ${total} = aggregate ${expected}: ${Number(total) === expected}; retired competition untouched: ${Number(retired) === 0}`)
+    console.log(`  scores: ${scoring.toLocaleString()} participants above 0, best ${best}; events not on a curated template: ${uncurated}`)
   } finally {
     await db.end()
   }

@@ -10,12 +10,14 @@
 -- 2. Kit waitlist: an address already listed gets the same answer as a new one on every path
 --    (a trigger validates first, then writes the row itself, skipping a listed address,
 --    instead of letting the unique index answer 409 or the row count tell).
--- 3. Competition scores count what SPEC's weights mean: activity on public templates of
---    others only, each kind (clone, completion, build, replication) at most once per user and
---    template, enforced by a unique index on the events the recompute sums.
--- 4. Replications: measured values are bounded (finite, magnitude at most 1e15; 400 naming the
---    field), the statistics use numeric arithmetic so no stored value can make them overflow,
---    and super admins remove a replication with an audited reason.
+-- 3. Competition scores count what SPEC's weights mean: activity on curated templates (a super
+--    admin gave them a golden spec) of others only, each kind (clone, completion, build,
+--    replication) at most once per user and template, enforced by a unique index on the events
+--    the recompute sums. Anyone may publish templates; only curation makes them count.
+-- 4. Replications: measured values are JSON numbers within bounds (magnitude at most 1e15, and
+--    at least 1e-300 unless 0; 400 naming the field), the statistics use numeric arithmetic so
+--    no stored value can make them overflow, a replication outlives the clone it was reported
+--    on, and only a super admin removes one, with an audited reason.
 -- 5. The other numeric inputs of labs are bounded the same way: template inputs (also written
 --    directly through PostgREST), golden specs, competition weights (0..1000).
 
@@ -356,20 +358,23 @@ comment on table public.labs_kit_waitlist is
   'private.labs_kit_waitlist_signup); only super admins read the list.';
 
 -- =========================================================================================
--- 3. Competition scoring: public templates of others, once per user, template and kind
+-- 3. Competition scoring: curated templates of others, once per user, template and kind
 -- =========================================================================================
 
+-- Events are keyed on (user, template, kind), never on a row the user can delete: a clone or a
+-- template that goes leaves its events (set null), so deleting and redoing scores nothing new.
 alter table public.labs_activity_events
   add column template_id uuid references public.labs_experiments (id) on delete set null,
-  add column replication_id uuid references public.labs_replications (id) on delete cascade;
-comment on column public.labs_activity_events.template_id is 'The public template the activity was on.';
+  add column replication_id uuid references public.labs_replications (id) on delete set null;
+comment on column public.labs_activity_events.template_id is 'The curated public template the activity was on.';
 comment on column public.labs_activity_events.replication_id is
-  'The replication a replication_* event scored (removing the replication removes the event).';
+  'The replication a replication_* event scored. Only private.labs_remove_replication (super admins) takes the event '
+  'out with it.';
 create index labs_activity_events_template on public.labs_activity_events (template_id);
 create index labs_activity_events_replication on public.labs_activity_events (replication_id);
 
 -- Existing events: tie each to its template (and replication), then keep only what the rules
--- below would have recorded: the first of each kind per user and template, on a public
+-- below would have recorded: the first of each kind per user and template, on a curated public
 -- template of someone else. Events that cannot be tied to a template (their clone deleted)
 -- cannot be checked and go.
 update public.labs_activity_events e set template_id = c.cloned_from
@@ -382,7 +387,8 @@ update public.labs_activity_events e
  where e.kind in ('replication_confirmed', 'replication_refuted');
 delete from public.labs_activity_events e
  where e.template_id is null
-    or not exists (select 1 from public.labs_experiments t where t.id = e.template_id and t.is_public and t.owner_id <> e.user_id);
+    or not exists (select 1 from public.labs_experiments t
+                    where t.id = e.template_id and t.is_public and t.owner_id <> e.user_id and t.predicted_values is not null);
 delete from public.labs_activity_events e
  where exists (select 1 from public.labs_activity_events x
                 where x.user_id = e.user_id and x.template_id = e.template_id
@@ -398,12 +404,16 @@ delete from public.labs_activity_events e
 create unique index labs_activity_events_once_per_template on public.labs_activity_events
   (user_id, template_id, (case when kind in ('replication_confirmed', 'replication_refuted') then 'replication' else kind end));
 comment on table public.labs_activity_events is
-  'Labs activity that competitions score (scoring_config weights per kind): on public templates of others only, at most '
-  'one clone, completion, build and replication per user and template. Users read their own.';
+  'Labs activity that competitions score (scoring_config weights per kind): on curated (golden-spec) public templates of '
+  'others only, at most one clone, completion, build and replication per user and template. Users read their own.';
 
 -- Supersedes private.labs_record_activity(uuid, text, uuid) of 20261122070000_labs.sql. A
--- clone scores when the template is public and not the caller's; a completion, build or
--- replication scores only after a scored clone of the same template. Repeats change nothing.
+-- clone scores when the template is public, not the caller's and curated: a super admin gave
+-- it a golden spec (predicted_values, which no client role may write: the column is in no
+-- insert or update grant, so private.labs_set_golden_spec is the only way in). Anyone may
+-- publish templates, so without curation a second account could mint scores at will. A
+-- completion, build or replication scores only after a scored clone of the same template.
+-- Repeats change nothing.
 drop function private.labs_record_activity(uuid, text, uuid);
 create or replace function private.labs_record_activity(uid uuid, kind text, experiment uuid, template uuid, replication uuid default null)
 returns void
@@ -412,7 +422,8 @@ set search_path = ''
 as $$
 begin
   if kind = 'clone' then
-    if not exists (select 1 from public.labs_experiments t where t.id = template and t.is_public and t.owner_id <> uid) then
+    if not exists (select 1 from public.labs_experiments t
+                    where t.id = template and t.is_public and t.owner_id <> uid and t.predicted_values is not null) then
       return;
     end if;
   elsif not exists (select 1 from public.labs_activity_events e where e.user_id = uid and e.template_id = template and e.kind = 'clone') then
@@ -482,8 +493,20 @@ end
 $$;
 
 -- =========================================================================================
--- 4. Replications: bounded input, statistics that cannot overflow, audited removal
+-- 4. Replications: bounded input, statistics that cannot overflow, kept past their clone,
+--    audited removal
 -- =========================================================================================
+
+-- A replication outlives the clone it was reported on (replaces the foreign key of
+-- 20261122070000_labs.sql, which deleted it with the clone). The owner may still tidy their
+-- experiments away, but a report is part of the template's shared record: deleting the clone
+-- neither drops it from the statistics nor frees the "first replication" that scored. The
+-- reporter keeps reading it (RLS on user_id); only private.labs_remove_replication removes it.
+alter table public.labs_replications alter column clone_id drop not null;
+alter table public.labs_replications drop constraint labs_replications_clone_id_fkey;
+alter table public.labs_replications add constraint labs_replications_clone_id_fkey
+  foreign key (clone_id) references public.labs_experiments (id) on delete set null;
+comment on column public.labs_replications.clone_id is 'The clone it was reported on; null once its owner deleted the clone.';
 
 -- The largest magnitude a labs number may have: far beyond any quantity the six calculators
 -- measure (frequencies in Hz, voltages, Q factors), far below where squares and sums of
@@ -494,12 +517,22 @@ set search_path = ''
 as $$ select 1e15::numeric $$;
 grant execute on function private.labs_max_magnitude() to authenticated, service_role;
 
--- A JSON number within the bound (false for any other JSON value).
+-- The smallest non-zero magnitude: double precision holds nothing much smaller (1e-400 would
+-- fail to convert, 1e-310 would lose its precision), and no calculator quantity comes near it.
+create or replace function private.labs_min_magnitude() returns numeric
+language sql immutable
+set search_path = ''
+as $$ select 1e-300::numeric $$;
+grant execute on function private.labs_min_magnitude() to authenticated, service_role;
+
+-- A JSON number within the bounds (false for any other JSON value, numeric strings included).
 create or replace function private.labs_plausible_number(value jsonb) returns boolean
 language sql immutable
 set search_path = ''
 as $$
-  select coalesce(jsonb_typeof(value) = 'number' and abs((value #>> '{}')::numeric) <= private.labs_max_magnitude(), false)
+  select coalesce(jsonb_typeof(value) = 'number'
+                  and abs((value #>> '{}')::numeric) <= private.labs_max_magnitude()
+                  and (abs((value #>> '{}')::numeric) >= private.labs_min_magnitude() or (value #>> '{}')::numeric = 0), false)
 $$;
 grant execute on function private.labs_plausible_number(jsonb) to authenticated, service_role;
 
@@ -514,11 +547,12 @@ as $$
 $$;
 
 -- Replaces labs_report_replication(uuid, double precision) of 20261122070000_labs.sql: the value
--- arrives as numeric, so a number too large for double precision (1e400) reaches the check
--- and is refused naming the field, like 1e308 (finite, magnitude at most 1e15).
+-- arrives as jsonb and must be a JSON number, as on /api (a numeric string such as "12" is
+-- refused, not converted), within the bounds: 1e400 and 1e-400 are refused naming the field
+-- instead of failing their conversion to double precision.
 drop function public.labs_report_replication(uuid, double precision);
 drop function private.labs_report_replication(uuid, double precision);
-create or replace function private.labs_report_replication(clone_id uuid, measured_value numeric)
+create or replace function private.labs_report_replication(clone_id uuid, measured_value jsonb)
 returns public.labs_replications
 language plpgsql security definer
 set search_path = ''
@@ -526,21 +560,26 @@ as $$
 declare
   me uuid := private.require_signed_in();
   c public.labs_experiments;
+  measured numeric;
   prediction double precision;
   row public.labs_replications;
 begin
-  if measured_value is null or not (abs(measured_value) <= private.labs_max_magnitude()) then
-    raise exception 'measured_value: a finite number of magnitude at most 1e15' using errcode = '22023';
+  if jsonb_typeof(measured_value) is distinct from 'number' then
+    raise exception 'measured_value: must be a number' using errcode = '22023';
   end if;
+  if not private.labs_plausible_number(measured_value) then
+    raise exception 'measured_value: a number of magnitude at most 1e15 (and at least 1e-300 unless 0)' using errcode = '22023';
+  end if;
+  measured := (measured_value #>> '{}')::numeric;
   select * into c from public.labs_experiments e where e.id = clone_id and e.owner_id = me and e.cloned_from is not null;
   if c.id is null then
     raise exception 'no clone % of yours', clone_id using errcode = 'PT404';
   end if;
   select private.labs_predicted_value(t.predicted_values) into prediction from public.labs_experiments t where t.id = c.cloned_from;
   insert into public.labs_replications (clone_id, template_id, user_id, measured_value, predicted_value, confirmed)
-  values (c.id, c.cloned_from, me, measured_value::double precision, prediction,
+  values (c.id, c.cloned_from, me, measured::double precision, prediction,
           case when prediction is not null
-               then abs(measured_value - prediction::numeric) <= 0.05 * abs(prediction::numeric) end)
+               then abs(measured - prediction::numeric) <= 0.05 * abs(prediction::numeric) end)
   returning * into row;
   if row.confirmed is not null then
     perform private.labs_record_activity(me, case when row.confirmed then 'replication_confirmed' else 'replication_refuted' end,
@@ -549,15 +588,16 @@ begin
   return row;
 end
 $$;
-grant execute on function private.labs_report_replication(uuid, numeric) to authenticated;
-create or replace function public.labs_report_replication(clone_id uuid, measured_value numeric)
+grant execute on function private.labs_report_replication(uuid, jsonb) to authenticated;
+create or replace function public.labs_report_replication(clone_id uuid, measured_value jsonb)
 returns public.labs_replications
 language sql security invoker
 set search_path = ''
 as $$ select * from private.labs_report_replication(clone_id, measured_value) $$;
-comment on function public.labs_report_replication(uuid, numeric) is
-  'Report a measured value on one''s own clone (finite, magnitude at most 1e15); confirmed within 5 % of the prediction.';
-grant execute on function public.labs_report_replication(uuid, numeric) to authenticated;
+comment on function public.labs_report_replication(uuid, jsonb) is
+  'Report a measured value on one''s own clone: a JSON number (not a string), magnitude at most 1e15 and at least 1e-300 '
+  'unless 0; confirmed within 5 % of the prediction.';
+grant execute on function public.labs_report_replication(uuid, jsonb) to authenticated;
 
 -- Replaces private.labs_template_stats of 20261122070000_labs.sql (mean and stddev were double
 -- precision: two values near ±1e308 overflowed every listing). Numeric arithmetic holds any
@@ -612,7 +652,7 @@ create table public.labs_replication_removals (
   id bigint generated always as identity primary key,
   replication_id uuid not null,
   template_id uuid not null,
-  clone_id uuid not null,
+  clone_id uuid,
   user_id uuid not null,
   measured_value double precision not null,
   confirmed boolean,
@@ -638,7 +678,10 @@ create trigger labs_replication_removals_no_truncate before truncate on public.l
   for each statement execute function private.refuse_audit_change();
 
 -- Super admins remove a replication with a reason (400 without; 404 unknown or already
--- removed). Its scored event goes with it (foreign key), so the next recompute drops the points.
+-- removed): the only way a replication goes, short of its template or its reporter's account.
+-- The removed report counts as never made: if it was the one that scored, its event goes and
+-- the reporter's earliest remaining report on the template (if any) scores in its place, so
+-- the next recompute reflects the reports that stand.
 create or replace function private.labs_remove_replication(replication_id uuid, reason text)
 returns public.labs_replication_removals
 language plpgsql security definer
@@ -648,12 +691,27 @@ declare
   why text;
   r public.labs_replications;
   removal public.labs_replication_removals;
+  was_scored boolean;
 begin
   perform private.require_trusted_caller('remove replications');
   why := private.required_text(reason, 'reason', 1000);
-  delete from public.labs_replications x where x.id = replication_id returning * into r;
+  select * into r from public.labs_replications x where x.id = replication_id for update;
   if r.id is null then
     raise exception 'no replication %', replication_id using errcode = 'PT404';
+  end if;
+  -- The event first: deleting the replication would only set its replication_id to null.
+  delete from public.labs_activity_events e where e.replication_id = r.id;
+  was_scored := found;
+  delete from public.labs_replications x where x.id = r.id;
+  if was_scored then
+    insert into public.labs_activity_events (user_id, kind, experiment_id, template_id, replication_id, created_at)
+    select r.user_id, case when x.confirmed then 'replication_confirmed' else 'replication_refuted' end, x.clone_id, r.template_id,
+           x.id, x.created_at
+      from public.labs_replications x
+     where x.user_id = r.user_id and x.template_id = r.template_id and x.confirmed is not null
+     order by x.created_at, x.id
+     limit 1
+    on conflict do nothing;
   end if;
   insert into public.labs_replication_removals (replication_id, template_id, clone_id, user_id, measured_value, confirmed,
                                                 reported_at, removed_by, reason)

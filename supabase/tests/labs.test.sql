@@ -5,7 +5,7 @@
 -- 2. State moves of submissions (only pending moves; reason required; 404/409).
 -- 3. Convergence and anomaly math against numbers worked out by hand.
 -- 4. Competition scoring with the SPEC weights and the competition window; what scores
---    (public templates of others, once per user, template and kind).
+--    (curated public templates of others, once per user, template and kind).
 -- 5. The outreach cap (the concurrency of it is tested over HTTP: tests/labs_test.ts).
 -- 6. Impersonation audit rows are immutable; only super admins start sessions.
 -- 7. Submitter ids are not in public tables; the kit waitlist answers alike; replications are
@@ -14,7 +14,7 @@ begin;
 create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
-select plan(73);
+select plan(76);
 
 insert into auth.users (id, email) values
   ('13130000-0000-4000-8000-000000000001', 'pgtap-labs-owner@example.test'),
@@ -235,7 +235,7 @@ select pg_temp.act_as('5');
 set local role authenticated;
 select lives_ok($$select public.labs_complete_clone((public.labs_clone_template('13130000-0000-4000-8000-0000000000a1')).id, true)
                     from generate_series(1, 3)$$, 'three clones of a public template of someone else, each completed with a build');
-select lives_ok($$select public.labs_report_replication(e.id, 100) from public.labs_experiments e
+select lives_ok($$select public.labs_report_replication(e.id, to_jsonb(100)) from public.labs_experiments e
                    where e.owner_id = '13130000-0000-4000-8000-000000000005' and e.cloned_from = '13130000-0000-4000-8000-0000000000a1'$$,
   'a confirming replication on each clone');
 insert into public.labs_experiments (title, calculator, is_template) values ('Own', 'coil', true);
@@ -248,6 +248,23 @@ select is((select array_agg(kind order by id) from public.labs_activity_events
 select is((select count(*) from public.labs_activity_events e join public.labs_experiments t on t.id = e.template_id
             where e.user_id = '13130000-0000-4000-8000-000000000005' and t.owner_id = '13130000-0000-4000-8000-000000000005'),
           0::bigint, 'nothing for one''s own template');
+
+-- Only curated templates score: a public template of someone else without a golden spec can be
+-- cloned, completed, built and replicated, and earns nothing; no client role writes a golden spec.
+insert into public.labs_experiments (id, owner_id, title, calculator, is_template, is_public) values
+  ('13130000-0000-4000-8000-0000000000a3', '13130000-0000-4000-8000-000000000001', 'Uncurated', 'coil', true, true);
+select pg_temp.act_as('5');
+set local role authenticated;
+select lives_ok($$select public.labs_report_replication(
+                     (public.labs_complete_clone((public.labs_clone_template('13130000-0000-4000-8000-0000000000a3')).id, true)).id, to_jsonb(3))$$,
+  'an uncurated public template: clone, completion with a build, replication');
+reset role;
+select is((select count(*) from public.labs_activity_events
+            where user_id = '13130000-0000-4000-8000-000000000005' and template_id = '13130000-0000-4000-8000-0000000000a3'),
+          0::bigint, 'none of it scores');
+select ok(not exists (select 1 from unnest(array['anon', 'authenticated', 'service_role']) r(role), unnest(array['insert', 'update']) p(priv)
+                       where has_column_privilege(r.role, 'public.labs_experiments', 'predicted_values', p.priv)),
+  'no client role inserts or updates predicted_values (the golden-spec function is the only path)');
 
 -- =========================================================================================
 -- 7. Kit waitlist and replication removal.

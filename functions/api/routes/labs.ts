@@ -22,10 +22,12 @@ type Row = Record<string, unknown>
 const rowOf = (reply: { data: any; error: any }) => unwrap(reply) as unknown as Row
 const email = z.string().trim().toLowerCase().max(320).email()
 const text = (max: number) => z.string().trim().min(1).max(max)
-/** A labs number: finite, magnitude at most 1e15 (the database holds the same bound). */
+/** A labs number: finite, magnitude at most 1e15 and, unless 0, at least 1e-300 (the database holds the same bounds). */
 const MAX_MAGNITUDE = 1e15
+const MIN_MAGNITUDE = 1e-300
 const plausibleNumber = () =>
   z.number().min(-MAX_MAGNITUDE, `must be at least -${MAX_MAGNITUDE}`).max(MAX_MAGNITUDE, `must be at most ${MAX_MAGNITUDE}`)
+    .refine((v) => v === 0 || Math.abs(v) >= MIN_MAGNITUDE, `must be 0 or of magnitude at least ${MIN_MAGNITUDE}`)
 
 // ---- Submissions -----------------------------------------------------------------------
 
@@ -302,7 +304,8 @@ export const labsRoutes = routeModule()
       body: z.object({ measured_value: plausibleNumber() }).strict(),
       summary: 'Report a replication result (a measured value, magnitude at most 1e15) on one\'s own clone; confirmed when within 5 % of the prediction',
       description: 'Scores in competitions (replication_confirmed or replication_refuted) only for the first replication a user ' +
-        'reports on a template, and only after a scored clone of it (a public template of someone else).',
+        'reports on a template (deleting the clone keeps the report), and only after a scored clone of it (a curated public ' +
+        'template of someone else: one a super admin gave a golden spec).',
       response: z.object({ replication: Row }),
     }),
     async (c) => {
@@ -332,7 +335,7 @@ export const labsRoutes = routeModule()
       method: 'post', path: '/labs/clones/{id}/complete', tag, auth: 'bearer', params: idParams('id'), errors: [409],
       body: z.object({ built: z.boolean().default(false) }).strict(), bodyRequired: false,
       summary: 'Mark one\'s own clone completed (once); built: the kit was built too',
-      description: 'Competitions score a completion and a build once per user and template, on public templates of someone else.',
+      description: 'Competitions score a completion and a build once per user and template, on curated (golden-spec) public templates of someone else.',
       response: z.object({ clone: Row }),
     }),
     async (c) => {
@@ -376,6 +379,7 @@ export const labsRoutes = routeModule()
       method: 'post', path: '/labs/templates/{templateId}/golden-spec', tag, auth: 'superAdmin', params: idParams('templateId'),
       body: GoldenSpec, errors: [409],
       summary: 'Store a golden spec as the template\'s predicted_values (super admin); its first output is the prediction',
+      description: 'The only way a template gets predicted_values, and what makes it curated: competitions score activity on curated templates only.',
       response: z.object({ template: Row }),
     }),
     async (c) => {
