@@ -7,7 +7,7 @@ begin;
 create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
-select plan(112);
+select plan(117);
 
 -- ---------------------------------------------------------------------------------------
 -- Fixture: Monday 2030-01-07. City A (Springfield, US) has seven users; windows in UTC unless
@@ -361,6 +361,18 @@ select is((select array[status, timezone, review_reason] from public.workout_che
 select is((select array[status, timezone] from public.workout_checkins where user_id = pg_temp.u(20) and date = '2030-01-02'),
           array['verified', 'Europe/Paris'], 'a check-in in a real zone spelt otherwise keeps its status');
 select is(private.repair_workout_time_zones(), '{"windows": 0, "locations": 0, "checkins": 0}'::jsonb, 'and then nothing is left');
+
+-- 20261126010000: a picture is the same as a used one within 7 bits of its dHash, wherever the
+-- bits differ (the band lookup finds them all), and not beyond.
+insert into private.workout_photos (object_name, user_id, photo_url, dhash, checkin_id)
+select pg_temp.u(20) || '/used.jpg', pg_temp.u(20), 'https://x/used.jpg', 0, k.id
+  from public.workout_checkins k where k.user_id = pg_temp.u(20) and k.date = '2030-01-01';
+select is(private.workout_picture_used(0), true, 'the same hash is a used picture');
+select is(private.workout_picture_used((3::bigint << 48) | (3::bigint << 32) | (3::bigint << 16) | 1), true,
+          '7 bits apart, spread 2, 2, 2, 1 over the bands: the same picture');
+select is(private.workout_picture_used(127::bigint << 20), true, '7 bits apart, all in one band: the same picture');
+select is(private.workout_picture_used((3::bigint << 48) | (3::bigint << 32) | (3::bigint << 16) | 3), false, '8 bits apart: another picture');
+select is(private.workout_picture_used(255), false, '8 bits apart in one band: another picture');
 
 select * from finish();
 rollback;
