@@ -265,14 +265,16 @@ export async function decodePhoto(bytes: Uint8Array, type: PhotoType): Promise<P
       return { stored, dhash, dhashAsSent }
     })
   } catch (e) {
-    if (e instanceof UnreadablePhoto) throw e
+    // A trap inside the module (out of memory, a bug) is no verdict on the photo.
+    if (e instanceof UnreadablePhoto || e instanceof WebAssembly.RuntimeError) throw e
     throw new UnreadablePhoto(`not a readable ${type.slice(6).toUpperCase()} image`)
   }
 }
 
 // ---- The decoding worker --------------------------------------------------------------------
-// One worker, one photo at a time (in arrival order); a photo that runs past the time limit
-// ends the worker (a fresh one takes the next photo) and is refused.
+// One worker, one photo at a time (in arrival order). A photo that runs past the time limit,
+// or traps the module (whose memory may then be in any state), ends the worker and is refused;
+// a fresh worker takes the next photo.
 
 interface Job {
   bytes: Uint8Array
@@ -307,8 +309,12 @@ function startWorker(): Worker {
   w.onmessage = (e: MessageEvent<WorkerReply>) => {
     if (worker !== w || !running) return
     const reply = e.data
-    if ('error' in reply) settle(running, reply.error === null ? new Error('the photo worker failed') : new UnreadablePhoto(reply.error))
-    else settle(running, reply)
+    if (!('error' in reply)) settle(running, reply)
+    else if (reply.error !== null) settle(running, new UnreadablePhoto(reply.error))
+    else {
+      endWorker(w)
+      settle(running, new UnreadablePhoto('the image could not be decoded'))
+    }
   }
   w.onerror = (e) => {
     e.preventDefault()
