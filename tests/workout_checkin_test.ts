@@ -1,25 +1,35 @@
 // Workout check-ins over HTTP and PostgREST: photos with EXIF (inside, outside, none), wrong and
-// oversized files, one per day (also concurrently, without keeping refused photos, and across a
-// time-zone change), stored photos stripped of their metadata, the check-in RPC that takes only
-// photos the api read, locations and review reasons private to their owner, chips and the baton
-// pass, the day status, the review queue and the notifications inbox.
+// oversized files, decompression bombs refused from their headers (and slow photos decoded off
+// the gateway's thread), one per day (also concurrently, without keeping refused photos, and
+// across a time-zone change; POSIX zones refused), stored photos stripped of their metadata,
+// pictures used before found by their perceptual hash, the check-in RPC that takes only photos
+// the api read, locations and review reasons private to their owner, chips and the baton pass,
+// the day status, the review queue and the notifications inbox.
 import { strict as assert } from 'node:assert'
 import exifr from 'exifr'
 import { ANON_KEY, API_URL, api, assertError, clientAs, createUser, SERVICE_ROLE_KEY, sql, test, type TestUser } from './_helpers.ts'
 import {
   dimensions,
+  exifBlock,
   exifTime,
   gifWithXmp,
   hhmm,
+  jpegDeclaring,
   jpegWithExif,
   metadataMarkers,
   middayZone,
   offsetText,
+  oneColourJpeg,
+  photoLikeJpeg,
   plainJpeg,
   plainPng,
   pngWithExif,
   profilesOf,
+  reencodedJpeg,
+  solidGif,
+  webpWithCanvas,
   webpWithExif,
+  withPngChunk,
 } from './workout_photos.ts'
 
 const W = '/api/workout-window'
@@ -192,6 +202,63 @@ test('check-in: wrong, disguised, oversized or missing files and bad fields are 
   assertError(await checkin(newcomer, { photo: photo(plainPng(), 'image/png'), activityType: 'cardio' }), 400, 'window')
   assert.equal(await objectsOf(newcomer), 0)
   assertError(await checkin(null, { photo: photo(plainPng(), 'image/png'), activityType: 'cardio' }), 401)
+})
+
+// ---- Decompression bombs -------------------------------------------------------------------
+
+const frames = (n: number, width: number, height: number) => Array.from({ length: n }, () => ({ width, height }))
+const u32 = (n: number) => [n >>> 24, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff]
+
+test('photos whose headers ask for more than a photo (every frame counted) are 400 in moments, before decoding', async () => {
+  const { user } = await userInWindow(10)
+  // The security review's GIFs first: ten solid 6000x6000 frames in 158 KB took 8 s and 1.3 GB;
+  // a 1x1 frame, then one of 60000x60000, took 40 s and about 10 GB, the gateway answering nothing.
+  const bombs: [string, Uint8Array, string, RegExp][] = [
+    ['ten 6000x6000 GIF frames', solidGif(6000, 6000, frames(10, 6000, 6000)), 'image/gif', /at most 25 megapixels \(this one is 6000x6000\)/],
+    ['a 1x1 GIF frame, then a 60000x60000 one', solidGif(1, 1, [{ width: 1, height: 1 }, { width: 60000, height: 60000 }]), 'image/gif', /megapixels/],
+    ['five 3000x3000 GIF frames (45 megapixels in all)', solidGif(3000, 3000, frames(5, 3000, 3000)), 'image/gif', /40 megapixels over all frames/],
+    ['51 small GIF frames', solidGif(10, 10, frames(51, 10, 10)), 'image/gif', /at most 50 frames/],
+    ['a GIF frame larger than its screen', solidGif(100, 100, [{ width: 200, height: 200 }]), 'image/gif', /outside the 100x100 image/],
+    ['an APNG announcing 1,000 frames', withPngChunk(plainPng(), 'acTL', new Uint8Array([...u32(1000), ...u32(0)])), 'image/png', /at most 50 frames/],
+    ['a WebP canvas of 20000x20000', webpWithCanvas(20000, 20000), 'image/webp', /megapixels/],
+    ['a JPEG frame of 60000x60000', jpegDeclaring(60000, 60000), 'image/jpeg', /megapixels/],
+    ['a 40000x100 JPEG', jpegDeclaring(40000, 100), 'image/jpeg', /30000 pixels a side/],
+  ]
+  for (const [what, bytes, type, message] of bombs) {
+    const started = performance.now()
+    const res = await checkin(user, { photo: photo(bytes, type, 'bomb'), activityType: 'cardio' })
+    const took = performance.now() - started
+    assertError(res, 400, 'photo')
+    assert.match(res.body.error, message, what)
+    assert.ok(took < 3000, `${what} (${bytes.length} bytes): refused in ${Math.round(took)} ms`)
+  }
+  assert.equal(await objectsOf(user), 0)
+})
+
+test('a photo that takes long to decode holds up no other request: the gateway keeps answering meanwhile', async () => {
+  const { user } = await userInWindow(10)
+  // Four 3000x3000 frames: 36 megapixels, within the limits, a second or more of decoding.
+  const heavy = solidGif(3000, 3000, frames(4, 3000, 3000))
+  let done = false
+  const pings: number[] = []
+  const pinger = (async () => {
+    while (!done) {
+      const started = performance.now()
+      const res = await fetch(`${API_URL}/functions/v1/health`)
+      await res.body?.cancel()
+      pings.push(performance.now() - started)
+      await new Promise((r) => setTimeout(r, 20))
+    }
+  })()
+  const started = performance.now()
+  const res = await checkin(user, { photo: photo(heavy, 'image/gif', 'p.gif'), activityType: 'cardio' })
+  const took = performance.now() - started
+  done = true
+  await pinger
+  assert.equal(res.status, 201, JSON.stringify(res.body))
+  assert.ok(took > 300, `the photo takes long enough to tell (${Math.round(took)} ms)`)
+  const slowest = Math.max(...pings)
+  assert.ok(slowest < took / 2, `the slowest of ${pings.length} health answers took ${Math.round(slowest)} ms, the check-in ${Math.round(took)} ms`)
 })
 
 test('chain continued: the after user is told (baton pass) and earns +1 after the before user', async () => {
@@ -471,7 +538,63 @@ test('EXIF is a claim: a photo verifies only when it reached the server in the w
   assert.equal(d.body.checkin.status, 'verified', JSON.stringify(d.body))
   const e = await checkin(second.user, { photo: photo(fresh(second.zone)), activityType: 'cardio' })
   assert.equal(e.body.checkin.status, 'pending')
-  assert.match(e.body.checkin.reviewReason, /same photo/)
+  assert.match(e.body.checkin.reviewReason, /same picture/)
+})
+
+test('a picture used before waits for review, whoever sends it, re-encoded, re-tagged or with new EXIF', async () => {
+  const near = { lat: 10.01, lng: 20.01 }
+  const freshExif = (zone: ReturnType<typeof middayZone>, orientation?: number) =>
+    ({ taken: exifTime(zone.local), offset: offsetText(zone.offsetHours), gps: near, orientation })
+  const sameUsed = /same picture .* already used/
+  const alice = await userInWindow(10)
+  const a = await checkin(alice.user, { photo: photo(jpegWithExif(freshExif(alice.zone), {}, photoLikeJpeg())), activityType: 'cardio' })
+  assert.equal(a.body.checkin.status, 'verified', JSON.stringify(a.body))
+  // Anyone may download the stored photo (it is public): its bytes are not what Alice sent.
+  const stored = new Uint8Array(await (await fetch(a.body.checkin.photoUrl)).arrayBuffer())
+
+  // Carol: Alice's stored photo with EXIF saying now and here (the security review's probe).
+  const carol = await userInWindow(10)
+  const c = await checkin(carol.user, { photo: photo(jpegWithExif(freshExif(carol.zone), {}, stored)), activityType: 'cardio' })
+  assert.equal(c.status, 201, JSON.stringify(c.body))
+  assert.equal(c.body.checkin.status, 'pending')
+  assert.match(c.body.checkin.reviewReason, sameUsed)
+  // Dave: the same, saved again by an app (quality 70, 90 % of the size).
+  const dave = await userInWindow(10)
+  const d = await checkin(dave.user, { photo: photo(jpegWithExif(freshExif(dave.zone), {}, reencodedJpeg(stored, 70, 0.9))), activityType: 'cardio' })
+  assert.equal(d.body.checkin.status, 'pending')
+  assert.match(d.body.checkin.reviewReason, sameUsed)
+  // Erin: the same, with an EXIF orientation that turns it on its side.
+  const erin = await userInWindow(10)
+  const e = await checkin(erin.user, { photo: photo(jpegWithExif(freshExif(erin.zone, 6), {}, stored)), activityType: 'cardio' })
+  assert.equal(e.body.checkin.status, 'pending')
+  assert.match(e.body.checkin.reviewReason, sameUsed)
+  // Alice herself, the next day, with her own stored photo: the same picture too.
+  await sql`update public.workout_checkins set date = date - 1, created_at = created_at - interval '1 day' where id = ${a.body.checkin.id}`
+  const again = await checkin(alice.user, { photo: photo(jpegWithExif(freshExif(alice.zone), {}, stored)), activityType: 'cardio' })
+  assert.equal(again.body.checkin.status, 'pending')
+  assert.match(again.body.checkin.reviewReason, sameUsed)
+
+  // PNG: Frank's stored PNG with an eXIf chunk added, sent by Gina.
+  const frank = await userInWindow(10)
+  const f = await checkin(frank.user, { photo: photo(pngWithExif(freshExif(frank.zone)), 'image/png', 'p.png'), activityType: 'cardio' })
+  assert.equal(f.body.checkin.status, 'verified', JSON.stringify(f.body))
+  const storedPng = new Uint8Array(await (await fetch(f.body.checkin.photoUrl)).arrayBuffer())
+  const gina = await userInWindow(10)
+  const g = await checkin(gina.user, { photo: photo(withPngChunk(storedPng, 'eXIf', exifBlock(freshExif(gina.zone))), 'image/png', 'p.png'), activityType: 'cardio' })
+  assert.equal(g.body.checkin.status, 'pending')
+  assert.match(g.body.checkin.reviewReason, sameUsed)
+
+  // Other pictures verify.
+  for (const pixels of [photoLikeJpeg(), photoLikeJpeg()]) {
+    const other = await userInWindow(10)
+    const o = await checkin(other.user, { photo: photo(jpegWithExif(freshExif(other.zone), {}, pixels)), activityType: 'cardio' })
+    assert.equal(o.body.checkin.status, 'verified', JSON.stringify(o.body))
+  }
+  // A picture of one colour shows nothing to tell it from others: it waits for review.
+  const plain = await userInWindow(10)
+  const p = await checkin(plain.user, { photo: photo(jpegWithExif(freshExif(plain.zone), {}, oneColourJpeg())), activityType: 'cardio' })
+  assert.equal(p.body.checkin.status, 'pending')
+  assert.match(p.body.checkin.reviewReason, /too plain/)
 })
 
 // ---- Time-zone changes ----------------------------------------------------------------------
@@ -514,6 +637,37 @@ test('a time-zone change applies to check-ins from the next local day, westward 
   assertError(await checkin(sly, { photo: photo(plainPng(), 'image/png'), activityType: 'walk' }), 409)
   const [{ n }] = await sql`select count(*)::int as n from public.workout_checkins where user_id in (${west.id}, ${east.id}, ${sly.id})`
   assert.equal(n, 3, 'one check-in each')
+})
+
+test('a POSIX time zone cannot move a user\'s day: refused through PostgREST, so no past check-in and no chains a week ahead', async () => {
+  const user = await createUser()
+  await windowIn(user, 'UTC')
+  const today = new Date().toISOString().slice(0, 10)
+  const addDays = (n: number) => new Date(Date.parse(`${today}T00:00:00Z`) + n * 86400_000).toISOString().slice(0, 10)
+  // The security review's backfill: a zone 150 hours behind puts "today" six days back; one
+  // 167 hours ahead, a week on.
+  for (const timezone of ['ABC+150', 'ABC-167', 'ABC+167']) {
+    const setup = await rpc('setup_workout_window', {
+      activity_type: 'walk', custom_activity: null, window_start_time: '23:00', window_end_time: '01:00', timezone,
+    }, user.token)
+    assert.equal(setup.status, 400, JSON.stringify(setup))
+    assert.match(setup.body.message, /timezone: .* is not an IANA time zone/)
+    const patch = await fetch(`${API_URL}/rest/v1/workout_windows?user_id=eq.${user.id}`, {
+      method: 'PATCH',
+      headers: { apikey: ANON_KEY, authorization: `Bearer ${user.token}`, 'content-type': 'application/json', prefer: 'return=representation' },
+      body: JSON.stringify({ timezone }),
+    })
+    assert.equal(patch.status, 400, await patch.text())
+  }
+  const [window] = await sql`select timezone, window_start_time::text from public.workout_windows where user_id = ${user.id}`
+  assert.deepEqual(window, { timezone: 'UTC', window_start_time: '12:00:00' })
+  const c = await checkin(user, { photo: photo(plainPng(), 'image/png'), activityType: 'walk' })
+  assert.equal(c.status, 201, JSON.stringify(c.body))
+  assert.equal(c.body.checkin.date, today, 'the check-in counts for today, never a past date')
+  assertError(await api(`${W}/generate-chains`, { token: user.token, body: { date: addDays(8) } }), 403, 'today and tomorrow')
+  assertError(await api(`${W}/generate-chains`, { token: user.token, body: { date: addDays(-7) } }), 403, 'today and tomorrow')
+  const [{ n }] = await sql`select count(*)::int as n from public.workout_chains where date in (${addDays(8)}, ${addDays(-7)}) and user_id = ${user.id}`
+  assert.equal(n, 0)
 })
 
 test('a time-zone change cannot give a second check-in even when the check-ins race it', async () => {

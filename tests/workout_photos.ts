@@ -3,7 +3,7 @@
 // OffsetTimeOriginal, GPS and Orientation; XMP; IPTC; comments), a PNG without any, a check for
 // metadata left in stored bytes, and small helpers for the local time zone the tests work in.
 import { encode } from 'fast-png'
-import { MagickColor, MagickFormat, MagickImage, MagickImageInfo } from '@imagemagick/magick-wasm'
+import { ImageMagick, MagickColor, MagickFormat, MagickImage, MagickImageInfo, MagickReadSettings, NoiseType } from '@imagemagick/magick-wasm'
 import { loadImageMagick } from '../functions/_shared/workout_photo.ts'
 
 await loadImageMagick()
@@ -110,9 +110,13 @@ export function iptcRecord(): Uint8Array {
   return new Uint8Array([...field(90, 'Springfield'), ...field(92, '742 Evergreen Terrace')])
 }
 
-/** A small real picture of a random colour (each photo's pixels differ), with the metadata set as profiles. */
+/**
+ * A small real picture of random pixels (each photo's picture differs, and none is one plain
+ * colour), with the metadata set as profiles.
+ */
 function picture(format: MagickFormat, o: ExifFacts | null, profiles: { xmp?: boolean; iptc?: boolean } = {}) {
-  const image = MagickImage.create(new MagickColor(rand(), rand(), rand()), 16, 8)
+  const image = MagickImage.create()
+  image.read(Uint8Array.from({ length: 16 * 8 * 3 }, rand), new MagickReadSettings({ format: MagickFormat.Rgb, width: 16, height: 8 }))
   try {
     if (o) image.setProfile('exif', new Uint8Array([...new TextEncoder().encode('Exif\0\0'), ...exifBlock(o)]))
     if (o && profiles.xmp) image.setProfile('xmp', xmpPacket(o))
@@ -132,7 +136,7 @@ const rand = () => Math.floor(Math.random() * 256)
  * A real 16x8 JPEG whose EXIF (APP1) says when (camera wall clock, offset "+HH:MM"), where and
  * which way up; an XMP APP1 and an IPTC APP13 segment on request.
  */
-export function jpegWithExif(o: ExifFacts, profiles: { xmp?: boolean; iptc?: boolean } = {}, jpeg = plainJpeg()): Uint8Array {
+export function jpegWithExif(o: ExifFacts, profiles: { xmp?: boolean; iptc?: boolean } = {}, jpeg: Uint8Array = plainJpeg()): Uint8Array {
   const segment = (marker: number, payload: number[]) => [0xff, marker, (payload.length + 2) >> 8, (payload.length + 2) & 0xff, ...payload]
   const ascii = (text: string) => [...new TextEncoder().encode(text)]
   const segments = [...segment(0xe1, [...ascii('Exif\0\0'), ...exifBlock(o)])]
@@ -145,7 +149,7 @@ export function jpegWithExif(o: ExifFacts, profiles: { xmp?: boolean; iptc?: boo
   return new Uint8Array([...jpeg.slice(0, 2), ...segments, ...jpeg.slice(2)])
 }
 
-/** A real 16x8 JPEG of a random colour, without metadata (the pixels for jpegWithExif). */
+/** A real 16x8 JPEG of random pixels, without metadata (the pixels for jpegWithExif). */
 export const plainJpeg = () => picture(MagickFormat.Jpeg, null)
 
 /** A real PNG with an eXIf chunk (what exifr and cameras use) and an iTXt XMP chunk. */
@@ -231,6 +235,127 @@ export function profilesOf(bytes: Uint8Array): string[] {
 export function dimensions(bytes: Uint8Array): [number, number] {
   const info = MagickImageInfo.create(bytes)
   return [info.width, info.height]
+}
+
+/** A photo-like JPEG (a random plasma, 320x240, a little grain, quality 85): smooth shapes, as photos have. */
+export function photoLikeJpeg(): Uint8Array {
+  const image = MagickImage.create()
+  try {
+    image.read('plasma:', new MagickReadSettings({ width: 320, height: 240 }))
+    image.addNoise(NoiseType.Gaussian)
+    image.quality = 85
+    return image.write(MagickFormat.Jpeg, (d) => new Uint8Array(d))
+  } finally {
+    image.dispose()
+  }
+}
+
+/** A JPEG of one colour: nothing to tell it from another. */
+export function oneColourJpeg(): Uint8Array {
+  const image = MagickImage.create()
+  try {
+    image.read(new MagickColor(rand(), rand(), rand()), 64, 48)
+    return image.write(MagickFormat.Jpeg, (d) => new Uint8Array(d))
+  } finally {
+    image.dispose()
+  }
+}
+
+/** The picture encoded again as JPEG at another quality and size (what a re-saving app does). */
+export function reencodedJpeg(bytes: Uint8Array, quality: number, scale: number): Uint8Array {
+  return ImageMagick.read(bytes, (image) => {
+    image.quality = quality
+    image.resize(Math.round(image.width * scale), Math.round(image.height * scale))
+    return image.write(MagickFormat.Jpeg, (d) => new Uint8Array(d))
+  })
+}
+
+/** A PNG chunk added before IDAT (an eXIf block, an acTL ...). */
+export function withPngChunk(png: Uint8Array, type: string, data: Uint8Array): Uint8Array {
+  const idat = findPngChunk(png, 'IDAT')
+  return new Uint8Array([...png.slice(0, idat), ...pngChunk(type, data), ...png.slice(idat)])
+}
+
+// ---- Decompression bombs: small files whose headers ask for huge pictures --------------------
+
+/** LZW data for `pixels` pixels of colour 0 (what a solid frame compresses to: a few bytes a megapixel). */
+function lzwSolid(pixels: number, minCodeSize = 2): Uint8Array {
+  const clear = 1 << minCodeSize
+  const end = clear + 1
+  const out: number[] = []
+  let bits = 0
+  let count = 0
+  let codeSize = minCodeSize + 1
+  const emit = (code: number) => {
+    bits |= code << count
+    count += codeSize
+    while (count >= 8) {
+      out.push(bits & 0xff)
+      bits >>>= 8
+      count -= 8
+    }
+  }
+  emit(clear)
+  // The dictionary grows by one run of zeros per code: code end+L-1 is a run of L (L >= 2).
+  let next = end + 1
+  for (let left = pixels; left > 0;) {
+    const run = Math.min(left, Math.max(1, next - end))
+    emit(run === 1 ? 0 : end + run - 1)
+    left -= run
+    if (next < 4096) {
+      next++
+      if (next > 1 << codeSize && codeSize < 12) codeSize++
+    }
+  }
+  emit(end)
+  if (count > 0) out.push(bits & 0xff)
+  return new Uint8Array(out)
+}
+
+/** A GIF of solid frames (each at 0,0) on a logical screen, as the security review built its bombs. */
+export function solidGif(screenWidth: number, screenHeight: number, frames: { width: number; height: number }[]): Uint8Array {
+  const u16 = (n: number) => [n & 0xff, n >> 8]
+  const parts: number[] = [...new TextEncoder().encode('GIF89a'), ...u16(screenWidth), ...u16(screenHeight), 0x80, 0, 0, 255, 0, 0, 0, 0, 255]
+  const data = new Map<string, number[]>()
+  for (const f of frames) {
+    const key = `${f.width}x${f.height}`
+    if (!data.has(key)) {
+      const lzw = lzwSolid(f.width * f.height)
+      const blocks: number[] = [2]
+      for (let i = 0; i < lzw.length; i += 255) blocks.push(Math.min(255, lzw.length - i), ...lzw.subarray(i, i + 255))
+      data.set(key, [...blocks, 0])
+    }
+    parts.push(0x2c, ...u16(0), ...u16(0), ...u16(f.width), ...u16(f.height), 0)
+    for (const b of data.get(key)!) parts.push(b)
+  }
+  parts.push(0x3b)
+  return new Uint8Array(parts)
+}
+
+/** A WebP whose extended header (VP8X) declares a canvas of width x height over a 16x8 picture. */
+export function webpWithCanvas(width: number, height: number): Uint8Array {
+  const webp = picture(MagickFormat.WebP, null)
+  const u24 = (n: number) => [n & 0xff, (n >> 8) & 0xff, (n >> 16) & 0xff]
+  // 'VP8X', its size (10), flags and three reserved bytes, then canvas width - 1 and height - 1.
+  const vp8x = [...new TextEncoder().encode('VP8X'), 10, 0, 0, 0, 0, 0, 0, 0, ...u24(width - 1), ...u24(height - 1)]
+  const out = new Uint8Array([...webp.slice(0, 12), ...vp8x, ...webp.slice(12)])
+  new DataView(out.buffer).setUint32(4, out.length - 8, true)
+  return out
+}
+
+/** A JPEG whose frame header (SOF) declares width x height over a 16x8 picture. */
+export function jpegDeclaring(width: number, height: number): Uint8Array {
+  const jpeg = plainJpeg()
+  for (let at = 2; at < jpeg.length;) {
+    const marker = jpeg[at + 1]
+    if (marker >= 0xc0 && marker <= 0xc2) {
+      new DataView(jpeg.buffer, jpeg.byteOffset).setUint16(at + 5, height)
+      new DataView(jpeg.buffer, jpeg.byteOffset).setUint16(at + 7, width)
+      return jpeg
+    }
+    at += 2 + (jpeg[at + 2] << 8 | jpeg[at + 3])
+  }
+  throw new Error('no SOF')
 }
 
 /** A small PNG without EXIF. */

@@ -107,6 +107,54 @@ test('setup: bad input is 400 naming the field, and nothing is stored', async ()
   assertError(await api(`${W}/my-window`), 401)
 })
 
+test('time zones are IANA names on every write path: POSIX strings (ABC-167) and non-zones are 400, names are stored as IANA spells them', async () => {
+  const user = await createUser()
+  const db = clientAs(user.token)
+  const ok = { activityType: 'cardio', windowStartTime: '10:00', windowEndTime: '12:00' }
+  const window = { user_id: user.id, activity_type: 'cardio', window_start_time: '10:00', window_end_time: '12:00' }
+  const restWrite = async (method: string, path: string, body: unknown) => {
+    const res = await fetch(`${API_URL}/rest/v1/${path}`, {
+      method,
+      headers: { apikey: ANON_KEY, authorization: `Bearer ${user.token}`, 'content-type': 'application/json', prefer: 'return=representation' },
+      body: JSON.stringify(body),
+    })
+    return { status: res.status, body: await res.json() }
+  }
+  // POSIX strings Postgres would take for a zone 167 hours ahead or behind, and names that are no one's zone.
+  for (const timezone of ['ABC-167', 'ABC+167', '<+167>-167', 'XYZ-12ABC', 'posixrules', 'Factory', 'posix/Europe/Paris', 'localtime']) {
+    const viaRpc = await rpc('setup_workout_window', {
+      activity_type: 'cardio', custom_activity: null, window_start_time: '10:00', window_end_time: '12:00', timezone,
+    }, user.token)
+    assert.equal(viaRpc.status, 400, `${timezone}: ${JSON.stringify(viaRpc.body)}`)
+    assert.match(viaRpc.body.message, /^timezone: /)
+    assert.equal((await restWrite('POST', 'workout_windows', { ...window, timezone })).status, 400, timezone)
+    assert.equal((await restWrite('POST', 'workout_locations', { user_id: user.id, timezone })).status, 400, timezone)
+    assertError(await api(`${W}/setup`, { token: user.token, body: { ...ok, timezone } }), 400, 'timezone')
+  }
+  assert.equal((await sql`select count(*)::int as n from public.workout_windows where user_id = ${user.id}`)[0].n, 0)
+
+  // Once set up, a PATCH cannot move the zone to a POSIX string either, nor the location's.
+  await setup(user, '10:00', '12:00', 'UTC')
+  await place(user, { city: 'Lyon', timezone: 'Europe/Paris' })
+  for (const timezone of ['ABC+167', 'ABC-167']) {
+    const patched = await restWrite('PATCH', `workout_windows?user_id=eq.${user.id}`, { timezone })
+    assert.equal(patched.status, 400, JSON.stringify(patched.body))
+    assert.match(patched.body.message, /timezone: .* is not an IANA time zone/)
+    assert.equal((await restWrite('PATCH', `workout_locations?user_id=eq.${user.id}`, { timezone })).status, 400)
+    assert.equal((await rpc('update_workout_location', { patch: { timezone } }, user.token)).status, 400)
+    assertError(await api(`${W}/update-location`, { method: 'PUT', token: user.token, body: { timezone } }), 400, 'timezone')
+  }
+  const [stored] = await sql`select w.timezone as window, l.timezone as location from public.workout_windows w
+                               join public.workout_locations l using (user_id) where user_id = ${user.id}`
+  assert.deepEqual(stored, { window: 'UTC', location: 'Europe/Paris' })
+
+  // IANA names, in any case, are kept as IANA spells them; Etc/GMT-14 (UTC+14) is one.
+  const lower = await db.from('workout_windows').update({ timezone: 'america/new_york' }).eq('user_id', user.id).select('timezone').single()
+  assert.equal(lower.error, null)
+  assert.equal(lower.data!.timezone, 'America/New_York')
+  assert.equal((await setup(user, '10:00', '12:00', 'Etc/GMT-14')).timezone, 'Etc/GMT-14')
+})
+
 test('update-location: each field optional, kept when absent; bad values are 400; private to the user', async () => {
   const user = await createUser()
   const other = await createUser()

@@ -3,8 +3,20 @@
 // which reads JPEG, PNG (eXIf) and HEIC but not WebP or GIF. Values are read raw: the capture
 // time stays the camera's local wall-clock time plus its offset when the camera wrote one; the
 // database applies the offset, or the window's own time zone when there is none.
-import { ImageMagick, initializeImageMagick, MagickFormat, MagickImageInfo, MagickReadSettings } from '@imagemagick/magick-wasm'
+import {
+  FilterType,
+  type IMagickImage,
+  ImageMagick,
+  initializeImageMagick,
+  MagickFormat,
+  MagickGeometry,
+  MagickReadSettings,
+  Orientation,
+  PixelIntensityMethod,
+  ResourceLimits,
+} from '@imagemagick/magick-wasm'
 import exifr from 'exifr'
+import { imageFrames, MalformedImage } from './image_frames.ts'
 
 export const PHOTO_LIMIT_BYTES = 10 * 1024 * 1024
 export const PHOTO_TYPES = ['image/jpeg', 'image/png', 'image/gif', 'image/webp'] as const
@@ -100,9 +112,24 @@ export async function readPhotoFacts(bytes: Uint8Array, type: PhotoType): Promis
 // stands the right way without the tag) and stripping every profile. Re-encoding, rather than
 // cutting known segments, leaves nothing the encoder did not write itself. The facts the
 // review needs are read from the original bytes first (readPhotoFacts).
+//
+// Decoding is bounded before it starts: the container's own headers (image_frames.ts) give
+// every frame's size, and a photo whose frames ask for too much is refused without decoding
+// (a 158 KB GIF can declare ten 6000x6000 frames). ImageMagick's resource limits are the
+// second line. Where the runtime has Web Workers (the local stack: every function shares the
+// gateway's one thread), decoding runs in a worker with a wall-clock limit, so a slow photo
+// holds up no other request; Supabase's edge runtime has no workers, but runs each function
+// in its own isolate with CPU-time and memory limits of its own.
 
-/** Decoded size limit: a 10 MB file may still decode to a huge bitmap (a decompression bomb). */
-export const PHOTO_MAX_PIXELS = 40_000_000
+/** One frame (and the canvas) at most: a 24-megapixel camera's 6000x4000, a phone's 5712x4284. */
+export const PHOTO_MAX_PIXELS = 25_000_000
+/** All frames together (an animation is decoded whole). */
+export const PHOTO_MAX_TOTAL_PIXELS = 40_000_000
+export const PHOTO_MAX_FRAMES = 50
+/** Width or height: a panorama, not a strip. */
+export const PHOTO_MAX_SIDE = 30_000
+/** A decode that takes longer than this (in the worker) is given up as unreadable. */
+export const PHOTO_DECODE_TIMEOUT_MS = 20_000
 
 const MAGICK_FORMAT: Record<PhotoType, MagickFormat> = {
   'image/jpeg': MagickFormat.Jpeg,
@@ -112,10 +139,22 @@ const MAGICK_FORMAT: Record<PhotoType, MagickFormat> = {
 }
 
 let magickReady: Promise<void> | undefined
-/** Loads the ImageMagick WebAssembly module once per worker (about 0.25 s). */
+/** Loads the ImageMagick WebAssembly module once per worker (about 0.25 s), with its limits. */
 export function loadImageMagick(): Promise<void> {
   magickReady ??= Deno.readFile(new URL(import.meta.resolve('@imagemagick/magick-wasm/magick.wasm')))
     .then((wasm) => initializeImageMagick(wasm))
+    .then(() => {
+      // Second line behind the header check: no image larger than a photo may be, no more
+      // frames, no pixel cache beyond memory (disk 0: ImageMagick would otherwise spill a
+      // too-large image to a "disk" that is memory in WebAssembly).
+      ResourceLimits.width = BigInt(PHOTO_MAX_SIDE)
+      ResourceLimits.height = BigInt(PHOTO_MAX_SIDE)
+      ResourceLimits.area = BigInt(PHOTO_MAX_PIXELS)
+      ResourceLimits.listLength = BigInt(PHOTO_MAX_FRAMES)
+      ResourceLimits.memory = 512n * 1024n * 1024n
+      ResourceLimits.maxMemoryRequest = 256n * 1024n * 1024n
+      ResourceLimits.disk = 0n
+    })
     .catch((e) => {
       magickReady = undefined
       throw e
@@ -126,39 +165,188 @@ export function loadImageMagick(): Promise<void> {
 /** The photo could not be decoded as the image its bytes claim to be, or is too large. */
 export class UnreadablePhoto extends Error {}
 
+const megapixels = (n: number) => `${Math.round(n / 100_000) / 10}`
+
 /**
- * The photo as it is stored: decoded (only as the type its bytes were sniffed as), turned
- * upright, every profile, comment and text chunk dropped, and encoded again in the same
- * format (every frame of an animated GIF or WebP). Throws UnreadablePhoto.
+ * Refuses, from the headers alone, a photo that would decode to more than a photo should:
+ * a frame or canvas over PHOTO_MAX_PIXELS or PHOTO_MAX_SIDE, more than PHOTO_MAX_FRAMES
+ * frames, more than PHOTO_MAX_TOTAL_PIXELS over all frames, a frame outside the canvas or
+ * an empty one. Throws UnreadablePhoto; takes a few milliseconds for 10 MB.
  */
-export async function strippedPhoto(bytes: Uint8Array, type: PhotoType): Promise<Uint8Array> {
+export function checkPhotoSize(bytes: Uint8Array, type: PhotoType): void {
+  let image
+  try {
+    image = imageFrames(bytes, type)
+  } catch (e) {
+    if (e instanceof MalformedImage) throw new UnreadablePhoto(`not a readable ${type.slice(6).toUpperCase()} image (${e.message})`)
+    throw e
+  }
+  const { width, height, frames, frameCount } = image
+  if (frameCount > PHOTO_MAX_FRAMES) throw new UnreadablePhoto(`at most ${PHOTO_MAX_FRAMES} frames (this one has ${frameCount})`)
+  const sides = [[width, height], ...frames.map((f) => [f.width, f.height])]
+  for (const [w, h] of sides) {
+    if (w * h > PHOTO_MAX_PIXELS) throw new UnreadablePhoto(`at most ${megapixels(PHOTO_MAX_PIXELS)} megapixels (this one is ${w}x${h})`)
+    if (w > PHOTO_MAX_SIDE || h > PHOTO_MAX_SIDE) throw new UnreadablePhoto(`at most ${PHOTO_MAX_SIDE} pixels a side (this one is ${w}x${h})`)
+  }
+  if (sides.some(([w, h]) => w === 0 || h === 0)) throw new UnreadablePhoto('an image without pixels')
+  const outside = frames.findIndex((f) => f.left + f.width > width || f.top + f.height > height)
+  if (outside >= 0) {
+    const f = frames[outside]
+    throw new UnreadablePhoto(`frame ${outside + 1} (${f.width}x${f.height} at ${f.left},${f.top}) lies outside the ${width}x${height} image`)
+  }
+  const total = frames.reduce((n, f) => n + f.width * f.height, 0)
+  if (total > PHOTO_MAX_TOTAL_PIXELS) {
+    throw new UnreadablePhoto(`at most ${megapixels(PHOTO_MAX_TOTAL_PIXELS)} megapixels over all frames (this one has ${megapixels(total)})`)
+  }
+}
+
+export interface PreparedPhoto {
+  /** What is stored: upright, without metadata, in the format it came in. */
+  stored: Uint8Array
+  /**
+   * The 64-bit difference hash (dHash) of the upright first frame, as a signed 64-bit integer
+   * in decimal; null when the picture is too plain to compare (almost one colour).
+   */
+  dhash: string | null
+  /**
+   * The dHash of the first frame as sent, before its EXIF orientation turned it; null unless
+   * that turned it. A copy of a stored (upright, tagless) photo given an orientation tag is
+   * still found by it.
+   */
+  dhashAsSent: string | null
+}
+
+/**
+ * dHash: the picture in grey, averaged down to 9x8, one bit per pair of horizontal
+ * neighbours (left brighter than right). It survives re-encoding, resizing and small edits
+ * (a few bits change), so it finds a picture used before even when its bytes differ.
+ */
+function differenceHash(image: IMagickImage): string | null {
+  const grey = image.clone((small) => {
+    small.grayscale(PixelIntensityMethod.Rec709Luma)
+    const size = new MagickGeometry(9, 8)
+    size.ignoreAspectRatio = true
+    small.resize(size, FilterType.Box)
+    return small.getPixels((pixels) => pixels.toByteArray(0, 0, 9, 8, 'R'))
+  })
+  if (!grey || grey.length < 72) return null
+  // Less than 8 of 256 grey levels between its brightest and darkest areas: nothing to compare.
+  if (Math.max(...grey) - Math.min(...grey) < 8) return null
+  let hash = 0n
+  for (let y = 0; y < 8; y++) {
+    for (let x = 0; x < 8; x++) hash = hash << 1n | (grey[y * 9 + x] > grey[y * 9 + x + 1] ? 1n : 0n)
+  }
+  return BigInt.asIntN(64, hash).toString()
+}
+
+/**
+ * Decodes the photo (only as the type its bytes were sniffed as), turns it upright, drops
+ * every profile, comment and text chunk, hashes its picture and encodes it again in the same
+ * format (every frame of an animated GIF or WebP), on the calling thread. Call checkPhotoSize
+ * first. Throws UnreadablePhoto.
+ */
+export async function decodePhoto(bytes: Uint8Array, type: PhotoType): Promise<PreparedPhoto> {
   await loadImageMagick()
   const format = MAGICK_FORMAT[type]
   try {
-    const info = MagickImageInfo.create(bytes, new MagickReadSettings({ format }))
-    if (info.width * info.height > PHOTO_MAX_PIXELS) {
-      throw new UnreadablePhoto(`at most ${PHOTO_MAX_PIXELS / 1_000_000} megapixels (this one is ${info.width}x${info.height})`)
-    }
     return ImageMagick.readCollection(bytes, new MagickReadSettings({ format }), (frames) => {
+      const turned = frames[0].orientation !== Orientation.Undefined && frames[0].orientation !== Orientation.TopLeft
+      const dhashAsSent = turned ? differenceHash(frames[0]) : null
       for (const frame of frames) {
         frame.autoOrient()
         frame.strip()
       }
-      let out: Uint8Array | undefined
+      const dhash = differenceHash(frames[0])
+      let stored: Uint8Array | undefined
       frames.write(format, (data) => {
-        out = new Uint8Array(data) // a copy: data lives in the module's memory
+        stored = new Uint8Array(data) // a copy: data lives in the module's memory
       })
-      if (!out?.length) throw new UnreadablePhoto('the image could not be encoded again')
-      return out
+      if (!stored?.length) throw new UnreadablePhoto('the image could not be encoded again')
+      return { stored, dhash, dhashAsSent }
     })
   } catch (e) {
-    if (e instanceof UnreadablePhoto) throw e
+    // A trap inside the module (out of memory, a bug) is no verdict on the photo.
+    if (e instanceof UnreadablePhoto || e instanceof WebAssembly.RuntimeError) throw e
     throw new UnreadablePhoto(`not a readable ${type.slice(6).toUpperCase()} image`)
   }
 }
 
-/** Hex SHA-256 of the stored bytes: the same picture stripped of its metadata hashes the same. */
-export async function photoHash(bytes: Uint8Array): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes as Uint8Array<ArrayBuffer>))
-  return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('')
+// ---- The decoding worker --------------------------------------------------------------------
+// One worker, one photo at a time (in arrival order). A photo that runs past the time limit,
+// or traps the module (whose memory may then be in any state), ends the worker and is refused;
+// a fresh worker takes the next photo.
+
+interface Job {
+  bytes: Uint8Array
+  type: PhotoType
+  resolve: (photo: PreparedPhoto) => void
+  reject: (e: Error) => void
+  timer?: ReturnType<typeof setTimeout>
+}
+type WorkerReply = PreparedPhoto | { error: string | null }
+
+let worker: Worker | null = null
+let running: Job | null = null
+const waiting: Job[] = []
+
+const workersAvailable = () => typeof Worker === 'function' && !('EdgeRuntime' in globalThis)
+
+function settle(job: Job, outcome: PreparedPhoto | Error) {
+  clearTimeout(job.timer)
+  if (running === job) running = null
+  if (outcome instanceof Error) job.reject(outcome)
+  else job.resolve(outcome)
+  next()
+}
+
+function endWorker(w: Worker) {
+  w.terminate()
+  if (worker === w) worker = null
+}
+
+function startWorker(): Worker {
+  const w = new Worker(new URL('./workout_photo_worker.ts', import.meta.url), { type: 'module' })
+  w.onmessage = (e: MessageEvent<WorkerReply>) => {
+    if (worker !== w || !running) return
+    const reply = e.data
+    if (!('error' in reply)) settle(running, reply)
+    else if (reply.error !== null) settle(running, new UnreadablePhoto(reply.error))
+    else {
+      endWorker(w)
+      settle(running, new UnreadablePhoto('the image could not be decoded'))
+    }
+  }
+  w.onerror = (e) => {
+    e.preventDefault()
+    console.error('photo worker:', e.message)
+    const job = worker === w ? running : null
+    endWorker(w)
+    if (job) settle(job, new UnreadablePhoto('the image could not be decoded'))
+  }
+  return w
+}
+
+function next() {
+  if (running || waiting.length === 0) return
+  const job = running = waiting.shift()!
+  const w = worker ??= startWorker()
+  job.timer = setTimeout(() => {
+    endWorker(w)
+    settle(job, new UnreadablePhoto(`decoding took longer than ${PHOTO_DECODE_TIMEOUT_MS / 1000} s`))
+  }, PHOTO_DECODE_TIMEOUT_MS)
+  w.postMessage({ bytes: job.bytes, type: job.type })
+}
+
+/**
+ * The photo as it is stored, and its picture's hash: checked by its headers first (see
+ * checkPhotoSize), then decoded in the worker (or on this thread where there are none).
+ * Throws UnreadablePhoto.
+ */
+export async function preparePhoto(bytes: Uint8Array, type: PhotoType): Promise<PreparedPhoto> {
+  checkPhotoSize(bytes, type)
+  if (!workersAvailable()) return await decodePhoto(bytes, type)
+  return await new Promise((resolve, reject) => {
+    waiting.push({ bytes, type, resolve, reject })
+    next()
+  })
 }

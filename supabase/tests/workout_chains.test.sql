@@ -7,7 +7,7 @@ begin;
 create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
-select plan(101);
+select plan(117);
 
 -- ---------------------------------------------------------------------------------------
 -- Fixture: Monday 2030-01-07. City A (Springfield, US) has seven users; windows in UTC unless
@@ -267,7 +267,7 @@ select throws_ok($$select private.record_workout_checkin(pg_temp.u(3), 'x', 'x',
                  '42501', null, 'clients cannot write check-ins directly');
 select throws_ok($$select public.workout_checkin('cardio', 'other/p.jpg')$$,
                  '22023', null, 'the RPC only takes a photo the api stored and read for the caller');
-select throws_ok($$select public.register_workout_photo(pg_temp.u(3) || '/p.jpg', pg_temp.u(3), 'https://x/p.jpg', repeat('0', 64))$$,
+select throws_ok($$select public.register_workout_photo(pg_temp.u(3) || '/p.jpg', pg_temp.u(3), 'https://x/p.jpg', 0, null)$$,
                  '42501', null, 'clients cannot register photo facts');
 -- 20261126010000: others' check-ins come without location or review reason; own and super admins' with.
 select is((select count(*)::integer from jsonb_array_elements(public.workout_day_checkins('2030-01-07') -> 'checkins') e
@@ -330,6 +330,49 @@ select is((select count(*)::integer from public.workout_chains where date = '203
 select is((select count(*)::integer from public.workout_chains c where c.date = '2030-01-09' and c.squad_id is not null
              and not exists (select 1 from public.workout_squads s where s.id = c.squad_id and c.user_id in (s.user_1_id, s.user_2_id, s.user_3_id))),
           0, 'every squad a chain row names exists and lists that user');
+
+-- 20261126010000: time zones are IANA names; rows written before with another are repaired.
+select is(array[private.is_valid_timezone('Europe/Paris'), private.is_valid_timezone('europe/paris'), private.is_valid_timezone('Etc/GMT-14'),
+                private.is_valid_timezone('UTC')], array[true, true, true, true], 'IANA names are time zones, in any case');
+select is(array[private.is_valid_timezone('ABC-167'), private.is_valid_timezone('<+167>-167'), private.is_valid_timezone('UTC+5'),
+                private.is_valid_timezone('posixrules'), private.is_valid_timezone('posix/Europe/Paris'), private.is_valid_timezone(null)],
+          array[false, false, false, false, false, false], 'POSIX strings, offsets and zone-file leftovers are not');
+select is(now() at time zone 'ABC-167' > now() at time zone 'UTC' + interval '6 days', true,
+          'Postgres itself reads ABC-167 as a zone 167 hours ahead (why the list is needed)');
+select throws_ok($$update public.workout_windows set timezone = 'ABC+167' where user_id = pg_temp.u(1)$$,
+                 '22023', 'timezone: ABC+167 is not an IANA time zone name such as Europe/Paris', 'an update to a POSIX zone is refused');
+update public.workout_windows set timezone = 'america/new_york' where user_id = pg_temp.u(2);
+select is((select timezone from public.workout_windows where user_id = pg_temp.u(2)), 'America/New_York', 'a zone is stored as IANA spells it');
+-- Rows from before the rule (written here with triggers off, as a superuser could).
+insert into auth.users (id, email) values (pg_temp.u(20), 'pgtap-workout-20@example.test');
+set local session_replication_role = replica;
+insert into public.workout_windows (user_id, activity_type, window_start_time, window_end_time, timezone)
+  values (pg_temp.u(20), 'walk', '10:00', '12:00', 'ABC-167');
+insert into public.workout_locations (user_id, city, timezone) values (pg_temp.u(20), 'Springfield', 'ABC+167');
+insert into public.workout_checkins (user_id, date, activity_type, photo_url, photo_timestamp, status, timezone) values
+  (pg_temp.u(20), '2030-01-01', 'walk', 'https://x/a.png', now(), 'verified', 'ABC-167'),
+  (pg_temp.u(20), '2030-01-02', 'walk', 'https://x/b.png', now(), 'verified', 'europe/paris');
+set local session_replication_role = origin;
+select is(private.repair_workout_time_zones(), '{"windows": 1, "locations": 1, "checkins": 2}'::jsonb, 'the repair finds them');
+select is((select timezone from public.workout_windows where user_id = pg_temp.u(20)), 'UTC', 'a window falls back to UTC');
+select is((select timezone from public.workout_locations where user_id = pg_temp.u(20)), null, 'a location forgets its zone');
+select is((select array[status, timezone, review_reason] from public.workout_checkins where user_id = pg_temp.u(20) and date = '2030-01-01'),
+          array['pending', 'UTC', 'counted in ABC-167, which is not a time zone: its date may be wrong'], 'a check-in counted in it goes back to review');
+select is((select array[status, timezone] from public.workout_checkins where user_id = pg_temp.u(20) and date = '2030-01-02'),
+          array['verified', 'Europe/Paris'], 'a check-in in a real zone spelt otherwise keeps its status');
+select is(private.repair_workout_time_zones(), '{"windows": 0, "locations": 0, "checkins": 0}'::jsonb, 'and then nothing is left');
+
+-- 20261126010000: a picture is the same as a used one within 7 bits of its dHash, wherever the
+-- bits differ (the band lookup finds them all), and not beyond.
+insert into private.workout_photos (object_name, user_id, photo_url, dhash, checkin_id)
+select pg_temp.u(20) || '/used.jpg', pg_temp.u(20), 'https://x/used.jpg', 0, k.id
+  from public.workout_checkins k where k.user_id = pg_temp.u(20) and k.date = '2030-01-01';
+select is(private.workout_picture_used(0), true, 'the same hash is a used picture');
+select is(private.workout_picture_used((3::bigint << 48) | (3::bigint << 32) | (3::bigint << 16) | 1), true,
+          '7 bits apart, spread 2, 2, 2, 1 over the bands: the same picture');
+select is(private.workout_picture_used(127::bigint << 20), true, '7 bits apart, all in one band: the same picture');
+select is(private.workout_picture_used((3::bigint << 48) | (3::bigint << 32) | (3::bigint << 16) | 3), false, '8 bits apart: another picture');
+select is(private.workout_picture_used(255), false, '8 bits apart in one band: another picture');
 
 select * from finish();
 rollback;

@@ -13,10 +13,9 @@ import {
   PHOTO_EXTENSIONS,
   PHOTO_LIMIT_BYTES,
   PHOTO_TYPES,
-  photoHash,
+  preparePhoto,
   readPhotoFacts,
   sniffImageType,
-  strippedPhoto,
   UnreadablePhoto,
 } from '../../_shared/workout_photo.ts'
 import { endpoint, Message, routeModule } from '../openapi.ts'
@@ -215,7 +214,10 @@ const ChainRun = z.object({
 
 // Documents the form; the handler reads and checks it (files are not zod's to judge).
 const CheckinForm = z.object({
-  photo: z.unknown().openapi({ type: 'string', format: 'binary', description: 'JPEG, PNG, GIF or WEBP (read from the bytes), at most 10 MB' }),
+  photo: z.unknown().openapi({
+    type: 'string', format: 'binary',
+    description: 'JPEG, PNG, GIF or WEBP (read from the bytes), at most 10 MB, 25 megapixels a frame, 40 in all, 50 frames',
+  }),
   activityType: z.unknown().openapi({ type: 'string', description: '1..50 characters' }),
   latitude: z.unknown().optional().openapi({ type: 'number', description: 'Decimal degrees -90..90, at most 8 decimals' }),
   longitude: z.unknown().optional().openapi({ type: 'number', description: 'Decimal degrees -180..180, at most 8 decimals' }),
@@ -418,8 +420,10 @@ export const workoutRoutes = routeModule()
         'of the window, +2 from the seventh consecutive day, floored. The photo is stored without its metadata ' +
         '(EXIF, XMP, IPTC, comments), turned upright. It verifies when its EXIF capture time is inside the window ' +
         '± 30 minutes, the server received it inside the window ± 30 minutes, at most 120 minutes (and not more than ' +
-        '5 minutes before) the capture, within 50 km, and its picture served no check-in before; otherwise it waits ' +
-        'for review. 409: already checked in for the day (a time-zone change applies from the next local day).',
+        '5 minutes before) the capture, within 50 km, and its picture (compared by a perceptual hash, so a ' +
+        're-encoded copy counts) served no check-in before; otherwise it waits for review. 400 photo: unreadable, ' +
+        'or larger than 25 megapixels a frame, 40 over all frames or 50 frames. 409: already checked in for the ' +
+        'day (a time-zone change applies from the next local day).',
       errors: [409],
       response: z.object({
         checkin: Checkin,
@@ -432,7 +436,7 @@ export const workoutRoutes = routeModule()
       const input = await readCheckinForm(c)
       // What the review needs is read from the original; what is stored carries no metadata.
       const facts = await readPhotoFacts(input.bytes, input.type)
-      const stored = await strippedPhoto(input.bytes, input.type).catch((e) => {
+      const { stored, dhash, dhashAsSent } = await preparePhoto(input.bytes, input.type).catch((e) => {
         throw e instanceof UnreadablePhoto ? badRequest(`photo: ${e.message}`) : e
       })
       const name = `${c.var.caller.id}/${crypto.randomUUID()}.${PHOTO_EXTENSIONS[input.type]}`
@@ -442,7 +446,8 @@ export const workoutRoutes = routeModule()
         object_name: name,
         owner_id: c.var.caller.id,
         photo_url: url,
-        sha256: await photoHash(stored),
+        dhash,
+        dhash_as_sent: dhashAsSent,
         taken_local: facts.takenLocal,
         offset_minutes: facts.offsetMinutes,
         latitude: facts.latitude,
