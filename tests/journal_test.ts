@@ -812,7 +812,7 @@ test('a write that loses a deadlock or a serialization check is 503 with Retry-A
   for (const code of ['40001', '40P01']) {
     const e = fromDb({ code, message: 'could not serialize access' })
     assert.equal(e.status, 503, code)
-    assert.ok(((e as { retryAfterSeconds?: number }).retryAfterSeconds ?? 0) >= 1, code)
+    assert.ok((e.retryAfterSeconds ?? 0) >= 1, code)
   }
   // Through /api: PUT /api/journal/:id updates the entry, then its text. Another session holds
   // the text and then wants the entry; the request waited first, so Postgres picks it.

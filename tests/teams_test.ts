@@ -598,3 +598,25 @@ test('a member editing their texts cannot make their removal or the team\'s dele
     assert.equal(rows.filter((r) => r.content.startsWith('edited during removal')).length, 2, `${kind}: the member's edits are kept`)
   }
 })
+
+test('a member\'s new writes queue behind their pending removal, so writing in a loop cannot hold it off', async () => {
+  const c = await cast()
+  const m = c.teamMember
+  const share = { metadata_visibility: 'team', content_visibility: 'team', team_id: c.teamId }
+  let removal: Promise<any> | undefined
+  let later: Promise<any> | undefined
+  await asUserInTransaction(m, async (tx) => {
+    // A write under way when the admin removes the member...
+    await tx`insert into public.journal_entries (title, metadata_visibility, content_visibility, team_id)
+             values ('under way', 'team', 'team', ${c.teamId})`
+    removal = api(`/api/teams/${c.teamId}/members/${m.id}`, { method: 'DELETE', token: c.teamAdmin.token })
+    await pause(300)
+    // ...and one sent after the removal started: it must not overtake the removal.
+    later = api('/api/journal', { token: m.token, body: { title: 'sent later', content: 'x', ...share } })
+    await pause(300)
+  })
+  assert.equal((await removal!).status, 200)
+  assertError(await later!, 400, 'team_id')
+  const rows = await sql`select title, meta_scope from public.journal_entries where user_id = ${m.id}`
+  assert.deepEqual(rows.map((r) => [r.title, r.meta_scope]), [['under way', 'user']])
+})
