@@ -23,7 +23,7 @@
 -- =======================================================================================
 
 -- Rows shared into a team or organization their owner already left (possible until now)
--- fall back exactly as the cascade below does from now on. Run once here; a function so that
+-- fall back exactly as a removal does from now on (private.unshare_on_leaving_team/_org). Run once here; a function so that
 -- supabase/tests/journal_visibility.test.sql can check it on such rows. As a direct session
 -- (no auth.uid()) the triggers derive the scopes and re-derive a notebook's entries without
 -- re-checking the writer.
@@ -87,7 +87,7 @@ begin
 end
 $$;
 comment on function private.unshare_where_owner_left() is
-  'Once, before the membership foreign keys: entries and notebooks naming a team/organization their owner left fall back to user, as the cascade does since. Returns the rows changed.';
+  'Once, before removals took entries along: entries and notebooks naming a team/organization their owner left fall back to user, as a removal does since (private.unshare_on_leaving_team/_org). Returns the rows changed.';
 revoke execute on function private.unshare_where_owner_left() from public, anon, authenticated;
 select private.unshare_where_owner_left();
 

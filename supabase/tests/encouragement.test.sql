@@ -5,7 +5,7 @@ begin;
 create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
-select plan(116);
+select plan(118);
 
 -- S: sender, R: recipient, T: another recipient, X: stranger, I: inactive, A: AI user,
 -- B: badge climber, Z: super admin.
@@ -436,6 +436,13 @@ update private.ai_job_queue set status = 'running', claimed_at = now() - interva
 select is(private.ai_job_stalled('generate-daily-drops'), false, 'a claim within its lease is left alone');
 update private.ai_job_queue set claimed_at = now() - interval '11 minutes' where user_id = 'e1000000-0000-4000-8000-00000000000b';
 select is(private.ai_job_stalled('generate-daily-drops'), true, 'a claim whose lease ran out is worked again');
+
+-- Baselines are frozen as drops are written, by every path (issue 20).
+select ok(private.send_assistant_drop('e1000000-0000-4000-8000-00000000000c', 'hello from the assistant'),
+  'the assistant sends a drop');
+select is((select count(*)::integer from public.encouragement_sent_drops d
+            where not exists (select 1 from private.encouragement_drop_baselines b where b.drop_id = d.id)), 0,
+  'every drop written (sends, the assistant''s, direct inserts) has its recipient baseline frozen');
 
 select * from finish();
 rollback;
