@@ -191,3 +191,45 @@ export function prng(seed: number) {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296
   }
 }
+
+// ---- Holding a user's write open across another request (issue 20, removal races).
+
+/** Runs `work` in one transaction on a connection of its own, acting as `user` exactly as
+ *  PostgREST does (role authenticated, request.jwt.claims), so a test can keep the user's
+ *  write uncommitted while something else happens. */
+export async function asUserInTransaction<T>(
+  user: TestUser,
+  work: (tx: postgres.TransactionSql) => Promise<T>,
+): Promise<T> {
+  const conn = postgres(need('SUPABASE_DB_URL'), { max: 1, onnotice: () => {} })
+  try {
+    return await conn.begin(async (tx) => {
+      await tx`select set_config('request.jwt.claims', ${JSON.stringify({ sub: user.id, role: 'authenticated' })}, true),
+                      set_config('role', 'authenticated', true)`
+      return await work(tx)
+    }) as T
+  } finally {
+    await conn.end()
+  }
+}
+
+export const pause = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/** The member edits their texts in one open transaction, first the text of the entry a removal
+ *  cascade reaches last, then (while `removal` is under way) the one it reaches first: the
+ *  opposite lock orders that made removals fail with a deadlock. Returns the removal's reply. */
+export async function editTextsAcrossRemoval(member: TestUser, removal: () => Promise<ApiResponse>): Promise<ApiResponse> {
+  // A cascade updates a user's entries in their physical order.
+  const order = await sql`select id from public.journal_entries
+                           where user_id = ${member.id} and (team_id is not null or org_id is not null) order by ctid`
+  if (order.length < 2) throw new Error('editTextsAcrossRemoval needs two shared entries')
+  const first = order[0].id, last = order[order.length - 1].id
+  let reply: Promise<ApiResponse> | undefined
+  await asUserInTransaction(member, async (tx) => {
+    await tx`update public.journal_entry_contents set content = 'edited during removal (last)' where entry_id = ${last}`
+    reply = removal()
+    await pause(300)
+    await tx`update public.journal_entry_contents set content = 'edited during removal (first)' where entry_id = ${first}`
+  })
+  return await reply!
+}

@@ -352,6 +352,41 @@ test('engagement needs a baseline: five fresh accounts writing one entry after a
   assert.deepEqual(ok, [{ recipient_id: returning.id, bonus_drops_awarded: 2 }])
 })
 
+test('engagement is judged against the baseline frozen when the drop was sent: deleting one\'s history later does not lower it', async () => {
+  const admin = await createUser({ superAdmin: true })
+  const sender = await createUser()
+  // A regular: an old account that wrote once a day all week (a baseline of 7 in 7 days, so one
+  // entry a day is their usual pace and two in the window after a drop is more).
+  const regular = await established(await createUser())
+  await sql`insert into public.journal_entries (user_id, title, created_at)
+            select ${regular.id}, 'daily ' || d, now() - make_interval(days => d) + interval '2 hours' from generate_series(1, 7) d`
+  const drop = await send(sender, { recipient_id: regular.id, drop_type: 'encouragement', content: 'go on' })
+  assert.equal(drop.status, 201, JSON.stringify(drop.body))
+  assert.equal('baseline_activity' in drop.body.drop, false, 'the sender is not shown the recipient\'s activity')
+  await sql`update public.encouragement_sent_drops set date_sent = now() - interval '30 minutes' where id = ${drop.body.drop.id}`
+  await postEntry(regular, { title: 'one after the drop', content: 'x' })
+  // The recipient deletes their week (PostgREST), which would have made one entry "more than usual".
+  const wiped = await clientAs(regular.token).from('journal_entries').delete().like('title', 'daily %').select('id')
+  assert.equal(wiped.data?.length, 7, JSON.stringify(wiped))
+
+  const judged = async () => {
+    assert.equal((await api(`${P}/admin/process-engagement`, { method: 'POST', token: admin.token })).status, 200)
+    const [row] = await sql`select engaged_at, bonus_drops_awarded from public.encouragement_sent_drops where id = ${drop.body.drop.id}`
+    return [row.engaged_at !== null, row.bonus_drops_awarded]
+  }
+  assert.deepEqual(await judged(), [false, 0], 'one entry is still their usual pace')
+  await postEntry(regular, { title: 'two after the drop', content: 'y' })
+  assert.deepEqual(await judged(), [true, 2], 'two are more than usual')
+  // Nobody but the job's functions reads or writes the frozen baseline.
+  for (const token of [sender.token, regular.token]) {
+    const res = await fetch(`${env('SUPABASE_URL')}/rest/v1/encouragement_drop_baselines`, {
+      headers: { apikey: env('SUPABASE_ANON_KEY'), authorization: `Bearer ${token}`, 'accept-profile': 'private' },
+    })
+    assert.ok(res.status >= 400, `private schema over PostgREST: ${res.status}`)
+    await res.body?.cancel()
+  }
+})
+
 test('badges: own, another user\'s, bulk (at most 100), recalculation, milestones, definitions; bad input', async () => {
   const a = await createUser()
   const b = await createUser()

@@ -2,10 +2,12 @@
 // filters and keyset pagination, stats, mentions, validation and defaults.
 import { strict as assert } from 'node:assert'
 import {
-  api, assertError, badTokensFor, createUser, orgWith, postEntry, postNotebook, sharingWorld, sql, teamWith, test,
+  api, assertError, badTokensFor, createUser, env, orgWith, pause, postEntry, postNotebook, sharingWorld, sql, teamWith, test,
   type TestUser,
 } from './_helpers.ts'
+import postgres from 'postgres'
 import { LIMITS } from '../functions/api/routes/journal.ts'
+import { fromDb } from '../functions/_shared/errors.ts'
 
 const ENTRY_FIELDS = [
   'background_url', 'content', 'content_hidden', 'content_visibility', 'created_at', 'id', 'metadata_visibility', 'mood', 'music_track_id',
@@ -804,4 +806,34 @@ test('POST /api/journal/backfill-mentions: works in batches; repeat until remain
   const [{ n }] = await sql`select count(*)::int as n from public.journal_entry_mentions m
                             join public.journal_entries e on e.id = m.entry_id where e.user_id = ${u.id} and m.mentioned_user_id = ${friend.id}`
   assert.equal(n, 230)
+})
+
+test('a write that loses a deadlock or a serialization check is 503 with Retry-After, never 500', async () => {
+  for (const code of ['40001', '40P01']) {
+    const e = fromDb({ code, message: 'could not serialize access' })
+    assert.equal(e.status, 503, code)
+    assert.ok((e.retryAfterSeconds ?? 0) >= 1, code)
+  }
+  // Through /api: PUT /api/journal/:id updates the entry, then its text. Another session holds
+  // the text and then wants the entry; the request waited first, so Postgres picks it.
+  const u = await createUser()
+  const entry = await postEntry(u, { title: 'contended', content: 'v1' })
+  const other = postgres(env('SUPABASE_DB_URL'), { max: 1, onnotice: () => {} })
+  let put: Promise<any> | undefined
+  try {
+    await other.begin(async (tx) => {
+      await tx`select 1 from public.journal_entry_contents where entry_id = ${entry.id} for update`
+      put = api(`/api/journal/${entry.id}`, { method: 'PUT', token: u.token, body: { title: 'mine', content: 'v2' } })
+      await pause(300)
+      await tx`update public.journal_entries set title = 'theirs' where id = ${entry.id}`
+    })
+  } finally {
+    await other.end()
+  }
+  const res = await put!
+  assert.equal(res.status, 503, JSON.stringify(res.body))
+  assert.equal(typeof res.body.error, 'string')
+  assert.ok(Number(res.headers.get('retry-after')) >= 1, `Retry-After: ${res.headers.get('retry-after')}`)
+  const again = await api(`/api/journal/${entry.id}`, { method: 'PUT', token: u.token, body: { title: 'mine', content: 'v2' } })
+  assert.equal(again.status, 200, 'retrying succeeds')
 })

@@ -3,8 +3,8 @@
 // member and deleting an organization do to teams, memberships and shared entries.
 import { strict as assert } from 'node:assert'
 import {
-  api, assertError, badTokensFor, clientAs, createUser, orgWith, postEntry, postNotebook, sql, teamWith, test,
-  type TestUser,
+  api, assertError, asUserInTransaction, badTokensFor, clientAs, createUser, editTextsAcrossRemoval, orgWith, pause, postEntry,
+  postNotebook, sql, teamWith, test, type TestUser,
 } from './_helpers.ts'
 
 interface Cast {
@@ -660,4 +660,50 @@ test('PostgREST: the organization rules hold for a direct client too', async () 
   const anon = await clientAs().from('organizations').select('id').eq('id', c.orgId)
   assert.ok(anon.error || anon.data?.length === 0)
   assert.deepEqual({ org: await orgRow(c.orgId), roles: await roles(c.orgId) }, before)
+})
+
+test('entries and texts written while their author is being removed from the organization leave it with them', async () => {
+  const c = await cast()
+  const m = c.member
+  const book = await postNotebook(m, { name: 'Org book', metadata_visibility: 'org', content_visibility: 'org', org_id: c.orgId })
+  const bare = await clientAs(m.token).from('journal_entries')
+    .insert({ title: 'no text yet', metadata_visibility: 'org', content_visibility: 'org', org_id: c.orgId }).select('id')
+  assert.equal(bare.error, null)
+  let removal: Promise<any> | undefined
+  const inBook = await asUserInTransaction(m, async (tx) => {
+    const [row] = await tx`insert into public.journal_entries (title, notebook_id) values ('raced in', ${book.id}) returning id`
+    await tx`insert into public.journal_entry_contents (entry_id, content) values (${bare.data![0].id}, 'sent while leaving')`
+    removal = api(`/api/organizations/${c.orgId}/members/${m.id}`, { method: 'DELETE', token: c.owner.token })
+    await pause(300)
+    return row.id as string
+  })
+  assert.equal((await removal!).status, 200)
+  for (const id of [inBook, bare.data![0].id]) {
+    const [row] = await sql`select e.meta_scope, e.content_scope, c.content_scope as text_scope
+                              from public.journal_entries e left join public.journal_entry_contents c on c.entry_id = e.id where e.id = ${id}`
+    assert.deepEqual([row.meta_scope, row.content_scope, row.text_scope ?? 'user'], ['user', 'user', 'user'], id)
+    assertError(await api(`/api/journal/${id}`, { token: c.owner.token }), 404)
+    const texts = await clientAs(c.owner.token).from('journal_entry_contents').select('content').eq('entry_id', id)
+    assert.deepEqual(texts.data, [], 'PostgREST serves the organization none of it')
+  }
+})
+
+test('a member editing their texts cannot make their removal or the organization\'s deletion fail (no deadlock)', async () => {
+  for (const kind of ['remove member', 'delete organization'] as const) {
+    const c = await cast()
+    const m = c.member
+    const teamId = await teamWith(c.orgId, c.owner, [m])
+    for (const n of [1, 2, 3]) {
+      await postEntry(m, { title: `shared ${n}`, content: `v${n}`, metadata_visibility: 'team', content_visibility: 'org', team_id: teamId, org_id: c.orgId })
+    }
+    const reply = await editTextsAcrossRemoval(m, () =>
+      kind === 'remove member'
+        ? api(`/api/organizations/${c.orgId}/members/${m.id}`, { method: 'DELETE', token: c.owner.token })
+        : api(`/api/organizations/${c.orgId}`, { method: 'DELETE', token: c.owner.token }))
+    assert.equal(reply.status, 200, `${kind}: ${reply.status} ${JSON.stringify(reply.body)}`)
+    const rows = await sql`select e.meta_scope, c.content_scope, c.content from public.journal_entries e
+                             join public.journal_entry_contents c on c.entry_id = e.id where e.user_id = ${m.id}`
+    assert.ok(rows.every((r) => r.meta_scope === 'user' && r.content_scope === 'user'), `${kind}: ${JSON.stringify(rows)}`)
+    assert.equal(rows.filter((r) => r.content.startsWith('edited during removal')).length, 2, `${kind}: the member's edits are kept`)
+  }
 })

@@ -4,6 +4,8 @@ export const corsHeaders: Record<string, string> = {
   'access-control-allow-headers': 'authorization, x-client-info, apikey, content-type, x-cron-secret',
   'access-control-allow-methods': 'GET, POST, PUT, PATCH, DELETE, OPTIONS',
   'access-control-max-age': '86400',
+  // A browser shows a script only these reply headers beyond the basic ones.
+  'access-control-expose-headers': 'retry-after',
 }
 
 /** Answers a preflight, or returns null for any other request. */

@@ -2,7 +2,8 @@
 import type { PostgrestError } from '@supabase/postgrest-js'
 
 export class HttpError extends Error {
-  constructor(readonly status: number, message: string) {
+  /** retryAfterSeconds: sent as Retry-After (a 503 the caller should simply repeat). */
+  constructor(readonly status: number, message: string, readonly retryAfterSeconds?: number) {
     super(message)
   }
 }
@@ -53,6 +54,10 @@ function statusFor(code: string | undefined): number {
 
 const UNAVAILABLE = 'The database is unavailable; try again shortly'
 
+// Serialization failure and deadlock: the statement lost to a concurrent one and was rolled
+// back whole; the same request succeeds when repeated.
+const RETRYABLE = new Set(['40001', '40P01'])
+
 /** postgrest-js reports a failed fetch (PostgREST down or unreachable) with an empty code. */
 function isFetchFailure(error: { code?: string; message?: string }) {
   return !error.code && /fetch|connect|network|socket|ECONNREFUSED/i.test(error.message ?? '')
@@ -75,6 +80,10 @@ export function fromDb(error: PostgrestError | { code?: string; message?: string
   if (error.code === '23514' && error.message) {
     const friendly = constraintMessage(error.message)
     if (friendly) return badRequest(friendly)
+  }
+  if (error.code && RETRYABLE.has(error.code)) {
+    console.error('database conflict, the caller may retry', error)
+    return new HttpError(503, 'A concurrent change got in the way; nothing was saved, try again', 1)
   }
   if (isFetchFailure(error)) {
     console.error('PostgREST unreachable:', error.message)

@@ -135,5 +135,6 @@ app.onError((err, c) => {
   }
   const res = c.json({ error: message }, status as 400)
   for (const [k, v] of Object.entries(corsHeaders)) res.headers.set(k, v)
+  if (err instanceof HttpError && err.retryAfterSeconds) res.headers.set('Retry-After', String(err.retryAfterSeconds))
   return res
 })

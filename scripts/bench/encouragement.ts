@@ -34,28 +34,23 @@ export async function benchEncouragement(stack: Stack, runs: number) {
   console.log(`badge recalculation, one call for ${Number(n).toLocaleString()} users: ${seconds(t0)}s`)
 
   // Baseline: the judging query alone (read-only), the same checks the run makes: an
-  // established recipient (account older than the 7-window baseline period, activity before
-  // the drop) whose activity in the window passes their average per window over that period.
+  // established recipient (frozen when the drop was sent) whose activity in the window passes
+  // their average per window over the 7 windows before it (also frozen).
   t0 = performance.now()
   const [{ judged_ro, engaged_ro }] = await db`
-    with cfg as (select make_interval(hours => engagement_window_hours) as w, 7 * make_interval(hours => engagement_window_hours) as b
-                   from public.encouragement_config),
+    with cfg as (select make_interval(hours => engagement_window_hours) as w from public.encouragement_config),
     observed as (
-      select d.date_sent, (
-               select case when a.after_times is null then null
-                           when a.before_n > 0
-                             or exists (select 1 from public.journal_entries e where e.user_id = d.recipient_id and e.created_at < d.date_sent - cfg.b)
-                             or exists (select 1 from public.goal_check_ins g where g.user_id = d.recipient_id and g.created_at < d.date_sent - cfg.b)
-                           then a.after_times[a.before_n / 7 + 1] end
-                 from (select count(*) filter (where t.at <= d.date_sent)::integer as before_n,
-                              array_agg(t.at order by t.at) filter (where t.at > d.date_sent) as after_times
-                         from (select e.created_at as at from public.journal_entries e
-                                where e.user_id = d.recipient_id and e.created_at >= d.date_sent - cfg.b and e.created_at <= d.date_sent + cfg.w
-                               union all
-                               select g.created_at from public.goal_check_ins g
-                                where g.user_id = d.recipient_id and g.created_at >= d.date_sent - cfg.b and g.created_at <= d.date_sent + cfg.w) t) a
-                where r.created_at <= d.date_sent - cfg.b) as engaged_at
-        from public.encouragement_sent_drops d cross join cfg join public.profiles r on r.id = d.recipient_id
+      select d.date_sent,
+             case when b.established then (
+               select t.at
+                 from (select e.created_at as at from public.journal_entries e
+                        where e.user_id = d.recipient_id and e.created_at > d.date_sent and e.created_at <= d.date_sent + cfg.w
+                       union all
+                       select g.created_at from public.goal_check_ins g
+                        where g.user_id = d.recipient_id and g.created_at > d.date_sent and g.created_at <= d.date_sent + cfg.w) t
+                order by t.at offset b.activity / 7 limit 1) end as engaged_at
+        from public.encouragement_sent_drops d cross join cfg
+        left join private.encouragement_drop_baselines b on b.drop_id = d.id
        where not d.engagement_checked)
     select count(*) filter (where engaged_at is not null or date_sent + (select w from cfg) <= now())::int as judged_ro,
            count(engaged_at)::int as engaged_ro from observed`

@@ -52,5 +52,10 @@ select ru.id, 'bench entry', d.sent + interval '3 hours'
   from bench_enc_drops d join bench_enc_users ru on ru.n = d.r
  where d.g <= 100000 and d.g % 2 = 0;
 commit;
+-- Sending freezes each drop's recipient baseline (a trigger, off while loading): the due ones'
+-- as they were sent.
+select private.freeze_engagement_baselines(array(
+  select id from public.encouragement_sent_drops where not engagement_checked));
 analyze public.encouragement_sent_drops;
 analyze public.journal_entries;
+analyze private.encouragement_drop_baselines;

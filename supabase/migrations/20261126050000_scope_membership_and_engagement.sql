@@ -1,20 +1,19 @@
 -- Issue 20, findings 10 and 12, and the bonus-pair pruning left from issue 10.
 --
--- 1. Leaving a team or an organization takes one's entries and notebooks out of it. An entry
---    or notebook that names a team (organization) now references its owner's membership of
---    it, (team_id, user_id) -> team_members with `on delete set null (team_id)`, and the same
---    for org_id -> organization_members. Removing the membership (by an admin or owner, by
---    leaving, or by leaving the organization, which removes its team memberships) clears the
---    id, and the existing fallback for a deleted team or organization does the rest in the
---    same statement: the levels that named it turn back to `user`, an entry whose levels
---    fell back leaves its notebook, and a notebook's inheriting entries are re-derived
---    (private.prepare_journal_entry / prepare_notebook, pg_trigger_depth() > 1). Nothing
---    of the ex-member's stays in the old audience, so no later write of theirs (PostgREST
---    PATCH on journal_entries or journal_entry_contents, update_journal_entry, /api) can
---    change what that audience reads; sharing into it again is refused as for any outsider
---    (check_sharing_target), and the foreign key refuses it even to a write that raced the
---    removal (it locks the membership row it references). Being added again restores
---    nothing: the levels were reset, and sharing again is the member's own choice.
+-- 1. Leaving a team or an organization takes one's entries and notebooks out of it, in the
+--    same transaction as the removal (by an admin or owner, by leaving, by leaving the
+--    organization, which removes its team memberships, or by deleting the group): the ids
+--    that named it are cleared and the existing fallback for a deleted team or organization
+--    does the rest: the levels that named it turn back to `user`, an entry whose levels fell
+--    back leaves its notebook, and a notebook's inheriting entries are re-derived
+--    (private.prepare_journal_entry / prepare_notebook, pg_trigger_depth() > 1). Nothing of
+--    the ex-member's stays in the old audience, so no later write of theirs (PostgREST PATCH
+--    on journal_entries or journal_entry_contents, update_journal_entry, /api) can change
+--    what that audience reads; sharing into it again is refused as for any outsider
+--    (check_sharing_target). Being added again restores nothing: the levels were reset, and
+--    sharing again is the member's own choice. A per-user advisory lock, the journal gate,
+--    keeps a member's journal writes and their removal apart (one waits for the other), so
+--    a write racing the removal cannot keep the old scope and the two cannot deadlock.
 -- 2. Engagement (SPEC: "the recipient becomes more engaged") is measured against the
 --    recipient's own baseline; see private.process_encouragement_engagement below.
 -- 3. private.encouragement_bonus_pairs is pruned in bounded chunks by the hourly engagement run.
@@ -24,7 +23,7 @@
 -- =======================================================================================
 
 -- Rows shared into a team or organization their owner already left (possible until now)
--- fall back exactly as the cascade below does from now on. Run once here; a function so that
+-- fall back exactly as a removal does from now on (private.unshare_on_leaving_team/_org). Run once here; a function so that
 -- supabase/tests/journal_visibility.test.sql can check it on such rows. As a direct session
 -- (no auth.uid()) the triggers derive the scopes and re-derive a notebook's entries without
 -- re-checking the writer.
@@ -88,50 +87,333 @@ begin
 end
 $$;
 comment on function private.unshare_where_owner_left() is
-  'Once, before the membership foreign keys: entries and notebooks naming a team/organization their owner left fall back to user, as the cascade does since. Returns the rows changed.';
+  'Once, before removals took entries along: entries and notebooks naming a team/organization their owner left fall back to user, as a removal does since (private.unshare_on_leaving_team/_org). Returns the rows changed.';
 revoke execute on function private.unshare_where_owner_left() from public, anon, authenticated;
 select private.unshare_where_owner_left();
 
--- The membership keys. The indexes replace the single-column ones (same leading column, so
--- the team/organization foreign keys keep theirs) and serve the set-null on a removal.
+-- No foreign keys from the journal to groups or memberships. A foreign key check takes a
+-- share lock on the row it references, and Postgres lets new share lockers of a row overtake
+-- a delete waiting for it: a member who keeps writing entries that name the team could keep
+-- an admin's removal (or the team's deletion) waiting for ever, and one that waits for the
+-- gate below while the writer's check waits for the membership row is a deadlock. The rule
+-- the keys stated is kept by the triggers below instead (checked on every write, applied on
+-- every removal), serialized by the gate, whose waiting is fair. team_id -> teams and
+-- org_id -> organizations are dropped for the same reason (a team's own row is what its
+-- deletion locks first); a row naming a team names a membership of it, so they said nothing
+-- more. The (team_id, user_id) indexes serve the removal's updates.
 alter table public.journal_entries
-  add constraint journal_entries_team_membership foreign key (team_id, user_id)
-    references public.team_members (team_id, user_id) on delete set null (team_id),
-  add constraint journal_entries_org_membership foreign key (org_id, user_id)
-    references public.organization_members (org_id, user_id) on delete set null (org_id);
-comment on constraint journal_entries_team_membership on public.journal_entries is
-  'An entry names only a team its owner belongs to; leaving the team clears team_id, and the levels that named it fall back to user (private.prepare_journal_entry).';
-comment on constraint journal_entries_org_membership on public.journal_entries is
-  'An entry names only an organization its owner belongs to; leaving it clears org_id, and the levels that named it fall back to user.';
+  drop constraint journal_entries_team_id_fkey,
+  drop constraint journal_entries_org_id_fkey;
+alter table public.notebooks
+  drop constraint notebooks_team_id_fkey,
+  drop constraint notebooks_org_id_fkey;
 create index journal_entries_team_membership on public.journal_entries (team_id, user_id);
 create index journal_entries_org_membership on public.journal_entries (org_id, user_id);
 drop index public.journal_entries_team;
 drop index public.journal_entries_org;
-
-alter table public.notebooks
-  add constraint notebooks_team_membership foreign key (team_id, user_id)
-    references public.team_members (team_id, user_id) on delete set null (team_id),
-  add constraint notebooks_org_membership foreign key (org_id, user_id)
-    references public.organization_members (org_id, user_id) on delete set null (org_id);
-comment on constraint notebooks_team_membership on public.notebooks is
-  'A notebook names only a team its owner belongs to; leaving the team clears team_id, its levels fall back to user and its inheriting entries follow at once.';
-comment on constraint notebooks_org_membership on public.notebooks is
-  'A notebook names only an organization its owner belongs to; leaving it clears org_id, its levels fall back to user and its inheriting entries follow at once.';
 create index notebooks_team_membership on public.notebooks (team_id, user_id);
 create index notebooks_org_membership on public.notebooks (org_id, user_id);
 drop index public.notebooks_team;
 drop index public.notebooks_org;
+comment on column public.journal_entries.team_id is
+  'The team the levels name; only one its owner belongs to (private.check_owner_membership on write, private.unshare_on_leaving_team and _org on removal).';
+comment on column public.journal_entries.org_id is
+  'The organization the levels name; only one its owner belongs to (as team_id).';
+comment on column public.notebooks.team_id is
+  'The team the levels name; only one its owner belongs to (as journal_entries.team_id).';
+comment on column public.notebooks.org_id is
+  'The organization the levels name; only one its owner belongs to (as journal_entries.team_id).';
+
+-- The journal gate: one advisory lock per user. Every write statement a signed-in user makes
+-- on journal_entries, journal_entry_contents or notebooks takes their gate shared before it
+-- touches a row (a statement trigger), and holds it to the end of the transaction; removing
+-- that user from a team or organization (removal, leaving, deleting the group) takes it
+-- exclusively before it touches their rows. So the removal waits for the member's writes
+-- under way, and the member's next writes wait for the removal: never both at once, which is
+-- what let a write racing the removal keep the old scope (an entry inheriting its notebook's
+-- team, a new text), and what made text edits and removals deadlock (each locked entries and
+-- texts in the opposite order). Advisory locks queue in arrival order, so a member who keeps
+-- writing cannot starve the removal. Writers other than the owner (trusted sessions) take
+-- the owner's gate per row instead (prepare_* below).
+create or replace function private.hold_journal_gate(owner uuid, exclusive boolean) returns void
+language plpgsql
+set search_path = ''
+as $$
+begin
+  if exclusive then
+    perform pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext('journal gate'), pg_catalog.hashtext(owner::text));
+  else
+    perform pg_catalog.pg_advisory_xact_lock_shared(pg_catalog.hashtext('journal gate'), pg_catalog.hashtext(owner::text));
+  end if;
+end
+$$;
+comment on function private.hold_journal_gate(uuid, boolean) is
+  'Takes a user''s journal gate for the rest of the transaction: shared by their journal writes, exclusive by a removal from a team or organization.';
+revoke execute on function private.hold_journal_gate(uuid, boolean) from public, anon, authenticated;
+
+create or replace function private.gate_journal_statement() returns trigger
+language plpgsql security definer
+set search_path = ''
+as $$
+declare
+  uid uuid := (select auth.uid());
+begin
+  -- The caller's own statements; those our triggers run inside them (depth > 1) come after it.
+  if uid is not null and pg_trigger_depth() = 1 then
+    perform private.hold_journal_gate(uid, false);
+  end if;
+  return null;
+end
+$$;
+comment on function private.gate_journal_statement() is
+  'Before any row of a signed-in user''s write statement on the journal tables: takes their journal gate shared.';
+revoke execute on function private.gate_journal_statement() from public, anon, authenticated;
+
+create trigger journal_entries_gate before insert or update or delete on public.journal_entries
+  for each statement execute function private.gate_journal_statement();
+create trigger journal_entry_contents_gate before insert or update or delete on public.journal_entry_contents
+  for each statement execute function private.gate_journal_statement();
+create trigger notebooks_gate before insert or update or delete on public.notebooks
+  for each statement execute function private.gate_journal_statement();
+
+-- What the foreign keys said: a row names only a team or organization its owner belongs to.
+-- Checked for any writer (check_sharing_target checks the signed-in writer, with a friendlier
+-- message); under the owner's gate, so no removal runs between the check and the commit.
+create or replace function private.check_owner_membership(owner uuid, team uuid, org uuid) returns void
+language plpgsql
+set search_path = ''
+as $$
+begin
+  if team is not null and not exists (select 1 from public.team_members m where m.team_id = team and m.user_id = owner) then
+    raise exception 'team_id: the owner is not a member of this team' using errcode = '23503';
+  end if;
+  if org is not null and not exists (select 1 from public.organization_members m where m.org_id = org and m.user_id = owner) then
+    raise exception 'org_id: the owner is not a member of this organization' using errcode = '23503';
+  end if;
+end
+$$;
+comment on function private.check_owner_membership(uuid, uuid, uuid) is
+  'Refuses (23503) a team_id/org_id naming a group the row''s owner is not in, whoever writes.';
+revoke execute on function private.check_owner_membership(uuid, uuid, uuid) from public, anon, authenticated;
+
+-- Supersedes private.prepare_notebook of 20261121001100_journal.sql: the owner's gate for a
+-- writer other than the owner, and the owner-membership check. The rest is unchanged.
+create or replace function private.prepare_notebook() returns trigger
+language plpgsql security definer
+set search_path = ''
+as $$
+begin
+  if tg_op = 'UPDATE' and new.user_id is distinct from old.user_id then
+    raise exception 'a notebook cannot change owner' using errcode = '42501';
+  end if;
+  if pg_trigger_depth() > 1 then
+    new.metadata_visibility := private.orphan_safe_level(new.metadata_visibility, new.team_id, new.org_id);
+    new.content_visibility := private.orphan_safe_level(new.content_visibility, new.team_id, new.org_id);
+  else
+    if new.user_id is distinct from (select auth.uid()) then
+      perform private.hold_journal_gate(new.user_id, false);
+    end if;
+    if tg_op = 'INSERT' or (new.team_id, new.org_id, new.metadata_visibility, new.content_visibility)
+       is distinct from (old.team_id, old.org_id, old.metadata_visibility, old.content_visibility) then
+      perform private.check_sharing_target(new.team_id, new.org_id, null);
+    end if;
+  end if;
+  -- Each id when it is set, as a foreign key would (the removal cascade clears one at a time).
+  if tg_op = 'INSERT' or (new.team_id, new.org_id) is distinct from (old.team_id, old.org_id) then
+    perform private.check_owner_membership(new.user_id,
+      case when new.team_id is distinct from old.team_id then new.team_id end,
+      case when new.org_id is distinct from old.org_id then new.org_id end);
+  end if;
+  if tg_op = 'UPDATE' then
+    new.updated_at := now();
+  end if;
+  return new;
+end
+$$;
+
+-- Supersedes private.prepare_journal_entry of 20261121001100_journal.sql: the owner's gate
+-- for a writer other than the owner, the owner-membership check, and the notebook read
+-- `for share` when the entry enters it (insert or move): a change of the notebook's levels
+-- re-derives only the entries it can see, never an uncommitted one, so the two wait for each
+-- other instead. The derivation is unchanged.
+create or replace function private.prepare_journal_entry() returns trigger
+language plpgsql security definer
+set search_path = ''
+as $$
+declare
+  nb public.notebooks;
+begin
+  if tg_op = 'UPDATE' and (new.user_id is distinct from old.user_id or new.created_at is distinct from old.created_at) then
+    raise exception 'an entry''s owner and creation time cannot change' using errcode = '42501';
+  end if;
+  if pg_trigger_depth() > 1 then
+    if (new.metadata_visibility, new.content_visibility) is distinct from (
+        private.orphan_safe_level(new.metadata_visibility, new.team_id, new.org_id),
+        private.orphan_safe_level(new.content_visibility, new.team_id, new.org_id)) then
+      new.metadata_visibility := private.orphan_safe_level(new.metadata_visibility, new.team_id, new.org_id);
+      new.content_visibility := private.orphan_safe_level(new.content_visibility, new.team_id, new.org_id);
+      -- Back to owner-only, not to the notebook's levels: those could be wider than what the
+      -- owner chose (a team-only entry in a public notebook must not become public).
+      new.notebook_id := null;
+    end if;
+  else
+    if new.user_id is distinct from (select auth.uid()) then
+      perform private.hold_journal_gate(new.user_id, false);
+    end if;
+    if tg_op = 'INSERT'
+       or (new.team_id, new.org_id, new.notebook_id, new.metadata_visibility, new.content_visibility)
+          is distinct from (old.team_id, old.org_id, old.notebook_id, old.metadata_visibility, old.content_visibility) then
+      perform private.check_sharing_target(new.team_id, new.org_id, new.notebook_id);
+    end if;
+  end if;
+  -- Each id when it is set, as a foreign key would (the removal cascade clears one at a time).
+  if tg_op = 'INSERT' or (new.team_id, new.org_id) is distinct from (old.team_id, old.org_id) then
+    perform private.check_owner_membership(new.user_id,
+      case when new.team_id is distinct from old.team_id then new.team_id end,
+      case when new.org_id is distinct from old.org_id then new.org_id end);
+  end if;
+
+  -- Rule 5: an entry's own level wins unless it is user; then the notebook's (or user).
+  if new.notebook_id is not null and (tg_op = 'INSERT' or new.notebook_id is distinct from old.notebook_id) then
+    select * into nb from public.notebooks where id = new.notebook_id for share;
+  else
+    select * into nb from public.notebooks where id = new.notebook_id;
+  end if;
+  new.meta_scope := case when new.metadata_visibility <> 'user' then new.metadata_visibility
+                         else coalesce(nb.metadata_visibility, 'user') end;
+  new.meta_scope_id := case when new.metadata_visibility <> 'user'
+                            then private.scope_of(new.metadata_visibility, new.team_id, new.org_id)
+                            else private.scope_of(nb.metadata_visibility, nb.team_id, nb.org_id) end;
+  new.content_scope := case when new.content_visibility <> 'user' then new.content_visibility
+                            else coalesce(nb.content_visibility, 'user') end;
+  new.content_scope_id := case when new.content_visibility <> 'user'
+                               then private.scope_of(new.content_visibility, new.team_id, new.org_id)
+                               else private.scope_of(nb.content_visibility, nb.team_id, nb.org_id) end;
+
+  if tg_op = 'UPDATE' and (new.title, new.mood, new.tags, new.metadata_visibility, new.content_visibility,
+      new.team_id, new.org_id, new.notebook_id, new.music_track_id)
+      is distinct from (old.title, old.mood, old.tags, old.metadata_visibility, old.content_visibility,
+      old.team_id, old.org_id, old.notebook_id, old.music_track_id) then
+    new.updated_at := now();
+  end if;
+  return new;
+end
+$$;
+
+-- Supersedes private.prepare_entry_content of 20261121001100_journal.sql: the owner's gate
+-- for a writer other than the owner, and a new text locks its entry (as an update of it
+-- would): a change of the entry's scope copies the scope to the texts it can see, never an
+-- uncommitted one, so the two wait for each other instead. (An edited text is already
+-- reached: the scope change updates that very row and waits for it.)
+create or replace function private.prepare_entry_content() returns trigger
+language plpgsql security definer
+set search_path = ''
+as $$
+declare
+  e public.journal_entries;
+begin
+  select * into e from public.journal_entries where id = new.entry_id;
+  if e.id is null then
+    raise exception 'entry_id: no such entry' using errcode = '23503';
+  end if;
+  if tg_op = 'UPDATE' and new.entry_id is distinct from old.entry_id then
+    raise exception 'content cannot move to another entry' using errcode = '42501';
+  end if;
+  if pg_trigger_depth() = 1 and e.user_id is distinct from (select auth.uid()) then
+    perform private.hold_journal_gate(e.user_id, false);
+  end if;
+  if tg_op = 'INSERT' then
+    select * into e from public.journal_entries where id = new.entry_id for no key update;
+    if e.id is null then
+      raise exception 'entry_id: no such entry' using errcode = '23503';
+    end if;
+  end if;
+  new.user_id := e.user_id;
+  new.content_scope := e.content_scope;
+  new.content_scope_id := e.content_scope_id;
+  new.meta_scope := e.meta_scope;
+  new.meta_scope_id := e.meta_scope_id;
+  return new;
+end
+$$;
+
+-- Supersedes private.backfill_mentions of 20261122000000_advisor_clean.sql: it locks texts
+-- (for update) before any write statement, so it takes the caller's gate first itself.
+create or replace function private.backfill_mentions(batch_size integer default 200) returns integer
+language plpgsql security definer
+set search_path = ''
+as $$
+declare
+  me uuid := (select auth.uid());
+  r record;
+  remaining integer;
+begin
+  if me is null then
+    raise exception 'sign in to backfill your mentions' using errcode = '42501';
+  end if;
+  perform private.hold_journal_gate(me, false);
+  for r in
+    select entry_id, content from public.journal_entry_contents
+     where user_id = me and mentions_indexed_at is null
+     limit least(greatest(coalesce(batch_size, 200), 1), 1000)
+     for update skip locked
+  loop
+    perform private.index_mentions(r.entry_id, r.content);
+  end loop;
+  select count(*) into remaining from public.journal_entry_contents where user_id = me and mentions_indexed_at is null;
+  return remaining;
+end
+$$;
+
+-- Removal: once the member's gate is held, their entries and notebooks that named the group
+-- lose its id, and the fallback of a deleted group does the rest in the same statement
+-- (prepare_journal_entry / prepare_notebook at pg_trigger_depth() > 1: the levels that named
+-- it turn back to user, an entry whose levels fell back leaves its notebook, a notebook's
+-- inheriting entries are re-derived, texts follow their entry). Runs for a removal by an
+-- admin or owner, for leaving, and in the cascades of leaving an organization (the team
+-- memberships it deletes clear team_id after the organization's own trigger cleared org_id)
+-- and of deleting a team or an organization.
+create or replace function private.unshare_on_leaving_team() returns trigger
+language plpgsql security definer
+set search_path = ''
+as $$
+begin
+  perform private.hold_journal_gate(old.user_id, true);
+  update public.journal_entries set team_id = null where team_id = old.team_id and user_id = old.user_id;
+  update public.notebooks set team_id = null where team_id = old.team_id and user_id = old.user_id;
+  return null;
+end
+$$;
+comment on function private.unshare_on_leaving_team() is
+  'After a team membership is deleted: takes the member''s journal gate exclusively, then takes their entries and notebooks out of the team.';
+revoke execute on function private.unshare_on_leaving_team() from public, anon, authenticated;
+
+create or replace function private.unshare_on_leaving_org() returns trigger
+language plpgsql security definer
+set search_path = ''
+as $$
+begin
+  perform private.hold_journal_gate(old.user_id, true);
+  update public.journal_entries set org_id = null where org_id = old.org_id and user_id = old.user_id;
+  update public.notebooks set org_id = null where org_id = old.org_id and user_id = old.user_id;
+  return null;
+end
+$$;
+comment on function private.unshare_on_leaving_org() is
+  'After an organization membership is deleted (its team memberships went first, by cascade): takes the member''s journal gate exclusively, then takes their entries and notebooks out of the organization.';
+revoke execute on function private.unshare_on_leaving_org() from public, anon, authenticated;
+
+create trigger team_members_unshare_on_leaving after delete on public.team_members
+  for each row execute function private.unshare_on_leaving_team();
+create trigger organization_members_unshare_on_leaving after delete on public.organization_members
+  for each row execute function private.unshare_on_leaving_org();
 
 comment on function private.orphan_safe_level(text, uuid, uuid) is
-  'A level naming a team/organization whose id was cleared by a cascade (the team or organization was deleted, or the owner left it) falls back to user.';
+  'A level naming a team/organization whose id was cleared (the owner left it, or it was deleted) falls back to user.';
 
 -- =======================================================================================
 -- 2. Engagement against the recipient's baseline.
 -- =======================================================================================
--- Supersedes private.process_encouragement_engagement of 20261122040000_encouragement.sql.
--- Only the judgement (`observed`) and the pruning at the end are new; paying, the
--- one-bonus-per-pair-and-day rule and the badges are as before.
---
 -- With W = engagement_window_hours and the baseline period B = 7 W before the drop (7 days
 -- at the default 24 h), a drop is engaged when its recipient
 --   (a) is established: their account was created at least B before the drop, and they had
@@ -142,6 +424,78 @@ comment on function private.orphan_safe_level(text, uuid, uuid) is
 -- engaged_at is the time of the activity that reached that count. A fresh account (the
 -- sockpuppet) and a regular who only kept their usual pace earn the sender nothing; someone
 -- who was quiet and wrote again, or wrote more than usual, does.
+--
+-- (a) and the baseline count are frozen when the drop is written, in a table no client role
+-- can read or write: counted when the job ran, they counted the rows that still existed, so
+-- a recipient could delete their history after the drop to make one entry "more than usual".
+-- Not columns of the drop: its sender reads the drop (and the send RPC returns it), and the
+-- recipient's activity count is not theirs to see.
+create table private.encouragement_drop_baselines (
+  drop_id uuid primary key references public.encouragement_sent_drops (id) on delete cascade,
+  activity integer not null check (activity >= 0),
+  established boolean not null
+);
+comment on table private.encouragement_drop_baselines is
+  'Each sent drop''s recipient baseline, frozen when the drop was written: their entries and goal check-ins over the 7 windows before it, and whether they were established (account at least 7 windows old, activity before it). Written only by private.freeze_engagement_baselines.';
+revoke all on private.encouragement_drop_baselines from public, anon, authenticated, service_role;
+
+create or replace function private.freeze_engagement_baselines(drop_ids uuid[]) returns integer
+language sql
+set search_path = ''
+as $$
+  with cfg as (select 7 * make_interval(hours => c.engagement_window_hours) as b from public.encouragement_config c),
+  frozen as (
+    insert into private.encouragement_drop_baselines (drop_id, activity, established)
+    select d.id, a.n,
+           r.created_at <= d.date_sent - cfg.b
+           and (a.n > 0
+                or exists (select 1 from public.journal_entries e
+                            where e.user_id = d.recipient_id and e.created_at < d.date_sent - cfg.b)
+                or exists (select 1 from public.goal_check_ins g
+                            where g.user_id = d.recipient_id and g.created_at < d.date_sent - cfg.b))
+      from public.encouragement_sent_drops d
+      cross join cfg
+      join public.profiles r on r.id = d.recipient_id
+      cross join lateral (
+        select ((select count(*) from public.journal_entries e
+                  where e.user_id = d.recipient_id and e.created_at >= d.date_sent - cfg.b and e.created_at <= d.date_sent)
+              + (select count(*) from public.goal_check_ins g
+                  where g.user_id = d.recipient_id and g.created_at >= d.date_sent - cfg.b and g.created_at <= d.date_sent)
+               )::integer as n) a
+     where d.id = any (drop_ids)
+    on conflict (drop_id) do nothing
+    returning 1)
+  select count(*)::integer from frozen
+$$;
+comment on function private.freeze_engagement_baselines(uuid[]) is
+  'Freezes the recipient baseline of the given drops as of their date_sent (once: an existing baseline is kept). Run for every drop as it is written.';
+revoke execute on function private.freeze_engagement_baselines(uuid[]) from public, anon, authenticated;
+
+-- Every path that writes a drop (send_encouragement_drop, send_assistant_drop) freezes its
+-- baseline in the same statement: a statement trigger, so a bulk insert stays one query.
+create or replace function private.freeze_sent_drop_baselines() returns trigger
+language plpgsql security definer
+set search_path = ''
+as $$
+begin
+  perform private.freeze_engagement_baselines(array(select s.id from sent s));
+  return null;
+end
+$$;
+comment on function private.freeze_sent_drop_baselines() is 'After drops are written: freezes their recipients'' baselines.';
+revoke execute on function private.freeze_sent_drop_baselines() from public, anon, authenticated;
+create trigger encouragement_sent_drops_freeze_baseline after insert on public.encouragement_sent_drops
+  referencing new table as sent
+  for each statement execute function private.freeze_sent_drop_baselines();
+
+-- Drops already waiting for judgement get theirs as of now.
+select private.freeze_engagement_baselines(array(
+  select d.id from public.encouragement_sent_drops d where not d.engagement_checked));
+
+-- Supersedes private.process_encouragement_engagement of 20261122040000_encouragement.sql.
+-- Only the judgement (`observed`: activity after the drop against the frozen baseline; a
+-- drop without one is never engaged) and the pruning at the end are new; paying, the
+-- one-bonus-per-pair-and-day rule and the badges are as before.
 create or replace function private.process_encouragement_engagement(max_drops integer) returns jsonb
 language plpgsql security definer
 set search_path = ''
@@ -153,7 +507,6 @@ declare
   today constant date := private.utc_today();
   cfg public.encouragement_config;
   window_length interval;
-  baseline_length interval;
   judged integer;
   engaged integer;
   paid integer;
@@ -174,7 +527,6 @@ begin
   raise log 'process-engagement: start (at most % drops)', max_drops;
   select * into cfg from public.encouragement_config;
   window_length := make_interval(hours => cfg.engagement_window_hours);
-  baseline_length := 7 * window_length;
 
   with candidates as (
     select d.id, d.sender_id, d.recipient_id, d.sent_day, d.date_sent, d.is_system
@@ -185,32 +537,23 @@ begin
        for update skip locked
   ),
   observed as materialized (
-    select c.*, r.is_ai as recipient_is_ai, (
-             -- One range scan per table over the baseline period and the window; skipped
-             -- (one-time filter) for an account younger than the baseline period.
-             select case
-                      when a.after_times is null then null
-                      when a.before_n > 0
-                        or exists (select 1 from public.journal_entries e
-                                    where e.user_id = c.recipient_id and e.created_at < c.date_sent - baseline_length)
-                        or exists (select 1 from public.goal_check_ins g
-                                    where g.user_id = c.recipient_id and g.created_at < c.date_sent - baseline_length)
-                      then a.after_times[a.before_n / 7 + 1]
-                    end
-               from (select count(*) filter (where t.at <= c.date_sent)::integer as before_n,
-                            array_agg(t.at order by t.at) filter (where t.at > c.date_sent) as after_times
-                       from (select e.created_at as at from public.journal_entries e
-                              where e.user_id = c.recipient_id
-                                and e.created_at >= c.date_sent - baseline_length and e.created_at <= c.date_sent + window_length
-                             union all
-                             select g.created_at from public.goal_check_ins g
-                              where g.user_id = c.recipient_id
-                                and g.created_at >= c.date_sent - baseline_length and g.created_at <= c.date_sent + window_length) t
-                    ) a
-              where r.created_at <= c.date_sent - baseline_length
-           ) as engaged_at
+    -- The activity that passed the frozen baseline: one range scan per table over the window.
+    select c.*, r.is_ai as recipient_is_ai,
+           case when b.established then (
+             select t.at
+               from (select e.created_at as at from public.journal_entries e
+                      where e.user_id = c.recipient_id
+                        and e.created_at > c.date_sent and e.created_at <= c.date_sent + window_length
+                     union all
+                     select g.created_at from public.goal_check_ins g
+                      where g.user_id = c.recipient_id
+                        and g.created_at > c.date_sent and g.created_at <= c.date_sent + window_length) t
+              order by t.at
+             offset b.activity / 7 limit 1)
+           end as engaged_at
       from candidates c
       join public.profiles r on r.id = c.recipient_id
+      left join private.encouragement_drop_baselines b on b.drop_id = c.id
   ),
   judged_drops as (
     select o.* from observed o where o.engaged_at is not null or o.date_sent + window_length <= now()
@@ -282,10 +625,10 @@ begin
 end
 $$;
 comment on function private.process_encouragement_engagement(integer) is
-  'Judges due drops against each recipient''s baseline (established account, more activity in the window than their average per window over the 7 windows before), pays bonuses once per pair and day, recalculates badges, prunes old bonus pairs.';
+  'Judges due drops against each recipient''s baseline frozen at sending (established account, more activity in the window than their average per window over the 7 windows before), pays bonuses once per pair and day, recalculates badges, prunes old bonus pairs.';
 
 comment on column public.encouragement_sent_drops.engaged_at is
-  'When the recipient''s journal entries and goal check-ins after the drop passed their baseline (their average per window over the 7 windows before it), within the engagement window; null if they did not (or their account was too new to have a baseline).';
+  'When the recipient''s journal entries and goal check-ins after the drop passed their baseline (their average per window over the 7 windows before it, frozen when the drop was sent), within the engagement window; null if they did not (or their account was too new to have a baseline).';
 
 -- =======================================================================================
 -- 3. Pruning the bonus pairs.

@@ -5,7 +5,7 @@ begin;
 create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
-select plan(116);
+select plan(118);
 
 -- S: sender, R: recipient, T: another recipient, X: stranger, I: inactive, A: AI user,
 -- B: badge climber, Z: super admin.
@@ -197,6 +197,15 @@ reset role;
 -- ---------------------------------------------------------------------------------------
 create temp table at_ as select now() as t0, ((now() - interval '30 hours') at time zone 'UTC')::date as day1;
 grant select on at_ to public;
+-- Account ages are immutable for clients (guard trigger): set here with triggers off.
+set local session_replication_role = replica;
+update public.profiles set created_at = now() - interval '60 days'
+ where id in ('e1000000-0000-4000-8000-00000000000b', 'e1000000-0000-4000-8000-00000000000c', 'e1000000-0000-4000-8000-00000000000f');
+set local session_replication_role = origin;
+insert into public.journal_entries (user_id, title, created_at) values
+  ('e1000000-0000-4000-8000-00000000000b', 'three weeks ago', now() - interval '21 days'),
+  ('e1000000-0000-4000-8000-00000000000f', 'three weeks ago', now() - interval '21 days');
+-- The drops, written after the history their baselines are frozen from.
 insert into public.encouragement_sent_drops (id, sender_id, recipient_id, drop_type, content, date_sent, sent_day, is_system) values
   ('e1000000-0000-4000-8000-0000000000d1', 'e1000000-0000-4000-8000-00000000000a', 'e1000000-0000-4000-8000-00000000000b', 'encouragement', 'd1', now() - interval '30 hours', (select day1 from at_), false),
   ('e1000000-0000-4000-8000-0000000000d2', 'e1000000-0000-4000-8000-00000000000a', 'e1000000-0000-4000-8000-00000000000b', 'encouragement', 'd2', now() - interval '29 hours', (select day1 from at_), false),
@@ -206,14 +215,6 @@ insert into public.encouragement_sent_drops (id, sender_id, recipient_id, drop_t
   ('e1000000-0000-4000-8000-0000000000d6', 'e1000000-0000-4000-8000-00000000000a', 'e1000000-0000-4000-8000-00000000000b', 'encouragement', 'd6', now() - interval '50 hours', (select day1 from at_) - 1, false),
   ('e1000000-0000-4000-8000-0000000000d7', private.assistant_user_id(), 'e1000000-0000-4000-8000-00000000000b', 'encouragement', 'd7', now() - interval '30 hours', (select day1 from at_), true),
   ('e1000000-0000-4000-8000-0000000000d8', 'e1000000-0000-4000-8000-00000000000b', 'e1000000-0000-4000-8000-00000000000b', 'encouragement', 'd8', now() - interval '30 hours', (select day1 from at_), false);
--- Account ages are immutable for clients (guard trigger): set here with triggers off.
-set local session_replication_role = replica;
-update public.profiles set created_at = now() - interval '60 days'
- where id in ('e1000000-0000-4000-8000-00000000000b', 'e1000000-0000-4000-8000-00000000000c', 'e1000000-0000-4000-8000-00000000000f');
-set local session_replication_role = origin;
-insert into public.journal_entries (user_id, title, created_at) values
-  ('e1000000-0000-4000-8000-00000000000b', 'three weeks ago', now() - interval '21 days'),
-  ('e1000000-0000-4000-8000-00000000000f', 'three weeks ago', now() - interval '21 days');
 -- The sends above (today) are judged too; keep them out of this scenario.
 update public.encouragement_sent_drops set engagement_checked = true
  where sender_id = 'e1000000-0000-4000-8000-00000000000a' and content not like 'd_';
@@ -284,11 +285,6 @@ update public.profiles set created_at = now() - interval '31 hours'
 update public.profiles set created_at = now() - interval '60 days'
  where id in ('e1000002-0000-4000-8000-000000000208', 'e1000002-0000-4000-8000-000000000209', 'e1000002-0000-4000-8000-000000000210');
 set local session_replication_role = origin;
-insert into public.encouragement_sent_drops (sender_id, recipient_id, drop_type, content, date_sent, sent_day)
-select case when g <= 5 then 'e1000002-0000-4000-8000-000000000200' else 'e1000002-0000-4000-8000-000000000206' end::uuid,
-       ('e1000002-0000-4000-8000-0000000002' || lpad(g::text, 2, '0'))::uuid, 'encouragement', 'baseline ' || g,
-       now() - interval '30 hours', (select day1 from at_)
-  from generate_series(1, 10) g where g <> 6;
 -- After the drop: one entry each (P1..P5, Y, N, Q), two for W.
 insert into public.journal_entries (user_id, title, created_at)
 select ('e1000002-0000-4000-8000-0000000002' || lpad(g::text, 2, '0'))::uuid, 'after the drop', now() - interval '28 hours'
@@ -302,6 +298,12 @@ select u, 'daily', now() - interval '31 hours' - d * interval '1 day'
   from unnest(array['e1000002-0000-4000-8000-000000000209', 'e1000002-0000-4000-8000-000000000210']::uuid[]) u,
        generate_series(0, 6) d;
 
+-- The drops, written after the history their baselines are frozen from.
+insert into public.encouragement_sent_drops (sender_id, recipient_id, drop_type, content, date_sent, sent_day)
+select case when g <= 5 then 'e1000002-0000-4000-8000-000000000200' else 'e1000002-0000-4000-8000-000000000206' end::uuid,
+       ('e1000002-0000-4000-8000-0000000002' || lpad(g::text, 2, '0'))::uuid, 'encouragement', 'baseline ' || g,
+       now() - interval '30 hours', (select day1 from at_)
+  from generate_series(1, 10) g where g <> 6;
 select results_eq($$select (r ->> 'judged')::int, (r ->> 'engaged')::int, (r ->> 'bonuses_awarded')::int
                       from (select public.process_encouragement_engagement() as r) x$$,
   $$values (9, 1, 1)$$, 'baseline: of nine drops whose recipients all wrote after them, one counts as more engagement');
@@ -434,6 +436,13 @@ update private.ai_job_queue set status = 'running', claimed_at = now() - interva
 select is(private.ai_job_stalled('generate-daily-drops'), false, 'a claim within its lease is left alone');
 update private.ai_job_queue set claimed_at = now() - interval '11 minutes' where user_id = 'e1000000-0000-4000-8000-00000000000b';
 select is(private.ai_job_stalled('generate-daily-drops'), true, 'a claim whose lease ran out is worked again');
+
+-- Baselines are frozen as drops are written, by every path (issue 20).
+select ok(private.send_assistant_drop('e1000000-0000-4000-8000-00000000000c', 'hello from the assistant'),
+  'the assistant sends a drop');
+select is((select count(*)::integer from public.encouragement_sent_drops d
+            where not exists (select 1 from private.encouragement_drop_baselines b where b.drop_id = d.id)), 0,
+  'every drop written (sends, the assistant''s, direct inserts) has its recipient baseline frozen');
 
 select * from finish();
 rollback;

@@ -938,9 +938,10 @@ select is_empty(
 select throws_ok(
   $$insert into public.journal_entries (user_id, title, metadata_visibility, team_id)
     values ('b1000000-0000-4000-8000-000000000004', 'pgtap trusted write', 'team', 'b10000c0-0000-4000-8000-000000000001')$$,
-  '23503', null, 'leaving: even a trusted session cannot share a stranger''s entry into a team (foreign key)');
--- Rows left behind before the membership keys existed (made here by removing memberships with
--- the foreign keys' actions off) are put right by the migration's one-off fallback.
+  '23503', 'team_id: the owner is not a member of this team',
+  'leaving: even a trusted session cannot share a stranger''s entry into a team (private.check_owner_membership)');
+-- Rows left behind before the removal took entries along (made here by removing memberships
+-- with triggers off) are put right by the migration's one-off fallback.
 insert into auth.users (id, email) values ('b1000000-0000-4000-8000-000000000007', 'pgtap-vis-stale@example.test');
 insert into public.organization_members (org_id, user_id, role) values
   ('b10000a0-0000-4000-8000-000000000001', 'b1000000-0000-4000-8000-000000000007', 'member');
