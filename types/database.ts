@@ -358,30 +358,6 @@ isOneToOne: false
       referencedRelation: "notebooks"
       referencedColumns: ["id"]
     },{
-      foreignKeyName: "journal_entries_org_id_fkey"
-      columns: ["org_id"]
-isOneToOne: false
-      referencedRelation: "organizations"
-      referencedColumns: ["id"]
-    },{
-      foreignKeyName: "journal_entries_org_membership"
-      columns: ["org_id","user_id"]
-isOneToOne: false
-      referencedRelation: "organization_members"
-      referencedColumns: ["org_id","user_id"]
-    },{
-      foreignKeyName: "journal_entries_team_id_fkey"
-      columns: ["team_id"]
-isOneToOne: false
-      referencedRelation: "teams"
-      referencedColumns: ["id"]
-    },{
-      foreignKeyName: "journal_entries_team_membership"
-      columns: ["team_id","user_id"]
-isOneToOne: false
-      referencedRelation: "team_members"
-      referencedColumns: ["team_id","user_id"]
-    },{
       foreignKeyName: "journal_entries_user_id_fkey"
       columns: ["user_id"]
 isOneToOne: false
@@ -633,28 +609,28 @@ isOneToOne: false
                   ]
                 },"labs_replication_removals": {
                   Row: {
-                    "clone_id": string,"confirmed": boolean | null,"id": number,"measured_value": number,"reason": string,"removed_at": string,"removed_by": string | null,"replication_id": string,"reported_at": string,"template_id": string,"user_id": string
+                    "clone_id": string | null,"confirmed": boolean | null,"id": number,"measured_value": number,"reason": string,"removed_at": string,"removed_by": string | null,"replication_id": string,"reported_at": string,"template_id": string,"user_id": string
                   }
                   ComputedFields: never
                   Insert: {
-                    "clone_id": string,"confirmed"?: boolean | null,"id"?: never,"measured_value": number,"reason": string,"removed_at"?: string,"removed_by"?: string | null,"replication_id": string,"reported_at": string,"template_id": string,"user_id": string
+                    "clone_id"?: string | null,"confirmed"?: boolean | null,"id"?: never,"measured_value": number,"reason": string,"removed_at"?: string,"removed_by"?: string | null,"replication_id": string,"reported_at": string,"template_id": string,"user_id": string
                   }
                   Update: {
-                    "clone_id"?: string,"confirmed"?: boolean | null,"id"?: never,"measured_value"?: number,"reason"?: string,"removed_at"?: string,"removed_by"?: string | null,"replication_id"?: string,"reported_at"?: string,"template_id"?: string,"user_id"?: string
+                    "clone_id"?: string | null,"confirmed"?: boolean | null,"id"?: never,"measured_value"?: number,"reason"?: string,"removed_at"?: string,"removed_by"?: string | null,"replication_id"?: string,"reported_at"?: string,"template_id"?: string,"user_id"?: string
                   }
                   Relationships: [
                     
                   ]
                 },"labs_replications": {
                   Row: {
-                    "clone_id": string,"confirmed": boolean | null,"created_at": string,"id": string,"measured_value": number,"predicted_value": number | null,"template_id": string,"user_id": string
+                    "clone_id": string | null,"confirmed": boolean | null,"created_at": string,"id": string,"measured_value": number,"predicted_value": number | null,"template_id": string,"user_id": string
                   }
                   ComputedFields: never
                   Insert: {
-                    "clone_id": string,"confirmed"?: boolean | null,"created_at"?: string,"id"?: string,"measured_value": number,"predicted_value"?: number | null,"template_id": string,"user_id": string
+                    "clone_id"?: string | null,"confirmed"?: boolean | null,"created_at"?: string,"id"?: string,"measured_value": number,"predicted_value"?: number | null,"template_id": string,"user_id": string
                   }
                   Update: {
-                    "clone_id"?: string,"confirmed"?: boolean | null,"created_at"?: string,"id"?: string,"measured_value"?: number,"predicted_value"?: number | null,"template_id"?: string,"user_id"?: string
+                    "clone_id"?: string | null,"confirmed"?: boolean | null,"created_at"?: string,"id"?: string,"measured_value"?: number,"predicted_value"?: number | null,"template_id"?: string,"user_id"?: string
                   }
                   Relationships: [
                     {
@@ -830,30 +806,6 @@ isOneToOne: false
                   }
                   Relationships: [
                     {
-      foreignKeyName: "notebooks_org_id_fkey"
-      columns: ["org_id"]
-isOneToOne: false
-      referencedRelation: "organizations"
-      referencedColumns: ["id"]
-    },{
-      foreignKeyName: "notebooks_org_membership"
-      columns: ["org_id","user_id"]
-isOneToOne: false
-      referencedRelation: "organization_members"
-      referencedColumns: ["org_id","user_id"]
-    },{
-      foreignKeyName: "notebooks_team_id_fkey"
-      columns: ["team_id"]
-isOneToOne: false
-      referencedRelation: "teams"
-      referencedColumns: ["id"]
-    },{
-      foreignKeyName: "notebooks_team_membership"
-      columns: ["team_id","user_id"]
-isOneToOne: false
-      referencedRelation: "team_members"
-      referencedColumns: ["team_id","user_id"]
-    },{
       foreignKeyName: "notebooks_user_id_fkey"
       columns: ["user_id"]
 isOneToOne: false
@@ -1323,30 +1275,6 @@ isOneToOne: false
       referencedRelation: "notebooks"
       referencedColumns: ["id"]
     },{
-      foreignKeyName: "journal_entries_org_id_fkey"
-      columns: ["org_id"]
-isOneToOne: false
-      referencedRelation: "organizations"
-      referencedColumns: ["id"]
-    },{
-      foreignKeyName: "journal_entries_org_membership"
-      columns: ["org_id","user_id"]
-isOneToOne: false
-      referencedRelation: "organization_members"
-      referencedColumns: ["org_id","user_id"]
-    },{
-      foreignKeyName: "journal_entries_team_id_fkey"
-      columns: ["team_id"]
-isOneToOne: false
-      referencedRelation: "teams"
-      referencedColumns: ["id"]
-    },{
-      foreignKeyName: "journal_entries_team_membership"
-      columns: ["team_id","user_id"]
-isOneToOne: false
-      referencedRelation: "team_members"
-      referencedColumns: ["team_id","user_id"]
-    },{
       foreignKeyName: "journal_entries_user_id_fkey"
       columns: ["user_id"]
 isOneToOne: false
@@ -1699,7 +1627,7 @@ isOneToOne: false
                            },
 "labs_remove_replication":
 { Args: { "reason": string,"replication_id": string }; Returns: {
-              "clone_id": string,
+              "clone_id": string | null,
 "confirmed": boolean | null,
 "id": number,
 "measured_value": number,
@@ -1718,8 +1646,8 @@ isOneToOne: false
         isSetofReturn: false
       } },
 "labs_report_replication":
-{ Args: { "clone_id": string,"measured_value": number }; Returns: {
-              "clone_id": string,
+{ Args: { "clone_id": string,"measured_value": Json }; Returns: {
+              "clone_id": string | null,
 "confirmed": boolean | null,
 "created_at": string,
 "id": string,
@@ -2035,8 +1963,11 @@ isOneToOne: false
 "refresh_workout_battle_standing":
 { Args: { "week_start"?: string }; Returns: Json
                            },
+"refuse_while_impersonating":
+{ Args: { "action": string }; Returns: undefined
+                           },
 "register_workout_photo":
-{ Args: { "latitude"?: number,"longitude"?: number,"object_name": string,"offset_minutes"?: number,"owner_id": string,"photo_url": string,"sha256": string,"taken_local"?: string }; Returns: undefined
+{ Args: { "dhash": number,"dhash_as_sent": number,"latitude"?: number,"longitude"?: number,"object_name": string,"offset_minutes"?: number,"owner_id": string,"photo_url": string,"taken_local"?: string }; Returns: undefined
                            },
 "release_ai_calls":
 { Args: { "calls"?: number,"day": string,"usage_type": string,"user_id": string }; Returns: number
