@@ -8,7 +8,7 @@ import { signingSecret } from '../functions/api/routes/impersonation.ts'
 import { connected } from './_music.ts'
 import { createPack } from './_tone_packs.ts'
 import { ANON_KEY, API_URL, api, assertError, clientAs, createUser, JWT_SECRET, SERVICE_ROLE_KEY, signClaims, sql, test, type TestUser } from './_helpers.ts'
-import { hhmm, middayZone, plainPng } from './workout_photos.ts'
+import { hhmm, middayZone, plainPng } from './_workout_photos.ts'
 
 const admin = await createUser({ superAdmin: true, prefix: 'imp-admin' })
 

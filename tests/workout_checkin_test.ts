@@ -30,7 +30,7 @@ import {
   webpWithCanvas,
   webpWithExif,
   withPngChunk,
-} from './workout_photos.ts'
+} from './_workout_photos.ts'
 
 const W = '/api/workout-window'
 

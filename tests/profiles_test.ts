@@ -144,3 +144,19 @@ test('the access-token hook puts the profile role in the token', async () => {
   const user = await createUser()
   assert.equal(JSON.parse(atob(user.token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/'))).user_role, 'user')
 })
+
+test('PostgREST writes to a profile are held to the API\'s shape (no javascript: avatars, no stray preferences)', async () => {
+  const user = await createUser()
+  const db = clientAs(user.token)
+  for (const patch of [
+    { avatar_url: 'javascript:alert(document.cookie)' },
+    { preferences: { theme: 'dark', notifications: true, injected: { a: 1 } } },
+    { preferences: { active_tone_pack_id: 'not-a-uuid' } },
+    { preferences: { theme: '' } },
+  ]) {
+    const { error } = await db.from('profiles').update(patch).eq('id', user.id)
+    assert.equal(error?.code, '23514', JSON.stringify(patch))
+  }
+  const ok = await db.from('profiles').update({ avatar_url: 'https://cdn.example.com/me.png' }).eq('id', user.id).select('avatar_url')
+  assert.deepEqual(ok.data, [{ avatar_url: 'https://cdn.example.com/me.png' }])
+})
