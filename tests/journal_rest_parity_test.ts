@@ -2,7 +2,8 @@
 // /api/journal: metadata level x content level (16 pairs), without a notebook and inside two
 // notebooks the 'user' levels inherit from, for the owner, a team member, an organization
 // member outside the team, a stranger, a super admin and anonymous. Every path must give the
-// answers SPEC's visibility rules give, and the same answers as each other.
+// answers SPEC's visibility rules give, and the same answers as each other. The internal scope
+// columns stay out of anonymous clients' reach.
 import { strict as assert } from 'node:assert'
 import { api, clientAs, createUser, orgWith, postEntry, postNotebook, type SharingWorld, sharingWorld, teamWith, test, type TestUser } from './_helpers.ts'
 

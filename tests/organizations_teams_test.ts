@@ -1,5 +1,6 @@
 // /api/teams: every row of SPEC's Teams table, as team admin, team member, organization
-// owner, organization member, outsider, super admin and anonymous.
+// owner, organization member, outsider, super admin and anonymous; what deleting a team and
+// removing a member do to what was shared with it.
 import { strict as assert } from 'node:assert'
 import {
   api, assertError, asUserInTransaction, badTokensFor, clientAs, createUser, editTextsAcrossRemoval, env, orgWith, pause, postEntry,

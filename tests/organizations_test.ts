@@ -1,6 +1,7 @@
 // /api/organizations: every row of SPEC's Organizations table, as owner, admin, member,
-// non-member, super admin and anonymous; member views; ownership transfer; what removing a
-// member and deleting an organization do to teams, memberships and shared entries.
+// non-member, super admin and anonymous; member views; ownership transfer; the notices members
+// get when added; what removing a member (also while they write or are added to a team) and
+// deleting an organization do to teams, memberships, notebooks and shared entries.
 import { strict as assert } from 'node:assert'
 import {
   api, assertError, asUserInTransaction, badTokensFor, clientAs, createUser, editTextsAcrossRemoval, env, orgWith, pause, postEntry,

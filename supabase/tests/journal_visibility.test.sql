@@ -6,7 +6,8 @@
 -- carrying the pair) = 192 assertions on public.journal_entry_details, each run as the
 -- viewer's role and claims. The same fixtures then check the side paths per viewer: the
 -- visible feed, stats (tags and moods), PostgREST-style embedding, the contents table and
--- mentions. Then: live inheritance, rule 5, deletions, write validation and write rights.
+-- mentions. Then: live inheritance, rule 5, deletions, write validation and write rights,
+-- leaving a team or an organization, and the internal scope columns clients do not read.
 begin;
 create extension if not exists pgtap with schema extensions;
 -- The conventions migration revokes EXECUTE on new functions from PUBLIC, pgTAP's included:
@@ -770,7 +771,7 @@ select results_eq(
   'write rights: after all refused writes, the targeted entries and contents are unchanged');
 
 -- =======================================================================================
--- Leaving a team or an organization (issue 20): what the member shared there leaves with
+-- Leaving a team or an organization: what the member shared there leaves with
 -- them, on every path, and being added again restores nothing. The team member (in O1 and
 -- T1) shares six entries; the owner (T1's admin, O1's owner) and the org member read them.
 --   L-1 team/team T1        L-2 org/org O1           L-3 org O1 / team T1 (mixed)
@@ -993,7 +994,7 @@ select is((select count(*)::int from public.journal_entries where user_id = 'b10
 -- client roles do not read (anon none of them; signed-in clients only journal_entries'
 -- meta_scope_id, which names nothing they are not part of).
 -- People (c6000000-...-NN):
---   01 Olga  owner of O, admin of T          05 Nina  added to O by Olga
+--   01 Olga  owner of O, admin of T          05 Nina  in no group
 --   02 Mark  member of O and T               06 Nora  member of O and T, publishes, then removed
 --   03 Tess  member of O                     07 Sue   super admin
 --   04 Stan  stranger
@@ -1002,16 +1003,16 @@ select is((select count(*)::int from public.journal_entries where user_id = 'b10
 reset role;
 select set_config('request.jwt.claims', '', true);
 insert into auth.users (id, email, raw_user_meta_data) values
-  ('c6000000-0000-4000-8000-000000000001', 'pgtap-adv-olga@example.test', '{"full_name": "Olga Owner"}'),
-  ('c6000000-0000-4000-8000-000000000002', 'pgtap-adv-mark@example.test', '{"full_name": "Mark Member"}'),
-  ('c6000000-0000-4000-8000-000000000003', 'pgtap-adv-tess@example.test', '{"full_name": "Tess Orgonly"}'),
-  ('c6000000-0000-4000-8000-000000000004', 'pgtap-adv-stan@example.test', '{"full_name": "Stan Stranger"}'),
-  ('c6000000-0000-4000-8000-000000000005', 'pgtap-adv-nina@example.test', '{"full_name": "Nina Newcomer"}'),
-  ('c6000000-0000-4000-8000-000000000006', 'pgtap-adv-nora@example.test', '{"full_name": "Nora Former"}'),
-  ('c6000000-0000-4000-8000-000000000007', 'pgtap-adv-sue@example.test', '{"full_name": "Sue Super"}');
+  ('c6000000-0000-4000-8000-000000000001', 'pgtap-former-olga@example.test', '{"full_name": "Olga Owner"}'),
+  ('c6000000-0000-4000-8000-000000000002', 'pgtap-former-mark@example.test', '{"full_name": "Mark Member"}'),
+  ('c6000000-0000-4000-8000-000000000003', 'pgtap-former-tess@example.test', '{"full_name": "Tess Orgonly"}'),
+  ('c6000000-0000-4000-8000-000000000004', 'pgtap-former-stan@example.test', '{"full_name": "Stan Stranger"}'),
+  ('c6000000-0000-4000-8000-000000000005', 'pgtap-former-nina@example.test', '{"full_name": "Nina Newcomer"}'),
+  ('c6000000-0000-4000-8000-000000000006', 'pgtap-former-nora@example.test', '{"full_name": "Nora Former"}'),
+  ('c6000000-0000-4000-8000-000000000007', 'pgtap-former-sue@example.test', '{"full_name": "Sue Super"}');
 update public.profiles set role = 'super_admin' where id = 'c6000000-0000-4000-8000-000000000007';
 insert into public.organizations (id, name, owner_id) values
-  ('c60000a0-0000-4000-8000-000000000001', 'Advisors', 'c6000000-0000-4000-8000-000000000001'),
+  ('c60000a0-0000-4000-8000-000000000001', 'Orchard', 'c6000000-0000-4000-8000-000000000001'),
   ('c60000a0-0000-4000-8000-000000000002', 'Stan''s', 'c6000000-0000-4000-8000-000000000004');
 insert into public.organization_members (org_id, user_id, role) values
   ('c60000a0-0000-4000-8000-000000000001', 'c6000000-0000-4000-8000-000000000002', 'member'),
@@ -1104,7 +1105,7 @@ reset role;
 select is_empty(
   $$select title from public.journal_entries
      where user_id = 'c6000000-0000-4000-8000-000000000006' and ('org' in (meta_scope, content_scope) or 'team' in (meta_scope, content_scope))$$,
-  'former member: nothing of theirs is in the organization or its team any more (the entry written while a member left too)');
+  'former member: nothing of theirs is left in the organization or its team (the entry written while a member left too)');
 
 -- Client roles do not read the internal scope columns.
 reset role;

@@ -1,7 +1,8 @@
 -- Organizations and teams: the "Who may" column of SPEC.md's Organizations and Teams
 -- endpoint tables, row by row, positive and negative, each as the right kind of user
 -- (owner, admin, member, non-member, super admin), enforced by RLS, guard triggers and the
--- SQL functions a client reaches through PostgREST.
+-- SQL functions a client reaches through PostgREST. Then: team membership hangs off organization
+-- membership (in the schema), ownership goes only to members, and members added are told.
 begin;
 create extension if not exists pgtap with schema extensions;
 -- The conventions migration revokes EXECUTE on new functions from PUBLIC, pgTAP's included:
@@ -595,7 +596,7 @@ select is_empty(
 -- added to an organization or made a team's admin are told, in notifications only they read.
 -- People (c6000000-...-NN):
 --   01 Olga  owner of O, admin of T          05 Nina  added to O by Olga
---   02 Mark  member of O and T               06 Nora  member of O and T, publishes, then removed
+--   02 Mark  member of O and T               06 Nora  member of O and T
 --   03 Tess  member of O                     07 Sue   super admin
 --   04 Stan  stranger
 -- O = c60000a0-...-01 (O2 = -02, Stan's own); T = c60000c0-...-01.
@@ -603,16 +604,16 @@ select is_empty(
 reset role;
 select set_config('request.jwt.claims', '', true);
 insert into auth.users (id, email, raw_user_meta_data) values
-  ('c6000000-0000-4000-8000-000000000001', 'pgtap-adv-olga@example.test', '{"full_name": "Olga Owner"}'),
-  ('c6000000-0000-4000-8000-000000000002', 'pgtap-adv-mark@example.test', '{"full_name": "Mark Member"}'),
-  ('c6000000-0000-4000-8000-000000000003', 'pgtap-adv-tess@example.test', '{"full_name": "Tess Orgonly"}'),
-  ('c6000000-0000-4000-8000-000000000004', 'pgtap-adv-stan@example.test', '{"full_name": "Stan Stranger"}'),
-  ('c6000000-0000-4000-8000-000000000005', 'pgtap-adv-nina@example.test', '{"full_name": "Nina Newcomer"}'),
-  ('c6000000-0000-4000-8000-000000000006', 'pgtap-adv-nora@example.test', '{"full_name": "Nora Former"}'),
-  ('c6000000-0000-4000-8000-000000000007', 'pgtap-adv-sue@example.test', '{"full_name": "Sue Super"}');
+  ('c6000000-0000-4000-8000-000000000001', 'pgtap-member-olga@example.test', '{"full_name": "Olga Owner"}'),
+  ('c6000000-0000-4000-8000-000000000002', 'pgtap-member-mark@example.test', '{"full_name": "Mark Member"}'),
+  ('c6000000-0000-4000-8000-000000000003', 'pgtap-member-tess@example.test', '{"full_name": "Tess Orgonly"}'),
+  ('c6000000-0000-4000-8000-000000000004', 'pgtap-member-stan@example.test', '{"full_name": "Stan Stranger"}'),
+  ('c6000000-0000-4000-8000-000000000005', 'pgtap-member-nina@example.test', '{"full_name": "Nina Newcomer"}'),
+  ('c6000000-0000-4000-8000-000000000006', 'pgtap-member-nora@example.test', '{"full_name": "Nora Former"}'),
+  ('c6000000-0000-4000-8000-000000000007', 'pgtap-member-sue@example.test', '{"full_name": "Sue Super"}');
 update public.profiles set role = 'super_admin' where id = 'c6000000-0000-4000-8000-000000000007';
 insert into public.organizations (id, name, owner_id) values
-  ('c60000a0-0000-4000-8000-000000000001', 'Advisors', 'c6000000-0000-4000-8000-000000000001'),
+  ('c60000a0-0000-4000-8000-000000000001', 'Orchard', 'c6000000-0000-4000-8000-000000000001'),
   ('c60000a0-0000-4000-8000-000000000002', 'Stan''s', 'c6000000-0000-4000-8000-000000000004');
 insert into public.organization_members (org_id, user_id, role) values
   ('c60000a0-0000-4000-8000-000000000001', 'c6000000-0000-4000-8000-000000000002', 'member'),
@@ -688,7 +689,7 @@ select pg_temp.act_as('05');
 select results_eq(
   $$select type, payload ->> 'organization_id', payload ->> 'organization_name', payload ->> 'role', payload ->> 'by', read_at
       from public.notifications$$,
-  $$values ('organization.member_added', 'c60000a0-0000-4000-8000-000000000001', 'Advisors', 'member',
+  $$values ('organization.member_added', 'c60000a0-0000-4000-8000-000000000001', 'Orchard', 'member',
             'c6000000-0000-4000-8000-000000000001', null::timestamptz)$$,
   'notifications: the added member is told who added them to which organization, unread');
 select throws_ok(
