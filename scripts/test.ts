@@ -8,7 +8,7 @@ import { startStack } from './lib/stack.ts'
 // Which tests run. Every test file is named after the area it tests: tests/<area>_test.ts or
 // tests/<area>_<part>_test.ts, supabase/tests/<area>.test.sql or <area>_<part>.test.sql (helpers
 // in tests/ start with `_`). `npm test -- workout labs` runs the areas named (a word matches a
-// file whose name is the word followed by `_` or `.`, so `workout_checkin` names a part of one);
+// file whose name starts with the word and then `_` or `.`, so `workout_checkin` names a part);
 // TEST_ONLY=checkin,labs runs the files whose names contain a word anywhere. Either way `check`
 // adds `deno check`, which otherwise runs only when nothing is filtered. CI and a bare
 // `npm test` run everything.
@@ -21,12 +21,22 @@ const runCheck = !filtered || areas.includes('check') || only.includes('check')
 
 const pgFiles = [...Deno.readDirSync(`${ROOT}/supabase/tests`)].map((e) => e.name).filter((n) => n.endsWith('.test.sql') && chosen(n)).sort()
 const denoTestFiles = [...Deno.readDirSync(`${ROOT}/tests`)].map((e) => e.name).filter((n) => n.endsWith('_test.ts') && chosen(n)).sort()
-// A word that names no file is a typo, not an empty area: say so before starting anything.
+// A file outside the convention would never run, and a word that names no file is a typo, not
+// an empty area: say so before starting anything.
+const stray = [
+  ...[...Deno.readDirSync(`${ROOT}/tests`)].filter((e) => e.isFile && !e.name.startsWith('_') && !e.name.endsWith('_test.ts')).map((e) => `tests/${e.name}`),
+  ...[...Deno.readDirSync(`${ROOT}/supabase/tests`)].filter((e) => !e.name.endsWith('.test.sql')).map((e) => `supabase/tests/${e.name}`),
+]
+if (stray.length) {
+  console.error(`Not named as a test or a helper (<area>_test.ts, <area>_<part>_test.ts, _<helper>.ts, <area>.test.sql): ${stray.join(', ')}`)
+  console.log('0 passed, 1 failed')
+  Deno.exit(1)
+}
 const unknown = [...areas, ...only].filter((w) =>
   w !== 'check' && ![...pgFiles, ...denoTestFiles].some((n) => areas.includes(w) ? inArea(n, w) : n.includes(w))
 )
 if (unknown.length) {
-  console.error(`No test file for: ${unknown.join(', ')} (areas are the first words of the names in tests/ and supabase/tests/)`)
+  console.error(`No test file for: ${unknown.join(', ')} (an area is a file name's start up to \`_\` or \`.\`, in tests/ or supabase/tests/)`)
   console.log('0 passed, 1 failed')
   Deno.exit(1)
 }

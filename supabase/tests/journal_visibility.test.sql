@@ -1119,7 +1119,7 @@ set local role anon;
 select throws_ok($$select meta_scope_id from public.journal_entries$$, '42501', null,
   'scope columns: anon cannot read journal_entries.meta_scope_id');
 select throws_ok($$select content_scope_id from public.journal_entries$$, '42501', null,
-  'scope columns: anon cannot read journal_entries.content_scope_id (it named the team of a public entry''s text)');
+  'scope columns: anon cannot read journal_entries.content_scope_id (it would name the team of a public entry''s text)');
 select throws_ok($$select content_scope_id from public.journal_entry_contents$$, '42501', null,
   'scope columns: anon cannot read the scope columns of contents');
 select throws_ok($$select meta_scope_id from public.notebooks$$, '42501', null,
