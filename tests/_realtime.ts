@@ -29,6 +29,9 @@ export async function listen(
   params: { event?: '*' | 'INSERT' | 'UPDATE' | 'DELETE'; schema?: string; table: string; filter?: string },
   topic = `changes-${crypto.randomUUID().slice(0, 8)}`,
 ): Promise<Listener> {
+  // Settle the token first: a channel joined before supabase-js has its token joins with the
+  // anon key (as on hosted), and only a later change of token would upgrade it.
+  await client.realtime.setAuth()
   const l: Listener = { client, channel: client.channel(topic), changes: [], system: [], status: [], errors: [] }
   const filter = { event: params.event ?? '*', schema: params.schema ?? 'public', table: params.table, filter: params.filter }
   if (!filter.filter) delete filter.filter

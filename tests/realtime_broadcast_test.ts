@@ -5,6 +5,7 @@ import { closeAll, realtimeClient, until } from './_realtime.ts'
 import type { RealtimeChannel, SupabaseClient } from '@supabase/supabase-js'
 
 async function joined(client: SupabaseClient, topic: string, config: Record<string, unknown>, on: (ch: RealtimeChannel) => void) {
+  await client.realtime.setAuth()
   const ch = client.channel(topic, { config })
   on(ch)
   const status: string[] = []
