@@ -176,6 +176,25 @@ test('realtime: a bad or expired token is refused at join', async () => {
   }
 })
 
+test('realtime: a bad token sent to a joined channel (setAuth) closes it with a system error', async () => {
+  const user = await createUser({ prefix: 'rt-badswitch' })
+  const c = realtimeClient()
+  try {
+    const l = await listen(c, { table: 'notifications', filter: `user_id=eq.${user.id}` })
+    assert.deepEqual(l.status, ['SUBSCRIBED'])
+    await c.realtime.setAuth(await signClaims({ sub: user.id, role: 'authenticated' }, 'not-the-project-secret-but-long-enough-to-sign'))
+    await until(() => l.status.includes('CLOSED'), 'the channel to close')
+    const closing = l.system.find((m) => m.extension === 'system')
+    assert.equal(closing?.status, 'error')
+    assert.match(closing.message, /JwtSignatureError/)
+    await notify(user.id)
+    await new Promise((r) => setTimeout(r, 500))
+    assert.deepEqual(l.changes, [])
+  } finally {
+    await closeAll(c)
+  }
+})
+
 test('realtime: a socket whose apikey is not a key of the project is refused', async () => {
   const url = new URL('/realtime/v1/websocket', Deno.env.get('SUPABASE_URL'))
   url.protocol = 'ws:'

@@ -39,6 +39,8 @@ export class ChangeFeed {
   private meta = new Map<number, Promise<ColumnMeta[]>>()
   private replication?: ReturnType<typeof startReplication>
   private queue: Promise<void> = Promise.resolve()
+  private idleStop?: ReturnType<typeof setTimeout>
+  private closed = false
   private sql: postgres.Sql
 
   constructor(private dbUrl: string) {
@@ -49,15 +51,27 @@ export class ChangeFeed {
    *  starts delivering. Throws ParamsError with Realtime's message when a binding cannot be served. */
   async subscribe(sub: Subscriber) {
     for (const b of sub.bindings) await this.validate(b.params)
+    clearTimeout(this.idleStop)
     await this.ensureReplication()
     this.subscribers.add(sub)
   }
 
+  /** The last subscriber gone, decoding stops after a while (nothing is decoded for nobody). */
   unsubscribe(sub: Subscriber) {
     this.subscribers.delete(sub)
+    if (this.subscribers.size || !this.replication) return
+    clearTimeout(this.idleStop)
+    this.idleStop = setTimeout(() => {
+      if (this.subscribers.size || !this.replication) return
+      const r = this.replication
+      this.replication = undefined
+      r.stop()
+    }, 30_000)
   }
 
   async close() {
+    this.closed = true
+    clearTimeout(this.idleStop)
     await this.replication?.stop()
     await this.sql.end({ timeout: 1 })
   }
@@ -113,20 +127,30 @@ export class ChangeFeed {
     return m
   }
 
-  private ensureReplication() {
+  /** Starts reading the publication unless it is read already; settles once it streams. When
+   *  the stream ends on its own (Postgres restarted), it starts again while anyone listens. */
+  private ensureReplication(): Promise<void> {
     if (!this.replication) {
-      this.replication = startReplication(
+      const r = startReplication(
         this.dbUrl,
         PUBLICATION,
         (c) => {
           this.queue = this.queue.then(() => this.deliver(c)).catch((e) => console.error('realtime: delivery failed', e))
         },
-        (r: Relation) => this.meta.delete(r.id), // a relation message may follow a schema change
+        (rel: Relation) => this.meta.delete(rel.id), // a relation message may follow a schema change
         (e) => {
-          if (e) console.error('realtime: replication ended', e)
+          if (this.replication !== r) return // stopped on purpose
+          console.error('realtime: the replication stream ended', e ?? '')
           this.replication = undefined
+          r.stop()
+          setTimeout(() => {
+            if (!this.closed && this.subscribers.size && !this.replication) {
+              this.ensureReplication().catch((err) => console.error('realtime: could not restart replication', err))
+            }
+          }, 1000)
         },
       )
+      this.replication = r
     }
     return this.replication.ready
   }
