@@ -17,7 +17,7 @@ export interface Listener {
 export function realtimeClient(token?: string, vsn?: '1.0.0' | '2.0.0') {
   return createClient(API_URL, ANON_KEY, {
     auth: { persistSession: false, autoRefreshToken: false },
-    ...(token ? { accessToken: async () => token } : {}),
+    ...(token ? { accessToken: () => Promise.resolve(token) } : {}),
     ...(vsn ? { realtime: { vsn } } : {}),
   })
 }
@@ -32,8 +32,20 @@ export async function listen(
   // Settle the token first: a channel joined before supabase-js has its token joins with the
   // anon key (as on hosted), and only a later change of token would upgrade it.
   await client.realtime.setAuth()
-  const l: Listener = { client, channel: client.channel(topic), changes: [], system: [], status: [], errors: [] }
-  const filter = { event: params.event ?? '*', schema: params.schema ?? 'public', table: params.table, filter: params.filter }
+  const l: Listener = {
+    client,
+    channel: client.channel(topic),
+    changes: [],
+    system: [],
+    status: [],
+    errors: [],
+  }
+  const filter = {
+    event: params.event ?? '*',
+    schema: params.schema ?? 'public',
+    table: params.table,
+    filter: params.filter,
+  }
   if (!filter.filter) delete filter.filter
   l.channel
     .on('postgres_changes', filter as any, (p) => l.changes.push(p))
@@ -42,7 +54,9 @@ export async function listen(
       l.status.push(status)
       if (err) l.errors.push(err)
     })
-  await until(() => l.status.includes('CHANNEL_ERROR') || l.status.includes('TIMED_OUT') || l.system.length > 0)
+  await until(() =>
+    l.status.includes('CHANNEL_ERROR') || l.status.includes('TIMED_OUT') || l.system.length > 0
+  )
   return l
 }
 

@@ -4,7 +4,12 @@ import { ANON_KEY, API_URL, createUser, test } from './_helpers.ts'
 import { closeAll, realtimeClient, until } from './_realtime.ts'
 import type { RealtimeChannel, SupabaseClient } from '@supabase/supabase-js'
 
-async function joined(client: SupabaseClient, topic: string, config: Record<string, unknown>, on: (ch: RealtimeChannel) => void) {
+async function joined(
+  client: SupabaseClient,
+  topic: string,
+  config: Record<string, unknown>,
+  on: (ch: RealtimeChannel) => void,
+) {
   await client.realtime.setAuth()
   const ch = client.channel(topic, { config })
   on(ch)
@@ -24,13 +29,30 @@ for (const vsn of ['1.0.0', '2.0.0'] as const) {
     const topic = `room-${crypto.randomUUID().slice(0, 8)}`
     const got = { one: [] as any[], two: [] as any[], elsewhere: [] as any[] }
     try {
-      const a = await joined(one, topic, { broadcast: { self: false, ack: true } }, (ch) =>
-        ch.on('broadcast', { event: 'move' }, (p) => got.one.push(p)))
-      const b = await joined(two, topic, { broadcast: { self: true } }, (ch) =>
-        ch.on('broadcast', { event: 'move' }, (p) => got.two.push(p)))
-      await joined(elsewhere, `${topic}-other`, {}, (ch) => ch.on('broadcast', { event: '*' }, (p) => got.elsewhere.push(p)))
+      const a = await joined(
+        one,
+        topic,
+        { broadcast: { self: false, ack: true } },
+        (ch) => ch.on('broadcast', { event: 'move' }, (p) => got.one.push(p)),
+      )
+      const b = await joined(
+        two,
+        topic,
+        { broadcast: { self: true } },
+        (ch) => ch.on('broadcast', { event: 'move' }, (p) => got.two.push(p)),
+      )
+      await joined(
+        elsewhere,
+        `${topic}-other`,
+        {},
+        (ch) => ch.on('broadcast', { event: '*' }, (p) => got.elsewhere.push(p)),
+      )
 
-      assert.equal(await a.send({ type: 'broadcast', event: 'move', payload: { x: 1, from: 'one' } }), 'ok', 'acknowledged')
+      assert.equal(
+        await a.send({ type: 'broadcast', event: 'move', payload: { x: 1, from: 'one' } }),
+        'ok',
+        'acknowledged',
+      )
       await until(() => got.two.length === 1, 'the broadcast at two')
       assert.deepEqual(got.two[0].payload, { x: 1, from: 'one' })
       assert.equal(got.two[0].event, 'move')
@@ -86,12 +108,24 @@ test('realtime: presence shows who is tracked in a topic, and who left', async (
   const two = realtimeClient()
   const topic = `presence-${crypto.randomUUID().slice(0, 8)}`
   try {
-    const a = await joined(one, topic, { presence: { key: 'one' } }, (ch) => ch.on('presence', { event: 'sync' }, () => {}))
-    const b = await joined(two, topic, { presence: { key: 'two' } }, (ch) => ch.on('presence', { event: 'sync' }, () => {}))
+    const a = await joined(
+      one,
+      topic,
+      { presence: { key: 'one' } },
+      (ch) => ch.on('presence', { event: 'sync' }, () => {}),
+    )
+    const b = await joined(
+      two,
+      topic,
+      { presence: { key: 'two' } },
+      (ch) => ch.on('presence', { event: 'sync' }, () => {}),
+    )
     assert.equal(await a.track({ name: 'Ann' }), 'ok')
     assert.equal(await b.track({ name: 'Bo' }), 'ok')
     const names = (ch: RealtimeChannel) =>
-      Object.entries(ch.presenceState()).map(([k, metas]) => `${k}:${(metas as any[]).map((m) => m.name).join(',')}`).sort()
+      Object.entries(ch.presenceState()).map(([k, metas]) =>
+        `${k}:${(metas as any[]).map((m) => m.name).join(',')}`
+      ).sort()
     await until(() => names(a).length === 2 && names(b).length === 2, 'both presences')
     assert.deepEqual(names(a), ['one:Ann', 'two:Bo'])
     assert.deepEqual(names(b), ['one:Ann', 'two:Bo'])

@@ -14,7 +14,10 @@ test('realtime: the supabase_realtime publication exists and carries public.noti
 })
 
 test('realtime: two users each get only their own notifications (filtered and unfiltered)', async () => {
-  const [alice, bob] = await Promise.all([createUser({ prefix: 'rt-alice' }), createUser({ prefix: 'rt-bob' })])
+  const [alice, bob] = await Promise.all([
+    createUser({ prefix: 'rt-alice' }),
+    createUser({ prefix: 'rt-bob' }),
+  ])
   const a = realtimeClient(alice.token)
   const b = realtimeClient(bob.token)
   try {
@@ -36,7 +39,8 @@ test('realtime: two users each get only their own notifications (filtered and un
     await settle(aliceAll, alice.id)
     await settle(bobAll, bob.id)
 
-    const ids = (l: { changes: any[] }) => l.changes.filter((c) => c.new?.type === 'test.realtime').map((c) => c.new.id)
+    const ids = (l: { changes: any[] }) =>
+      l.changes.filter((c) => c.new?.type === 'test.realtime').map((c) => c.new.id)
     assert.deepEqual(ids(aliceOwn), [forAlice])
     assert.deepEqual(ids(aliceAll), [forAlice])
     assert.deepEqual(ids(bobOwn), [forBob])
@@ -81,12 +85,19 @@ test('realtime: an anon subscriber never receives a notification row (Error 401 
 })
 
 test('realtime: updates and deletes reach the owner; a delete carries the old primary key only', async () => {
-  const [owner, other] = await Promise.all([createUser({ prefix: 'rt-upd' }), createUser({ prefix: 'rt-upd-other' })])
+  const [owner, other] = await Promise.all([
+    createUser({ prefix: 'rt-upd' }),
+    createUser({ prefix: 'rt-upd-other' }),
+  ])
   const o = realtimeClient(owner.token)
   const x = realtimeClient(other.token)
   try {
     const ownerAll = await listen(o, { table: 'notifications' })
-    const ownerUpdates = await listen(o, { event: 'UPDATE', table: 'notifications', filter: `user_id=eq.${owner.id}` })
+    const ownerUpdates = await listen(o, {
+      event: 'UPDATE',
+      table: 'notifications',
+      filter: `user_id=eq.${owner.id}`,
+    })
     const otherOwn = await listen(x, { table: 'notifications', filter: `user_id=eq.${other.id}` })
     const id = await notify(owner.id)
     await until(() => ownerAll.changes.length >= 1, 'the insert')
@@ -108,10 +119,18 @@ test('realtime: updates and deletes reach the owner; a delete carries the old pr
     const del = ownerAll.changes.find((c) => c.eventType === 'DELETE')
     assert.deepEqual(del.old, { id })
     assert.deepEqual(del.new, {})
-    assert.equal(ownerUpdates.changes.filter((c) => c.eventType === 'DELETE').length, 0, 'an UPDATE binding gets no delete')
+    assert.equal(
+      ownerUpdates.changes.filter((c) => c.eventType === 'DELETE').length,
+      0,
+      'an UPDATE binding gets no delete',
+    )
 
     await settle(otherOwn, other.id)
-    assert.deepEqual(otherOwn.changes.filter((c) => c.new?.type !== 'test.marker'), [], 'another user saw nothing of it')
+    assert.deepEqual(
+      otherOwn.changes.filter((c) => c.new?.type !== 'test.marker'),
+      [],
+      'another user saw nothing of it',
+    )
   } finally {
     await closeAll(o, x)
   }
@@ -121,8 +140,16 @@ test('realtime: filters neq and in select the rows as Realtime compares them', a
   const user = await createUser({ prefix: 'rt-filter' })
   const c = realtimeClient(user.token)
   try {
-    const inList = await listen(c, { event: 'INSERT', table: 'notifications', filter: 'type=in.(test.alpha,test.beta)' })
-    const notAlpha = await listen(c, { event: 'INSERT', table: 'notifications', filter: 'type=neq.test.alpha' })
+    const inList = await listen(c, {
+      event: 'INSERT',
+      table: 'notifications',
+      filter: 'type=in.(test.alpha,test.beta)',
+    })
+    const notAlpha = await listen(c, {
+      event: 'INSERT',
+      table: 'notifications',
+      filter: 'type=neq.test.alpha',
+    })
     await notify(user.id, 'test.alpha')
     await notify(user.id, 'test.beta')
     await notify(user.id, 'test.gamma')
@@ -159,7 +186,11 @@ test('realtime: a bad or expired token is refused at join', async () => {
   const user = await createUser({ prefix: 'rt-badtoken' })
   const claims = { sub: user.id, role: 'authenticated', aud: 'authenticated' }
   const cases: [string, string, RegExp][] = [
-    ['wrong secret', await signClaims(claims, 'not-the-project-secret-but-long-enough-to-sign'), /JwtSignatureError/],
+    [
+      'wrong secret',
+      await signClaims(claims, 'not-the-project-secret-but-long-enough-to-sign'),
+      /JwtSignatureError/,
+    ],
     ['expired', await signClaims(claims, JWT_SECRET, -60), /InvalidJWTToken: Token has expired/],
     ['malformed', 'not.a.jwt', /MalformedJWT/],
   ]
@@ -182,7 +213,12 @@ test('realtime: a bad token sent to a joined channel (setAuth) closes it with a 
   try {
     const l = await listen(c, { table: 'notifications', filter: `user_id=eq.${user.id}` })
     assert.deepEqual(l.status, ['SUBSCRIBED'])
-    await c.realtime.setAuth(await signClaims({ sub: user.id, role: 'authenticated' }, 'not-the-project-secret-but-long-enough-to-sign'))
+    await c.realtime.setAuth(
+      await signClaims(
+        { sub: user.id, role: 'authenticated' },
+        'not-the-project-secret-but-long-enough-to-sign',
+      ),
+    )
     await until(() => l.status.includes('CLOSED'), 'the channel to close')
     const closing = l.system.find((m) => m.extension === 'system')
     assert.equal(closing?.status, 'error')
@@ -190,6 +226,26 @@ test('realtime: a bad token sent to a joined channel (setAuth) closes it with a 
     await notify(user.id)
     await new Promise((r) => setTimeout(r, 500))
     assert.deepEqual(l.changes, [])
+  } finally {
+    await closeAll(c)
+  }
+})
+
+test('realtime: a channel is closed when its token expires', async () => {
+  const user = await createUser({ prefix: 'rt-expiry' })
+  const shortLived = await signClaims(
+    { sub: user.id, role: 'authenticated', aud: 'authenticated' },
+    JWT_SECRET,
+    2,
+  )
+  const c = realtimeClient(shortLived)
+  try {
+    const l = await listen(c, { table: 'notifications', filter: `user_id=eq.${user.id}` })
+    assert.deepEqual(l.status, ['SUBSCRIBED'])
+    await until(() => l.status.includes('CLOSED'), 'the channel to close at expiry', 15_000)
+    const closing = l.system.find((m) => m.extension === 'system')
+    assert.equal(closing?.status, 'error')
+    assert.match(closing.message, /Token has expired/)
   } finally {
     await closeAll(c)
   }
@@ -207,7 +263,10 @@ test('realtime: a socket whose apikey is not a key of the project is refused', a
       ws.onerror = () => resolve('refused')
     })
   }
-  assert.equal(await outcome(await signClaims({ role: 'anon' }, 'not-the-project-secret-but-long-enough-to-sign')), 'refused')
+  assert.equal(
+    await outcome(await signClaims({ role: 'anon' }, 'not-the-project-secret-but-long-enough-to-sign')),
+    'refused',
+  )
   assert.equal(await outcome(ANON_KEY), 'open')
 })
 

@@ -10,7 +10,9 @@ export class TokenError extends Error {}
 export const API_ROLES = new Set(['anon', 'authenticated', 'service_role'])
 
 export async function verifyToken(token: unknown, secret: string): Promise<Claims> {
-  if (typeof token !== 'string' || !token) throw new TokenError('MalformedJWT: The token provided is not a valid JWT')
+  if (typeof token !== 'string' || !token) {
+    throw new TokenError('MalformedJWT: The token provided is not a valid JWT')
+  }
   let alg: string | undefined
   try {
     decodeJwt(token)
@@ -19,7 +21,9 @@ export async function verifyToken(token: unknown, secret: string): Promise<Claim
     throw new TokenError('MalformedJWT: The token provided is not a valid JWT')
   }
   if (!alg || !['HS256', 'HS384', 'HS512'].includes(alg)) {
-    throw new TokenError('JwtSignerError: Failed to generate JWT signer, check your JWT secret or JWKS configuration')
+    throw new TokenError(
+      'JwtSignerError: Failed to generate JWT signer, check your JWT secret or JWKS configuration',
+    )
   }
   let claims: Record<string, unknown>
   try {
@@ -27,7 +31,9 @@ export async function verifyToken(token: unknown, secret: string): Promise<Claim
   } catch (e) {
     if (e instanceof errors.JWTExpired) {
       const exp = Number((e.payload as Record<string, unknown>).exp)
-      throw new TokenError(`InvalidJWTToken: Token has expired ${Math.floor(Date.now() / 1000) - exp} seconds ago`)
+      throw new TokenError(
+        `InvalidJWTToken: Token has expired ${Math.floor(Date.now() / 1000) - exp} seconds ago`,
+      )
     }
     throw new TokenError('JwtSignatureError: Failed to validate JWT signature')
   }

@@ -81,7 +81,9 @@ export class ChangeFeed {
     const tables = await this.sql`
       select format('%I.%I', schemaname, tablename)::regclass::oid as oid
         from pg_publication_tables
-       where pubname = ${PUBLICATION} and schemaname like ${like(p.schema)} and tablename like ${like(p.table)}`
+       where pubname = ${PUBLICATION} and schemaname like ${like(p.schema)} and tablename like ${
+      like(p.table)
+    }`
     if (!tables.length) {
       throw new ParamsError(
         `Unable to subscribe to changes with given parameters. Please check Realtime is enabled for the given connect parameters: [${
@@ -135,7 +137,9 @@ export class ChangeFeed {
         this.dbUrl,
         PUBLICATION,
         (c) => {
-          this.queue = this.queue.then(() => this.deliver(c)).catch((e) => console.error('realtime: delivery failed', e))
+          this.queue = this.queue.then(() => this.deliver(c)).catch((e) =>
+            console.error('realtime: delivery failed', e)
+          )
         },
         (rel: Relation) => this.meta.delete(rel.id), // a relation message may follow a schema change
         (e) => {
@@ -145,7 +149,9 @@ export class ChangeFeed {
           r.stop()
           setTimeout(() => {
             if (!this.closed && this.subscribers.size && !this.replication) {
-              this.ensureReplication().catch((err) => console.error('realtime: could not restart replication', err))
+              this.ensureReplication().catch((err) =>
+                console.error('realtime: could not restart replication', err)
+              )
             }
           }, 1000)
         },
@@ -157,7 +163,9 @@ export class ChangeFeed {
 
   private async deliver(change: Change) {
     const { relation: rel, type: action } = change
-    const interested = [...this.subscribers].filter((s) => s.bindings.some((b) => concerns(b.params, rel, action)))
+    const interested = [...this.subscribers].filter((s) =>
+      s.bindings.some((b) => concerns(b.params, rel, action))
+    )
     if (!interested.length) return
     const meta = await this.columns(rel.id)
     const byName = new Map(meta.map((c) => [c.name, c]))
@@ -172,7 +180,9 @@ export class ChangeFeed {
       })
       return out
     }
-    const newValues = action === 'DELETE' ? new Map<string, string | null>() : valuesOf(change.newTuple, false)
+    const newValues = action === 'DELETE'
+      ? new Map<string, string | null>()
+      : valuesOf(change.newTuple, false)
     const identity = change.oldTuple
       ? valuesOf(change.oldTuple, change.oldIsKey !== false)
       : valuesOf(change.newTuple, true)
@@ -200,8 +210,12 @@ export class ChangeFeed {
           filterSql.push('false')
           continue
         }
-        const right = f.op === 'in' ? `(${p(f.value)}::text::${col.sqlType}[])` : `${p(f.value)}::text::${col.sqlType}`
-        filterSql.push(`coalesce(${p(source.get(f.column)!)}::text::${col.sqlType} ${SQL_OPS[f.op]} ${right}, false)`)
+        const right = f.op === 'in'
+          ? `(${p(f.value)}::text::${col.sqlType}[])`
+          : `${p(f.value)}::text::${col.sqlType}`
+        filterSql.push(
+          `coalesce(${p(source.get(f.column)!)}::text::${col.sqlType} ${SQL_OPS[f.op]} ${right}, false)`,
+        )
       }
     }
     const roles = [...new Set(interested.map((s) => s.claims.role))]
@@ -256,7 +270,8 @@ export class ChangeFeed {
         if (!visible) continue
       }
       const pick = (rec: Record<string, unknown> | null, keep: (c: ColumnMeta) => boolean) =>
-        rec && Object.fromEntries(Object.entries(rec).filter(([k]) => selectable.has(k) && keep(byName.get(k)!)))
+        rec &&
+        Object.fromEntries(Object.entries(rec).filter(([k]) => selectable.has(k) && keep(byName.get(k)!)))
       const data: Record<string, unknown> = {
         ...base,
         commit_timestamp: change.commitTime.toISOString(),
@@ -278,9 +293,13 @@ export class ChangeFeed {
     values: Map<string, string | null>,
     byName: Map<string, ColumnMeta>,
   ) {
-    const where = pk.map((c, i) => `${ident(c.name)} = $${i + 1}::text::${byName.get(c.name)!.sqlType}`).join(' and ')
+    const where = pk.map((c, i) => `${ident(c.name)} = $${i + 1}::text::${byName.get(c.name)!.sqlType}`).join(
+      ' and ',
+    )
     return await this.sql.begin(async (tx) => {
-      await tx`select set_config('role', ${claims.role}, true), set_config('request.jwt.claims', ${JSON.stringify(claims)}, true)`
+      await tx`select set_config('role', ${claims.role}, true), set_config('request.jwt.claims', ${
+        JSON.stringify(claims)
+      }, true)`
       const [r] = await tx.unsafe(
         `select exists (select 1 from ${ident(rel.schema)}.${ident(rel.table)} where ${where}) as visible`,
         pk.map((c) => values.get(c.name) ?? null),

@@ -20,7 +20,15 @@ export interface ChangeParams {
 }
 
 const OPS = new Set(['eq', 'neq', 'lt', 'lte', 'gt', 'gte', 'in'])
-export const SQL_OPS: Record<Op, string> = { eq: '=', neq: '!=', lt: '<', lte: '<=', gt: '>', gte: '>=', in: '= any' }
+export const SQL_OPS: Record<Op, string> = {
+  eq: '=',
+  neq: '!=',
+  lt: '<',
+  lte: '<=',
+  gt: '>',
+  gte: '>=',
+  in: '= any',
+}
 
 export class ParamsError extends Error {}
 
@@ -32,7 +40,9 @@ export function parseParams(p: Record<string, unknown>): ChangeParams {
   const table = typeof p.table === 'string' ? p.table : undefined
   if (schema === undefined && table === undefined) {
     throw new ParamsError(
-      `No subscription params provided. Please provide at least a \`schema\` or \`table\` to subscribe to: ${JSON.stringify(p)}`,
+      `No subscription params provided. Please provide at least a \`schema\` or \`table\` to subscribe to: ${
+        JSON.stringify(p)
+      }`,
     )
   }
   const out: ChangeParams = { action, schema: schema ?? 'public', table: table ?? '*' }
@@ -48,7 +58,9 @@ function parseFilter(s: string): Filter {
   const op = rest.slice(0, dot)
   const value = rest.slice(dot + 1)
   if (eq <= 0 || dot <= 0 || !OPS.has(op)) {
-    throw new ParamsError(`Error parsing \`filter\` params: ${JSON.stringify(eq > 0 ? rest.split('.') : [s])}`)
+    throw new ParamsError(
+      `Error parsing \`filter\` params: ${JSON.stringify(eq > 0 ? rest.split('.') : [s])}`,
+    )
   }
   if (op === 'in') {
     const m = value.match(/^\((.*)\)$/)

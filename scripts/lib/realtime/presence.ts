@@ -16,7 +16,9 @@ export class Presence {
 
   state(topic: string): State {
     const out: State = {}
-    for (const { key, meta } of this.byTopic.get(topic)?.values() ?? []) (out[key] ??= { metas: [] }).metas.push(meta)
+    for (const { key, meta } of this.byTopic.get(topic)?.values() ?? []) {
+      ;(out[key] ??= { metas: [] }).metas.push(meta)
+    }
     return out
   }
 

@@ -32,7 +32,13 @@ export function decode(vsn: Vsn, data: string | ArrayBuffer | Uint8Array): Messa
   }
   if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) return null
   const o = parsed as Record<string, unknown>
-  return valid({ join_ref: o.join_ref as any, ref: o.ref as any, topic: o.topic as any, event: o.event as any, payload: o.payload })
+  return valid({
+    join_ref: o.join_ref as any,
+    ref: o.ref as any,
+    topic: o.topic as any,
+    event: o.event as any,
+    payload: o.payload,
+  })
 }
 
 function valid(m: Message): Message | null {
@@ -46,7 +52,7 @@ function decodeBinaryPush(b: Uint8Array): Message | null {
   const [joinLen, refLen, topicLen, eventLen, metaLen, encoding] = b.subarray(1, 7)
   const text = new TextDecoder()
   let at = 7
-  const take = (n: number) => text.decode(b.subarray(at, (at += n)))
+  const take = (n: number) => text.decode(b.subarray(at, at += n))
   const join_ref = take(joinLen)
   const ref = take(refLen)
   const topic = take(topicLen)
@@ -72,7 +78,9 @@ function decodeBinaryPush(b: Uint8Array): Message | null {
 export function encode(vsn: Vsn, m: Message): string | Uint8Array {
   if (vsn === '1.0.0') return JSON.stringify(m)
   const p = m.payload
-  if (m.event === 'broadcast' && p && typeof p.event === 'string' && !m.ref) return encodeBinaryBroadcast(m.topic, p)
+  if (m.event === 'broadcast' && p && typeof p.event === 'string' && !m.ref) {
+    return encodeBinaryBroadcast(m.topic, p)
+  }
   return JSON.stringify([m.join_ref, m.ref, m.topic, m.event, m.payload])
 }
 
@@ -83,7 +91,9 @@ function encodeBinaryBroadcast(topic: string, p: { event: string; payload?: unkn
   const e = enc.encode(p.event)
   const meta = enc.encode(p.meta === undefined ? '' : JSON.stringify(p.meta))
   const isBinary = p.payload instanceof ArrayBuffer
-  const body = isBinary ? new Uint8Array(p.payload as ArrayBuffer) : enc.encode(JSON.stringify(p.payload ?? {}))
+  const body = isBinary
+    ? new Uint8Array(p.payload as ArrayBuffer)
+    : enc.encode(JSON.stringify(p.payload ?? {}))
   const out = new Uint8Array(5 + t.length + e.length + meta.length + body.length)
   out.set([BROADCAST_KIND, t.length, e.length, meta.length, isBinary ? 0 : JSON_ENCODING])
   let at = 5

@@ -82,7 +82,12 @@ export class PgOutputParser {
         for (let i = 0; i < n; i++) {
           const flags = b[at++]
           const name = cstr()
-          columns.push({ name, isKey: (flags & 1) === 1, typeOid: int32(), typmod: v.getInt32((at += 4) - 4) })
+          columns.push({
+            name,
+            isKey: (flags & 1) === 1,
+            typeOid: int32(),
+            typmod: v.getInt32((at += 4) - 4),
+          })
         }
         const r = { id, schema, table, columns }
         this.relations.set(id, r)
@@ -104,7 +109,14 @@ export class PgOutputParser {
           oldTuple = tuple()
         }
         at += 1 // 'N'
-        this.onChange({ type: 'UPDATE', relation, commitTime: this.commitTime, oldTuple, oldIsKey, newTuple: tuple() })
+        this.onChange({
+          type: 'UPDATE',
+          relation,
+          commitTime: this.commitTime,
+          oldTuple,
+          oldIsKey,
+          newTuple: tuple(),
+        })
         return
       }
       case 'D': {
@@ -142,7 +154,9 @@ export function startReplication(
   let ended = false
 
   const ready = (async () => {
-    const [created] = await sql.unsafe(`CREATE_REPLICATION_SLOT ${slot} TEMPORARY LOGICAL pgoutput NOEXPORT_SNAPSHOT`)
+    const [created] = await sql.unsafe(
+      `CREATE_REPLICATION_SLOT ${slot} TEMPORARY LOGICAL pgoutput NOEXPORT_SNAPSHOT`,
+    )
     const start = String(created.consistent_point)
     const stream = await sql.unsafe(
       `START_REPLICATION SLOT ${slot} LOGICAL ${start} (proto_version '1', publication_names '${publication}')`,

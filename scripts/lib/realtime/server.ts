@@ -75,7 +75,7 @@ export function createRealtime(o: RealtimeOptions) {
     set?.delete(ch)
     if (set && !set.size) topics.delete(ch.topic)
     const diff = presence.untrack(ch.topic, ch)
-    if (diff) for (const m of members(ch.topic)) if (m.presenceEnabled) m.push('presence_diff', diff)
+    if (diff) { for (const m of members(ch.topic)) if (m.presenceEnabled) m.push('presence_diff', diff) }
   }
 
   /** Ends a channel from the server's side, saying why (Realtime's shutdown_response). */
@@ -93,7 +93,14 @@ export function createRealtime(o: RealtimeOptions) {
     if (ch.subscriber) ch.subscriber.claims = claims
     clearTimeout(ch.expiry)
     const ms = Math.min(claims.exp * 1000 - Date.now(), 2 ** 31 - 1)
-    ch.expiry = setTimeout(() => shutdown(ch, `Token has expired ${Math.max(0, Math.floor(Date.now() / 1000) - claims.exp)} seconds ago`), ms)
+    ch.expiry = setTimeout(
+      () =>
+        shutdown(
+          ch,
+          `Token has expired ${Math.max(0, Math.floor(Date.now() / 1000) - claims.exp)} seconds ago`,
+        ),
+      ms,
+    )
   }
 
   async function join(conn: Connection, m: Message) {
@@ -124,9 +131,13 @@ export function createRealtime(o: RealtimeOptions) {
     }
     ch.selfBroadcast = config.broadcast?.self === true
     ch.ack = config.broadcast?.ack === true
-    ch.presenceKey = typeof config.presence?.key === 'string' && config.presence.key ? config.presence.key : crypto.randomUUID()
+    ch.presenceKey = typeof config.presence?.key === 'string' && config.presence.key
+      ? config.presence.key
+      : crypto.randomUUID()
     ch.presenceEnabled = config.presence?.enabled === true
-    const requested = Array.isArray(config.postgres_changes) ? config.postgres_changes.filter((p: unknown) => p && typeof p === 'object') : []
+    const requested = Array.isArray(config.postgres_changes)
+      ? config.postgres_changes.filter((p: unknown) => p && typeof p === 'object')
+      : []
     const echoed = requested.map((p: Record<string, unknown>) => ({ ...p, id: bindingId(p) }))
 
     conn.channels.set(m.topic, ch)
@@ -136,7 +147,10 @@ export function createRealtime(o: RealtimeOptions) {
     if (!requested.length) return
 
     try {
-      ch.bindings = requested.map((p: Record<string, unknown>, i: number) => ({ id: echoed[i].id, params: parseParams(p) }))
+      ch.bindings = requested.map((p: Record<string, unknown>, i: number) => ({
+        id: echoed[i].id,
+        params: parseParams(p),
+      }))
       const sub: Subscriber = {
         claims: ch.claims,
         bindings: ch.bindings,
@@ -155,7 +169,13 @@ export function createRealtime(o: RealtimeOptions) {
   function broadcast(ch: Channel, m: Message) {
     for (const other of members(ch.topic)) {
       if (other === ch && !ch.selfBroadcast) continue
-      other.conn.send({ join_ref: null, ref: null, topic: other.topic, event: 'broadcast', payload: m.payload })
+      other.conn.send({
+        join_ref: null,
+        ref: null,
+        topic: other.topic,
+        event: 'broadcast',
+        payload: m.payload,
+      })
     }
     if (ch.ack) ch.conn.send(reply(m, 'ok', {}))
   }
@@ -176,7 +196,9 @@ export function createRealtime(o: RealtimeOptions) {
       diff = presence.untrack(ch.topic, ch)
     }
     ch.conn.send(reply(m, 'ok', {}))
-    if (diff) for (const other of members(ch.topic)) if (other.presenceEnabled) other.push('presence_diff', diff)
+    if (diff) {
+      for (const other of members(ch.topic)) if (other.presenceEnabled) other.push('presence_diff', diff)
+    }
   }
 
   async function onMessage(conn: Connection, m: Message) {
@@ -241,7 +263,8 @@ export function createRealtime(o: RealtimeOptions) {
   async function restBroadcast(req: Request): Promise<Response> {
     if (req.method === 'OPTIONS') return new Response(null, { status: 204, headers: CORS })
     if (req.method !== 'POST') return json(405, { error: 'Method not allowed' }, CORS)
-    const bearer = req.headers.get('authorization')?.replace(/^Bearer\s+/i, '') || req.headers.get('apikey') || ''
+    const bearer = req.headers.get('authorization')?.replace(/^Bearer\s+/i, '') ||
+      req.headers.get('apikey') || ''
     try {
       await verifyToken(bearer, o.jwtSecret)
     } catch (e) {
@@ -255,7 +278,9 @@ export function createRealtime(o: RealtimeOptions) {
     }
     if (!Array.isArray(body?.messages)) return json(400, { error: 'messages: required, an array' }, CORS)
     for (const msg of body.messages) {
-      if (!msg || typeof msg.topic !== 'string' || typeof msg.event !== 'string' || msg.private === true) continue
+      if (!msg || typeof msg.topic !== 'string' || typeof msg.event !== 'string' || msg.private === true) {
+        continue
+      }
       const payload = { type: 'broadcast', event: msg.event, payload: msg.payload ?? {} }
       for (const ch of members(`realtime:${msg.topic}`)) ch.push('broadcast', payload)
     }
