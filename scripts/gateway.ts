@@ -2,6 +2,7 @@
 //   /rest/v1/*          -> PostgREST
 //   /functions/v1/<fn>/* -> the function's handler (a function named `api` sees /api/...)
 //   /storage/v1/*       -> the local object store (scripts/lib/storage.ts)
+//   /realtime/v1/*      -> the Realtime stand-in (scripts/lib/realtime/): WebSocket, REST broadcast
 //   /docs               -> Swagger UI for /functions/v1/api/openapi.json
 // Anything else, including look-alikes such as /rest/v1foo or /rest/v1@host, is 404.
 // and the worker that sends what net.http_post/net.http_get queued (pg_net's job).
@@ -12,6 +13,7 @@ import { handleStorage } from './lib/storage.ts'
 import { ROOT } from './lib/proc.ts'
 import { BodyTooLarge } from './lib/body.ts'
 import { proxyRest, restTarget } from './lib/proxy.ts'
+import { createRealtime } from './lib/realtime/server.ts'
 
 const env = (k: string) => {
   const v = Deno.env.get(k)
@@ -21,6 +23,7 @@ const env = (k: string) => {
 const port = Number(env('GATEWAY_PORT'))
 const postgrestUrl = env('POSTGREST_URL')
 const sql = postgres(env('SUPABASE_DB_URL'), { max: 5, onnotice: () => {} })
+const realtime = createRealtime({ dbUrl: env('SUPABASE_DB_URL'), jwtSecret: env('JWT_SECRET') })
 
 type Handler = (req: Request) => Response | Promise<Response>
 const functions = new Map<string, Handler>()
@@ -58,6 +61,7 @@ async function route(req: Request): Promise<Response> {
       rootDir: env('STORAGE_DIR'),
     })
   }
+  if (p.startsWith('/realtime/v1/')) return await realtime.handle(req, p.slice('/realtime/v1'.length))
   const docs = await handleDocs(p)
   if (docs) return docs
   return json(404, { error: `No route for ${p}` })

@@ -32,11 +32,21 @@ timezone = 'UTC'
 log_timezone = 'UTC'
 max_connections = 200
 shared_buffers = '256MB'
+# Logical decoding for the Realtime stand-in (a temporary slot on the supabase_realtime publication).
+wal_level = logical
+max_replication_slots = 10
+max_wal_senders = 10
 `
+
+/** Settings a cluster made before they were added must gain (applied while it is stopped). */
+const LATER_SETTINGS = [{ present: /^\s*wal_level\s*=\s*'?logical/m, line: 'wal_level = logical' }]
 
 /** Creates the cluster if its folder is empty. Returns true when it was created now. */
 export async function ensureCluster(c: Cluster, opts: { throwaway?: boolean } = {}): Promise<boolean> {
-  if (await exists(`${c.dataDir}/PG_VERSION`)) return false
+  if (await exists(`${c.dataDir}/PG_VERSION`)) {
+    await addLaterSettings(c)
+    return false
+  }
   if (!(await exists(`${PG_BIN}/initdb`))) {
     throw new StackError(`Postgres 15 is missing (${PG_BIN}/initdb). Run: npm start (it installs it) or apt-get install postgresql-15`)
   }
@@ -72,6 +82,18 @@ export async function ensureCluster(c: Cluster, opts: { throwaway?: boolean } = 
     await Deno.writeTextFile(conf, text + SETTINGS + extra)
   }
   return true
+}
+
+/** Appends to an existing cluster's postgresql.conf the settings it predates (the last one read wins). */
+async function addLaterSettings(c: Cluster) {
+  const conf = `${c.dataDir}/postgresql.conf`
+  const text = await Deno.readTextFile(conf).catch(() => null)
+  if (text === null) return
+  const missing = LATER_SETTINGS.filter((s) => !s.present.test(text))
+  if (!missing.length) return
+  const extra = `# --- added by scripts/lib/db.ts ---\n${missing.map((s) => s.line).join('\n')}\n`
+  if (isRoot()) await run('runuser', ['-u', 'postgres', '--', 'tee', '-a', conf], { stdin: extra })
+  else await Deno.writeTextFile(conf, text + extra)
 }
 
 export async function startPostgres(c: Cluster) {

@@ -1,0 +1,300 @@
+// The local stand-in for Supabase Realtime, served by the gateway under /realtime/v1:
+//   /websocket       Phoenix channels as realtime-js speaks them (vsn 1.0.0 and 2.0.0):
+//                    postgres_changes on the `supabase_realtime` publication (changes.ts),
+//                    broadcast (self/ack) and presence between the clients of a topic;
+//   /api/broadcast   the REST broadcast realtime-js falls back to (httpSend).
+// Public channels only: private channels need Realtime Authorization (policies on
+// realtime.messages), which the local stack does not have.
+import { type Claims, TokenError, verifyToken } from './auth.ts'
+import { type Binding, ChangeFeed, type Subscriber } from './changes.ts'
+import { ParamsError, parseParams } from './filters.ts'
+import { Presence } from './presence.ts'
+import { decode, encode, type Message, reply, type Vsn } from './protocol.ts'
+
+export interface RealtimeOptions {
+  dbUrl: string
+  jwtSecret: string
+}
+
+const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
+  new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } })
+
+const CORS = {
+  'access-control-allow-origin': '*',
+  'access-control-allow-headers': 'authorization, x-client-info, apikey, content-type',
+  'access-control-allow-methods': 'POST, OPTIONS',
+}
+
+/** A 27-bit hash of a binding's parameters: its id (Realtime uses :erlang.phash2 likewise). */
+function bindingId(params: unknown) {
+  const text = JSON.stringify(params, Object.keys(params as object).sort())
+  let h = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0
+  return h & 0x7ffffff
+}
+
+class Connection {
+  channels = new Map<string, Channel>()
+  constructor(readonly ws: WebSocket, readonly vsn: Vsn, readonly apikey: string) {}
+  send(m: Message) {
+    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(encode(this.vsn, m))
+  }
+}
+
+class Channel {
+  claims!: Claims
+  token!: string
+  bindings: Binding[] = []
+  selfBroadcast = false
+  ack = false
+  presenceKey = ''
+  presenceEnabled = false
+  subscriber?: Subscriber
+  expiry?: ReturnType<typeof setTimeout>
+  constructor(readonly conn: Connection, readonly topic: string, readonly joinRef: string | null) {}
+  push(event: string, payload: unknown) {
+    this.conn.send({ join_ref: this.joinRef, ref: null, topic: this.topic, event, payload })
+  }
+  system(extension: string, status: 'ok' | 'error', message: string) {
+    this.push('system', { extension, status, message, channel: this.topic.slice('realtime:'.length) })
+  }
+}
+
+export function createRealtime(o: RealtimeOptions) {
+  const feed = new ChangeFeed(o.dbUrl)
+  const presence = new Presence()
+  const topics = new Map<string, Set<Channel>>() // joined channels per topic, across connections
+
+  const members = (topic: string) => topics.get(topic) ?? new Set<Channel>()
+
+  function leave(ch: Channel) {
+    clearTimeout(ch.expiry)
+    if (ch.subscriber) feed.unsubscribe(ch.subscriber)
+    ch.conn.channels.delete(ch.topic)
+    const set = topics.get(ch.topic)
+    set?.delete(ch)
+    if (set && !set.size) topics.delete(ch.topic)
+    const diff = presence.untrack(ch.topic, ch)
+    if (diff) { for (const m of members(ch.topic)) if (m.presenceEnabled) m.push('presence_diff', diff) }
+  }
+
+  /** Ends a channel from the server's side, saying why (Realtime's shutdown_response). */
+  function shutdown(ch: Channel, message: string) {
+    ch.system('system', 'error', message)
+    ch.push('phx_close', {})
+    leave(ch)
+  }
+
+  /** Accepts a (new) token for a joined channel, or throws TokenError. */
+  async function authorize(ch: Channel, token: string) {
+    const claims = await verifyToken(token, o.jwtSecret)
+    ch.claims = claims
+    ch.token = token
+    if (ch.subscriber) ch.subscriber.claims = claims
+    clearTimeout(ch.expiry)
+    const ms = Math.min(claims.exp * 1000 - Date.now(), 2 ** 31 - 1)
+    ch.expiry = setTimeout(
+      () =>
+        shutdown(
+          ch,
+          `Token has expired ${Math.max(0, Math.floor(Date.now() / 1000) - claims.exp)} seconds ago`,
+        ),
+      ms,
+    )
+  }
+
+  async function join(conn: Connection, m: Message) {
+    if (!m.topic.startsWith('realtime:')) return conn.send(reply(m, 'error', { reason: 'unmatched topic' }))
+    if (m.topic === 'realtime:') {
+      return conn.send(reply(m, 'error', { reason: 'TopicNameRequired: You must provide a topic name' }))
+    }
+    const old = conn.channels.get(m.topic)
+    if (old) leave(old)
+    const payload = (m.payload ?? {}) as Record<string, any>
+    const config = (payload.config ?? {}) as Record<string, any>
+    const ch = new Channel(conn, m.topic, m.join_ref)
+    let token = payload.access_token ?? payload.user_token
+    if (typeof token !== 'string' || token.startsWith('sb_')) token = conn.apikey
+    try {
+      await authorize(ch, token)
+    } catch (e) {
+      clearTimeout(ch.expiry)
+      if (e instanceof TokenError) return conn.send(reply(m, 'error', { reason: e.message }))
+      throw e
+    }
+    if (config.private === true) {
+      clearTimeout(ch.expiry)
+      const name = m.topic.slice('realtime:'.length)
+      return conn.send(reply(m, 'error', {
+        reason: `Unauthorized: You do not have permissions to read from this Channel topic: ${name}`,
+      }))
+    }
+    ch.selfBroadcast = config.broadcast?.self === true
+    ch.ack = config.broadcast?.ack === true
+    ch.presenceKey = typeof config.presence?.key === 'string' && config.presence.key
+      ? config.presence.key
+      : crypto.randomUUID()
+    ch.presenceEnabled = config.presence?.enabled === true
+    const requested = Array.isArray(config.postgres_changes)
+      ? config.postgres_changes.filter((p: unknown) => p && typeof p === 'object')
+      : []
+    const echoed = requested.map((p: Record<string, unknown>) => ({ ...p, id: bindingId(p) }))
+
+    conn.channels.set(m.topic, ch)
+    topics.set(m.topic, members(m.topic).add(ch))
+    conn.send(reply(m, 'ok', { postgres_changes: echoed }))
+    if (ch.presenceEnabled) ch.push('presence_state', presence.state(m.topic))
+    if (!requested.length) return
+
+    try {
+      ch.bindings = requested.map((p: Record<string, unknown>, i: number) => ({
+        id: echoed[i].id,
+        params: parseParams(p),
+      }))
+      const sub: Subscriber = {
+        claims: ch.claims,
+        bindings: ch.bindings,
+        push: (ids, data) => ch.push('postgres_changes', { ids, data }),
+      }
+      await feed.subscribe(sub)
+      if (conn.channels.get(m.topic) !== ch) return feed.unsubscribe(sub) // left meanwhile
+      ch.subscriber = sub
+      ch.system('postgres_changes', 'ok', 'Subscribed to PostgreSQL')
+    } catch (e) {
+      if (!(e instanceof ParamsError)) console.error('realtime: postgres_changes subscription failed', e)
+      ch.system('postgres_changes', 'error', (e as Error).message)
+    }
+  }
+
+  function broadcast(ch: Channel, m: Message) {
+    for (const other of members(ch.topic)) {
+      if (other === ch && !ch.selfBroadcast) continue
+      other.conn.send({
+        join_ref: null,
+        ref: null,
+        topic: other.topic,
+        event: 'broadcast',
+        payload: m.payload,
+      })
+    }
+    if (ch.ack) ch.conn.send(reply(m, 'ok', {}))
+  }
+
+  function track(ch: Channel, m: Message) {
+    const p = (m.payload ?? {}) as Record<string, any>
+    let diff
+    if (p.event === 'track') {
+      if (!p.payload || typeof p.payload !== 'object' || Array.isArray(p.payload)) {
+        return ch.conn.send(reply(m, 'error', { reason: 'Presence track payload must be a map' }))
+      }
+      if (!ch.presenceEnabled) {
+        ch.presenceEnabled = true
+        ch.push('presence_state', presence.state(ch.topic))
+      }
+      diff = presence.track(ch.topic, ch, ch.presenceKey, p.payload)
+    } else if (p.event === 'untrack') {
+      diff = presence.untrack(ch.topic, ch)
+    }
+    ch.conn.send(reply(m, 'ok', {}))
+    if (diff) {
+      for (const other of members(ch.topic)) if (other.presenceEnabled) other.push('presence_diff', diff)
+    }
+  }
+
+  async function onMessage(conn: Connection, m: Message) {
+    if (m.topic === 'phoenix' && m.event === 'heartbeat') return conn.send(reply(m, 'ok', {}))
+    if (m.event === 'phx_join') return await join(conn, m)
+    const ch = conn.channels.get(m.topic)
+    if (!ch) return conn.send(reply(m, 'error', { reason: 'unmatched topic' }))
+    switch (m.event) {
+      case 'phx_leave':
+        conn.send(reply(m, 'ok', {}))
+        return leave(ch)
+      case 'access_token': {
+        const token = m.payload?.access_token
+        if (typeof token !== 'string' || token.startsWith('sb_') || token === ch.token) return
+        try {
+          await authorize(ch, token)
+        } catch (e) {
+          if (e instanceof TokenError) return shutdown(ch, e.message)
+          throw e
+        }
+        return
+      }
+      case 'broadcast':
+        return broadcast(ch, m)
+      case 'presence':
+        return track(ch, m)
+      default:
+        return // Realtime ignores other client events
+    }
+  }
+
+  async function websocket(req: Request, url: URL): Promise<Response> {
+    if ((req.headers.get('upgrade') ?? '').toLowerCase() !== 'websocket') {
+      return json(400, { error: 'Expected a WebSocket upgrade (realtime-js connects here)' })
+    }
+    const vsn = url.searchParams.get('vsn') ?? '1.0.0'
+    if (vsn !== '1.0.0' && vsn !== '2.0.0') return json(400, { error: `Unsupported vsn ${vsn}` })
+    const apikey = req.headers.get('x-api-key') ?? url.searchParams.get('apikey') ?? ''
+    try {
+      await verifyToken(apikey, o.jwtSecret)
+    } catch {
+      return json(403, { error: 'Forbidden: the apikey is not a valid key of this project' })
+    }
+    const { socket, response } = Deno.upgradeWebSocket(req)
+    socket.binaryType = 'arraybuffer'
+    const conn = new Connection(socket, vsn, apikey)
+    let chain = Promise.resolve() // a connection's messages are handled in order
+    socket.onmessage = (ev) => {
+      const m = decode(vsn, ev.data)
+      if (!m) return
+      chain = chain.then(() => onMessage(conn, m)).catch((e) => console.error('realtime: message failed', e))
+    }
+    socket.onclose = () => {
+      chain = chain.then(() => {
+        for (const ch of [...conn.channels.values()]) leave(ch)
+      })
+    }
+    return response
+  }
+
+  /** POST /api/broadcast {messages: [{topic, event, payload, private?}]}: public topics only. */
+  async function restBroadcast(req: Request): Promise<Response> {
+    if (req.method === 'OPTIONS') return new Response(null, { status: 204, headers: CORS })
+    if (req.method !== 'POST') return json(405, { error: 'Method not allowed' }, CORS)
+    const bearer = req.headers.get('authorization')?.replace(/^Bearer\s+/i, '') ||
+      req.headers.get('apikey') || ''
+    try {
+      await verifyToken(bearer, o.jwtSecret)
+    } catch (e) {
+      return json(401, { error: e instanceof TokenError ? e.message : 'Unauthorized' }, CORS)
+    }
+    let body: any
+    try {
+      body = await req.json()
+    } catch {
+      return json(400, { error: 'The body must be JSON: {messages: [{topic, event, payload}]}' }, CORS)
+    }
+    if (!Array.isArray(body?.messages)) return json(400, { error: 'messages: required, an array' }, CORS)
+    for (const msg of body.messages) {
+      if (!msg || typeof msg.topic !== 'string' || typeof msg.event !== 'string' || msg.private === true) {
+        continue
+      }
+      const payload = { type: 'broadcast', event: msg.event, payload: msg.payload ?? {} }
+      for (const ch of members(`realtime:${msg.topic}`)) ch.push('broadcast', payload)
+    }
+    return new Response(null, { status: 202, headers: CORS })
+  }
+
+  return {
+    /** `path` is what follows /realtime/v1. */
+    handle(req: Request, path: string): Promise<Response> | Response {
+      const url = new URL(req.url)
+      if (path === '/websocket') return websocket(req, url)
+      if (path === '/api/broadcast') return restBroadcast(req)
+      return json(404, { error: `No route for /realtime/v1${path}` })
+    },
+    close: () => feed.close(),
+  }
+}
