@@ -5,9 +5,10 @@ import { StorageError, uploadObject } from '../../../_shared/storage.ts'
 import { idParams } from '../../../_shared/validation.ts'
 import { drawMosaic, layoutMosaic, type Participant } from '../../../_shared/workout_mosaic.ts'
 import { endpoint, Message, routeModule } from '../../openapi.ts'
-import { base, CHECKIN_BUCKET, DateParams, rpc, tag } from './shared.ts'
+import { unwrap } from '../../../_shared/errors.ts'
+import { base, CHECKIN_BUCKET, DateParams, tag } from './shared.ts'
 
-const AiUser = z.object({
+export const AiUser = z.object({
   id: z.string(),
   fullName: z.string().nullable(),
   isAi: z.boolean(),
@@ -44,18 +45,22 @@ async function ensureStockPhoto() {
   })
 }
 
+// The replies below are the jsonb results of the synthetic-user functions, passed on as they are.
+export const AiUsersCreated = z.object({ created: z.number().int(), failed: z.number().int(), users: z.array(AiUser), errors: z.array(z.string()) })
+export const DayTeams = z.object({ redTeam: z.unknown(), blueTeam: z.unknown() })
+
 export const aiUserRoutes = routeModule()
   .openapi(
     endpoint({
       method: 'post', path: `${base}/admin/ai-users/generate`, tag, auth: 'superAdmin', body: AiGenerate, status: 201,
       summary: 'Create 1..1000 synthetic users in bulk (SPEC rule 5 distributions unless config says otherwise)',
-      response: z.object({ created: z.number().int(), failed: z.number().int(), users: z.array(AiUser), errors: z.array(z.string()) }),
+      response: AiUsersCreated,
     }),
     async (c) => {
       const b = c.req.valid('json')
-      const result = await rpc(c.var.db, 'generate_ai_users', { how_many: b.count, config: b.config ?? null })
+      const result = unwrap(await c.var.db.rpc('generate_ai_users', { how_many: b.count, config: b.config ?? null }))
       await ensureStockPhoto()
-      return c.json(result as never, 201)
+      return c.json(result, 201)
     },
   )
   .openapi(
@@ -67,7 +72,7 @@ export const aiUserRoutes = routeModule()
     }),
     async (c) => {
       const q = c.req.valid('query')
-      return c.json({ users: await rpc(c.var.db, 'list_ai_users', { page_size: q.limit, after_id: q.after ?? null }) } as never)
+      return c.json({ users: unwrap(await c.var.db.rpc('list_ai_users', { page_size: q.limit, after_id: q.after ?? null })) })
     },
   )
   .openapi(
@@ -76,7 +81,7 @@ export const aiUserRoutes = routeModule()
       summary: 'Remove a synthetic user and all their data (a real user is 404 and untouched)', response: Message,
     }),
     async (c) => {
-      await rpc(c.var.db, 'delete_ai_user', { target_user: c.req.valid('param').id })
+      unwrap(await c.var.db.rpc('delete_ai_user', { target_user: c.req.valid('param').id }))
       return c.json({ message: 'AI user deleted' })
     },
   )
@@ -86,15 +91,15 @@ export const aiUserRoutes = routeModule()
       body: ToggleBody, summary: 'Activate or pause a synthetic user', response: z.object({ user: AiUser }),
     }),
     async (c) => {
-      const user = await rpc(c.var.db, 'toggle_ai_user', { target_user: c.req.valid('param').id, active: c.req.valid('json').isActive })
-      return c.json({ user } as never)
+      const user = unwrap(await c.var.db.rpc('toggle_ai_user', { target_user: c.req.valid('param').id, active: c.req.valid('json').isActive }))
+      return c.json({ user })
     },
   )
   .openapi(
     endpoint({
       method: 'get', path: `${base}/admin/teams/{date}`, tag, auth: 'superAdmin', params: DateParams,
       summary: 'A date\'s red and blue teams and squads, AI versus real members',
-      response: z.object({ redTeam: z.unknown(), blueTeam: z.unknown() }),
+      response: DayTeams,
     }),
-    async (c) => c.json(await rpc(c.var.db, 'admin_workout_teams', { target: c.req.valid('param').date }) as never),
+    async (c) => c.json(unwrap(await c.var.db.rpc('admin_workout_teams', { target: c.req.valid('param').date }))),
   )

@@ -2,7 +2,8 @@
 // week's battle is generated on Mondays and run once, deterministically.
 import { z } from '@hono/zod-openapi'
 import { endpoint, routeModule } from '../../openapi.ts'
-import { base, logRun, pathDate, rpc, tag } from './shared.ts'
+import { unwrap } from '../../../_shared/errors.ts'
+import { base, logRun, pathDate, tag } from './shared.ts'
 
 const BattleTeam = z.object({
   totalChips: z.number().int(),
@@ -36,30 +37,39 @@ const Battle = z.object({
 
 const WeekParams = z.object({ weekStartDate: pathDate('weekStartDate') })
 
+// The replies below are the jsonb results of the battle functions, passed on as they are.
+export const BattleWeek = z.object({
+  battle: Battle.nullable(),
+  redTeam: BattleTeam,
+  blueTeam: BattleTeam,
+  dailyStats: z.array(z.object({ date: z.string(), redTeamChips: z.number().int(), blueTeamChips: z.number().int() })),
+})
+export const BattleRun = z.object({ battle: Battle, winner: z.enum(['red', 'blue', 'tie']), battleResult: BattleResult, alreadyExecuted: z.boolean() })
+export const BattleHistory = z.object({
+  battles: z.array(Battle),
+  userStats: z.object({ totalChipsContributed: z.number().int(), battlesWon: z.number().int(), longestChain: z.number().int() }),
+})
+export const WeeklyBattle = z.object({ battle: Battle, created: z.boolean() })
+
 export const battleRoutes = routeModule()
   .openapi(
     endpoint({
       method: 'get', path: `${base}/battle/week/{weekStartDate}`, tag, auth: 'bearer', params: WeekParams,
       summary: 'A week\'s battle with live team totals (weekStartDate must be a Monday)',
-      response: z.object({
-        battle: Battle.nullable(),
-        redTeam: BattleTeam,
-        blueTeam: BattleTeam,
-        dailyStats: z.array(z.object({ date: z.string(), redTeamChips: z.number().int(), blueTeamChips: z.number().int() })),
-      }),
+      response: BattleWeek,
     }),
-    async (c) => c.json(await rpc(c.var.db, 'workout_battle_week', { week_start: c.req.valid('param').weekStartDate }) as never),
+    async (c) => c.json(unwrap(await c.var.db.rpc('workout_battle_week', { week_start: c.req.valid('param').weekStartDate }))),
   )
   .openapi(
     endpoint({
       method: 'post', path: `${base}/battle/execute/{weekStartDate}`, tag, auth: { adminOrCron: 'workout-window' },
       params: WeekParams, summary: 'Run a week\'s battle (once; deterministic, seeded by the week)',
-      response: z.object({ battle: Battle, winner: z.enum(['red', 'blue', 'tie']), battleResult: BattleResult, alreadyExecuted: z.boolean() }),
+      response: BattleRun,
     }),
     async (c) => {
-      const result = await rpc(c.var.db, 'execute_workout_battle', { week_start: c.req.valid('param').weekStartDate })
+      const result = unwrap(await c.var.db.rpc('execute_workout_battle', { week_start: c.req.valid('param').weekStartDate }))
       logRun('workout-execute-battle', { week: c.req.valid('param').weekStartDate })
-      return c.json(result as never)
+      return c.json(result)
     },
   )
   .openapi(
@@ -67,22 +77,19 @@ export const battleRoutes = routeModule()
       method: 'get', path: `${base}/battle/history`, tag, auth: 'bearer',
       query: z.object({ limit: z.coerce.number().int().min(1).max(104).default(52) }).strict(),
       summary: 'Battles, newest first, and the caller\'s stats',
-      response: z.object({
-        battles: z.array(Battle),
-        userStats: z.object({ totalChipsContributed: z.number().int(), battlesWon: z.number().int(), longestChain: z.number().int() }),
-      }),
+      response: BattleHistory,
     }),
-    async (c) => c.json(await rpc(c.var.db, 'workout_battle_history', { page_size: c.req.valid('query').limit }) as never),
+    async (c) => c.json(unwrap(await c.var.db.rpc('workout_battle_history', { page_size: c.req.valid('query').limit }))),
   )
   .openapi(
     endpoint({
       method: 'post', path: `${base}/battle/cron/generate-weekly`, tag, auth: { cron: 'workout-window' },
-      summary: 'Weekly battle generation (0 0 * * 1)', response: z.object({ battle: Battle, created: z.boolean() }),
+      summary: 'Weekly battle generation (0 0 * * 1)', response: WeeklyBattle,
     }),
     async (c) => {
       console.log(JSON.stringify({ job: 'workout-weekly-battle', event: 'start' }))
-      const result = await rpc(c.var.db, 'generate_weekly_battle', { week_start: null })
+      const result = unwrap(await c.var.db.rpc('generate_weekly_battle', { week_start: null }))
       logRun('workout-weekly-battle', result)
-      return c.json(result as never)
+      return c.json(result)
     },
   )

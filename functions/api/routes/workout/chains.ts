@@ -3,13 +3,13 @@
 // generation that builds (or completes) a day's chains, on demand and every night.
 import { z } from '@hono/zod-openapi'
 import { serviceDb } from '../../../_shared/db.ts'
-import { badRequest, unwrap } from '../../../_shared/errors.ts'
+import { badRequest, fromDb, unwrap } from '../../../_shared/errors.ts'
 import { removeObjects, uploadObject } from '../../../_shared/storage.ts'
 import { isoDate } from '../../../_shared/validation.ts'
 import { PHOTO_EXTENSIONS, preparePhoto, readPhotoFacts, UnreadablePhoto } from '../../../_shared/workout_photo.ts'
 import { endpoint, routeModule } from '../../openapi.ts'
 import { CheckinForm, readCheckinForm } from './checkin_form.ts'
-import { base, Checkin, CHECKIN_BUCKET, DateParams, logRun, PageQuery, rpc, Squad, storageFailure, tag, UserCard } from './shared.ts'
+import { base, Checkin, CHECKIN_BUCKET, DateParams, logRun, PageQuery, Squad, storageFailure, tag, UserCard } from './shared.ts'
 
 const TeamStats = z.object({
   totalMembers: z.number().int(),
@@ -21,7 +21,7 @@ const TeamStats = z.object({
 })
 
 const GenerateBody = z.object({ date: isoDate().optional() }).strict()
-const ChainRun = z.object({
+export const ChainRun = z.object({
   date: z.string(),
   participants: z.number().int(),
   created: z.number().int(),
@@ -29,42 +29,58 @@ const ChainRun = z.object({
   squadsCreated: z.number().int(),
 }).openapi('WorkoutChainRun')
 
+// The replies below are the jsonb results of the day's SQL functions, passed on as they are.
+export const ChainDay = z.object({
+  chain: z.object({
+    id: z.string(),
+    date: z.string(),
+    beforeUser: UserCard.nullable(),
+    currentUser: UserCard,
+    afterUser: UserCard.nullable(),
+    teamColor: z.enum(['red', 'blue']),
+    squad: Squad.nullable(),
+  }),
+  checkins: z.array(Checkin),
+})
+export const SquadDay = z.object({ squad: Squad, checkins: z.array(Checkin) })
+export const TeamDay = z.object({ redTeam: TeamStats, blueTeam: TeamStats })
+export const CheckinDone = z.object({
+  checkin: Checkin,
+  battleChipsEarned: z.number().int(),
+  chainStatus: z.enum(['continued', 'broken']),
+  nextUserNotified: z.boolean(),
+})
+export const MyCheckin = z.object({ checkin: Checkin.nullable(), status: z.enum(['pending', 'completed', 'failed', 'not_started']) })
+export const DayCheckins = z.object({
+  checkins: z.array(Checkin.extend({ user: UserCard })),
+  stats: z.object({ total: z.number().int(), completed: z.number().int(), failed: z.number().int() }),
+})
+
 export const chainRoutes = routeModule()
   .openapi(
     endpoint({
       method: 'get', path: `${base}/chain/{date}`, tag, auth: 'bearer', params: DateParams,
       summary: 'The caller\'s chain on a date: neighbours, team, squad and their check-ins',
-      response: z.object({
-        chain: z.object({
-          id: z.string(),
-          date: z.string(),
-          beforeUser: UserCard.nullable(),
-          currentUser: UserCard,
-          afterUser: UserCard.nullable(),
-          teamColor: z.enum(['red', 'blue']),
-          squad: Squad.nullable(),
-        }),
-        checkins: z.array(Checkin),
-      }),
+      response: ChainDay,
     }),
-    async (c) => c.json(await rpc(c.var.db, 'workout_chain', { target: c.req.valid('param').date }) as never),
+    async (c) => c.json(unwrap(await c.var.db.rpc('workout_chain', { target: c.req.valid('param').date }))),
   )
   .openapi(
     endpoint({
       method: 'get', path: `${base}/squad/{date}`, tag, auth: 'bearer', params: DateParams,
       summary: 'The caller\'s squad on a date and its check-ins',
-      response: z.object({ squad: Squad, checkins: z.array(Checkin) }),
+      response: SquadDay,
     }),
-    async (c) => c.json(await rpc(c.var.db, 'workout_squad', { target: c.req.valid('param').date }) as never),
+    async (c) => c.json(unwrap(await c.var.db.rpc('workout_squad', { target: c.req.valid('param').date }))),
   )
   .openapi(
     endpoint({
       method: 'get', path: `${base}/team-stats/{date}`, tag, auth: 'bearer', params: DateParams,
       summary: 'Red and blue team totals on a date',
       description: 'failed: the window has ended without a check-in; pending: not yet (or not started).',
-      response: z.object({ redTeam: TeamStats, blueTeam: TeamStats }),
+      response: TeamDay,
     }),
-    async (c) => c.json(await rpc(c.var.db, 'workout_team_stats', { target: c.req.valid('param').date }) as never),
+    async (c) => c.json(unwrap(await c.var.db.rpc('workout_team_stats', { target: c.req.valid('param').date }))),
   )
   .openapi(
     endpoint({
@@ -79,12 +95,7 @@ export const chainRoutes = routeModule()
         'or larger than 25 megapixels a frame, 40 over all frames or 50 frames. 409: already checked in for the ' +
         'day (a time-zone change applies from the next local day).',
       errors: [409],
-      response: z.object({
-        checkin: Checkin,
-        battleChipsEarned: z.number().int(),
-        chainStatus: z.enum(['continued', 'broken']),
-        nextUserNotified: z.boolean(),
-      }),
+      response: CheckinDone,
     }),
     async (c) => {
       const input = await readCheckinForm(c)
@@ -115,34 +126,31 @@ export const chainRoutes = routeModule()
       })
       if (result.error) {
         await removeObjects(CHECKIN_BUCKET, [name]) // a refused check-in keeps no photo
-        unwrap(result)
+        throw fromDb(result.error)
       }
-      return c.json(result.data as never, 201)
+      return c.json(result.data, 201)
     },
   )
   .openapi(
     endpoint({
       method: 'get', path: `${base}/checkin/{date}`, tag, auth: 'bearer', params: DateParams,
       summary: 'The caller\'s check-in on a date and the day status',
-      response: z.object({ checkin: Checkin.nullable(), status: z.enum(['pending', 'completed', 'failed', 'not_started']) }),
+      response: MyCheckin,
     }),
-    async (c) => c.json(await rpc(c.var.db, 'my_workout_checkin', { target: c.req.valid('param').date }) as never),
+    async (c) => c.json(unwrap(await c.var.db.rpc('my_workout_checkin', { target: c.req.valid('param').date }))),
   )
   .openapi(
     endpoint({
       method: 'get', path: `${base}/checkins/{date}`, tag, auth: 'bearer', params: DateParams,
       query: z.object(PageQuery).strict(),
       summary: 'A page of the date\'s check-ins (newest first) and the day\'s participant stats',
-      response: z.object({
-        checkins: z.array(Checkin.extend({ user: UserCard })),
-        stats: z.object({ total: z.number().int(), completed: z.number().int(), failed: z.number().int() }),
-      }),
+      response: DayCheckins,
     }),
     async (c) => {
       const q = c.req.valid('query')
-      return c.json(await rpc(c.var.db, 'workout_day_checkins', {
-        target: c.req.valid('param').date, page_size: q.limit, before_created_at: q.before ?? null,
-      }) as never)
+      return c.json(unwrap(
+        await c.var.db.rpc('workout_day_checkins', { target: c.req.valid('param').date, page_size: q.limit, before_created_at: q.before ?? null }),
+      ))
     },
   )
   .openapi(
@@ -157,7 +165,7 @@ export const chainRoutes = routeModule()
     }),
     async (c) => {
       const { date } = c.req.valid('json') ?? {}
-      return c.json(await rpc(c.var.db, 'generate_workout_chains', { target: date ?? null }) as never)
+      return c.json(unwrap(await c.var.db.rpc('generate_workout_chains', { target: date ?? null })))
     },
   )
   .openapi(
@@ -167,8 +175,8 @@ export const chainRoutes = routeModule()
     }),
     async (c) => {
       console.log(JSON.stringify({ job: 'workout-generate-chains', event: 'start' }))
-      const result = await rpc(c.var.db, 'generate_workout_chains', { target: null })
+      const result = unwrap(await c.var.db.rpc('generate_workout_chains', { target: null }))
       logRun('workout-generate-chains', result)
-      return c.json(result as never)
+      return c.json(result)
     },
   )

@@ -2,13 +2,13 @@
 // and stored by the api, recorded in SQL.
 import { z } from '@hono/zod-openapi'
 import type { Db } from '../../../_shared/db.ts'
-import { HttpError, unwrap } from '../../../_shared/errors.ts'
+import { fromDb, HttpError, unwrap } from '../../../_shared/errors.ts'
 import { removeObjects, uploadObject } from '../../../_shared/storage.ts'
-import { drawMosaic, layoutMosaic, type Participant } from '../../../_shared/workout_mosaic.ts'
+import { drawMosaic, layoutMosaic } from '../../../_shared/workout_mosaic.ts'
 import { endpoint, routeModule } from '../../openapi.ts'
-import { base, DateParams, logRun, MOSAIC_BUCKET, rpc, storageFailure, tag } from './shared.ts'
+import { base, DateParams, logRun, MOSAIC_BUCKET, storageFailure, tag } from './shared.ts'
 
-const Mosaic = z.object({
+export const Mosaic = z.object({
   imageUrl: z.string(),
   date: z.string(),
   sections: z.array(z.object({
@@ -24,7 +24,7 @@ const Mosaic = z.object({
 
 /** Draws, stores and records a date's mosaic; the image it replaces is deleted afterwards. */
 async function generateMosaic(db: Db, date: string) {
-  const participants = await rpc<Participant[]>(db, 'workout_mosaic_participants', { target: date })
+  const participants = unwrap(await db.rpc('workout_mosaic_participants', { target: date }))
   const layout = layoutMosaic(participants)
   const png = drawMosaic(layout)
   const name = `${date}/${crypto.randomUUID()}.png`
@@ -32,9 +32,9 @@ async function generateMosaic(db: Db, date: string) {
   const saved = await db.rpc('save_workout_mosaic', { target: date, image_url: url, object_name: name, sections: layout.sections })
   if (saved.error) {
     await removeObjects(MOSAIC_BUCKET, [name])
-    throw unwrap(saved)
+    throw fromDb(saved.error)
   }
-  const { mosaic, replacedObject } = saved.data as { mosaic: unknown; replacedObject: string | null }
+  const { mosaic, replacedObject } = saved.data
   if (replacedObject) await removeObjects(MOSAIC_BUCKET, [replacedObject])
   return mosaic
 }
@@ -47,9 +47,7 @@ export const mosaicRoutes = routeModule()
     }),
     async (c) => {
       const { date } = c.req.valid('param')
-      const row = unwrap(await c.var.db.from('workout_mosaics').select('*').eq('date', date).maybeSingle()) as
-        | Record<string, any>
-        | null
+      const row = unwrap(await c.var.db.from('workout_mosaics').select('*').eq('date', date).maybeSingle())
       if (!row) throw new HttpError(404, `No mosaic for ${date} yet`)
       return c.json({
         mosaic: {
@@ -59,7 +57,7 @@ export const mosaicRoutes = routeModule()
           stats: { totalParticipants: row.total_participants, completed: row.completed_count, failed: row.failed_count, pending: row.pending_count },
           updatedAt: row.updated_at,
         },
-      } as never)
+      })
     },
   )
   .openapi(
@@ -71,6 +69,6 @@ export const mosaicRoutes = routeModule()
       const { date } = c.req.valid('param')
       const mosaic = await generateMosaic(c.var.db, date)
       logRun('workout-mosaic', { date })
-      return c.json({ mosaic, message: `Mosaic for ${date} generated` } as never)
+      return c.json({ mosaic, message: `Mosaic for ${date} generated` })
     },
   )

@@ -1,9 +1,7 @@
 // What the workout modules share: the tag and base path, the buckets, the reply shapes of a
-// participant and a check-in, date and page parameters, and the call, log and storage-failure
-// helpers.
+// participant and a check-in, date and page parameters, and the log and storage-failure helpers.
 import { z } from '@hono/zod-openapi'
-import type { Db } from '../../../_shared/db.ts'
-import { badRequest, unavailable, unwrap } from '../../../_shared/errors.ts'
+import { badRequest, unavailable } from '../../../_shared/errors.ts'
 import { StorageError } from '../../../_shared/storage.ts'
 import { isoDate } from '../../../_shared/validation.ts'
 
@@ -58,8 +56,6 @@ export const PageQuery = {
   limit: z.coerce.number().int().min(1).max(200).default(100).openapi({ description: 'Page size, 1..200' }),
   before: z.iso.datetime({ offset: true }).optional().openapi({ description: 'createdAt of the last item of the previous page' }),
 }
-
-export const rpc = async <T>(db: Db, fn: string, args: Record<string, unknown>) => unwrap(await db.rpc(fn, args)) as T
 
 /** A storage failure as the reply: 400 for a photo over the limit, else 503 (logged). */
 export function storageFailure(e: unknown): never {

@@ -3,7 +3,7 @@
 import { z } from '@hono/zod-openapi'
 import { badRequest, unwrap } from '../../../_shared/errors.ts'
 import { endpoint, routeModule } from '../../openapi.ts'
-import { ACTIVITY_TYPES, base, rpc, tag } from './shared.ts'
+import { ACTIVITY_TYPES, base, tag } from './shared.ts'
 
 const hhmm = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'must be a time HH:MM (00:00 to 23:59)')
 export function isTimeZone(tz: string) {
@@ -77,14 +77,14 @@ export const windowRoutes = routeModule()
     }),
     async (c) => {
       const b = c.req.valid('json')
-      const window = await rpc(c.var.db, 'setup_workout_window', {
+      const window = unwrap(await c.var.db.rpc('setup_workout_window', {
         activity_type: b.activityType,
         custom_activity: b.customActivity ?? null,
         window_start_time: b.windowStartTime,
         window_end_time: b.windowEndTime,
         timezone: b.timezone,
-      })
-      return c.json({ window, message: 'Workout window saved' } as never)
+      }))
+      return c.json({ window, message: 'Workout window saved' })
     },
   )
   .openapi(
@@ -98,7 +98,7 @@ export const windowRoutes = routeModule()
         c.var.db.from('workout_windows').select('*').eq('user_id', me).maybeSingle(),
         c.var.db.from('workout_locations').select('*').eq('user_id', me).maybeSingle(),
       ])
-      return c.json({ window: unwrap(window), location: unwrap(location) } as never)
+      return c.json({ window: unwrap(window), location: unwrap(location) })
     },
   )
   .openapi(
@@ -111,7 +111,7 @@ export const windowRoutes = routeModule()
       const patch = c.req.valid('json')
       if (Object.keys(patch).length === 0) throw badRequest('body: give at least one location field')
       if (patch.country) patch.country = patch.country.toUpperCase()
-      const location = await rpc(c.var.db, 'update_workout_location', { patch })
-      return c.json({ message: 'Location updated', location } as never)
+      const location = unwrap(await c.var.db.rpc('update_workout_location', { patch }))
+      return c.json({ message: 'Location updated', location })
     },
   )

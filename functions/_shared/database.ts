@@ -1,0 +1,74 @@
+// The database as the edge functions call it through PostgREST: the types `npm run gen:types`
+// generates from the migrated database (types/database.ts), corrected here where the
+// generator cannot know better, so that no call site casts. With it, `npm run check` checks
+// every .rpc() name, its arguments and its result, and every .from() table and its columns.
+//
+// The corrections, all in this file:
+// - Any function argument may be null (Postgres passes it; the SQL decides what it means), and
+//   a jsonb argument or column takes any JSON value. The generator types arguments non-null
+//   and jsonb as Json, which a Record<string, unknown> does not fit.
+// - A jsonb result is only Json to the generator: JsonResults gives each function's result the
+//   shape its SQL builds (for most, the reply the route documents, so the route passes it on).
+// - ArgCorrections and TableCorrections: what the generator types wrongly (a bigint sent as a
+//   decimal string, a column a trigger fills).
+import type { Database as Generated, Json } from '../../types/database.ts'
+
+type Public = Generated['public']
+
+/** jsonb (Json, null or not) becomes any JSON value: PostgREST sends what JSON.stringify makes of it. */
+type AnyJson<T> = NonNullable<Json> extends NonNullable<T> ? unknown : T
+
+/** Every argument may be null; jsonb arguments take any JSON value. */
+type LooseArgs<A> = string extends keyof A ? A : { [K in keyof A]: AnyJson<A[K]> | null }
+
+/** Arguments the generator types wrongly, by function. */
+type ArgCorrections = {
+  // bigint: a 64-bit perceptual hash does not fit a JSON number; PostgREST reads the decimal string.
+  register_workout_photo: { dhash: string | null; dhash_as_sent: string | null }
+}
+
+/** The shapes of the jsonb results, by function. */
+type JsonResults = {
+  claim_ai_calls: { granted: number; day: string; counted: boolean }
+}
+
+type Simplify<T> = { [K in keyof T]: T[K] } & {}
+
+type CorrectedFunction<Name, F> = F extends { Args: infer A; Returns: infer R } ? Simplify<
+    & Omit<F, 'Args' | 'Returns'>
+    & {
+      Args: Name extends keyof ArgCorrections ? Simplify<Omit<LooseArgs<A>, keyof ArgCorrections[Name]> & ArgCorrections[Name]>
+        : LooseArgs<A>
+      Returns: Name extends keyof JsonResults ? JsonResults[Name] : R
+    }
+  >
+  : F
+
+/** Columns the generator types wrongly, by table: only what differs. */
+type TableCorrections = {
+  // Filled from the team by a trigger (a member's organization is their team's).
+  team_members: { Insert: { org_id?: string } }
+}
+
+type Writable<T> = { [K in keyof T]: AnyJson<T[K]> }
+
+type CorrectedTable<Name, T> = T extends { Row: unknown; Insert: infer I; Update: infer U } ? Simplify<
+    & Omit<T, 'Insert' | 'Update'>
+    & {
+      Insert: Name extends keyof TableCorrections ? Simplify<Omit<Writable<I>, keyof TableCorrections[Name]['Insert']> & TableCorrections[Name]['Insert']>
+        : Writable<I>
+      Update: Writable<U>
+    }
+  >
+  : T
+
+export type Database = {
+  public: Simplify<
+    & Omit<Public, 'Tables' | 'Functions'>
+    & {
+      Tables: { [Name in keyof Public['Tables']]: CorrectedTable<Name, Public['Tables'][Name]> }
+      Functions: { [Name in keyof Public['Functions']]: CorrectedFunction<Name, Public['Functions'][Name]> }
+    }
+  >
+}
+
