@@ -5,10 +5,41 @@ import { TEST } from './lib/ports.ts'
 import { ROOT, run, StackError } from './lib/proc.ts'
 import { startStack } from './lib/stack.ts'
 
-// TEST_ONLY=workout,labs runs only the pgTAP and Deno test files whose names contain one of
-// the words (for a quick loop while working; CI and `npm test` run everything).
+// Which tests run. Every test file is named after the area it tests: tests/<area>_test.ts or
+// tests/<area>_<part>_test.ts, supabase/tests/<area>.test.sql or <area>_<part>.test.sql (helpers
+// in tests/ start with `_`). `npm test -- workout labs` runs the areas named (a word matches a
+// file whose name starts with the word and then `_` or `.`, so `workout_checkin` names a part);
+// TEST_ONLY=checkin,labs runs the files whose names contain a word anywhere. Either way `check`
+// adds `deno check`, which otherwise runs only when nothing is filtered. CI and a bare
+// `npm test` run everything.
+const areas = Deno.args.map((w) => w.trim()).filter(Boolean)
 const only = (Deno.env.get('TEST_ONLY') ?? '').split(',').map((w) => w.trim()).filter(Boolean)
-const chosen = (name: string) => !only.length || only.some((w) => name.includes(w))
+const filtered = areas.length > 0 || only.length > 0
+const inArea = (name: string, area: string) => name.startsWith(`${area}_`) || name.startsWith(`${area}.`)
+const chosen = (name: string) => !filtered || areas.some((a) => inArea(name, a)) || only.some((w) => name.includes(w))
+const runCheck = !filtered || areas.includes('check') || only.includes('check')
+
+const pgFiles = [...Deno.readDirSync(`${ROOT}/supabase/tests`)].map((e) => e.name).filter((n) => n.endsWith('.test.sql') && chosen(n)).sort()
+const denoTestFiles = [...Deno.readDirSync(`${ROOT}/tests`)].map((e) => e.name).filter((n) => n.endsWith('_test.ts') && chosen(n)).sort()
+// A file outside the convention would never run, and a word that names no file is a typo, not
+// an empty area: say so before starting anything.
+const stray = [
+  ...[...Deno.readDirSync(`${ROOT}/tests`)].filter((e) => e.isFile && !e.name.startsWith('_') && !e.name.endsWith('_test.ts')).map((e) => `tests/${e.name}`),
+  ...[...Deno.readDirSync(`${ROOT}/supabase/tests`)].filter((e) => !e.name.endsWith('.test.sql')).map((e) => `supabase/tests/${e.name}`),
+]
+if (stray.length) {
+  console.error(`Not named as a test or a helper (<area>_test.ts, <area>_<part>_test.ts, _<helper>.ts, <area>.test.sql): ${stray.join(', ')}`)
+  console.log('0 passed, 1 failed')
+  Deno.exit(1)
+}
+const unknown = [...areas, ...only].filter((w) =>
+  w !== 'check' && ![...pgFiles, ...denoTestFiles].some((n) => areas.includes(w) ? inArea(n, w) : n.includes(w))
+)
+if (unknown.length) {
+  console.error(`No test file for: ${unknown.join(', ')} (an area is a file name's start up to \`_\` or \`.\`, in tests/ or supabase/tests/)`)
+  console.log('0 passed, 1 failed')
+  Deno.exit(1)
+}
 
 let passed = 0
 let failed = 0
@@ -83,13 +114,12 @@ try {
 
 try {
   console.log('\n== deno check (functions, scripts, tests)')
-  if (!only.length || only.includes('check')) {
+  if (runCheck) {
     const check = await runShown(`${ROOT}/node_modules/.bin/deno`, ['check', 'functions/', 'scripts/', 'tests/'])
     count(check.ok, 'deno check')
   }
 
   console.log('\n== pgTAP (supabase/tests)')
-  const pgFiles = [...Deno.readDirSync(`${ROOT}/supabase/tests`)].map((e) => e.name).filter((n) => n.endsWith('.sql') && chosen(n)).sort()
   for (const f of pgFiles) {
     const out = await runShown('pg_prove', ['--verbose', '-h', '127.0.0.1', '-p', String(TEST.dbPort), '-U', 'postgres', '-d', 'postgres', `supabase/tests/${f}`], { PGPASSWORD: 'postgres' })
     countTap(f, out)
@@ -97,9 +127,7 @@ try {
 
   console.log('\n== Deno tests (tests/)')
   const privateJwk = { ...(await exportJWK(privateKey)), kid: 'test-es256', alg: 'ES256' }
-  const denoFiles = only
-    ? [...Deno.readDirSync(`${ROOT}/tests`)].map((e) => e.name).filter((n) => n.endsWith('_test.ts') && chosen(n)).sort().map((n) => `tests/${n}`)
-    : ['tests/']
+  const denoFiles = filtered ? denoTestFiles.map((n) => `tests/${n}`) : ['tests/']
   if (denoFiles.length) {
     const denoOut = await runShown(`${ROOT}/node_modules/.bin/deno`, ['test', '-A', '--reporter=tap', ...denoFiles], {
       ...stack.functionEnv,

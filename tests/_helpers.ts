@@ -114,7 +114,7 @@ export async function badTokensFor(user: TestUser) {
   }
 }
 
-// ---- Organizations, teams and entries for tests about something else (issue 3).
+// ---- Organizations, teams and entries for tests about something else.
 
 /** An organization owned by `owner`, set up directly in SQL, with extra members; returns its id. */
 export async function orgWith(
@@ -192,7 +192,7 @@ export function prng(seed: number) {
   }
 }
 
-// ---- Holding a user's write open across another request (issue 20, removal races).
+// ---- Holding a user's write open across another request (removal races).
 
 /** Runs `work` in one transaction on a connection of its own, acting as `user` exactly as
  *  PostgREST does (role authenticated, request.jwt.claims), so a test can keep the user's

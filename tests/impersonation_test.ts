@@ -8,11 +8,11 @@ import { signingSecret } from '../functions/api/routes/impersonation.ts'
 import { connected } from './_music.ts'
 import { createPack } from './_tone_packs.ts'
 import { ANON_KEY, API_URL, api, assertError, clientAs, createUser, JWT_SECRET, SERVICE_ROLE_KEY, signClaims, sql, test, type TestUser } from './_helpers.ts'
-import { hhmm, middayZone, plainPng } from './workout_photos.ts'
+import { hhmm, middayZone, plainPng } from './_workout_photos.ts'
 
 const admin = await createUser({ superAdmin: true, prefix: 'imp-admin' })
 
-// No product bucket takes client uploads any more (only the api writes check-in photos and pack
+// No product bucket takes client uploads (only the api writes check-in photos and pack
 // images), so the direct Storage path is probed on a bucket of this test's own: users upload
 // into their own folder, as a client-writable bucket of an app would let them.
 const PROBE = 'impersonation-probe'
@@ -92,7 +92,7 @@ async function thingsToJoinAndBuy() {
 }
 
 /**
- * Every path of the finding, as the given token: reads (/api journal, PostgREST ledger, a storage
+ * Every path an impersonation could take, as the given token: reads (/api journal, PostgREST ledger, a storage
  * listing) and writes (labs submissions, a free purchase, a competition join, a music purge, a
  * PostgREST write, a storage upload into the target's folder).
  */

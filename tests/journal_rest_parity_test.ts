@@ -2,9 +2,10 @@
 // /api/journal: metadata level x content level (16 pairs), without a notebook and inside two
 // notebooks the 'user' levels inherit from, for the owner, a team member, an organization
 // member outside the team, a stranger, a super admin and anonymous. Every path must give the
-// answers SPEC's visibility rules give, and the same answers as each other.
+// answers SPEC's visibility rules give, and the same answers as each other. The internal scope
+// columns stay out of anonymous clients' reach.
 import { strict as assert } from 'node:assert'
-import { api, clientAs, postEntry, postNotebook, type SharingWorld, sharingWorld, test, type TestUser } from './_helpers.ts'
+import { api, clientAs, createUser, orgWith, postEntry, postNotebook, type SharingWorld, sharingWorld, teamWith, test, type TestUser } from './_helpers.ts'
 
 const LEVELS = ['user', 'team', 'org', 'public'] as const
 type Level = typeof LEVELS[number]
@@ -298,4 +299,30 @@ test('after the owner narrows content_visibility, PostgREST must stop serving th
     { details: details.data, raw: raw.data, api: { content: viaApi.body.entry?.content, content_hidden: viaApi.body.entry?.content_hidden } },
     { details: { content: null, content_hidden: true }, raw: [], api: { content: null, content_hidden: true } },
   )
+})
+
+test('PostgREST: anonymous clients do not read the internal scope columns; public entries still read', async () => {
+  const author = await createUser({ prefix: 'author' })
+  const orgId = await orgWith(author)
+  const teamId = await teamWith(orgId, author)
+  const res = await api('/api/journal', {
+    token: author.token,
+    body: { title: 'public title, team text', content: 'for the team', metadata_visibility: 'public', content_visibility: 'team', team_id: teamId },
+  })
+  assert.equal(res.status, 201)
+  const id = res.body.entry.id
+  const anon = clientAs()
+  for (const [table, column, key] of [
+    ['journal_entries', 'content_scope_id', 'id'], ['journal_entries', 'meta_scope_id', 'id'],
+    ['journal_entry_contents', 'content_scope_id', 'entry_id'], ['notebooks', 'meta_scope_id', 'id'],
+  ] as const) {
+    const { data, error } = await anon.from(table).select(`${key}, ${column}`).limit(5)
+    assert.ok(error && data === null, `${table}.${column} is not readable by anon`)
+  }
+  const plain = await anon.from('journal_entries').select('id, title, meta_scope').eq('id', id)
+  assert.deepEqual(plain.data, [{ id, title: 'public title, team text', meta_scope: 'public' }])
+  const details = await anon.from('journal_entry_details').select('id, content, content_hidden').eq('id', id)
+  assert.deepEqual(details.data, [{ id, content: null, content_hidden: true }])
+  const signedIn = await clientAs((await createUser()).token).from('journal_entry_contents').select('entry_id, content_scope_id')
+  assert.ok(signedIn.error, 'signed-in clients do not read the contents\' scope columns either')
 })

@@ -729,6 +729,38 @@ test('the visible feed of a super admin lists what a super admin may see (rule 6
 // ---------------------------------------------------------------------------------------
 // Mentions
 
+test('journal_feed as a super admin: each filter narrows everyone\'s entries (planned with the request\'s values)', async () => {
+  const owner = await createUser({ prefix: 'owner' })
+  const mate = await createUser({ prefix: 'mate' })
+  const admin = await createUser({ prefix: 'super', superAdmin: true })
+  const orgId = await orgWith(owner, [mate])
+  const teamId = await teamWith(orgId, owner, [mate])
+  const word = `needle${crypto.randomUUID().slice(0, 6)}`
+  const tag = `t-${crypto.randomUUID().slice(0, 6)}`
+  const nb = await postNotebook(owner, { name: 'team notebook', metadata_visibility: 'team', team_id: teamId })
+  const post = async (u: typeof owner, body: Record<string, unknown>) =>
+    (await api('/api/journal', { token: u.token, body: { tags: [tag], ...body } })).body.entry.id as string
+  const team = await post(owner, { title: 'team', content: `has the ${word}`, metadata_visibility: 'team', team_id: teamId })
+  const inNb = await post(mate, { title: 'mate in own private' })
+  const nbEntry = await post(owner, { title: 'in the notebook', notebook_id: nb.id })
+  const org = await post(mate, { title: 'org', mood: 'calm', metadata_visibility: 'org', org_id: orgId })
+  const priv = await post(owner, { title: `private ${word}` })
+  const feed = async (query: string) => {
+    const res = await api(`/api/journal?scope=visible&limit=100&tag=${tag}${query}`, { token: admin.token })
+    assert.equal(res.status, 200, JSON.stringify(res.body))
+    return (res.body.entries as { id: string }[]).map((e) => e.id)
+  }
+  assert.deepEqual(await feed(''), [priv, org, nbEntry, inNb, team])
+  assert.deepEqual(await feed(`&team_id=${teamId}`), [nbEntry, team])
+  assert.deepEqual(await feed(`&org_id=${orgId}`), [org])
+  assert.deepEqual(await feed(`&notebook_id=${nb.id}`), [nbEntry])
+  assert.deepEqual(await feed('&mood=calm'), [org])
+  assert.deepEqual(await feed(`&q=${word}`), [priv, team])
+  const first = await api(`/api/journal?scope=visible&limit=2&tag=${tag}`, { token: admin.token })
+  const next = await api(`/api/journal?scope=visible&limit=2&tag=${tag}&before=${first.body.next_cursor}`, { token: admin.token })
+  assert.deepEqual(next.body.entries.map((e: { id: string }) => e.id), [nbEntry, inNb])
+})
+
 test('mentions written as @[Name](<uuid>) are indexed on create', async () => {
   const w = await sharingWorld()
   const mentions = async (id: string) =>

@@ -1,6 +1,6 @@
 // Listening history, part 2: the sync against a provider that misbehaves (expired and rotated
 // tokens, invalid_grant, 429 with Retry-After, 5xx, slow answers, paged cursors, tracks without
-// full objects), late plays linking earlier entries, and the scheduled sync-all (issue 12).
+// full objects), late plays linking earlier entries, and the scheduled sync-all.
 import { strict as assert } from 'node:assert'
 import { api, assertError, createUser, postEntry, sql, test } from './_helpers.ts'
 import { connected, CRON, pauseScheduledSync, syncNow } from './_music.ts'

@@ -1,5 +1,5 @@
 // Listening history, part 1: connecting (PKCE, state rules, tokens nobody can read), the first
-// sync, and entries linked to the track that was playing (issue 12).
+// sync, and entries linked to the track that was playing.
 import { strict as assert } from 'node:assert'
 import { api, assertError, clientAs, createUser, postEntry, sql, test } from './_helpers.ts'
 import { authorize, callback, connected, pauseScheduledSync, syncNow } from './_music.ts'

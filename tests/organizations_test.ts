@@ -1,11 +1,13 @@
 // /api/organizations: every row of SPEC's Organizations table, as owner, admin, member,
-// non-member, super admin and anonymous; member views; ownership transfer; what removing a
-// member and deleting an organization do to teams, memberships and shared entries.
+// non-member, super admin and anonymous; member views; ownership transfer; the notices members
+// get when added; what removing a member (also while they write or are added to a team) and
+// deleting an organization do to teams, memberships, notebooks and shared entries.
 import { strict as assert } from 'node:assert'
 import {
-  api, assertError, asUserInTransaction, badTokensFor, clientAs, createUser, editTextsAcrossRemoval, orgWith, pause, postEntry,
+  api, assertError, asUserInTransaction, badTokensFor, clientAs, createUser, editTextsAcrossRemoval, env, orgWith, pause, postEntry,
   postNotebook, sql, teamWith, test, type TestUser,
 } from './_helpers.ts'
+import postgres from 'postgres'
 
 interface Cast {
   owner: TestUser
@@ -37,6 +39,9 @@ const roles = async (orgId: string) =>
   Object.fromEntries(
     (await sql`select user_id, role from public.organization_members where org_id = ${orgId}`).map((r) => [r.user_id, r.role]),
   )
+
+const teamMemberships = async (userId: string) =>
+  (await sql`select team_id from public.team_members where user_id = ${userId}`).map((r) => r.team_id as string)
 
 const ORG_FIELDS = ['created_at', 'description', 'id', 'name', 'owner_id', 'settings', 'updated_at']
 const MEMBER_FIELDS = ['avatar_url', 'full_name', 'is_owner', 'joined_at', 'role', 'user_id']
@@ -479,6 +484,46 @@ test('DELETE /api/organizations/:id/members/:userId: owners remove, members remo
   assert.deepEqual(await roles(c.orgId), { [c.owner.id]: 'owner' })
 })
 
+test('someone added to an organization is told, reads only their own notices, marks them read and can leave', async () => {
+  const owner = await createUser({ prefix: 'owner' })
+  const added = await createUser({ prefix: 'added' })
+  const other = await createUser({ prefix: 'other' })
+  const orgId = await orgWith(owner, [other])
+  const teamId = await teamWith(orgId, owner)
+  await sql`delete from public.notifications where user_id in ${sql([owner.id, added.id, other.id])}`
+
+  assert.equal((await api(`/api/organizations/${orgId}/members`, { token: owner.token, body: { user_id: added.id, role: 'member' } })).status, 201)
+  assert.equal((await api(`/api/teams/${teamId}`, { method: 'PUT', token: owner.token, body: { admin_id: added.id } })).status, 200)
+
+  const mine = await clientAs(added.token).from('notifications').select('id, user_id, type, payload, read_at').order('created_at')
+  assert.equal(mine.error, null)
+  assert.deepEqual(mine.data!.map((n) => [n.type, n.payload.role, n.payload.by, n.read_at]), [
+    ['organization.member_added', 'member', owner.id, null],
+    ['team.member_added', 'admin', owner.id, null],
+  ])
+  assert.equal(mine.data![0].payload.organization_id, orgId)
+  const ids: string[] = mine.data!.map((n) => n.id)
+  for (const who of [owner, other]) {
+    const theirs = await clientAs(who.token).from('notifications').select('id').in('id', ids)
+    assert.deepEqual(theirs.data, [], 'nobody else reads them')
+  }
+  assert.deepEqual((await clientAs().from('notifications').select('id')).data ?? [], [], 'anonymous clients read none')
+  const forged = await clientAs(added.token).from('notifications').insert({ user_id: added.id, type: 'organization.member_added' })
+  assert.ok(forged.error, 'no client inserts notifications')
+
+  const marked = await clientAs(added.token).rpc('mark_notifications_read', { notification_ids: [ids[0]] })
+  assert.deepEqual([marked.error, marked.data], [null, 1])
+  const all = await clientAs(added.token).rpc('mark_notifications_read', {})
+  assert.deepEqual([all.error, all.data], [null, 1])
+
+  // Leaving the organization also leaves the team they were made admin of.
+  assert.equal((await api(`/api/organizations/${orgId}/members/${added.id}`, { method: 'DELETE', token: added.token })).status, 200)
+  assert.deepEqual(await teamMemberships(added.id), [])
+  assertError(await api(`/api/teams/${teamId}`, { token: added.token }), 404)
+  const [{ admin_id }] = await sql`select admin_id from public.teams where id = ${teamId}`
+  assert.equal(admin_id, owner.id, 'the team falls back to the organization\'s owner')
+})
+
 test('POST /api/organizations/:id/transfer-ownership: only the current owner (or a super admin), only to a member', async () => {
   const c = await cast()
   const path = `/api/organizations/${c.orgId}/transfer-ownership`
@@ -543,6 +588,47 @@ test('removing someone from an organization removes them from its teams (not fro
   assertError(await api(`/api/teams/${teamA}`, { token: c.member.token }), 404)
 })
 
+test('a team member added while they are being removed from the organization is not left in its team (in SQL and through /api)', async () => {
+  const owner = await createUser({ prefix: 'owner' })
+  const member = await createUser({ prefix: 'member' })
+  const orgId = await orgWith(owner, [member])
+  const teamId = await teamWith(orgId, owner)
+  // The removal is under way (not committed) while the team insert checks the organization
+  // membership, which it still sees: the foreign key to organization_members decides.
+  const remover = postgres(env('SUPABASE_DB_URL'), { max: 1, onnotice: () => {} })
+  const adder = postgres(env('SUPABASE_DB_URL'), { max: 1, onnotice: () => {} })
+  try {
+    const removal = remover.begin(async (tx) => {
+      await tx`delete from public.organization_members where org_id = ${orgId} and user_id = ${member.id}`
+      await new Promise((r) => setTimeout(r, 300)) // the insert runs meanwhile
+    })
+    await new Promise((r) => setTimeout(r, 100))
+    const insert = adder`insert into public.team_members (team_id, user_id, role) values (${teamId}, ${member.id}, 'member')`
+      .then(() => 'inserted', (e) => e.code as string)
+    await removal
+    assert.equal(await insert, '23503', 'the insert fails on the foreign key once the removal commits')
+  } finally {
+    await remover.end()
+    await adder.end()
+  }
+  assert.deepEqual(await teamMemberships(member.id), [])
+
+  // The same race through the API, a few rounds: never a team member outside the organization.
+  for (let round = 0; round < 8; round++) {
+    const m = await createUser({ prefix: 'racer' })
+    await sql`insert into public.organization_members (org_id, user_id, role) values (${orgId}, ${m.id}, 'member')`
+    await Promise.all([
+      api(`/api/teams/${teamId}/members`, { token: owner.token, body: { user_id: m.id, role: 'member' } }),
+      api(`/api/organizations/${orgId}/members/${m.id}`, { method: 'DELETE', token: owner.token }),
+    ])
+    const [{ orphans }] = await sql`select count(*)::int as orphans from public.team_members tm
+      where tm.team_id = ${teamId} and not exists (
+        select 1 from public.organization_members om where om.org_id = tm.org_id and om.user_id = tm.user_id)`
+    assert.equal(orphans, 0, `round ${round}`)
+    assert.deepEqual(await teamMemberships(m.id), [], `round ${round}`)
+  }
+})
+
 test('deleting an organization deletes its teams and memberships; shared entries fall back to owner-only', async () => {
   const c = await cast()
   const teamId = await teamWith(c.orgId, c.owner, [c.member])
@@ -592,6 +678,21 @@ test('deleting an organization deletes its teams and memberships; shared entries
   assert.deepEqual(new Set(ownFeed.body.entries.map((e: { id: string }) => e.id)), new Set(shared.map((e) => e.id)))
 })
 
+test('deleting an organization turns an org-only entry in a public notebook owner-only', async () => {
+  const owner = await createUser({ prefix: 'owner' })
+  const orgOwner = await createUser({ prefix: 'orgowner' })
+  const orgId = await orgWith(orgOwner, [owner])
+  const notebook = await postNotebook(owner, { name: 'Public', metadata_visibility: 'public', content_visibility: 'public' })
+  const entry = await postEntry(owner, {
+    title: 'org secret', content: 'only for the org', notebook_id: notebook.id,
+    metadata_visibility: 'org', content_visibility: 'org', org_id: orgId,
+  })
+  assert.equal((await api(`/api/organizations/${orgId}`, { method: 'DELETE', token: orgOwner.token })).status, 200)
+  const anon = await clientAs().from('journal_entry_contents').select('content').eq('entry_id', entry.id)
+  assert.deepEqual(anon.data, [])
+  assert.equal((await api(`/api/journal/${entry.id}`, { token: orgOwner.token })).status, 404)
+})
+
 test('a member who leaves an organization takes their organization and team entries out of it; re-added, nothing comes back', async () => {
   const c = await cast()
   const teamId = await teamWith(c.orgId, c.owner, [c.member])
@@ -630,6 +731,38 @@ test('a member who leaves an organization takes their organization and team entr
   for (const e of shared) assertError(await api(`/api/journal/${e.id}`, { token: c.owner.token }), 404)
 })
 
+test('a former member\'s old organization and team notebooks are theirs alone: nothing written or moved there is shared (create, move, PostgREST)', async () => {
+  const owner = await createUser({ prefix: 'owner' })
+  const former = await createUser({ prefix: 'former' })
+  const reader = await createUser({ prefix: 'reader' })
+  const orgId = await orgWith(owner, [former, reader])
+  const teamId = await teamWith(orgId, owner, [former, reader])
+  const orgBook = await postNotebook(former, { name: 'For the org', metadata_visibility: 'org', content_visibility: 'org', org_id: orgId })
+  const teamBook = await postNotebook(former, { name: 'For the team', metadata_visibility: 'team', content_visibility: 'team', team_id: teamId })
+  const own = (await api('/api/journal', { token: former.token, body: { title: 'mine', content: 'x' } })).body.entry
+  assert.equal((await api(`/api/organizations/${orgId}/members/${former.id}`, { method: 'DELETE', token: owner.token })).status, 200)
+
+  // The old notebooks left the organization and its team with their owner: what goes in them
+  // now is the former member's alone.
+  for (const notebook of [orgBook, teamBook]) {
+    const created = await api('/api/journal', { token: former.token, body: { title: 'still here', content: 'x', notebook_id: notebook.id } })
+    assert.equal(created.status, 201, JSON.stringify(created.body))
+    assertError(await api(`/api/journal/${created.body.entry.id}`, { token: reader.token }), 404)
+    const direct = await clientAs(former.token).rpc('create_journal_entry', { title: 'direct', notebook_id: notebook.id })
+    assert.equal(direct.error, null, JSON.stringify(direct.error))
+  }
+  assert.equal((await api(`/api/journal/${own.id}`, { method: 'PUT', token: former.token, body: { notebook_id: orgBook.id } })).status, 200)
+  const moved = await clientAs(former.token).from('journal_entries').update({ notebook_id: teamBook.id }).eq('id', own.id)
+  assert.equal(moved.error, null)
+
+  const [{ n }] = await sql`select count(*)::int as n from public.journal_entries
+    where user_id = ${former.id} and (meta_scope <> 'user' or content_scope <> 'user')`
+  assert.equal(n, 0, 'nothing of theirs is shared with the organization or its team')
+  const feed = await api('/api/journal?scope=visible', { token: reader.token })
+  assert.equal(feed.status, 200)
+  assert.deepEqual(feed.body.entries.filter((e: any) => e.user_id === former.id), [], 'the organization\'s feed shows nothing of theirs')
+})
+
 test('PostgREST: the organization rules hold for a direct client too', async () => {
   const c = await cast()
   const newcomer = await createUser()
@@ -660,6 +793,15 @@ test('PostgREST: the organization rules hold for a direct client too', async () 
   const anon = await clientAs().from('organizations').select('id').eq('id', c.orgId)
   assert.ok(anon.error || anon.data?.length === 0)
   assert.deepEqual({ org: await orgRow(c.orgId), roles: await roles(c.orgId) }, before)
+})
+
+test('joined_at is the database\'s to set, not the client\'s', async () => {
+  const owner = await createUser({ prefix: 'owner' })
+  const other = await createUser()
+  const orgId = await orgWith(owner)
+  const { error } = await clientAs(owner.token).from('organization_members')
+    .insert({ org_id: orgId, user_id: other.id, role: 'member', joined_at: '1999-12-31T00:00:00Z' })
+  assert.equal(error?.code, '42501')
 })
 
 test('entries and texts written while their author is being removed from the organization leave it with them', async () => {

@@ -1,4 +1,4 @@
-// The webhook storm (issue 9, Reliability; issue 20): 200 Stripe events for 20 subscriptions.
+// The webhook storm (SPEC's reliability rules): 200 Stripe events for 20 subscriptions.
 // Each change happens at Stripe (the fake's state moves on) and its event is then delivered
 // twice, late and shuffled, 10 deliveries at a time, while later changes keep happening. The
 // webhook reads Stripe's current state for every event, so afterwards every subscription

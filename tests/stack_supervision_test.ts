@@ -1,4 +1,4 @@
-// The stack supervises its parts (issue 6, "When a part fails"): a throw-away stack of its
+// The stack supervises its parts ("When a part fails"): a throw-away stack of its
 // own (TEST_PORT_BASE + 200), whose PostgREST and then Postgres are killed. Meanwhile the API
 // answers 503 {error} and the health page `degraded` (the super admin known from the token's
 // claim); the supervisor reports and restarts the part, and everything recovers by itself.

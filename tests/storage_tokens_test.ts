@@ -1,4 +1,4 @@
-// The object store checks tokens by /api's rules (issue 6, finding 8): expiry required, a
+// The object store checks tokens by /api's rules: expiry required, a
 // user's token needs the authenticated audience, ES256 through the project's JWKS.
 import { strict as assert } from 'node:assert'
 import { importJWK, SignJWT } from 'jose'

@@ -215,7 +215,7 @@ test('the tone-packs bucket: 5 MB and image types only, written by the api alone
 })
 
 // ---------------------------------------------------------------------------------------
-// What buyers paid for stays as they bought it (issue 20, finding 4).
+// What buyers paid for stays as they bought it.
 
 const pngOf = (shade: number) => encode({ width: 4, height: 4, data: new Uint8Array(4 * 4 * 3).fill(shade), channels: 3 })
 const bytesAt = async (url: string) => new Uint8Array(await (await fetch(localUrl(url))).arrayBuffer())
@@ -321,7 +321,7 @@ test('buyers keep the icons they bought: a regenerated tone reaches the owner, s
 })
 
 // ---------------------------------------------------------------------------------------
-// The daily cap on tone pack images (issue 20, finding 7).
+// The daily cap on tone pack images.
 
 const capOf = async (type: string) =>
   (await sql`select daily_cap_per_user as cap from private.ai_usage_types where usage_type = ${type}`)[0].cap as number | null

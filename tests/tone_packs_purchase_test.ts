@@ -144,7 +144,7 @@ test('deleting a bought pack retires it: buyers keep it, their purchase and ledg
 })
 
 // ---------------------------------------------------------------------------------------
-// The price the buyer saw (issue 20, finding 8).
+// The price the buyer saw.
 
 const buyAt = (u: TestUser, packId: string, expected: number) =>
   api(`/api/tone-packs/${packId}/purchase`, { token: u.token, body: { expected_price_drops: expected } })
@@ -190,7 +190,7 @@ test('the buyer pays the price they saw: a purchase naming expected_price_drops 
 
 test('a purchase naming no price is accepted only while the price never changed: 409 naming the price however long ago it changed, on /api and PostgREST', async () => {
   const [seller, buyer, other] = await Promise.all([createUser(), createUser(), createUser()])
-  // The reviewer's case: the buyer saw 1; the owner set 50; ten and a half minutes later, no price named.
+  // The buyer saw 1; the owner set 50; ten and a half minutes later, no price named.
   const pack = await createPack(seller, { is_public: true, price_drops: 1 })
   assert.equal((await api(`/api/tone-packs/${pack.id}`, { token: buyer.token })).body.pack.price_drops, 1)
   await reprice(seller, pack.id, 50)

@@ -30,7 +30,7 @@ import {
   webpWithCanvas,
   webpWithExif,
   withPngChunk,
-} from './workout_photos.ts'
+} from './_workout_photos.ts'
 
 const W = '/api/workout-window'
 
@@ -211,7 +211,7 @@ const u32 = (n: number) => [n >>> 24, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0
 
 test('photos whose headers ask for more than a photo (every frame counted) are 400 in moments, before decoding', async () => {
   const { user } = await userInWindow(10)
-  // The security review's GIFs first: ten solid 6000x6000 frames in 158 KB took 8 s and 1.3 GB;
+  // Decompression bombs first: ten solid 6000x6000 frames in 158 KB took 8 s and 1.3 GB;
   // a 1x1 frame, then one of 60000x60000, took 40 s and about 10 GB, the gateway answering nothing.
   const bombs: [string, Uint8Array, string, RegExp][] = [
     ['ten 6000x6000 GIF frames', solidGif(6000, 6000, frames(10, 6000, 6000)), 'image/gif', /at most 25 megapixels \(this one is 6000x6000\)/],
@@ -452,7 +452,7 @@ test('stored check-in photos carry no EXIF, GPS, XMP, IPTC or comments (JPEG, PN
 test('the check-in RPC takes only a photo the api stored and read for the caller, once: no foreign URL, no client facts', async () => {
   const { user: alice, zone } = await userInWindow(10)
   const { user: bob } = await userInWindow(10)
-  // What the issue did: an object in Alice's folder, a URL on another host, facts made up.
+  // The ways around it: an object in Alice's folder, a URL on another host, facts made up.
   const planted = `${alice.id}/${crypto.randomUUID()}.jpg`
   await storeDirectly(planted, plainJpeg())
   const forged = await rpc('workout_checkin', {
@@ -552,7 +552,7 @@ test('a picture used before waits for review, whoever sends it, re-encoded, re-t
   // Anyone may download the stored photo (it is public): its bytes are not what Alice sent.
   const stored = new Uint8Array(await (await fetch(a.body.checkin.photoUrl)).arrayBuffer())
 
-  // Carol: Alice's stored photo with EXIF saying now and here (the security review's probe).
+  // Carol: Alice's stored photo with EXIF saying now and here (a replayed photo with forged facts).
   const carol = await userInWindow(10)
   const c = await checkin(carol.user, { photo: photo(jpegWithExif(freshExif(carol.zone), {}, stored)), activityType: 'cardio' })
   assert.equal(c.status, 201, JSON.stringify(c.body))
@@ -644,7 +644,7 @@ test('a POSIX time zone cannot move a user\'s day: refused through PostgREST, so
   await windowIn(user, 'UTC')
   const today = new Date().toISOString().slice(0, 10)
   const addDays = (n: number) => new Date(Date.parse(`${today}T00:00:00Z`) + n * 86400_000).toISOString().slice(0, 10)
-  // The security review's backfill: a zone 150 hours behind puts "today" six days back; one
+  // A backfill through the time zone: a zone 150 hours behind puts "today" six days back; one
   // 167 hours ahead, a week on.
   for (const timezone of ['ABC+150', 'ABC-167', 'ABC+167']) {
     const setup = await rpc('setup_workout_window', {

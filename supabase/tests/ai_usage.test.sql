@@ -1,4 +1,4 @@
--- AI usage and cost (issue 7): who may read and write the usage, aggregate, price, rate and
+-- AI usage and cost: who may read and write the usage, aggregate, price, rate and
 -- audit tables and call their functions (a matrix as data, run as each kind of caller);
 -- costs from the effective-dated prices; the monthly aggregate; daily caps; the detected-mood
 -- rules of the entry path; role changes (audit, last super admin).

@@ -27,15 +27,25 @@ language sql stable as $$
 $$;
 
 -- ---------------------------------------------------------------------------------------
--- Signup bonus: exactly once.
+-- Signup bonus: exactly once, for every new user (E is created by the auth server, as on
+-- Supabase: as supabase_auth_admin).
 -- ---------------------------------------------------------------------------------------
+set local role supabase_auth_admin;
+insert into auth.users (id, email) values ('22222222-0000-4000-8000-00000000000e', 'pgtap-ledger-e@example.test');
+reset role;
 select results_eq(
-  $$select amount, type, description, item_id, reason, source, created_by
-      from public.drops_transactions where user_id = '22222222-0000-4000-8000-00000000000a'$$,
-  $$values (50, 'signup_bonus'::text, 'Welcome bonus'::text, null::uuid, null::text, null::text, null::uuid)$$,
-  'a new user''s ledger holds exactly one row: the 50-drop signup bonus');
-select is((select drops_balance from public.profiles where id = '22222222-0000-4000-8000-00000000000a'), 50,
+  $$select user_id, amount, type, description, item_id, reason, source, created_by
+      from public.drops_transactions
+     where user_id in ('22222222-0000-4000-8000-00000000000a', '22222222-0000-4000-8000-00000000000e') order by user_id$$,
+  $$values ('22222222-0000-4000-8000-00000000000a'::uuid, 50, 'signup_bonus'::text, 'Welcome bonus'::text, null::uuid, null::text, null::text, null::uuid),
+           ('22222222-0000-4000-8000-00000000000e', 50, 'signup_bonus', 'Welcome bonus', null, null, null, null)$$,
+  'a new user''s ledger holds exactly one row: the 50-drop signup bonus (the auth server''s users too)');
+select results_eq(
+  $$select drops_balance from public.profiles
+     where id in ('22222222-0000-4000-8000-00000000000a', '22222222-0000-4000-8000-00000000000e') order by id$$,
+  $$values (50), (50)$$,
   'a new user''s balance is 50');
+delete from auth.users where id = '22222222-0000-4000-8000-00000000000e';
 select is_empty(
   $$insert into public.drops_transactions (user_id, amount, type, description)
     values ('22222222-0000-4000-8000-00000000000a', 50, 'signup_bonus', 'Welcome bonus')

@@ -265,7 +265,7 @@ select is((select (public.process_encouragement_engagement() ->> 'bonuses_awarde
 select is((select count(*)::integer from private.job_runs where job = 'process-engagement' and started_at >= now()), 3, 'each run is logged');
 
 -- ---------------------------------------------------------------------------------------
--- Engagement means the recipient became more engaged than their baseline (issue 20).
+-- Engagement means the recipient became more engaged than their baseline.
 --   F, a farmer, sent one drop each to five fresh accounts P1..P5 (created 31 h ago), 30 h
 --   ago; each wrote one entry 28 h ago.                                   none engaged
 --   G sent, 30 h ago, to
@@ -324,7 +324,7 @@ select is((select bonus_earned from public.encouragement_daily_drops where user_
   2, 'baseline: the genuine engagement paid its sender the bonus');
 
 -- ---------------------------------------------------------------------------------------
--- Bonus pairs are pruned once no unjudged drop can read them (issue 20).
+-- Bonus pairs are pruned once no unjudged drop can read them.
 -- ---------------------------------------------------------------------------------------
 create temp table pairs_before as select sender_id, recipient_id, day from private.encouragement_bonus_pairs;
 insert into private.encouragement_bonus_pairs (sender_id, recipient_id, day, drop_id)
@@ -437,7 +437,7 @@ select is(private.ai_job_stalled('generate-daily-drops'), false, 'a claim within
 update private.ai_job_queue set claimed_at = now() - interval '11 minutes' where user_id = 'e1000000-0000-4000-8000-00000000000b';
 select is(private.ai_job_stalled('generate-daily-drops'), true, 'a claim whose lease ran out is worked again');
 
--- Baselines are frozen as drops are written, by every path (issue 20).
+-- Baselines are frozen as drops are written, by every path.
 select ok(private.send_assistant_drop('e1000000-0000-4000-8000-00000000000c', 'hello from the assistant'),
   'the assistant sends a drop');
 select is((select count(*)::integer from public.encouragement_sent_drops d

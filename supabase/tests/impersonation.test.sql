@@ -1,4 +1,4 @@
--- Impersonation in SQL (migration 20261126090000_impersonation_everywhere.sql): the catalog walk
+-- Impersonation in SQL: the catalog walk
 -- (every table a request can write, directly or through a security definer function, carries
 -- the audit trigger), tables created later get it by themselves, PostgREST's pre-request
 -- setting, and the session rules inside the database (both session sources, 401 once ended,

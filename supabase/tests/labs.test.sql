@@ -1,4 +1,4 @@
--- Labs and impersonation in SQL (migration 20261122070000_labs.sql).
+-- Labs and impersonation in SQL.
 --
 -- 1. Who reads what, as data: each role (owner, stranger, super admin, anonymous) against each
 --    secret (contact fields, decline reasons, message bodies) and each listing.

@@ -1,4 +1,4 @@
--- The sponsor outreach cap under concurrency (migration 20261122070000_labs.sql): eight
+-- The sponsor outreach cap under concurrency: eight
 -- sessions send to one sponsor at the same moment, each as the same signed-in user through
 -- public.labs_send_sponsor_message; exactly five get through and three are refused with PT429.
 --

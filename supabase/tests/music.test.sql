@@ -1,4 +1,4 @@
--- Listening history (20261122060000_music.sql): who may read links, plays, tracks and tokens
+-- Listening history: who may read links, plays, tracks and tokens
 -- (a matrix as data), tokens encrypted at rest, single-use PKCE states, entries linked at
 -- creation by one index probe, late plays relinking, and the claim of due links.
 begin;

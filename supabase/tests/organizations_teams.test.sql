@@ -1,14 +1,15 @@
 -- Organizations and teams: the "Who may" column of SPEC.md's Organizations and Teams
 -- endpoint tables, row by row, positive and negative, each as the right kind of user
 -- (owner, admin, member, non-member, super admin), enforced by RLS, guard triggers and the
--- SQL functions a client reaches through PostgREST.
+-- SQL functions a client reaches through PostgREST. Then: team membership hangs off organization
+-- membership (in the schema), ownership goes only to members, and members added are told.
 begin;
 create extension if not exists pgtap with schema extensions;
 -- The conventions migration revokes EXECUTE on new functions from PUBLIC, pgTAP's included:
 -- let the roles this test acts as call pgTAP (rolled back with the rest).
 grant execute on all functions in schema extensions to anon, authenticated;
 
-select plan(120);
+select plan(144);
 
 -- ---------------------------------------------------------------------------------------
 -- People (b2000000-...-NN):
@@ -589,6 +590,155 @@ select is_empty(
     union all select 1 from public.teams where org_id = 'b20000a0-0000-4000-8000-000000000001'
     union all select 1 from public.team_members where user_id::text like 'b2000000-%'$$,
   'delete org: deleting the organization deleted its memberships, teams and team memberships');
+
+-- =======================================================================================
+-- Team membership hangs off organization membership; ownership goes only to members; members
+-- added to an organization or made a team's admin are told, in notifications only they read.
+-- People (c6000000-...-NN):
+--   01 Olga  owner of O, admin of T          05 Nina  added to O by Olga
+--   02 Mark  member of O and T               06 Nora  member of O and T
+--   03 Tess  member of O                     07 Sue   super admin
+--   04 Stan  stranger
+-- O = c60000a0-...-01 (O2 = -02, Stan's own); T = c60000c0-...-01.
+-- =======================================================================================
+reset role;
+select set_config('request.jwt.claims', '', true);
+insert into auth.users (id, email, raw_user_meta_data) values
+  ('c6000000-0000-4000-8000-000000000001', 'pgtap-member-olga@example.test', '{"full_name": "Olga Owner"}'),
+  ('c6000000-0000-4000-8000-000000000002', 'pgtap-member-mark@example.test', '{"full_name": "Mark Member"}'),
+  ('c6000000-0000-4000-8000-000000000003', 'pgtap-member-tess@example.test', '{"full_name": "Tess Orgonly"}'),
+  ('c6000000-0000-4000-8000-000000000004', 'pgtap-member-stan@example.test', '{"full_name": "Stan Stranger"}'),
+  ('c6000000-0000-4000-8000-000000000005', 'pgtap-member-nina@example.test', '{"full_name": "Nina Newcomer"}'),
+  ('c6000000-0000-4000-8000-000000000006', 'pgtap-member-nora@example.test', '{"full_name": "Nora Former"}'),
+  ('c6000000-0000-4000-8000-000000000007', 'pgtap-member-sue@example.test', '{"full_name": "Sue Super"}');
+update public.profiles set role = 'super_admin' where id = 'c6000000-0000-4000-8000-000000000007';
+insert into public.organizations (id, name, owner_id) values
+  ('c60000a0-0000-4000-8000-000000000001', 'Orchard', 'c6000000-0000-4000-8000-000000000001'),
+  ('c60000a0-0000-4000-8000-000000000002', 'Stan''s', 'c6000000-0000-4000-8000-000000000004');
+insert into public.organization_members (org_id, user_id, role) values
+  ('c60000a0-0000-4000-8000-000000000001', 'c6000000-0000-4000-8000-000000000002', 'member'),
+  ('c60000a0-0000-4000-8000-000000000001', 'c6000000-0000-4000-8000-000000000003', 'member'),
+  ('c60000a0-0000-4000-8000-000000000001', 'c6000000-0000-4000-8000-000000000006', 'member');
+insert into public.teams (id, name, org_id, admin_id) values
+  ('c60000c0-0000-4000-8000-000000000001', 'Team T', 'c60000a0-0000-4000-8000-000000000001', 'c6000000-0000-4000-8000-000000000001');
+insert into public.team_members (team_id, user_id, role) values
+  ('c60000c0-0000-4000-8000-000000000001', 'c6000000-0000-4000-8000-000000000002', 'member'),
+  ('c60000c0-0000-4000-8000-000000000001', 'c6000000-0000-4000-8000-000000000006', 'member');
+
+create function pg_temp.act_as(who text) returns void
+language sql as $$
+  select set_config('request.jwt.claims', json_build_object('sub', 'c6000000-0000-4000-8000-0000000000' || who,
+                    'role', 'authenticated')::text, true)
+$$;
+grant execute on function pg_temp.act_as(text) to authenticated;
+
+-- A team membership cannot outlive the organization membership: the schema holds it.
+select is((select org_id from public.team_members
+            where team_id = 'c60000c0-0000-4000-8000-000000000001' and user_id = 'c6000000-0000-4000-8000-000000000002'),
+  'c60000a0-0000-4000-8000-000000000001'::uuid,
+  'team membership: carries its team''s organization');
+select is((select count(*)::int from pg_catalog.pg_constraint
+            where conrelid = 'public.team_members'::regclass and contype = 'f'
+              and confrelid = 'public.organization_members'::regclass and confdeltype = 'c'),
+  1, 'team membership: team_members (org_id, user_id) references organization_members, on delete cascade');
+
+-- The foreign key alone, with the trigger that also removes the team memberships switched off.
+alter table public.organization_members disable trigger organization_members_leave_teams;
+delete from public.organization_members
+ where org_id = 'c60000a0-0000-4000-8000-000000000001' and user_id = 'c6000000-0000-4000-8000-000000000002';
+select is_empty($$select 1 from public.team_members where user_id = 'c6000000-0000-4000-8000-000000000002'$$,
+  'team membership: removing someone from the organization removes their team membership in the same statement');
+alter table public.organization_members enable trigger organization_members_leave_teams;
+
+-- An insert that got past the guard trigger (the race: the removal commits between the
+-- guard's check and the insert) still fails on the key.
+alter table public.team_members disable trigger team_members_guard;
+select throws_ok(
+  $$insert into public.team_members (team_id, user_id, role)
+    values ('c60000c0-0000-4000-8000-000000000001', 'c6000000-0000-4000-8000-000000000004', 'member')$$,
+  '23503', null,
+  'team membership: a team member who is not in the organization is refused by the foreign key, whatever the triggers do');
+alter table public.team_members enable trigger team_members_guard;
+insert into public.team_members (team_id, org_id, user_id, role)
+values ('c60000c0-0000-4000-8000-000000000001', 'c60000a0-0000-4000-8000-000000000002', 'c6000000-0000-4000-8000-000000000003', 'member');
+select is((select org_id from public.team_members where user_id = 'c6000000-0000-4000-8000-000000000003'),
+  'c60000a0-0000-4000-8000-000000000001'::uuid,
+  'team membership: org_id is the team''s, whatever the writer sends');
+delete from public.team_members where user_id = 'c6000000-0000-4000-8000-000000000003';
+
+-- Ownership only to members; the added are told and may leave.
+delete from public.notifications; -- those the setup made (as postgres)
+set local role authenticated;
+select pg_temp.act_as('01');
+insert into public.organizations (id, name, owner_id)
+values ('c60000a0-0000-4000-8000-000000000003', 'Olga''s second', 'c6000000-0000-4000-8000-000000000001');
+insert into public.organization_members (org_id, user_id, role)
+values ('c60000a0-0000-4000-8000-000000000001', 'c6000000-0000-4000-8000-000000000005', 'member');
+select throws_ok(
+  $$select public.transfer_organization_ownership('c60000a0-0000-4000-8000-000000000001', 'c6000000-0000-4000-8000-000000000004')$$,
+  '22023', 'new_owner_id: the new owner must already be a member of the organization',
+  'ownership: cannot go to someone outside the organization');
+select throws_ok(
+  $$select public.transfer_organization_ownership('c60000a0-0000-4000-8000-000000000001', 'c6000000-0000-4000-8000-0000000000ff')$$,
+  '22023', 'new_owner_id: the new owner must already be a member of the organization',
+  'ownership: an unknown user id gets the same answer');
+select is(pg_temp.rows_affected($$select * from public.notifications$$), 0,
+  'notifications: adding a member or creating an organization tells the one who did it nothing');
+
+select pg_temp.act_as('05');
+select results_eq(
+  $$select type, payload ->> 'organization_id', payload ->> 'organization_name', payload ->> 'role', payload ->> 'by', read_at
+      from public.notifications$$,
+  $$values ('organization.member_added', 'c60000a0-0000-4000-8000-000000000001', 'Orchard', 'member',
+            'c6000000-0000-4000-8000-000000000001', null::timestamptz)$$,
+  'notifications: the added member is told who added them to which organization, unread');
+select throws_ok(
+  $$insert into public.notifications (user_id, type) values ('c6000000-0000-4000-8000-000000000005', 'organization.member_added')$$,
+  '42501', null, 'notifications: nobody inserts them through the API roles, not even for themselves');
+select throws_ok(
+  $$update public.notifications set payload = '{"forged": true}'$$,
+  '42501', null, 'notifications: the recipient cannot change what they were told');
+select is(pg_temp.rows_affected($$update public.notifications set read_at = '2000-01-01'$$), 1,
+  'notifications: the recipient marks theirs read');
+select ok((select read_at > now() - interval '1 minute' from public.notifications),
+  'notifications: the read time is the server''s, not the one the client sent');
+select is(public.mark_notifications_read(), 0, 'mark_notifications_read: nothing left unread');
+update public.notifications set read_at = null;
+select is(public.mark_notifications_read(array[gen_random_uuid()]), 0,
+  'mark_notifications_read: ids that are not the caller''s change nothing');
+select is(public.mark_notifications_read(), 1, 'mark_notifications_read: marks the caller''s unread ones');
+
+select pg_temp.act_as('01');
+select is(pg_temp.rows_affected($$select * from public.notifications where user_id = 'c6000000-0000-4000-8000-000000000005'$$), 0,
+  'notifications: nobody else reads them (the organization''s owner included)');
+select is(pg_temp.rows_affected($$update public.notifications set read_at = null where user_id = 'c6000000-0000-4000-8000-000000000005'$$), 0,
+  'notifications: nor marks them');
+select ok(not has_function_privilege('authenticated', 'private.notify(uuid, text, jsonb)', 'execute')
+          and not has_function_privilege('anon', 'private.notify(uuid, text, jsonb)', 'execute'),
+  'notifications: the writer is not executable by client roles');
+
+-- Made a team admin by the owner: told; then leaves the organization and so the team.
+update public.teams set admin_id = 'c6000000-0000-4000-8000-000000000005' where id = 'c60000c0-0000-4000-8000-000000000001';
+select pg_temp.act_as('05');
+select is((select array_agg(type || ':' || (payload ->> 'role') order by created_at, type) from public.notifications),
+  array['organization.member_added:member', 'team.member_added:admin'],
+  'notifications: made a team''s admin, the member is told that too');
+select is(pg_temp.rows_affected($$delete from public.organization_members where user_id = 'c6000000-0000-4000-8000-000000000005'$$), 1,
+  'leaving: the added member leaves the organization');
+reset role;
+select is((select count(*)::int from public.team_members where user_id = 'c6000000-0000-4000-8000-000000000005')
+        + (select count(*)::int from public.teams where admin_id = 'c6000000-0000-4000-8000-000000000005'), 0,
+  'leaving: and with it the team they were made admin of');
+
+set local role authenticated;
+select pg_temp.act_as('01');
+select lives_ok(
+  $$select public.transfer_organization_ownership('c60000a0-0000-4000-8000-000000000001', 'c6000000-0000-4000-8000-000000000003')$$,
+  'ownership: goes to a member');
+select pg_temp.act_as('03');
+select is((select type from public.notifications where type like 'organization.ownership%'), 'organization.ownership_received',
+  'notifications: the new owner is told');
+reset role;
 
 select * from finish();
 rollback;

@@ -1,5 +1,4 @@
--- Payments and e-mail in SQL (migrations 20261122030000_payments_email.sql and
--- 20261126060000_webhook_outcomes.sql).
+-- Payments and e-mail in SQL.
 --
 -- 1. The Stripe event rules, as data: scenarios of events applied in a given order, each with
 --    the state read from Stripe for it, the outcome expected per step and the state expected at

@@ -1,4 +1,4 @@
--- Tone packs (issue 8): every policy and function as owner, sharee, buyer, stranger, super
+-- Tone packs: every policy and function as owner, sharee, buyer, stranger, super
 -- admin and anonymous, as a matrix of data (what, statement, expected per caller), each case
 -- run as the caller's role and claims inside a savepoint that is rolled back; then the
 -- purchase function under the ledger invariant, activation by any path, the entry icon seam.

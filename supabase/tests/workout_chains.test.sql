@@ -1,4 +1,4 @@
--- Workout windows (issue 11): chain generation (ordering, neighbours, ties, teams, squads of
+-- Workout windows: chain generation (ordering, neighbours, ties, teams, squads of
 -- three and two, isolated users, repeat runs), chips (every rule and the floor), photo
 -- validation, unique keys, robot power, battle determinism and the policies. The generator is
 -- called directly (private.generate_workout_chains) for the fixture's fixed dates; the dates a
@@ -269,7 +269,7 @@ select throws_ok($$select public.workout_checkin('cardio', 'other/p.jpg')$$,
                  '22023', null, 'the RPC only takes a photo the api stored and read for the caller');
 select throws_ok($$select public.register_workout_photo(pg_temp.u(3) || '/p.jpg', pg_temp.u(3), 'https://x/p.jpg', 0, null)$$,
                  '42501', null, 'clients cannot register photo facts');
--- 20261126010000: others' check-ins come without location or review reason; own and super admins' with.
+-- Others' check-ins come without location or review reason; own and super admins' with.
 select is((select count(*)::integer from jsonb_array_elements(public.workout_day_checkins('2030-01-07') -> 'checkins') e
             where (e ->> 'userId')::uuid <> pg_temp.u(3) and (e ->> 'reviewReason' is not null or e ->> 'locationLat' is not null)),
           0, 'a user sees no other user''s location or review reason');
@@ -288,7 +288,7 @@ select throws_ok($$select count(*) from public.workout_windows$$, '42501', null,
 reset role;
 
 -- ---------------------------------------------------------------------------------------
--- A deleted user (20261124010000): their rows and squads go, links to them are cleared on
+-- A deleted user: their rows and squads go, links to them are cleared on
 -- recent and future dates, an older row keeping the id shows no neighbour.
 -- ---------------------------------------------------------------------------------------
 insert into public.workout_chains (date, user_id, before_user_id, team_color)
@@ -305,7 +305,7 @@ select is(array[pg_temp.link(2), pg_temp.link(3), pg_temp.link(5)], array['01<2>
 select is((select private.workout_user_card(before_user_id) from public.workout_chains where user_id = pg_temp.u(1) and date = '2020-01-06'),
           null, 'an older row may keep the id of a deleted user, which shows as no neighbour');
 
--- Only the generator writes chain rows (20261124020000: user_id has no foreign key).
+-- Only the generator writes chain rows (user_id has no foreign key).
 grant execute on function pg_temp.u(integer) to service_role;
 set local role service_role;
 select throws_ok($$insert into public.workout_chains (date, user_id, team_color) values ('2020-01-08', pg_temp.u(1), 'red')$$,
@@ -319,7 +319,7 @@ select is((select count(*)::integer from public.workout_chains where user_id = p
           1, 'and the link is cleared');
 
 -- Isolated users (no city or region) all share one team split; none of them may get a squad,
--- and every squad a chain row names exists (20261124010000: squads come from plan rows).
+-- and every squad a chain row names exists (squads come from plan rows).
 insert into auth.users (id, email)
 select pg_temp.u(i), 'pgtap-workout-' || i || '@example.test' from generate_series(13, 19) i;
 insert into public.workout_windows (user_id, activity_type, window_start_time, window_end_time, timezone)
@@ -331,7 +331,7 @@ select is((select count(*)::integer from public.workout_chains c where c.date = 
              and not exists (select 1 from public.workout_squads s where s.id = c.squad_id and c.user_id in (s.user_1_id, s.user_2_id, s.user_3_id))),
           0, 'every squad a chain row names exists and lists that user');
 
--- 20261126010000: time zones are IANA names; rows written before with another are repaired.
+-- Time zones are IANA names; rows written with another are repaired.
 select is(array[private.is_valid_timezone('Europe/Paris'), private.is_valid_timezone('europe/paris'), private.is_valid_timezone('Etc/GMT-14'),
                 private.is_valid_timezone('UTC')], array[true, true, true, true], 'IANA names are time zones, in any case');
 select is(array[private.is_valid_timezone('ABC-167'), private.is_valid_timezone('<+167>-167'), private.is_valid_timezone('UTC+5'),
@@ -362,7 +362,7 @@ select is((select array[status, timezone] from public.workout_checkins where use
           array['verified', 'Europe/Paris'], 'a check-in in a real zone spelt otherwise keeps its status');
 select is(private.repair_workout_time_zones(), '{"windows": 0, "locations": 0, "checkins": 0}'::jsonb, 'and then nothing is left');
 
--- 20261126010000: a picture is the same as a used one within 7 bits of its dHash, wherever the
+-- A picture is the same as a used one within 7 bits of its dHash, wherever the
 -- bits differ (the band lookup finds them all), and not beyond.
 insert into private.workout_photos (object_name, user_id, photo_url, dhash, checkin_id)
 select pg_temp.u(20) || '/used.jpg', pg_temp.u(20), 'https://x/used.jpg', 0, k.id

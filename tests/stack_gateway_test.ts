@@ -1,5 +1,5 @@
 // The gateway (scripts/gateway.ts): it forwards only to its own parts, and it stops reading a
-// body that passes its limit (issue 6, security findings 1 and 5).
+// body that passes its limit.
 import { strict as assert } from 'node:assert'
 import { ANON_KEY, API_URL, createUser, sql, test } from './_helpers.ts'
 

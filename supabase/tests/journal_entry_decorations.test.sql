@@ -1,4 +1,4 @@
--- Entry decorations (20261122000500): background_url, tone_icon_url and track travel with
+-- Entry decorations: background_url, tone_icon_url and track travel with
 -- every entry read (view and feed alike); only the owner records a background, and only the
 -- address of an object stored for that entry.
 begin;

@@ -11,7 +11,9 @@ test('GET profile: the caller gets their own profile with defaults', async () =>
   assert.equal(res.body.id, user.id)
   assert.equal(res.body.email, user.email)
   assert.equal(res.body.role, 'user')
-  assert.equal(res.body.drops_balance, 50)
+  // The balance is the ledger's (the signup bonus itself is tested with the drops, drops_test.ts).
+  const [{ ledger }] = await sql`select coalesce(sum(amount), 0)::int as ledger from public.drops_transactions where user_id = ${user.id}`
+  assert.equal(res.body.drops_balance, ledger)
   assert.equal(res.body.is_active, true)
   assert.equal(res.body.is_ai, false)
   assert.equal(res.body.read_notes_enabled, false)
@@ -50,6 +52,7 @@ test('PUT profile: updates own fields and merges preferences', async () => {
 
 test('PUT profile: bad bodies are 400 naming the field and write nothing', async () => {
   const user = await createUser()
+  const [{ drops_balance: atSignup }] = await sql`select drops_balance from public.profiles where id = ${user.id}`
   const cases: [unknown, string][] = [
     [{ role: 'super_admin' }, 'role'],
     [{ drops_balance: 1000 }, 'drops_balance'],
@@ -76,7 +79,7 @@ test('PUT profile: bad bodies are 400 naming the field and write nothing', async
                           from public.profiles where id = ${user.id}`
   assert.deepEqual(
     { ...row },
-    { full_name: null, role: 'user', drops_balance: 50, is_active: true, is_ai: false, preferences: { theme: 'system', notifications: true }, untouched: true },
+    { full_name: null, role: 'user', drops_balance: atSignup, is_active: true, is_ai: false, preferences: { theme: 'system', notifications: true }, untouched: true },
   )
 })
 
@@ -95,6 +98,7 @@ test('PostgREST: users read only their own profile; anonymous reads nothing', as
 
 test('PostgREST: forbidden columns cannot be changed by the owner', async () => {
   const a = await createUser()
+  const [{ drops_balance: atSignup }] = await sql`select drops_balance from public.profiles where id = ${a.id}`
   const db = clientAs(a.token)
   for (const patch of [{ role: 'super_admin' }, { drops_balance: 9999 }, { is_active: false }, { is_ai: true }]) {
     const { error } = await db.from('profiles').update(patch).eq('id', a.id)
@@ -104,7 +108,7 @@ test('PostgREST: forbidden columns cannot be changed by the owner', async () => 
   const ok = await db.from('profiles').update({ full_name: 'Direct' }).eq('id', a.id).select('full_name')
   assert.deepEqual(ok.data, [{ full_name: 'Direct' }])
   const [row] = await sql`select role, drops_balance, is_active, is_ai from public.profiles where id = ${a.id}`
-  assert.deepEqual({ ...row }, { role: 'user', drops_balance: 50, is_active: true, is_ai: false })
+  assert.deepEqual({ ...row }, { role: 'user', drops_balance: atSignup, is_active: true, is_ai: false })
 })
 
 test('PostgREST: another user\'s profile cannot be changed', async () => {
@@ -143,4 +147,20 @@ test('the access-token hook puts the profile role in the token', async () => {
   assert.equal(payload.user_role, 'super_admin')
   const user = await createUser()
   assert.equal(JSON.parse(atob(user.token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/'))).user_role, 'user')
+})
+
+test('PostgREST writes to a profile are held to the API\'s shape (no javascript: avatars, no stray preferences)', async () => {
+  const user = await createUser()
+  const db = clientAs(user.token)
+  for (const patch of [
+    { avatar_url: 'javascript:alert(document.cookie)' },
+    { preferences: { theme: 'dark', notifications: true, injected: { a: 1 } } },
+    { preferences: { active_tone_pack_id: 'not-a-uuid' } },
+    { preferences: { theme: '' } },
+  ]) {
+    const { error } = await db.from('profiles').update(patch).eq('id', user.id)
+    assert.equal(error?.code, '23514', JSON.stringify(patch))
+  }
+  const ok = await db.from('profiles').update({ avatar_url: 'https://cdn.example.com/me.png' }).eq('id', user.id).select('avatar_url')
+  assert.deepEqual(ok.data, [{ avatar_url: 'https://cdn.example.com/me.png' }])
 })

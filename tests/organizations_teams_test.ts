@@ -1,5 +1,6 @@
 // /api/teams: every row of SPEC's Teams table, as team admin, team member, organization
-// owner, organization member, outsider, super admin and anonymous.
+// owner, organization member, outsider, super admin and anonymous; what deleting a team and
+// removing a member do to what was shared with it.
 import { strict as assert } from 'node:assert'
 import {
   api, assertError, asUserInTransaction, badTokensFor, clientAs, createUser, editTextsAcrossRemoval, env, orgWith, pause, postEntry,
@@ -294,6 +295,28 @@ test('DELETE /api/teams/:id: team admins and super admins; others 403; outsiders
   assert.equal(await teamRow(other.teamId), undefined)
 })
 
+test('deleting a team turns a team-only entry in a public notebook owner-only, not public', async () => {
+  const owner = await createUser({ prefix: 'owner' })
+  const admin = await createUser({ prefix: 'admin' })
+  const orgId = await orgWith(admin, [owner])
+  const teamId = await teamWith(orgId, admin, [owner])
+  const notebook = await postNotebook(owner, { name: 'Public', metadata_visibility: 'public', content_visibility: 'public' })
+  const entry = await postEntry(owner, {
+    title: 'team secret', content: 'only for the team', notebook_id: notebook.id,
+    metadata_visibility: 'team', content_visibility: 'team', team_id: teamId,
+  })
+  assert.equal((await api(`/api/teams/${teamId}`, { method: 'DELETE', token: admin.token })).status, 200)
+
+  const anon = await clientAs().from('journal_entry_details').select('id').eq('id', entry.id)
+  assert.deepEqual(anon.data, [])
+  const stranger = await createUser()
+  assert.equal((await api(`/api/journal/${entry.id}`, { token: stranger.token })).status, 404)
+  const mine = await api(`/api/journal/${entry.id}`, { token: owner.token })
+  assert.equal(mine.body.entry.content, 'only for the team', 'nothing is lost')
+  assert.equal(mine.body.entry.metadata_visibility, 'user')
+  assert.equal(mine.body.entry.notebook_id, null, 'left the public notebook')
+})
+
 test('GET /api/teams/:id/members: organization members see the member view, admin first without joined_at', async () => {
   const c = await cast()
   await sql`update public.profiles set full_name = 'Tea Member' where id = ${c.teamMember.id}`
@@ -512,6 +535,26 @@ async function teamReads(c: Cast, id: string) {
   return { api: viaApi.status, details: details.data?.length, texts: texts.data?.map((t) => t.content) }
 }
 const readsNothing = { api: 404, details: 0, texts: [] }
+
+test('a former team member cannot widen an old entry or notebook into the team', async () => {
+  const member = await createUser({ prefix: 'member' })
+  const admin = await createUser({ prefix: 'admin' })
+  const orgId = await orgWith(admin, [member])
+  const teamId = await teamWith(orgId, admin, [member])
+  const notebook = await postNotebook(member, { name: 'Kept', team_id: teamId })
+  const entry = await postEntry(member, { title: 'private for now', content: 'x', team_id: teamId })
+  await sql`delete from public.team_members where team_id = ${teamId} and user_id = ${member.id}`
+
+  const widen = await api(`/api/journal/${entry.id}`, { method: 'PUT', token: member.token, body: { metadata_visibility: 'team', team_id: teamId } })
+  assert.equal(widen.status, 400)
+  assert.match(widen.body.error, /team_id/)
+  const direct = await clientAs(member.token).from('journal_entries').update({ metadata_visibility: 'team' }).eq('id', entry.id)
+  assert.ok(direct.error, 'a level-only change through PostgREST is checked too')
+  const nb = await clientAs(member.token).from('notebooks').update({ metadata_visibility: 'team' }).eq('id', notebook.id)
+  assert.ok(nb.error)
+  const [row] = await sql`select meta_scope from public.journal_entries where id = ${entry.id}`
+  assert.equal(row.meta_scope, 'user')
+})
 
 test('an entry put into the team\'s notebook while its author is being removed leaves the team with them, whichever commits first', async () => {
   // The author's insert first: the removal waits for it, then takes the entry out.

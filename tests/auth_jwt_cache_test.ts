@@ -1,4 +1,4 @@
-// functions/_shared/jwt.ts remembers verified tokens briefly (the /api hop, issue 6): a
+// functions/_shared/jwt.ts remembers verified tokens briefly (the /api hop): a
 // remembered token must still expire on time, and a refused one is never remembered.
 import { strict as assert } from 'node:assert'
 import { SignJWT } from 'jose'

@@ -35,7 +35,7 @@ $$;
 -- Self-tests: each bad object is reported by its lint.
 -- =======================================================================================
 
--- A security definer function in public that clients may execute (the issue's nine).
+-- A security definer function in public that clients may execute.
 create function public.splinter_selftest_definer(a uuid) returns integer
 language sql security definer set search_path = '' as 'select 1';
 grant execute on function public.splinter_selftest_definer(uuid) to anon, authenticated;
@@ -48,7 +48,7 @@ select is(pg_temp.splinter_new(), '{}'::text[],
   'self-test: the same function executable by neither is not reported');
 drop function public.splinter_selftest_definer(uuid);
 
--- A function (any schema of ours) without a fixed search_path (journal_feed's finding).
+-- A function (any schema of ours) without a fixed search_path.
 create function private.splinter_selftest_mutable() returns integer language sql as 'select 1';
 select is(pg_temp.splinter_new(), array['function_search_path_mutable private.splinter_selftest_mutable()'],
   'self-test: a function without search_path is reported, in private too');

@@ -312,7 +312,7 @@ function lzwSolid(pixels: number, minCodeSize = 2): Uint8Array {
   return new Uint8Array(out)
 }
 
-/** A GIF of solid frames (each at 0,0) on a logical screen, as the security review built its bombs. */
+/** A GIF of solid frames (each at 0,0) on a logical screen, as decompression bombs are built. */
 export function solidGif(screenWidth: number, screenHeight: number, frames: { width: number; height: number }[]): Uint8Array {
   const u16 = (n: number) => [n & 0xff, n >> 8]
   const parts: number[] = [...new TextEncoder().encode('GIF89a'), ...u16(screenWidth), ...u16(screenHeight), 0x80, 0, 0, 255, 0, 0, 0, 0, 255]
