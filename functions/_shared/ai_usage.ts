@@ -37,7 +37,7 @@ export async function recordUsage(
       image_quality: image ? image.quality : null,
       entry_id: refs.entryId ?? null,
       pack_id: refs.packId ?? null,
-    }).select('id, cost_usd::text').single(),
+    }).select('id, cost_usd::text'),
   ) as { id: number; cost_usd: string }
   return row
 }

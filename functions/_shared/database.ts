@@ -7,11 +7,14 @@
 // - Any function argument may be null (Postgres passes it; the SQL decides what it means), and
 //   a jsonb argument or column takes any JSON value. The generator types arguments non-null
 //   and jsonb as Json, which a Record<string, unknown> does not fit.
-// - A jsonb result is only Json to the generator: JsonResults gives each function's result the
-//   shape its SQL builds (for most, the reply the route documents, so the route passes it on).
+// - A jsonb result is only Json to the generator: Results gives the shape its SQL builds where
+//   the api reads into it (where the api passes it on as the reply, Json is enough). Results
+//   also holds the columns of a returned table that may be null: Postgres cannot declare a
+//   function's result column not null, the generator assumes it is.
 // - ArgCorrections and TableCorrections: what the generator types wrongly (a bigint sent as a
 //   decimal string, a column a trigger fills).
 import type { Database as Generated, Json } from '../../types/database.ts'
+import type { Participant, Section } from './workout_mosaic.ts'
 
 type Public = Generated['public']
 
@@ -27,9 +30,26 @@ type ArgCorrections = {
   register_workout_photo: { dhash: string | null; dhash_as_sent: string | null }
 }
 
-/** The shapes of the jsonb results, by function. */
-type JsonResults = {
+/** A date's mosaic as private.mosaic_json builds it. */
+type MosaicJson = {
+  imageUrl: string
+  date: string
+  sections: Section[]
+  stats: { totalParticipants: number; completed: number; failed: number; pending: number }
+  updatedAt: string
+}
+
+/** A member row: the owner / team admin has no joined_at; a profile may have no name or avatar. */
+type MemberRow = { user_id: string; full_name: string | null; avatar_url: string | null; role: string; joined_at: string | null }
+
+/** Results the generator cannot know, by function. */
+type Results = {
   claim_ai_calls: { granted: number; day: string; counted: boolean }
+  begin_entry_tone_analysis: { analyze: boolean; title: string | null }
+  workout_mosaic_participants: Participant[]
+  save_workout_mosaic: { mosaic: MosaicJson; replacedObject: string | null }
+  list_organization_members: (MemberRow & { is_owner: boolean })[]
+  list_team_members: (MemberRow & { is_admin: boolean })[]
 }
 
 type Simplify<T> = { [K in keyof T]: T[K] } & {}
@@ -39,7 +59,7 @@ type CorrectedFunction<Name, F> = F extends { Args: infer A; Returns: infer R } 
     & {
       Args: Name extends keyof ArgCorrections ? Simplify<Omit<LooseArgs<A>, keyof ArgCorrections[Name]> & ArgCorrections[Name]>
         : LooseArgs<A>
-      Returns: Name extends keyof JsonResults ? JsonResults[Name] : R
+      Returns: Name extends keyof Results ? Results[Name] : R
     }
   >
   : F

@@ -29,7 +29,7 @@ export const dropsRoutes = routeModule()
       response: z.object({ balance: z.number().int() }),
     }),
     async (c) => {
-      const data = unwrap<{ drops_balance: number }>(await c.var.db.from('profiles').select('drops_balance').eq('id', c.var.caller.id).single())
+      const data = unwrap(await c.var.db.from('profiles').select('drops_balance').eq('id', c.var.caller.id).single())
       return c.json({ balance: data.drops_balance })
     },
   )

@@ -122,7 +122,7 @@ export const musicRoutes = routeModule()
           access_token: tokens.access_token,
           refresh_token: tokens.refresh_token,
           expires_at: new Date(Date.now() + tokens.expires_in * 1000).toISOString(),
-        }).single()) as Record<string, string | null>
+        }))
       } catch (e) {
         if (e instanceof MusicError && e.kind === 'invalid_grant') throw badRequest(`code: the music provider refused it (${e.message})`)
         providerError(e)

@@ -127,7 +127,7 @@ export const adminRoutes = routeModule()
     async (c) => {
       const patch = c.req.valid('json')
       if (Object.keys(patch).length === 0) throw badRequest('body: name at least one configuration value')
-      const row = unwrap(await c.var.db.rpc('update_encouragement_config', { patch }).select(CONFIG_COLUMNS).single())
+      const row = unwrap(await c.var.db.rpc('update_encouragement_config', { patch }).select(CONFIG_COLUMNS))
       return c.json(row)
     },
   )

@@ -102,7 +102,7 @@ export const dropRoutes = routeModule()
           template_id: b.template_id ?? null,
           content: b.content ?? null,
           entry_id: b.entry_id ?? null,
-        }).select('id, sender_id, recipient_id, drop_type, template_id, content, entry_id, is_custom, date_sent, read_at').single(),
+        }).select('id, sender_id, recipient_id, drop_type, template_id, content, entry_id, is_custom, date_sent, read_at'),
       )
       return c.json({ drop }, 201)
     },
@@ -142,7 +142,7 @@ export const dropRoutes = routeModule()
     }),
     async (c) => {
       const { id } = c.req.valid('param')
-      const row = unwrap(await c.var.db.rpc('mark_encouragement_drop_read', { drop_id: id }).select('id, read_at').single())
+      const row = unwrap(await c.var.db.rpc('mark_encouragement_drop_read', { drop_id: id }).select('id, read_at'))
       return c.json(row)
     },
   )

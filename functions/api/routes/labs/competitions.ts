@@ -3,7 +3,7 @@
 import { z } from '@hono/zod-openapi'
 import { unwrap } from '../../../_shared/errors.ts'
 import { endpoint, routeModule } from '../../openapi.ts'
-import { Row, rowOf, tag, text } from './shared.ts'
+import { Row, tag, text } from './shared.ts'
 
 /** A competition weight: an integer from 0 to 1000. */
 const weight = () => z.number().int().min(0).max(1000)
@@ -26,10 +26,10 @@ export const competitionRoutes = routeModule()
     }),
     async (c) => {
       const b = c.req.valid('json')
-      const row = rowOf(
+      const row = unwrap(
         await c.var.db.rpc('labs_create_competition', {
           slug: b.slug, title: b.title, starts_at: b.starts_at ?? null, ends_at: b.ends_at ?? null, scoring_config: b.scoring_config ?? null,
-        }).single(),
+        }),
       )
       return c.json({ competition: row }, 201)
     },
@@ -44,8 +44,8 @@ export const competitionRoutes = routeModule()
     }),
     async (c) => {
       const b = c.req.valid('json')
-      const row = rowOf(
-        await c.var.db.rpc('labs_update_competition', { slug: c.req.valid('param').slug, is_active: b.is_active ?? null, entry_open: b.entry_open ?? null }).single(),
+      const row = unwrap(
+        await c.var.db.rpc('labs_update_competition', { slug: c.req.valid('param').slug, is_active: b.is_active ?? null, entry_open: b.entry_open ?? null }),
       )
       return c.json({ competition: row })
     },
@@ -58,7 +58,7 @@ export const competitionRoutes = routeModule()
       response: z.object({ participant: Row }),
     }),
     async (c) => {
-      const row = rowOf(await c.var.db.rpc('labs_join_competition', { slug: c.req.valid('param').slug }).single())
+      const row = unwrap(await c.var.db.rpc('labs_join_competition', { slug: c.req.valid('param').slug }))
       return c.json({ participant: row })
     },
   )

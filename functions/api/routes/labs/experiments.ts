@@ -7,7 +7,7 @@ import { CALCULATOR_NAMES } from '../../../_shared/optimizer/calculators.ts'
 import { decodeCursor, encodeCursor, pageQuery } from '../../../_shared/pagination.ts'
 import { idParams } from '../../../_shared/validation.ts'
 import { endpoint, NextCursor, routeModule } from '../../openapi.ts'
-import { plausibleNumber, Row, rowOf, tag, text } from './shared.ts'
+import { plausibleNumber, Row, tag, text } from './shared.ts'
 
 const calculator = z.enum(CALCULATOR_NAMES)
 const NewTemplate = z.object({
@@ -92,7 +92,7 @@ export const experimentRoutes = routeModule()
       response: z.object({ clone: Row }),
     }),
     async (c) => {
-      const row = rowOf(await c.var.db.rpc('labs_clone_template', { template_id: c.req.valid('param').id }).single())
+      const row = unwrap(await c.var.db.rpc('labs_clone_template', { template_id: c.req.valid('param').id }))
       return c.json({ clone: row }, 201)
     },
   )
@@ -107,8 +107,8 @@ export const experimentRoutes = routeModule()
       response: z.object({ replication: Row }),
     }),
     async (c) => {
-      const row = rowOf(
-        await c.var.db.rpc('labs_report_replication', { clone_id: c.req.valid('param').id, measured_value: c.req.valid('json').measured_value }).single(),
+      const row = unwrap(
+        await c.var.db.rpc('labs_report_replication', { clone_id: c.req.valid('param').id, measured_value: c.req.valid('json').measured_value }),
       )
       return c.json({ replication: row }, 201)
     },
@@ -122,8 +122,8 @@ export const experimentRoutes = routeModule()
       response: z.object({ removal: Row }),
     }),
     async (c) => {
-      const removal = rowOf(
-        await c.var.db.rpc('labs_remove_replication', { replication_id: c.req.valid('param').id, reason: c.req.valid('json').reason }).single(),
+      const removal = unwrap(
+        await c.var.db.rpc('labs_remove_replication', { replication_id: c.req.valid('param').id, reason: c.req.valid('json').reason }),
       )
       return c.json({ removal })
     },
@@ -137,8 +137,8 @@ export const experimentRoutes = routeModule()
       response: z.object({ clone: Row }),
     }),
     async (c) => {
-      const row = rowOf(
-        await c.var.db.rpc('labs_complete_clone', { clone_id: c.req.valid('param').id, built: c.req.valid('json')?.built ?? false }).single(),
+      const row = unwrap(
+        await c.var.db.rpc('labs_complete_clone', { clone_id: c.req.valid('param').id, built: c.req.valid('json')?.built ?? false }),
       )
       return c.json({ clone: row })
     },
@@ -151,10 +151,10 @@ export const experimentRoutes = routeModule()
       response: z.object({ template: Row }),
     }),
     async (c) => {
-      const row = rowOf(
+      const row = unwrap(
         await c.var.db.rpc('labs_set_template_safety', {
           template_id: c.req.valid('param').id, safety_level: 'classroom_safe', min_grade_band: c.req.valid('json').min_grade_band,
-        }).single(),
+        }),
       )
       return c.json({ template: row })
     },
@@ -166,8 +166,8 @@ export const experimentRoutes = routeModule()
       response: z.object({ template: Row }),
     }),
     async (c) => {
-      const row = rowOf(
-        await c.var.db.rpc('labs_set_template_safety', { template_id: c.req.valid('param').id, safety_level: 'adult_only' }).single(),
+      const row = unwrap(
+        await c.var.db.rpc('labs_set_template_safety', { template_id: c.req.valid('param').id, safety_level: 'adult_only' }),
       )
       return c.json({ template: row })
     },
@@ -181,8 +181,8 @@ export const experimentRoutes = routeModule()
       response: z.object({ template: Row }),
     }),
     async (c) => {
-      const row = rowOf(
-        await c.var.db.rpc('labs_set_golden_spec', { template_id: c.req.valid('param').templateId, spec: c.req.valid('json') }).single(),
+      const row = unwrap(
+        await c.var.db.rpc('labs_set_golden_spec', { template_id: c.req.valid('param').templateId, spec: c.req.valid('json') }),
       )
       return c.json({ template: row })
     },

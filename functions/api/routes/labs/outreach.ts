@@ -6,7 +6,7 @@ import { unavailable, unwrap } from '../../../_shared/errors.ts'
 import { newestFirstPage, pageQuery } from '../../../_shared/pagination.ts'
 import { idParams } from '../../../_shared/validation.ts'
 import { endpoint, NextCursor, routeModule } from '../../openapi.ts'
-import { Row, rowOf, tag, text } from './shared.ts'
+import { Row, tag, text } from './shared.ts'
 
 const JobResults = z.object({
   total: z.number().int(),
@@ -49,7 +49,7 @@ export const outreachRoutes = routeModule()
       response: z.object({ message: Row }),
     }),
     async (c) => {
-      const row = rowOf(await c.var.db.rpc('labs_send_sponsor_message', { sponsor_id: c.req.valid('param').id, body: c.req.valid('json').body }).single())
+      const row = unwrap(await c.var.db.rpc('labs_send_sponsor_message', { sponsor_id: c.req.valid('param').id, body: c.req.valid('json').body }))
       return c.json({ message: row }, 201)
     },
   )

@@ -1,14 +1,10 @@
 // What the labs modules share: the tag, the loose row shape of labs replies, and the bounded
 // text, e-mail and number fields the SQL bounds as well.
 import { z } from '@hono/zod-openapi'
-import { unwrap } from '../../../_shared/errors.ts'
 
 export const tag = 'Labs'
 export const Row = z.record(z.string(), z.unknown())
 export type Row = Record<string, unknown>
-/** The row of a single-row reply (these RPCs are not in types/database.ts yet). */
-// deno-lint-ignore no-explicit-any
-export const rowOf = (reply: { data: any; error: any }) => unwrap(reply) as unknown as Row
 export const email = z.string().trim().toLowerCase().max(320).email()
 export const text = (max: number) => z.string().trim().min(1).max(max)
 /** A labs number: finite, magnitude at most 1e15 and, unless 0, at least 1e-300 (the database holds the same bounds). */

@@ -2,13 +2,14 @@
 // fellowships, mentorships) and dream videos. Anyone signed in submits; a super admin approves
 // or declines; the approved ones are listed publicly, never with contact fields or reasons.
 import { z } from '@hono/zod-openapi'
-import { userDb } from '../../../_shared/db.ts'
+import type { PostgrestSingleResponse } from '@supabase/postgrest-js'
+import { type Db, userDb } from '../../../_shared/db.ts'
 import { requiredEnv } from '../../../_shared/env.ts'
 import { unwrap } from '../../../_shared/errors.ts'
 import { decodeCursor, encodeCursor, pageQuery } from '../../../_shared/pagination.ts'
 import { idParams } from '../../../_shared/validation.ts'
 import { endpoint, NextCursor, routeModule } from '../../openapi.ts'
-import { email, Row, rowOf, tag, text } from './shared.ts'
+import { email, Row, tag, text } from './shared.ts'
 
 const KINDS = {
   sponsors: { kind: 'sponsor', table: 'labs_sponsors', publicColumns: 'id, name, tier, applied_at' },
@@ -47,7 +48,12 @@ async function publicPage(plural: Plural, q: { limit: number; before?: string; k
   return { items, next_cursor: rows.length > q.limit && last ? encodeCursor({ created_at: last.applied_at, id: last.id }) : null }
 }
 
-function submissionRoutes(plural: Plural, body: z.ZodType, rpc: (b: any) => [string, Record<string, unknown>], label: string) {
+/** The body of a kind, validated by its schema, as its submit function reads it. */
+type Submit<B extends z.ZodType> = (db: Db, b: z.infer<B>) => PromiseLike<PostgrestSingleResponse<Row>>
+
+/** The five routes of a kind; submit stores the body (validated by body) through the kind's RPC. */
+function submissionRoutes<B extends z.ZodType>(plural: Plural, body: B, submit: Submit<B>, label: string): ReturnType<typeof routeModule>
+function submissionRoutes(plural: Plural, body: z.ZodType, submit: Submit<z.ZodType>, label: string) {
   const k = KINDS[plural]
   return routeModule()
     .openapi(
@@ -57,8 +63,7 @@ function submissionRoutes(plural: Plural, body: z.ZodType, rpc: (b: any) => [str
         response: z.object({ [k.kind]: Row }),
       }),
       async (c) => {
-        const [fn, args] = rpc(c.req.valid('json'))
-        const row = rowOf(await c.var.db.rpc(fn, args).single())
+        const row = unwrap(await submit(c.var.db, c.req.valid('json')))
         return c.json({ [k.kind]: row }, 201)
       },
     )
@@ -100,7 +105,7 @@ function submissionRoutes(plural: Plural, body: z.ZodType, rpc: (b: any) => [str
         response: z.object({ id: z.string(), status: z.literal('approved'), reviewed_at: z.string() }),
       }),
       async (c) => {
-        const row = rowOf(await c.var.db.rpc('labs_review', { kind: k.kind, record_id: c.req.valid('param').id, decision: 'approve' }).single())
+        const row = unwrap(await c.var.db.rpc('labs_review', { kind: k.kind, record_id: c.req.valid('param').id, decision: 'approve' }).single())
         return c.json(row as { id: string; status: 'approved'; reviewed_at: string })
       },
     )
@@ -112,7 +117,7 @@ function submissionRoutes(plural: Plural, body: z.ZodType, rpc: (b: any) => [str
         response: z.object({ id: z.string(), status: z.literal('declined'), reviewed_at: z.string() }),
       }),
       async (c) => {
-        const row = rowOf(
+        const row = unwrap(
           await c.var.db.rpc('labs_review', {
             kind: k.kind, record_id: c.req.valid('param').id, decision: 'decline', reason: c.req.valid('json').reason,
           }).single(),
@@ -123,9 +128,9 @@ function submissionRoutes(plural: Plural, body: z.ZodType, rpc: (b: any) => [str
 }
 
 export const submissionsRoutes = routeModule()
-  .route('/', submissionRoutes('sponsors', NewSponsor, (b) => ['labs_submit_sponsor', b], 'a sponsor application'))
-  .route('/', submissionRoutes('opportunities', NewOpportunity, (b) => ['labs_submit_opportunity', { ...b, url: b.url ?? null }], 'an opportunity'))
-  .route('/', submissionRoutes('videos', NewVideo, (b) => ['labs_submit_dream_video', b], 'a dream video (not classroom accounts)'))
+  .route('/', submissionRoutes('sponsors', NewSponsor, (db, b) => db.rpc('labs_submit_sponsor', b).single(), 'a sponsor application'))
+  .route('/', submissionRoutes('opportunities', NewOpportunity, (db, b) => db.rpc('labs_submit_opportunity', { ...b, url: b.url ?? null }).single(), 'an opportunity'))
+  .route('/', submissionRoutes('videos', NewVideo, (db, b) => db.rpc('labs_submit_dream_video', b).single(), 'a dream video (not classroom accounts)'))
   .openapi(
     endpoint({
       method: 'get', path: '/labs/submissions', tag, auth: 'bearer',
@@ -146,7 +151,7 @@ export const submissionsRoutes = routeModule()
       response: z.object({ video: Row }),
     }),
     async (c) => {
-      const row = rowOf(await c.var.db.rpc('labs_feature_video', { video_id: c.req.valid('param').id, is_featured: c.req.valid('json').is_featured }).single())
+      const row = unwrap(await c.var.db.rpc('labs_feature_video', { video_id: c.req.valid('param').id, is_featured: c.req.valid('json').is_featured }))
       return c.json({ video: row })
     },
   )
