@@ -31,10 +31,8 @@ export function jobSettings() {
 
 /** Claims up to `chunkSize` due users of today's run; `remaining` counts them too. */
 export async function claimChunk<U>(job: AiJob, chunkSize: number): Promise<{ users: U[]; remaining: number }> {
-  return unwrap(await serviceDb().rpc('claim_ai_job_chunk', { job_name: job, chunk_size: chunkSize })) as {
-    users: U[]
-    remaining: number
-  }
+  const { users, remaining } = unwrap(await serviceDb().rpc('claim_ai_job_chunk', { job_name: job, chunk_size: chunkSize }))
+  return { users: users as U[], remaining } // the job's SQL builds its users' shape, which U names
 }
 
 /** Records a user's failure (the user is not retried today). Never throws. */

@@ -38,7 +38,7 @@ export async function recordUsage(
       entry_id: refs.entryId ?? null,
       pack_id: refs.packId ?? null,
     }).select('id, cost_usd::text'),
-  ) as { id: number; cost_usd: string }
+  )
   return row
 }
 
@@ -83,7 +83,7 @@ export interface DailyClaim {
 export async function claimDailyCalls(db: Db, userId: string, type: UsageType, wanted: number): Promise<DailyClaim> {
   const claimed = unwrap(
     await db.rpc('claim_ai_calls', { usage_type: type, wanted, daily_cap: dailyCapOverride(type) }),
-  ) as { granted: number; day: string; counted: boolean }
+  )
   return { type, userId, ...claimed }
 }
 

@@ -62,7 +62,7 @@ export async function generateDailyDrops(): Promise<DailyDropResults> {
         await recordUsageQuietly(u.user_id, 'assistant_drop', usage)
         message = value.message
       }
-      const sent = unwrap(await serviceDb().rpc('send_assistant_drop', { user_id: u.user_id, content: message })) as boolean
+      const sent = unwrap(await serviceDb().rpc('send_assistant_drop', { user_id: u.user_id, content: message }))
       return sent ? 'done' : 'skipped'
     },
   )

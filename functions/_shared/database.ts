@@ -14,6 +14,7 @@
 // - ArgCorrections and TableCorrections: what the generator types wrongly (a bigint sent as a
 //   decimal string, a column a trigger fills).
 import type { Database as Generated, Json } from '../../types/database.ts'
+import type { Tone } from './tone.ts'
 import type { Participant, Section } from './workout_mosaic.ts'
 
 type Public = Generated['public']
@@ -39,8 +40,34 @@ type MosaicJson = {
   updatedAt: string
 }
 
+/** A tone pack as private.tone_pack_json builds it for a viewer. */
+type TonePackJson = {
+  id: string
+  owner_id: string
+  name: string
+  description: string
+  theme: string
+  is_public: boolean
+  price_drops: number
+  retired: boolean
+  created_at: string
+  updated_at: string
+  images: { tone: Tone; url: string; updated_at: string }[]
+  is_owner: boolean
+  is_shared: boolean
+  is_purchased: boolean
+  can_use: boolean
+  can_buy: boolean
+  is_active: boolean
+}
+
 /** A member row: the owner / team admin has no joined_at; a profile may have no name or avatar. */
 type MemberRow = { user_id: string; full_name: string | null; avatar_url: string | null; role: string; joined_at: string | null }
+
+/** A returned table's rows with some columns' types corrected. */
+type RowsWith<Name extends keyof Public['Functions'], Columns> = Public['Functions'][Name]['Returns'] extends (infer Row)[]
+  ? (Omit<Row, keyof Columns> & Columns)[]
+  : never
 
 /** Results the generator cannot know, by function. */
 type Results = {
@@ -50,6 +77,13 @@ type Results = {
   save_workout_mosaic: { mosaic: MosaicJson; replacedObject: string | null }
   list_organization_members: (MemberRow & { is_owner: boolean })[]
   list_team_members: (MemberRow & { is_admin: boolean })[]
+  // Each job's claim builds its own user shape; claimChunk's caller names it.
+  claim_ai_job_chunk: { users: unknown[]; remaining: number }
+  delete_tone_pack: { result: 'deleted' | 'retired'; objects: string[] }
+  purchase_tone_pack: { purchase: Public['Tables']['tone_pack_purchases']['Row']; balance: number; replayed: boolean }
+  get_tone_pack: TonePackJson
+  labs_process_step_prompts: { total: number; prompted: number; skipped: number; failed: number; errors: string[]; remaining: number }
+  labs_claim_outreach_digests: RowsWith<'labs_claim_outreach_digests', { messages: { body: string; sent_at: string }[] }>
 }
 
 type Simplify<T> = { [K in keyof T]: T[K] } & {}

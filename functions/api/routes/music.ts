@@ -79,7 +79,7 @@ export const musicRoutes = routeModule()
       const cfg = configured()
       const state = newState()
       const verifier = newCodeVerifier()
-      const expires = unwrap(await c.var.db.rpc('music_begin_connect', { state_hash: stateHash(state), code_verifier: verifier })) as string
+      const expires = unwrap(await c.var.db.rpc('music_begin_connect', { state_hash: stateHash(state), code_verifier: verifier }))
       return c.json({ authorizeUrl: authorizeUrl(cfg, state, verifier), state, expires_at: expires })
     },
   )
@@ -101,11 +101,7 @@ export const musicRoutes = routeModule()
       if (!q.code && !q.error) throw badRequest('code: is required')
       const cfg = configured()
       const db = serviceDb()
-      const [taken] = unwrap(await db.rpc('music_take_state', { state_hash: stateHash(q.state) })) as {
-        outcome: 'ok' | 'unknown' | 'used' | 'expired'
-        user_id: string | null
-        code_verifier: string | null
-      }[]
+      const [taken] = unwrap(await db.rpc('music_take_state', { state_hash: stateHash(q.state) }))
       if (taken.outcome !== 'ok') {
         throw badRequest(`state: ${taken.outcome === 'used' ? 'already used' : taken.outcome === 'expired' ? 'expired' : 'unknown'}; connect again`)
       }
@@ -148,7 +144,7 @@ export const musicRoutes = routeModule()
       configured()
       const row = unwrap(await c.var.db.from('music_connections')
         .select('music_user_id, scope, connected_at, last_synced_at, needs_reconnect, last_error')
-        .eq('user_id', c.var.caller.id).maybeSingle()) as Record<string, unknown> | null
+        .eq('user_id', c.var.caller.id).maybeSingle())
       if (!row) {
         return c.json({
           connected: false, music_user_id: null, scope: null, connected_at: null, last_synced_at: null,
@@ -168,7 +164,7 @@ export const musicRoutes = routeModule()
     async (c) => {
       configured()
       const purge = c.req.valid('query').purge === 'true'
-      return c.json(unwrap(await c.var.db.rpc('music_disconnect', { purge })) as { disconnected: boolean; plays_removed: number })
+      return c.json(unwrap(await c.var.db.rpc('music_disconnect', { purge })))
     },
   )
   .openapi(
@@ -190,7 +186,7 @@ export const musicRoutes = routeModule()
         user_id: c.var.caller.id,
         cooldown_seconds: cfg.cooldownSeconds,
         lease_seconds: 300,
-      })) as ({ outcome: string; retry_after: number | null } & Omit<SyncWork, 'user_id'>)[]
+      }))
       if (claim.outcome === 'not_connected') throw notFound('No music account is connected')
       if (claim.outcome === 'needs_reconnect') throw conflict('The music account must be connected again')
       if (claim.outcome === 'busy') throw conflict('A sync of this account is already running')

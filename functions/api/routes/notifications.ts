@@ -33,7 +33,7 @@ export const notificationRoutes = routeModule()
       if (q.unread === 'false') query = query.not('read_at', 'is', null)
       if (q.type) query = query.eq('type', q.type)
       const { items, next_cursor } = await newestFirstPage(query, q)
-      return c.json({ notifications: items, next_cursor } as never)
+      return c.json({ notifications: items, next_cursor })
     },
   )
   .openapi(
@@ -44,7 +44,7 @@ export const notificationRoutes = routeModule()
     }),
     async (c) => {
       const ids = c.req.valid('json')?.ids ?? null
-      const marked = unwrap(await c.var.db.rpc('mark_notifications_read', { notification_ids: ids })) as number
+      const marked = unwrap(await c.var.db.rpc('mark_notifications_read', { notification_ids: ids }))
       return c.json({ marked })
     },
   )

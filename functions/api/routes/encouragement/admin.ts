@@ -77,7 +77,7 @@ export const adminRoutes = routeModule()
       const { id } = c.req.valid('param')
       const patch = c.req.valid('json')
       if (Object.keys(patch).length === 0) throw badRequest('body: nothing to update')
-      const rows = unwrap(await c.var.db.from('encouragement_templates').update(patch).eq('id', id).select(TEMPLATE_COLUMNS)) as unknown[]
+      const rows = unwrap(await c.var.db.from('encouragement_templates').update(patch).eq('id', id).select(TEMPLATE_COLUMNS))
       if (!rows.length) throw notFound('Template not found')
       return c.json({ template: rows[0] })
     },
@@ -89,7 +89,7 @@ export const adminRoutes = routeModule()
     }),
     async (c) => {
       const { id } = c.req.valid('param')
-      const rows = unwrap(await c.var.db.from('encouragement_templates').delete().eq('id', id).select('id')) as unknown[]
+      const rows = unwrap(await c.var.db.from('encouragement_templates').delete().eq('id', id).select('id'))
       if (!rows.length) throw notFound('Template not found')
       return c.json({ message: 'Template deleted' })
     },

@@ -65,7 +65,7 @@ type BadgeRow = z.infer<typeof Badge>
 const numeric = (b: BadgeRow) => ({ ...b, success_rate: Number(b.success_rate), progress_to_next: Number(b.progress_to_next) })
 
 async function badgesOf(db: Db, ids: string[]) {
-  return (unwrap(await db.rpc('encouragement_badges_of', { user_ids: ids })) as BadgeRow[]).map(numeric)
+  return (unwrap(await db.rpc('encouragement_badges_of', { user_ids: ids }))).map(numeric)
 }
 
 export const badgeRoutes = routeModule()
@@ -137,7 +137,7 @@ export const badgeRoutes = routeModule()
       summary: 'The badge ladder', response: z.object({ definitions: z.array(Definition) }),
     }),
     async (c) => {
-      const rows = unwrap(await c.var.db.from('encouragement_badge_definitions').select('*').order('level')) as z.infer<typeof Definition>[]
+      const rows = unwrap(await c.var.db.from('encouragement_badge_definitions').select('*').order('level'))
       return c.json({
         definitions: rows.map((d) => ({ ...d, min_success_rate: d.min_success_rate === null ? null : Number(d.min_success_rate) })),
       })

@@ -126,7 +126,7 @@ export const dropRoutes = routeModule()
         c.var.db.from('encouragement_sent_drops').select('id', { count: 'exact', head: true })
           .eq('recipient_id', c.var.caller.id).is('read_at', null),
       ])
-      const drops = unwrap(rows) as z.infer<typeof ReceivedDrop>[]
+      const drops = unwrap(rows)
       if (unread.error) unwrap(unread)
       const items = drops.slice(0, q.limit)
       const last = items[items.length - 1]

@@ -43,7 +43,7 @@ export const Engagement = z.object({
 }).openapi('EngagementProcessing')
 
 export async function runEngagement(db: Db) {
-  const r = unwrap(await db.rpc('process_encouragement_engagement', {})) as z.infer<typeof Engagement>
+  const r = unwrap(await db.rpc('process_encouragement_engagement', {}))
   console.log('process-engagement:', JSON.stringify(r))
   return r
 }

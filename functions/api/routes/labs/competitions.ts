@@ -75,9 +75,7 @@ export const competitionRoutes = routeModule()
     }),
     async (c) => {
       const slug = c.req.valid('param').slug
-      const rows = unwrap(await c.var.db.rpc('labs_leaderboard', { slug, page_size: c.req.valid('query').limit })) as Array<
-        { rank: number; user_id: string; full_name: string | null; score: number }
-      >
+      const rows = unwrap(await c.var.db.rpc('labs_leaderboard', { slug, page_size: c.req.valid('query').limit }))
       return c.json({ slug, leaderboard: rows.map((r) => ({ rank: Number(r.rank), user_id: r.user_id, full_name: r.full_name, score: r.score })) })
     },
   )
@@ -92,7 +90,7 @@ export const competitionRoutes = routeModule()
     }),
     async (c) => {
       console.log('labs recompute-competitions: start')
-      const rows = unwrap(await c.var.db.rpc('labs_recompute_competitions')) as Array<{ slug: string; participants: number; scored_at: string }>
+      const rows = unwrap(await c.var.db.rpc('labs_recompute_competitions'))
       console.log(`labs recompute-competitions: ${rows.length} competitions rescored`)
       return c.json({ success: true as const, competitions: rows })
     },

@@ -58,7 +58,7 @@ export const experimentRoutes = routeModule()
       const cursor = decodeCursor(q.before)
       const rows = unwrap(
         await c.var.db.rpc('labs_template_list', { page_size: q.limit + 1, before_time: cursor?.createdAt ?? null, before_id: cursor?.id ?? null }),
-      ) as Array<{ id: string; created_at: string }>
+      )
       const items = rows.slice(0, q.limit)
       return c.json({ templates: items, next_cursor: rows.length > q.limit ? encodeCursor(items[items.length - 1]) : null })
     },

@@ -46,9 +46,9 @@ export const kitWaitlistRoutes = routeModule()
       if (launch && !isoDate().safeParse(launch).success) throw badRequest('LABS_KIT_LAUNCH_DATE: not a date (YYYY-MM-DD)')
       const [gate, signups] = await Promise.all([
         c.var.db.rpc('labs_kit_waitlist_gate', { launch_date: launch }).single(),
-        newestFirstPage<{ id: string; email: string; created_at: string }>(c.var.db.from('labs_kit_waitlist').select('id, email, created_at'), q),
+        newestFirstPage(c.var.db.from('labs_kit_waitlist').select('id, email, created_at'), q),
       ])
-      const g = unwrap(gate) as { total: number; within_launch_window: number | null; gate_met: boolean | null }
+      const g = unwrap(gate)
       return c.json({
         signups: signups.items, next_cursor: signups.next_cursor, total: g.total, launch_date: launch,
         signups_within_30_days_of_launch: g.within_launch_window, gate_met: g.gate_met,

@@ -36,7 +36,7 @@ export const outreachRoutes = routeModule()
     }),
     async (c) => {
       console.log('labs process-step-prompts: start')
-      const results = unwrap(await c.var.db.rpc('labs_process_step_prompts', {})) as z.infer<typeof JobResults>
+      const results = unwrap(await c.var.db.rpc('labs_process_step_prompts', {}))
       console.log(`labs process-step-prompts: ${results.prompted} prompted, ${results.failed} failed, ${results.remaining} remaining`)
       return c.json({ success: true as const, message: `${results.prompted} users prompted`, results })
     },
@@ -60,7 +60,7 @@ export const outreachRoutes = routeModule()
       response: z.object({ messages: z.array(Row), next_cursor: NextCursor }),
     }),
     async (c) => {
-      const { items, next_cursor } = await newestFirstPage<{ id: string; created_at: string }>(
+      const { items, next_cursor } = await newestFirstPage(
         c.var.db.from('labs_sponsor_messages').select('*'),
         c.req.valid('query'),
       )
@@ -84,10 +84,7 @@ export const outreachRoutes = routeModule()
       // Failed sends are released for the next run, not retried within this one.
       const failedSponsors: string[] = []
       for (let round = 0; round < 20; round++) {
-        const due = unwrap(await c.var.db.rpc('labs_claim_outreach_digests', { batch_size: 50, skip_sponsors: failedSponsors })) as Array<{
-          sponsor_id: string; week_start: string; sponsor_name: string; contact_email: string; contact_name: string
-          messages: Array<{ body: string; sent_at: string }>
-        }>
+        const due = unwrap(await c.var.db.rpc('labs_claim_outreach_digests', { batch_size: 50, skip_sponsors: failedSponsors }))
         if (due.length === 0) break
         for (const d of due) {
           results.total++

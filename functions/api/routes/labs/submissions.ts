@@ -2,7 +2,7 @@
 // fellowships, mentorships) and dream videos. Anyone signed in submits; a super admin approves
 // or declines; the approved ones are listed publicly, never with contact fields or reasons.
 import { z } from '@hono/zod-openapi'
-import type { PostgrestSingleResponse } from '@supabase/postgrest-js'
+import type { PostgrestResponse, PostgrestSingleResponse } from '@supabase/postgrest-js'
 import { type Db, userDb } from '../../../_shared/db.ts'
 import { requiredEnv } from '../../../_shared/env.ts'
 import { unwrap } from '../../../_shared/errors.ts'
@@ -12,10 +12,21 @@ import { endpoint, NextCursor, routeModule } from '../../openapi.ts'
 import { email, Row, tag, text } from './shared.ts'
 
 const KINDS = {
-  sponsors: { kind: 'sponsor', table: 'labs_sponsors', publicColumns: 'id, name, tier, applied_at' },
-  opportunities: { kind: 'opportunity', table: 'labs_opportunities', publicColumns: 'id, kind, title, description, url, applied_at' },
-  videos: { kind: 'video', table: 'labs_dream_videos', publicColumns: 'id, title, video_url, is_featured, applied_at' },
+  sponsors: { kind: 'sponsor', listed: (db: Db) => db.from('labs_sponsors').select('id, name, tier, applied_at') },
+  opportunities: {
+    kind: 'opportunity',
+    listed: (db: Db) => db.from('labs_opportunities').select('id, kind, title, description, url, applied_at'),
+  },
+  videos: { kind: 'video', listed: (db: Db) => db.from('labs_dream_videos').select('id, title, video_url, is_featured, applied_at') },
 } as const
+
+/** A kind's public columns, as publicPage narrows, orders and awaits them. */
+interface ListedQuery {
+  eq(column: string, value: string): this
+  or(filters: string): this
+  order(column: string, options: { ascending: boolean }): this
+  limit(count: number): PromiseLike<PostgrestResponse<{ id: string; applied_at: string }>>
+}
 type Plural = keyof typeof KINDS
 
 const NewSponsor = z.object({ name: text(200), tier: text(50), contact_email: email, contact_name: text(200) }).strict()
@@ -34,15 +45,15 @@ const Decline = z.object({ reason: text(2000) }).strict()
 async function publicPage(plural: Plural, q: { limit: number; before?: string; kind?: string }) {
   const k = KINDS[plural]
   const cursor = decodeCursor(q.before)
-  let query = userDb(requiredEnv('SUPABASE_ANON_KEY')).from(k.table).select(k.publicColumns as string).eq('status', 'approved')
+  let query: ListedQuery = k.listed(userDb(requiredEnv('SUPABASE_ANON_KEY')))
+  query = query.eq('status', 'approved')
   if (q.kind) query = query.eq('kind', q.kind)
   if (cursor) {
     const t = JSON.stringify(cursor.createdAt)
     query = query.or(`applied_at.lt.${t},and(applied_at.eq.${t},id.lt.${cursor.id})`)
   }
   if (plural === 'videos') query = query.order('is_featured', { ascending: false })
-  const rows = unwrap(await query.order('applied_at', { ascending: false }).order('id', { ascending: false }).limit(q.limit + 1)) as
-    unknown as Array<{ id: string; applied_at: string }>
+  const rows = unwrap(await query.order('applied_at', { ascending: false }).order('id', { ascending: false }).limit(q.limit + 1))
   const items = rows.slice(0, q.limit)
   const last = items[items.length - 1]
   return { items, next_cursor: rows.length > q.limit && last ? encodeCursor({ created_at: last.applied_at, id: last.id }) : null }
@@ -92,7 +103,7 @@ function submissionRoutes(plural: Plural, body: z.ZodType, submit: Submit<z.ZodT
           await c.var.db.rpc('labs_pending', {
             kind: k.kind, page_size: q.limit + 1, before_time: cursor?.createdAt ?? null, before_id: cursor?.id ?? null,
           }),
-        ) as Array<{ id: string; record: Record<string, unknown>; created_at: string }>
+        )
         const items = rows.slice(0, q.limit)
         const next = rows.length > q.limit ? encodeCursor(items[items.length - 1]) : null
         return c.json({ [plural]: items.map((r) => r.record), next_cursor: next })
@@ -139,7 +150,7 @@ export const submissionsRoutes = routeModule()
     }),
     async (c) => {
       // Who submitted what is kept private (not a column of the public tables); the RPC lists the caller's own.
-      const mine = unwrap(await c.var.db.rpc('labs_my_submissions')) as unknown as { sponsors: Row[]; opportunities: Row[]; videos: Row[] }
+      const mine = unwrap(await c.var.db.rpc('labs_my_submissions'))
       return c.json(mine)
     },
   )

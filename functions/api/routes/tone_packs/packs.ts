@@ -75,8 +75,8 @@ export const packRoutes = routeModule()
         const last = items[items.length - 1]
         return { items: items.map((r) => r[key]), next: rows.length > q.limit ? encodeCursor(last) : null }
       }
-      const p = pageOf(unwrap(packs) as { id: string; created_at: string; pack: unknown }[], 'pack')
-      const b = pageOf(unwrap(purchases) as { id: string; created_at: string; purchase: unknown }[], 'purchase')
+      const p = pageOf(unwrap(packs), 'pack')
+      const b = pageOf(unwrap(purchases), 'purchase')
       return c.json({
         packs: p.items as z.infer<typeof Pack>[],
         next_cursor: p.next,
@@ -100,7 +100,7 @@ export const packRoutes = routeModule()
     }),
     async (c) => {
       const body = c.req.valid('json')
-      const row = unwrap(await c.var.db.from('tone_packs').insert(body).select('id').single()) as { id: string }
+      const row = unwrap(await c.var.db.from('tone_packs').insert(body).select('id').single())
       return c.json({ pack: await getPack(c.var.db, row.id) }, 201)
     },
   )
@@ -114,7 +114,7 @@ export const packRoutes = routeModule()
       const { id } = c.req.valid('param')
       const patch = c.req.valid('json')
       if (Object.keys(patch).length) {
-        const rows = unwrap(await c.var.db.from('tone_packs').update(patch).eq('id', id).select('id')) as unknown[]
+        const rows = unwrap(await c.var.db.from('tone_packs').update(patch).eq('id', id).select('id'))
         if (!rows.length) await refuseWrite(c.var.db, 'tone_packs', { id }, 'tone pack')
       } else {
         await ownedPack(c.var.db, id)
@@ -130,10 +130,7 @@ export const packRoutes = routeModule()
         'gone for the owner, the public and sharees, kept for its buyers (their purchase and ledger rows stay).',
     }),
     async (c) => {
-      const done = unwrap(await c.var.db.rpc('delete_tone_pack', { pack_id: c.req.valid('param').id })) as {
-        result: 'deleted' | 'retired'
-        objects: string[]
-      }
+      const done = unwrap(await c.var.db.rpc('delete_tone_pack', { pack_id: c.req.valid('param').id }))
       await removeObjects(TONE_PACK_BUCKET, done.objects)
       return c.json({
         message: done.result === 'deleted' ? 'Tone pack deleted' : 'Tone pack retired: its buyers keep it',

@@ -54,7 +54,7 @@ export const purchaseRoutes = routeModule()
         await c.var.db.rpc('purchase_tone_pack', {
           pack_id: c.req.valid('param').id, idempotency_key: key ?? null, expected_price_drops: expected ?? null,
         }),
-      ) as { purchase: z.infer<typeof Purchase>; balance: number; replayed: boolean }
+      )
       const { purchase } = done
       return c.json({
         purchase: {

@@ -44,7 +44,7 @@ export const Purchase = z.object({
 }).openapi('TonePackPurchase')
 
 export async function getPack(db: Db, id: string) {
-  return unwrap(await db.rpc('get_tone_pack', { pack_id: id })) as z.infer<typeof Pack>
+  return unwrap(await db.rpc('get_tone_pack', { pack_id: id }))
 }
 
 /** The pack, if the caller owns it: 404 when they may not see it, 403 when it is not theirs. */
