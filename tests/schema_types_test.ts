@@ -12,14 +12,20 @@ function firstDifference(committed: string, generated: string): string | null {
   const b = generated.split('\n')
   const i = a.findIndex((line, n) => line !== b[n])
   const at = i < 0 ? a.length : i
-  return `line ${at + 1}:\n  types/database.ts: ${a[at] ?? '(end of file)'}\n  generated:         ${b[at] ?? '(end of file)'}`
+  return `line ${at + 1}:\n  types/database.ts: ${a[at] ?? '(end of file)'}\n  generated:         ${
+    b[at] ?? '(end of file)'
+  }`
 }
 
 test('types/database.ts is what the migrated database generates (else: npm run gen:types)', async () => {
   const generated = await generateTypes(env('SUPABASE_DB_URL'))
   const committed = await Deno.readTextFile(TYPES_FILE)
   const difference = firstDifference(committed, generated)
-  assert.equal(difference, null, `types/database.ts is stale; run npm start, then npm run gen:types. First difference at ${difference}`)
+  assert.equal(
+    difference,
+    null,
+    `types/database.ts is stale; run npm start, then npm run gen:types. First difference at ${difference}`,
+  )
 
   // The comparison sees a drift: a copy with one column's type changed differs.
   const drifted = committed.replace('"drops_balance": number', '"drops_balance": string')

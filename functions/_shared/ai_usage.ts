@@ -1,5 +1,5 @@
-// Recording billed AI calls and the per-user daily caps (SQL: 20261122010000_ai_usage.sql,
-// claims and give-backs: 20261126030000_tone_pack_integrity.sql).
+// Recording billed AI calls and the per-user daily caps, with their claims and give-backs (SQL:
+// supabase/schemas/ai_usage.sql).
 // The cost is computed in SQL from public.ai_prices; this only passes what the provider said.
 import type { ImageUsage, TextUsage } from './ai.ts'
 import { type Db, serviceDb } from './db.ts'

@@ -13,6 +13,11 @@
 //   function's result column not null, the generator assumes it is.
 // - ArgCorrections and TableCorrections: what the generator types wrongly (a bigint sent as a
 //   decimal string, a column a trigger fills).
+// Every corrected name must be a generated function or table: a rename fails `npm run check`.
+//
+// A new or changed RPC: write it (schema and migration), apply it (`npm start`), then
+// `npm run gen:types`; tests/schema_types_test.ts fails until types/database.ts is regenerated.
+// If it returns jsonb whose fields the api reads, add its shape to Results.
 import type { Database as Generated, Json } from '../../types/database.ts'
 import type { Tone } from './tone.ts'
 import type { Participant, Section } from './workout_mosaic.ts'
@@ -62,11 +67,17 @@ type TonePackJson = {
 }
 
 /** A member row: the owner / team admin has no joined_at; a profile may have no name or avatar. */
-type MemberRow = { user_id: string; full_name: string | null; avatar_url: string | null; role: string; joined_at: string | null }
+type MemberRow = {
+  user_id: string
+  full_name: string | null
+  avatar_url: string | null
+  role: string
+  joined_at: string | null
+}
 
 /** A returned table's rows with some columns' types corrected. */
-type RowsWith<Name extends keyof Public['Functions'], Columns> = Public['Functions'][Name]['Returns'] extends (infer Row)[]
-  ? (Omit<Row, keyof Columns> & Columns)[]
+type RowsWith<Name extends keyof Public['Functions'], Columns> = Public['Functions'][Name]['Returns'] extends
+  (infer Row)[] ? (Omit<Row, keyof Columns> & Columns)[]
   : never
 
 /** Results the generator cannot know, by function. */
@@ -80,18 +91,36 @@ type Results = {
   // Each job's claim builds its own user shape; claimChunk's caller names it.
   claim_ai_job_chunk: { users: unknown[]; remaining: number }
   delete_tone_pack: { result: 'deleted' | 'retired'; objects: string[] }
-  purchase_tone_pack: { purchase: Public['Tables']['tone_pack_purchases']['Row']; balance: number; replayed: boolean }
+  purchase_tone_pack: {
+    purchase: Public['Tables']['tone_pack_purchases']['Row']
+    balance: number
+    replayed: boolean
+  }
   get_tone_pack: TonePackJson
-  labs_process_step_prompts: { total: number; prompted: number; skipped: number; failed: number; errors: string[]; remaining: number }
-  labs_claim_outreach_digests: RowsWith<'labs_claim_outreach_digests', { messages: { body: string; sent_at: string }[] }>
+  labs_process_step_prompts: {
+    total: number
+    prompted: number
+    skipped: number
+    failed: number
+    errors: string[]
+    remaining: number
+  }
+  labs_claim_outreach_digests: RowsWith<
+    'labs_claim_outreach_digests',
+    { messages: { body: string; sent_at: string }[] }
+  >
 }
 
-type Simplify<T> = { [K in keyof T]: T[K] } & {}
+type Known<Names extends keyof Public['Functions'], Tables extends keyof Public['Tables']> = [Names, Tables]
+export type CorrectedNames = Known<keyof Results | keyof ArgCorrections, keyof TableCorrections>
+
+type Simplify<T> = { [K in keyof T]: T[K] }
 
 type CorrectedFunction<Name, F> = F extends { Args: infer A; Returns: infer R } ? Simplify<
     & Omit<F, 'Args' | 'Returns'>
     & {
-      Args: Name extends keyof ArgCorrections ? Simplify<Omit<LooseArgs<A>, keyof ArgCorrections[Name]> & ArgCorrections[Name]>
+      Args: Name extends keyof ArgCorrections
+        ? Simplify<Omit<LooseArgs<A>, keyof ArgCorrections[Name]> & ArgCorrections[Name]>
         : LooseArgs<A>
       Returns: Name extends keyof Results ? Results[Name] : R
     }
@@ -109,7 +138,9 @@ type Writable<T> = { [K in keyof T]: AnyJson<T[K]> }
 type CorrectedTable<Name, T> = T extends { Row: unknown; Insert: infer I; Update: infer U } ? Simplify<
     & Omit<T, 'Insert' | 'Update'>
     & {
-      Insert: Name extends keyof TableCorrections ? Simplify<Omit<Writable<I>, keyof TableCorrections[Name]['Insert']> & TableCorrections[Name]['Insert']>
+      Insert: Name extends keyof TableCorrections ? Simplify<
+          Omit<Writable<I>, keyof TableCorrections[Name]['Insert']> & TableCorrections[Name]['Insert']
+        >
         : Writable<I>
       Update: Writable<U>
     }
@@ -125,4 +156,3 @@ export type Database = {
     }
   >
 }
-

@@ -25,7 +25,9 @@ export function memberView<T extends Member>(m: T) {
 }
 
 /** list and one over a group's members, as listMembers reads them. */
-export function memberDirectory<M extends Member>(listMembers: (db: Db, groupId: string) => PromiseLike<PostgrestResponse<M>>) {
+export function memberDirectory<M extends Member>(
+  listMembers: (db: Db, groupId: string) => PromiseLike<PostgrestResponse<M>>,
+) {
   const all = async (db: Db, groupId: string) => unwrap(await listMembers(db, groupId))
   return {
     list: async (db: Db, groupId: string) => (await all(db, groupId)).map(memberView),

@@ -66,13 +66,12 @@ interface PageableQuery<Row> {
  * One page of a PostgREST query, newest first: applies the `before` cursor, orders by
  * (created_at, id) descending and fetches one row more than asked to know if more follow.
  */
-export async function newestFirstPage<Row extends { created_at: string; id: string | number }>(query: PageableQuery<Row>, q: {
-  limit: number
-  before?: string
-}) {
+export async function newestFirstPage<Row extends { created_at: string; id: string | number }>(
+  query: PageableQuery<Row>,
+  q: { limit: number; before?: string },
+) {
   const cursor = decodeCursor(q.before)
   if (cursor) query = query.or(olderThan(cursor))
-  const reply = await query.order('created_at', { ascending: false }).order('id', { ascending: false }).limit(q.limit + 1)
-  const rows = unwrap(reply)
+  const rows = unwrap(await query.order('created_at', { ascending: false }).order('id', { ascending: false }).limit(q.limit + 1))
   return page(rows, q.limit)
 }

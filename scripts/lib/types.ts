@@ -20,6 +20,8 @@ export async function generateTypes(dbUrl: string): Promise<string> {
   const stdout = new TextDecoder().decode(out.stdout)
   const stderr = new TextDecoder().decode(out.stderr)
   const start = stdout.indexOf('export type')
-  if (!out.success || start < 0) throw new Error(`the Supabase CLI failed:\n${(stderr || stdout).slice(0, 2000)}`)
+  if (!out.success || start < 0) {
+    throw new Error(`the Supabase CLI failed:\n${(stderr || stdout).slice(0, 2000)}`)
+  }
   return HEADER + stdout.slice(start)
 }

@@ -1,6 +1,6 @@
-// Listening history (SPEC "Listening history", issue 12): connect a music account with PKCE,
+// Listening history (SPEC "Listening history"): connect a music account with PKCE,
 // sync its recently played tracks (on demand and on a schedule), disconnect. Entries are
-// linked to tracks in SQL (migration 20261122060000_music.sql), not here.
+// linked to tracks in SQL (supabase/schemas/music.sql), not here.
 //
 // The token-handling calls use the service role on purpose: tokens are readable by no client
 // role, not even their owner, so only the job's RPCs decrypt them.
@@ -20,7 +20,6 @@ import {
   stateHash,
   syncAll,
   syncLink,
-  type SyncWork,
 } from '../../_shared/music.ts'
 import { endpoint, routeModule } from '../openapi.ts'
 

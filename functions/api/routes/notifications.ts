@@ -1,4 +1,4 @@
-// Notifications (issue 11; table public.notifications from the advisor migration): what a user
+// Notifications (table public.notifications): what a user
 // is told (workout baton pass, reminders, chain broken, battle results, memberships). Read
 // through the caller's token, so RLS shows only their own; Realtime can push the same rows.
 import { z } from '@hono/zod-openapi'

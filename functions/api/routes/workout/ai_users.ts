@@ -8,7 +8,7 @@ import { endpoint, Message, routeModule } from '../../openapi.ts'
 import { unwrap } from '../../../_shared/errors.ts'
 import { base, CHECKIN_BUCKET, DateParams, tag } from './shared.ts'
 
-export const AiUser = z.object({
+const AiUser = z.object({
   id: z.string(),
   fullName: z.string().nullable(),
   isAi: z.boolean(),
@@ -46,8 +46,8 @@ async function ensureStockPhoto() {
 }
 
 // The replies below are the jsonb results of the synthetic-user functions, passed on as they are.
-export const AiUsersCreated = z.object({ created: z.number().int(), failed: z.number().int(), users: z.array(AiUser), errors: z.array(z.string()) })
-export const DayTeams = z.object({ redTeam: z.unknown(), blueTeam: z.unknown() })
+const AiUsersCreated = z.object({ created: z.number().int(), failed: z.number().int(), users: z.array(AiUser), errors: z.array(z.string()) })
+const DayTeams = z.object({ redTeam: z.unknown(), blueTeam: z.unknown() })
 
 export const aiUserRoutes = routeModule()
   .openapi(

@@ -38,18 +38,18 @@ const Battle = z.object({
 const WeekParams = z.object({ weekStartDate: pathDate('weekStartDate') })
 
 // The replies below are the jsonb results of the battle functions, passed on as they are.
-export const BattleWeek = z.object({
+const BattleWeek = z.object({
   battle: Battle.nullable(),
   redTeam: BattleTeam,
   blueTeam: BattleTeam,
   dailyStats: z.array(z.object({ date: z.string(), redTeamChips: z.number().int(), blueTeamChips: z.number().int() })),
 })
-export const BattleRun = z.object({ battle: Battle, winner: z.enum(['red', 'blue', 'tie']), battleResult: BattleResult, alreadyExecuted: z.boolean() })
-export const BattleHistory = z.object({
+const BattleRun = z.object({ battle: Battle, winner: z.enum(['red', 'blue', 'tie']), battleResult: BattleResult, alreadyExecuted: z.boolean() })
+const BattleHistory = z.object({
   battles: z.array(Battle),
   userStats: z.object({ totalChipsContributed: z.number().int(), battlesWon: z.number().int(), longestChain: z.number().int() }),
 })
-export const WeeklyBattle = z.object({ battle: Battle, created: z.boolean() })
+const WeeklyBattle = z.object({ battle: Battle, created: z.boolean() })
 
 export const battleRoutes = routeModule()
   .openapi(

@@ -21,7 +21,7 @@ const TeamStats = z.object({
 })
 
 const GenerateBody = z.object({ date: isoDate().optional() }).strict()
-export const ChainRun = z.object({
+const ChainRun = z.object({
   date: z.string(),
   participants: z.number().int(),
   created: z.number().int(),
@@ -30,7 +30,7 @@ export const ChainRun = z.object({
 }).openapi('WorkoutChainRun')
 
 // The replies below are the jsonb results of the day's SQL functions, passed on as they are.
-export const ChainDay = z.object({
+const ChainDay = z.object({
   chain: z.object({
     id: z.string(),
     date: z.string(),
@@ -42,16 +42,16 @@ export const ChainDay = z.object({
   }),
   checkins: z.array(Checkin),
 })
-export const SquadDay = z.object({ squad: Squad, checkins: z.array(Checkin) })
-export const TeamDay = z.object({ redTeam: TeamStats, blueTeam: TeamStats })
-export const CheckinDone = z.object({
+const SquadDay = z.object({ squad: Squad, checkins: z.array(Checkin) })
+const TeamDay = z.object({ redTeam: TeamStats, blueTeam: TeamStats })
+const CheckinDone = z.object({
   checkin: Checkin,
   battleChipsEarned: z.number().int(),
   chainStatus: z.enum(['continued', 'broken']),
   nextUserNotified: z.boolean(),
 })
-export const MyCheckin = z.object({ checkin: Checkin.nullable(), status: z.enum(['pending', 'completed', 'failed', 'not_started']) })
-export const DayCheckins = z.object({
+const MyCheckin = z.object({ checkin: Checkin.nullable(), status: z.enum(['pending', 'completed', 'failed', 'not_started']) })
+const DayCheckins = z.object({
   checkins: z.array(Checkin.extend({ user: UserCard })),
   stats: z.object({ total: z.number().int(), completed: z.number().int(), failed: z.number().int() }),
 })

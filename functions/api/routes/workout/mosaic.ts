@@ -8,7 +8,7 @@ import { drawMosaic, layoutMosaic } from '../../../_shared/workout_mosaic.ts'
 import { endpoint, routeModule } from '../../openapi.ts'
 import { base, DateParams, logRun, MOSAIC_BUCKET, storageFailure, tag } from './shared.ts'
 
-export const Mosaic = z.object({
+const Mosaic = z.object({
   imageUrl: z.string(),
   date: z.string(),
   sections: z.array(z.object({

@@ -14,7 +14,7 @@ const VerifyBody = z.object({ reason: z.string().trim().min(1).max(500).optional
 const RejectBody = z.object({ reason: z.string().trim().min(1).max(500) }).strict()
 
 /** A check-in in the queue (the jsonb items of workout_review_queue), with who made it. */
-export const QueuedCheckin = Checkin.extend({ user: UserCard })
+const QueuedCheckin = Checkin.extend({ user: UserCard })
 
 export const reviewRoutes = routeModule()
   .openapi(
