@@ -8,6 +8,8 @@
 //   AI_JOB_BATCH_PAUSE_MS    pause between batches (default 1000)
 // A chunk of 50 is 10 batches: about 10 x (one model call + 1 s), at worst 10 x 11 s = 110 s,
 // inside an edge function's 150 s limit.
+import { AiError } from './ai.ts'
+import { recordUsageQuietly, type UsageType } from './ai_usage.ts'
 import { serviceDb } from './db.ts'
 import { optionalEnv } from './env.ts'
 import { unwrap } from './errors.ts'
@@ -29,10 +31,8 @@ export function jobSettings() {
 
 /** Claims up to `chunkSize` due users of today's run; `remaining` counts them too. */
 export async function claimChunk<U>(job: AiJob, chunkSize: number): Promise<{ users: U[]; remaining: number }> {
-  return unwrap(await serviceDb().rpc('claim_ai_job_chunk', { job_name: job, chunk_size: chunkSize })) as {
-    users: U[]
-    remaining: number
-  }
+  const { users, remaining } = unwrap(await serviceDb().rpc('claim_ai_job_chunk', { job_name: job, chunk_size: chunkSize }))
+  return { users: users as U[], remaining } // the job's SQL builds its users' shape, which U names
 }
 
 /** Records a user's failure (the user is not retried today). Never throws. */
@@ -60,3 +60,46 @@ export async function logRun(job: AiJob, startedAt: Date, counts: { succeeded: n
 }
 
 export const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e)).slice(0, 300)
+
+/** What one invocation of a job came to. */
+export interface ChunkResults {
+  total: number
+  succeeded: number
+  skipped: number
+  failed: number
+  errors: string[]
+  remaining: number
+}
+
+/**
+ * One invocation of a per-user job: claims a chunk of due users, runs `work` on each in
+ * batches, and logs the run. `work` answers 'done', or 'skipped' when there was nothing to do
+ * for the user. A user whose work throws is failed: listed in `errors`, recorded so they are
+ * not retried today, and the provider usage a failed call was billed for is recorded too.
+ */
+export async function runChunk<U extends { user_id: string }>(
+  job: AiJob,
+  usageType: UsageType,
+  work: (user: U) => Promise<'done' | 'skipped'>,
+): Promise<ChunkResults> {
+  const startedAt = new Date()
+  const { chunkSize, batchSize, pauseMs } = jobSettings()
+  console.log(`${job}: start (chunk ${chunkSize}, batches of ${batchSize}, ${pauseMs} ms apart)`)
+  const results: ChunkResults = { total: 0, succeeded: 0, skipped: 0, failed: 0, errors: [], remaining: 0 }
+  const { users, remaining } = await claimChunk<U>(job, chunkSize)
+  results.total = users.length
+  await inBatches(users, batchSize, pauseMs, async (u) => {
+    try {
+      if ((await work(u)) === 'done') results.succeeded++
+      else results.skipped++
+    } catch (e) {
+      if (e instanceof AiError && e.usage) await recordUsageQuietly(u.user_id, usageType, e.usage)
+      results.failed++
+      results.errors.push(`${u.user_id}: ${errorText(e)}`)
+      await failItem(job, u.user_id, errorText(e))
+    }
+  })
+  results.remaining = Math.max(0, remaining - users.length)
+  await logRun(job, startedAt, results, { total: results.total, skipped: results.skipped })
+  return results
+}

@@ -1,5 +1,5 @@
-// Recording billed AI calls and the per-user daily caps (SQL: 20261122010000_ai_usage.sql,
-// claims and give-backs: 20261126030000_tone_pack_integrity.sql).
+// Recording billed AI calls and the per-user daily caps, with their claims and give-backs (SQL:
+// supabase/schemas/ai_usage.sql).
 // The cost is computed in SQL from public.ai_prices; this only passes what the provider said.
 import type { ImageUsage, TextUsage } from './ai.ts'
 import { type Db, serviceDb } from './db.ts'
@@ -37,8 +37,8 @@ export async function recordUsage(
       image_quality: image ? image.quality : null,
       entry_id: refs.entryId ?? null,
       pack_id: refs.packId ?? null,
-    }).select('id, cost_usd::text').single(),
-  ) as { id: number; cost_usd: string }
+    }).select('id, cost_usd::text'),
+  )
   return row
 }
 
@@ -83,7 +83,7 @@ export interface DailyClaim {
 export async function claimDailyCalls(db: Db, userId: string, type: UsageType, wanted: number): Promise<DailyClaim> {
   const claimed = unwrap(
     await db.rpc('claim_ai_calls', { usage_type: type, wanted, daily_cap: dailyCapOverride(type) }),
-  ) as { granted: number; day: string; counted: boolean }
+  )
   return { type, userId, ...claimed }
 }
 

@@ -4,8 +4,8 @@
 // (and without an AI key). Not counted against any allowance; one per user per day (a unique
 // key in SQL, so a second run or a concurrent one skips the user).
 import { z } from '@hono/zod-openapi'
-import { AiError, aiConfig, structuredCompletion } from './ai.ts'
-import { claimChunk, errorText, failItem, inBatches, jobSettings, logRun } from './ai_jobs.ts'
+import { aiConfig, structuredCompletion } from './ai.ts'
+import { runChunk } from './ai_jobs.ts'
 import { recordUsageQuietly } from './ai_usage.ts'
 import { serviceDb } from './db.ts'
 import { unwrap } from './errors.ts'
@@ -51,38 +51,20 @@ export interface DailyDropResults {
 
 /** One invocation of generate-daily-drops: claims a chunk of due users and sends each a drop. */
 export async function generateDailyDrops(): Promise<DailyDropResults> {
-  const startedAt = new Date()
-  const { chunkSize, batchSize, pauseMs } = jobSettings()
-  console.log(`generate-daily-drops: start (chunk ${chunkSize}, batches of ${batchSize}, ${pauseMs} ms apart)`)
-  const results: DailyDropResults = { total: 0, generated: 0, skipped: 0, failed: 0, errors: [], remaining: 0 }
-  const { users, remaining } = await claimChunk<{ user_id: string; full_name: string | null; analysis: Analysis | null }>(
-    'generate-daily-drops',
-    chunkSize,
-  )
-  results.total = users.length
   const ai = aiConfig() !== null
-  await inBatches(users, batchSize, pauseMs, async (u) => {
-    try {
+  const r = await runChunk<{ user_id: string; full_name: string | null; analysis: Analysis | null }>(
+    'generate-daily-drops',
+    'assistant_drop',
+    async (u) => {
       let message = GENERIC_MESSAGE
       if (u.analysis && ai) {
         const { value, usage } = await structuredCompletion({ schema: Message, name: 'assistant_drop', system: SYSTEM, user: prompt(u.full_name, u.analysis) })
         await recordUsageQuietly(u.user_id, 'assistant_drop', usage)
         message = value.message
       }
-      const sent = unwrap(await serviceDb().rpc('send_assistant_drop', { user_id: u.user_id, content: message })) as boolean
-      if (sent) results.generated++
-      else results.skipped++
-    } catch (e) {
-      if (e instanceof AiError && e.usage) await recordUsageQuietly(u.user_id, 'assistant_drop', e.usage)
-      results.failed++
-      results.errors.push(`${u.user_id}: ${errorText(e)}`)
-      await failItem('generate-daily-drops', u.user_id, errorText(e))
-    }
-  })
-  results.remaining = Math.max(0, remaining - users.length)
-  await logRun('generate-daily-drops', startedAt, { succeeded: results.generated, failed: results.failed, remaining: results.remaining }, {
-    total: results.total,
-    skipped: results.skipped,
-  })
-  return results
+      const sent = unwrap(await serviceDb().rpc('send_assistant_drop', { user_id: u.user_id, content: message }))
+      return sent ? 'done' : 'skipped'
+    },
+  )
+  return { total: r.total, generated: r.succeeded, skipped: r.skipped, failed: r.failed, errors: r.errors, remaining: r.remaining }
 }

@@ -4,11 +4,12 @@
 // token it sends the session's header, so those writes are audited as the session's too.
 // A PostgrestClient (the REST part of supabase-js) is cheap to make per request.
 import { PostgrestClient } from '@supabase/postgrest-js'
+import type { Database } from './database.ts'
 import { optionalEnv, requiredEnv } from './env.ts'
 import { fetchActingFor } from './impersonation.ts'
 
-// deno-lint-ignore no-explicit-any
-export type Db = PostgrestClient<any, any, any>
+/** A client of the public schema, typed by the migrated database (database.ts). */
+export type Db = PostgrestClient<Database>
 
 /** PostgREST's address: SUPABASE_URL/rest/v1, unless SUPABASE_REST_URL names a closer one. */
 function restUrl() {
@@ -16,7 +17,7 @@ function restUrl() {
 }
 
 export function userDb(token: string): Db {
-  return new PostgrestClient<any, any, any>(restUrl(), {
+  return new PostgrestClient<Database>(restUrl(), {
     headers: { apikey: requiredEnv('SUPABASE_ANON_KEY'), Authorization: `Bearer ${token}` },
   })
 }
@@ -24,7 +25,7 @@ export function userDb(token: string): Db {
 let service: Db | undefined
 export function serviceDb(): Db {
   const key = requiredEnv('SUPABASE_SERVICE_ROLE_KEY')
-  service ??= new PostgrestClient<any, any, any>(restUrl(), {
+  service ??= new PostgrestClient<Database>(restUrl(), {
     headers: { apikey: key, Authorization: `Bearer ${key}` },
     fetch: fetchActingFor,
   })

@@ -104,8 +104,27 @@ export function fromDb(error: PostgrestError | { code?: string; message?: string
   return new HttpError(status, error.message || 'Request failed')
 }
 
+type Reply = { data: unknown; error: PostgrestError | null }
+type Success<R> = Extract<R, { error: null }>
+
+/**
+ * The data of a reply: the success branch of a postgrest-js reply (a row for .single(), a row
+ * or null for .maybeSingle(), the function's result for .rpc()); of a plain {data, error}, its
+ * data when there is no error.
+ */
+type DataOf<R extends Reply> = [Success<R>] extends [never] ? NonNullable<R['data']> : Success<R>['data']
+
+/**
+ * postgrest-js types the data of .single() after a function that returns one row (not a set)
+ * as never, which would check nothing: such a reply is refused at compile time (read the
+ * object without .single()).
+ */
+type NotNever<R extends Reply> = [Success<R>] extends [never] ? unknown
+  : [Success<R>['data']] extends [never] ? { neverTyped: 'drop .single() after an RPC that returns one row' }
+  : unknown
+
 /** The data of a PostgREST reply, or its error as an HttpError. */
-export function unwrap<T>(reply: { data: T | null; error: PostgrestError | null }): T {
+export function unwrap<R extends Reply>(reply: R & NotNever<R>): DataOf<R> {
   if (reply.error) throw fromDb(reply.error)
-  return reply.data as T
+  return reply.data as DataOf<R>
 }

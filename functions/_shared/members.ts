@@ -1,6 +1,7 @@
 // Member lists of organizations and teams, read through the SQL functions that expose only
 // members' public fields (profiles themselves are private).
 import { z } from '@hono/zod-openapi'
+import type { PostgrestResponse } from '@supabase/postgrest-js'
 import type { Db } from './db.ts'
 import { notFound, unwrap } from './errors.ts'
 
@@ -23,8 +24,11 @@ export function memberView<T extends Member>(m: T) {
   return joined_at === null ? rest : m
 }
 
-export function memberDirectory(rpc: 'list_organization_members' | 'list_team_members', arg: 'target_org' | 'target_team') {
-  const all = async (db: Db, groupId: string) => unwrap(await db.rpc(rpc, { [arg]: groupId })) as Member[]
+/** list and one over a group's members, as listMembers reads them. */
+export function memberDirectory<M extends Member>(
+  listMembers: (db: Db, groupId: string) => PromiseLike<PostgrestResponse<M>>,
+) {
+  const all = async (db: Db, groupId: string) => unwrap(await listMembers(db, groupId))
   return {
     list: async (db: Db, groupId: string) => (await all(db, groupId)).map(memberView),
     one: async (db: Db, groupId: string, userId: string) => {

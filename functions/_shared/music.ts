@@ -296,7 +296,7 @@ export async function syncLink(cfg: MusicConfig, db: Db, work: SyncWork): Promis
     user_id: work.user_id,
     plays: items.map((it) => ({ track_id: it.track.id, played_at: it.played_at })),
     tracks: [...full.values()].map(trackRow),
-  }).single()) as SyncResult
+  }).single())
   return reply
 }
 
@@ -332,7 +332,7 @@ export async function syncAll(cfg: MusicConfig, db: Db, limit = cfg.chunk): Prom
     max_links: limit,
     lease_seconds: Math.ceil(cfg.budgetMs / 1000) + 60,
     min_interval_seconds: cfg.minIntervalSeconds,
-  })) as (SyncWork & { remaining: number })[]
+  }))
   const results: SyncAllResults = {
     total: claimed.length,
     synced: 0,

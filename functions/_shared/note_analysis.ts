@@ -3,8 +3,8 @@
 // from the language model, validated with zod, stored as today's analysis; usage recorded.
 // Per-user failures are reported and never stop the run.
 import { z } from '@hono/zod-openapi'
-import { AiError, aiConfig, structuredCompletion } from './ai.ts'
-import { claimChunk, errorText, failItem, inBatches, jobSettings, logRun } from './ai_jobs.ts'
+import { aiConfig, structuredCompletion } from './ai.ts'
+import { logRun, runChunk } from './ai_jobs.ts'
 import { recordUsageQuietly } from './ai_usage.ts'
 import { serviceDb } from './db.ts'
 import { unwrap } from './errors.ts'
@@ -65,34 +65,19 @@ export interface JobResults {
 
 /** One invocation of analyze-notes: claims a chunk of due users and analyses each. */
 export async function analyzeNotes(): Promise<JobResults> {
-  const startedAt = new Date()
-  const { chunkSize, batchSize, pauseMs } = jobSettings()
-  console.log(`analyze-notes: start (chunk ${chunkSize}, batches of ${batchSize})`)
-  const results: JobResults = { total: 0, successful: 0, failed: 0, errors: [], remaining: 0 }
   if (!aiConfig()) {
     // Without a key nothing is claimed: the users stay due for a run with a key.
-    results.errors.push('AI is not configured (AI_API_KEY is not set): no analysis was made')
-    await logRun('analyze-notes', startedAt, { succeeded: 0, failed: 0, remaining: 0 }, { skipped: 'not configured' })
-    return results
-  }
-  const { users, remaining } = await claimChunk<{ user_id: string; entries: Entry[] }>('analyze-notes', chunkSize)
-  results.total = users.length
-  await inBatches(users, batchSize, pauseMs, async (u) => {
-    try {
-      const { value, usage } = await structuredCompletion({ schema: NoteAnalysisAnswer, name: 'note_analysis', system: SYSTEM, user: prompt(u.entries) })
-      await recordUsageQuietly(u.user_id, 'note_analysis', usage)
-      unwrap(await serviceDb().rpc('save_note_analysis', { user_id: u.user_id, analysis: value, entry_count: u.entries.length }))
-      results.successful++
-    } catch (e) {
-      if (e instanceof AiError && e.usage) await recordUsageQuietly(u.user_id, 'note_analysis', e.usage)
-      results.failed++
-      results.errors.push(`${u.user_id}: ${errorText(e)}`)
-      await failItem('analyze-notes', u.user_id, errorText(e))
+    await logRun('analyze-notes', new Date(), { succeeded: 0, failed: 0, remaining: 0 }, { skipped: 'not configured' })
+    return {
+      total: 0, successful: 0, failed: 0, remaining: 0,
+      errors: ['AI is not configured (AI_API_KEY is not set): no analysis was made'],
     }
+  }
+  const r = await runChunk<{ user_id: string; entries: Entry[] }>('analyze-notes', 'note_analysis', async (u) => {
+    const { value, usage } = await structuredCompletion({ schema: NoteAnalysisAnswer, name: 'note_analysis', system: SYSTEM, user: prompt(u.entries) })
+    await recordUsageQuietly(u.user_id, 'note_analysis', usage)
+    unwrap(await serviceDb().rpc('save_note_analysis', { user_id: u.user_id, analysis: value, entry_count: u.entries.length }))
+    return 'done'
   })
-  results.remaining = Math.max(0, remaining - users.length)
-  await logRun('analyze-notes', startedAt, { succeeded: results.successful, failed: results.failed, remaining: results.remaining }, {
-    total: results.total,
-  })
-  return results
+  return { total: r.total, successful: r.succeeded, failed: r.failed, errors: r.errors, remaining: r.remaining }
 }

@@ -1,6 +1,7 @@
 // Keyset pagination, newest first: `limit` (1..100, default 50) and an opaque `before`
 // cursor naming the last row of the previous page by (created_at, id).
 import { z } from '@hono/zod-openapi'
+import type { PostgrestError } from '@supabase/postgrest-js'
 import { badRequest, unwrap } from './errors.ts'
 
 export const MAX_PAGE = 100
@@ -54,19 +55,23 @@ export function page<T extends { created_at: string; id: string | number }>(rows
   return { items, next_cursor: next }
 }
 
+/** A PostgREST query of rows with created_at and id, as newestFirstPage narrows and awaits it. */
+interface PageableQuery<Row> {
+  or(filters: string): this
+  order(column: string, options: { ascending: boolean }): this
+  limit(count: number): PromiseLike<{ data: Row[] | null; error: PostgrestError | null }>
+}
+
 /**
  * One page of a PostgREST query, newest first: applies the `before` cursor, orders by
  * (created_at, id) descending and fetches one row more than asked to know if more follow.
  */
-// deno-lint-ignore no-explicit-any
-export async function newestFirstPage<T extends { created_at: string; id: string | number }>(query: any, q: {
-  limit: number
-  before?: string
-}) {
+export async function newestFirstPage<Row extends { created_at: string; id: string | number }>(
+  query: PageableQuery<Row>,
+  q: { limit: number; before?: string },
+) {
   const cursor = decodeCursor(q.before)
   if (cursor) query = query.or(olderThan(cursor))
-  const rows = unwrap(
-    await query.order('created_at', { ascending: false }).order('id', { ascending: false }).limit(q.limit + 1),
-  ) as T[]
+  const rows = unwrap(await query.order('created_at', { ascending: false }).order('id', { ascending: false }).limit(q.limit + 1))
   return page(rows, q.limit)
 }

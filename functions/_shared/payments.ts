@@ -279,8 +279,8 @@ export interface SubscriptionState {
  * Retrieves the subscription from Stripe: its current state, or `missing` (Stripe does not know
  * it, refuses the request, or answers with a subscription this code cannot read: retrying would
  * not change that).
- * Stripe busy, failing or unreachable: throws 503, so Stripe retries the event later (see the
- * README: the stored state must be Stripe's latest, and the event's own copy may be older).
+ * Stripe busy, failing or unreachable: throws 503, so Stripe retries the event later (the stored
+ * state must be Stripe's latest, and the event's own copy may be older: docs/payments_email.md).
  */
 export async function latestSubscription(stripe: Stripe, id: string): Promise<{ state: SubscriptionState } | { missing: string }> {
   const fetchedAt = preciseNow()

@@ -194,7 +194,7 @@ export function registerSecuritySchemes(app: OpenAPIHonoType<ApiEnv>) {
     type: 'apiKey',
     in: 'header',
     name: 'x-cron-secret',
-    description: 'The cron secret of the endpoint\'s group (README: Scheduled jobs).',
+    description: 'The cron secret of the endpoint\'s group (docs/scheduled_jobs.md: Cron secrets).',
   })
   r.registerComponent('securitySchemes', 'cronBearer', {
     type: 'http',

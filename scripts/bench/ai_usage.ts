@@ -1,4 +1,4 @@
-// Token usage and the admin user list at scale (issue 7), with 100,000 users and 2,000,000
+// Token usage and the admin user list at scale, with 100,000 users and 2,000,000
 // usage rows (sql/bench/ai_usage_fixture.sql):
 //   monthly_token_usage as the user (SQL, RLS claims) against a same-run baseline that sums
 //   the month's usage rows by hand, with the rows its plan reads (it must not read ai_usage);

@@ -1,4 +1,4 @@
-// Encouragement drops at scale (issue 10), with 100,000 users and 1,000,000 sent drops
+// Encouragement drops at scale, with 100,000 users and 1,000,000 sent drops
 // (sql/bench/encouragement_fixture.sql):
 //   badge recalculation for all 100,000 users (one set-based call), for scale;
 //   one engagement-processing run over 100,000 due drops (target under 10 s), against a

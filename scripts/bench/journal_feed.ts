@@ -1,4 +1,4 @@
-// The visibility feed at scale (issue 3): the same page three ways, in one run:
+// The visibility feed at scale: the same page three ways, in one run:
 //   SQL as the viewer (role authenticated + claims: RLS applies) via public.journal_feed,
 //   through GET /api/journal?scope=visible, and by hand as postgres without RLS.
 import postgres from 'postgres'

@@ -1,4 +1,4 @@
-// Labs (issue 13): the optimizer at 50,000 combinations per calculator (target: under 50 ms p50
+// Labs: the optimizer at 50,000 combinations per calculator (target: under 50 ms p50
 // each, in-process and through /api), and the competition recompute for 10,000 participants.
 //
 //   optimizer in-process: the sweep (functions/_shared/optimizer) against a same-run baseline,

@@ -1,4 +1,4 @@
-// Listening history at scale (issue 12), with 1,000,000 plays (sql/bench/music_fixture.sql):
+// Listening history at scale, with 1,000,000 plays (sql/bench/music_fixture.sql):
 //   linking a new entry: p50 of POST /api/journal with the linking trigger, against the same
 //   create with the trigger disabled (alternating blocks); and the trigger's lookup alone, against a
 //   primary-key lookup of a profile (one index probe) as its baseline, with its plan;

@@ -1,4 +1,4 @@
-// Issue 2: GET /api/user/profile through the gateway versus the same read directly through
+// GET /api/user/profile through the gateway versus the same read directly through
 // /rest/v1/profiles, under the same closed-loop load, and their throughput ratio.
 import postgres from 'postgres'
 import { type BenchModule, knob } from './_module.ts'

@@ -1,4 +1,4 @@
-// Tone packs (issue 8), with sql/bench/tone_packs_fixture.sql:
+// Tone packs, with sql/bench/tone_packs_fixture.sql:
 //   A purchase storm: 1,000 purchases at once from 100 users (half of them can afford only two
 //   of the eight 20-drop packs they ask for; each asks for two packs twice), through
 //   POST /api/tone-packs/:id/purchase, and the same storm straight through PostgREST

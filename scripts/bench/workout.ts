@@ -1,4 +1,4 @@
-// Issue 11: chain generation for 10,000 and 100,000 active windows in 500 cities (target:
+// Chain generation for 10,000 and 100,000 active windows in 500 cities (target:
 // 100,000 under 3 s, growing no worse than linearly), a repeat run, 1,000 concurrent
 // check-ins with ordinary photos (p50/p99, no duplicate per user-day) and the mosaic for 200
 // participants.

@@ -1,6 +1,6 @@
 // GET /docs on the local gateway: Swagger UI (from npm's swagger-ui-dist, nothing from a CDN)
 // rendering the api function's OpenAPI document. Hosted Supabase serves a function's HTML as
-// plain text, so this page is local only (README: "The API describes itself").
+// plain text, so this page is local only (docs/api.md: "The API describes itself").
 import { ROOT } from './proc.ts'
 
 const ASSETS: Record<string, string> = {

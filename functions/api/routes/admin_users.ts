@@ -70,7 +70,7 @@ export const adminUserRoutes = routeModule()
           before_id: cursor?.id ?? null,
           page_size: q.limit + 1,
         }),
-      ) as z.infer<typeof AdminUser>[]
+      )
       const { items, next_cursor } = page(rows, q.limit)
       return c.json({ users: items, next_cursor })
     },
@@ -86,7 +86,7 @@ export const adminUserRoutes = routeModule()
     async (c) => {
       const { id } = c.req.valid('param')
       const { role } = c.req.valid('json')
-      return c.json(unwrap(await c.var.db.rpc('set_user_role', { user_id: id, role })) as z.infer<typeof RoleChange>)
+      return c.json(unwrap(await c.var.db.rpc('set_user_role', { user_id: id, role })))
     },
   )
   .openapi(
@@ -108,11 +108,11 @@ export const adminUserRoutes = routeModule()
         c.var.db.rpc('current_token_conversion_rate').select(RATE_COLUMNS).maybeSingle(),
         query.order('effective_at', { ascending: false }).order('id', { ascending: false }).limit(q.limit + 1),
       ])
-      const rates = unwrap(rows) as z.infer<typeof Rate>[]
+      const rates = unwrap(rows)
       const history = rates.slice(0, q.limit)
       const last = history[history.length - 1]
       return c.json({
-        current: unwrap(current) as z.infer<typeof Rate> | null,
+        current: unwrap(current),
         history,
         next_cursor: rates.length > q.limit ? encodeCursor({ created_at: last.effective_at, id: last.id }) : null,
       })
@@ -129,7 +129,7 @@ export const adminUserRoutes = routeModule()
       const body = c.req.valid('json')
       const rate = unwrap(
         await c.var.db.from('token_conversion_rates').insert(body).select(RATE_COLUMNS).single(),
-      ) as z.infer<typeof Rate>
+      )
       const current = unwrap(await c.var.db.rpc('current_token_conversion_rate').select(RATE_COLUMNS).maybeSingle())
       return c.json({ rate, current: current as z.infer<typeof Rate> | null }, 201)
     },

@@ -111,7 +111,7 @@ export const aiRoutes = routeModule()
       const caller = c.var.caller
       const entry = unwrap(
         await c.var.db.from('journal_entries').select('id, user_id, title, mood').eq('id', body.entry_id).maybeSingle(),
-      ) as { id: string; user_id: string; title: string; mood: string | null } | null
+      )
       if (!entry) throw notFound('Entry not found')
       if (entry.user_id !== caller.id) throw forbidden('Only the entry\'s owner may generate its background')
       if (!aiConfig()) throw aiHttpError(notConfigured())

@@ -29,7 +29,7 @@ export const dropsRoutes = routeModule()
       response: z.object({ balance: z.number().int() }),
     }),
     async (c) => {
-      const data = unwrap<{ drops_balance: number }>(await c.var.db.from('profiles').select('drops_balance').eq('id', c.var.caller.id).single())
+      const data = unwrap(await c.var.db.from('profiles').select('drops_balance').eq('id', c.var.caller.id).single())
       return c.json({ balance: data.drops_balance })
     },
   )
@@ -56,12 +56,7 @@ export const dropsRoutes = routeModule()
       response: z.object({ awarded: z.boolean(), amount: z.number().int().nullable(), month: z.string(), balance: z.number().int() }),
     }),
     async (c) => {
-      const r = unwrap(await c.var.db.rpc('award_monthly_drops').single()) as {
-        awarded: boolean
-        amount: number | null
-        award_month: string
-        balance: number
-      }
+      const r = unwrap(await c.var.db.rpc('award_monthly_drops').single())
       return c.json({ awarded: r.awarded, amount: r.amount, month: r.award_month.slice(0, 7), balance: r.balance })
     },
   )
@@ -73,7 +68,7 @@ export const dropsRoutes = routeModule()
       response: z.object({ success: z.boolean(), month: z.string(), awarded: z.number().int(), skipped: z.number().int() }),
     }),
     async (c) => {
-      const r = unwrap(await c.var.db.rpc('award_monthly_drops_all').single()) as { awarded: number; skipped: number; award_month: string }
+      const r = unwrap(await c.var.db.rpc('award_monthly_drops_all').single())
       console.log(`award-monthly-all ${r.award_month}: awarded ${r.awarded}, skipped ${r.skipped}`)
       return c.json({ success: true, month: r.award_month.slice(0, 7), awarded: r.awarded, skipped: r.skipped })
     },

@@ -119,7 +119,7 @@ export const goalRoutes = routeModule()
     async (c) => {
       const { id } = c.req.valid('param')
       const body = c.req.valid('json')
-      const goal = unwrap<{ user_id: string } | null>(await c.var.db.from('goals').select('user_id').eq('id', id).maybeSingle())
+      const goal = unwrap(await c.var.db.from('goals').select('user_id').eq('id', id).maybeSingle())
       if (!goal) throw notFound('Goal not found')
       if (goal.user_id !== c.var.caller.id) await refuseWrite(c.var.db, 'goals', { id }, 'goal')
       const checkIn = unwrap(await c.var.db.from('goal_check_ins').insert({ goal_id: id, ...body }).select(CHECK_IN_COLUMNS).single())

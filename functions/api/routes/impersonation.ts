@@ -69,7 +69,7 @@ export const impersonationRoutes = routeModule()
         await c.var.db.rpc('start_impersonation', {
           target_user_id: body.user_id, reason: body.reason, lifetime_seconds: IMPERSONATION_TOKEN_SECONDS,
         }).single(),
-      ) as { session_id: string; target_id: string; target_email: string | null; expires_at: string }
+      )
       const exp = Math.floor(new Date(session.expires_at).getTime() / 1000)
       const token = await new SignJWT({
         role: 'authenticated',
@@ -104,7 +104,7 @@ export const impersonationRoutes = routeModule()
     }),
     async (c) => {
       const sessionId = c.req.valid('json')?.session_id ?? (c.var.caller.claims.impersonation_session as string | undefined) ?? null
-      const stopped = unwrap(await c.var.db.rpc('stop_impersonation', { session_id: sessionId })) as boolean
+      const stopped = unwrap(await c.var.db.rpc('stop_impersonation', { session_id: sessionId }))
       return c.json({ session_id: sessionId, stopped })
     },
   )
@@ -140,7 +140,7 @@ export const impersonationRoutes = routeModule()
         ? unwrap(
           await c.var.db.from('impersonation_writes').select('*').in('session_id', sessions)
             .order('created_at', { ascending: false }).order('id', { ascending: false }).limit(WRITES_ON_AUDIT_PAGE + 1),
-        ) as Record<string, unknown>[]
+        )
         : []
       return c.json({
         audit,
@@ -159,10 +159,10 @@ export const impersonationRoutes = routeModule()
     }),
     async (c) => {
       const { id } = c.req.valid('param')
-      const { items, next_cursor } = await newestFirstPage<{ created_at: string; id: number }>(
+      const { items, next_cursor } = await newestFirstPage(
         c.var.db.from('impersonation_writes').select('*').eq('session_id', id),
         c.req.valid('query'),
       )
-      return c.json({ writes: items as unknown as Record<string, unknown>[], next_cursor })
+      return c.json({ writes: items, next_cursor })
     },
   )

@@ -131,7 +131,7 @@ export const journalRoutes = routeModule()
           before_id: cursor?.id,
           page_size: q.limit + 1,
         })),
-      ) as Entry[]
+      )
       const { items, next_cursor } = page(rows, q.limit)
       return c.json({ entries: items, next_cursor })
     },
@@ -149,7 +149,7 @@ export const journalRoutes = routeModule()
       summary: 'Index mentions of older entries; repeat until remaining is 0',
       response: z.object({ remaining: z.number().int() }),
     }),
-    async (c) => c.json({ remaining: unwrap(await c.var.db.rpc('backfill_mentions', {})) as number }),
+    async (c) => c.json({ remaining: unwrap(await c.var.db.rpc('backfill_mentions', {})) }),
   )
   .openapi(
     endpoint({
@@ -173,7 +173,7 @@ export const journalRoutes = routeModule()
       const analysis = body.mood ? null : startEntryAnalysis(body, claimToneCall(c.var.db))
       const written = await c.var.db.rpc('create_journal_entry', body).single()
       if (written.error) analysis?.cancel()
-      let entry = unwrap(written) as Entry
+      let entry = unwrap(written)
       if (analysis) entry = await applyEntryAnalysis(analysis, entry)
       return c.json({ entry }, 201)
     },
@@ -190,7 +190,7 @@ export const journalRoutes = routeModule()
       const analysis = await planReanalysis(c.var.db, id, patch)
       const written = await c.var.db.rpc('update_journal_entry', { entry_id: id, patch }).single()
       if (written.error) analysis?.cancel()
-      let entry = unwrap(written) as Entry
+      let entry = unwrap(written)
       if (analysis) entry = await applyEntryAnalysis(analysis, entry)
       return c.json({ entry })
     },

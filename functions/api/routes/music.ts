@@ -1,6 +1,6 @@
-// Listening history (SPEC "Listening history", issue 12): connect a music account with PKCE,
+// Listening history (SPEC "Listening history"): connect a music account with PKCE,
 // sync its recently played tracks (on demand and on a schedule), disconnect. Entries are
-// linked to tracks in SQL (migration 20261122060000_music.sql), not here.
+// linked to tracks in SQL (supabase/schemas/music.sql), not here.
 //
 // The token-handling calls use the service role on purpose: tokens are readable by no client
 // role, not even their owner, so only the job's RPCs decrypt them.
@@ -20,7 +20,6 @@ import {
   stateHash,
   syncAll,
   syncLink,
-  type SyncWork,
 } from '../../_shared/music.ts'
 import { endpoint, routeModule } from '../openapi.ts'
 
@@ -79,7 +78,7 @@ export const musicRoutes = routeModule()
       const cfg = configured()
       const state = newState()
       const verifier = newCodeVerifier()
-      const expires = unwrap(await c.var.db.rpc('music_begin_connect', { state_hash: stateHash(state), code_verifier: verifier })) as string
+      const expires = unwrap(await c.var.db.rpc('music_begin_connect', { state_hash: stateHash(state), code_verifier: verifier }))
       return c.json({ authorizeUrl: authorizeUrl(cfg, state, verifier), state, expires_at: expires })
     },
   )
@@ -101,11 +100,7 @@ export const musicRoutes = routeModule()
       if (!q.code && !q.error) throw badRequest('code: is required')
       const cfg = configured()
       const db = serviceDb()
-      const [taken] = unwrap(await db.rpc('music_take_state', { state_hash: stateHash(q.state) })) as {
-        outcome: 'ok' | 'unknown' | 'used' | 'expired'
-        user_id: string | null
-        code_verifier: string | null
-      }[]
+      const [taken] = unwrap(await db.rpc('music_take_state', { state_hash: stateHash(q.state) }))
       if (taken.outcome !== 'ok') {
         throw badRequest(`state: ${taken.outcome === 'used' ? 'already used' : taken.outcome === 'expired' ? 'expired' : 'unknown'}; connect again`)
       }
@@ -122,7 +117,7 @@ export const musicRoutes = routeModule()
           access_token: tokens.access_token,
           refresh_token: tokens.refresh_token,
           expires_at: new Date(Date.now() + tokens.expires_in * 1000).toISOString(),
-        }).single()) as Record<string, string | null>
+        }))
       } catch (e) {
         if (e instanceof MusicError && e.kind === 'invalid_grant') throw badRequest(`code: the music provider refused it (${e.message})`)
         providerError(e)
@@ -148,7 +143,7 @@ export const musicRoutes = routeModule()
       configured()
       const row = unwrap(await c.var.db.from('music_connections')
         .select('music_user_id, scope, connected_at, last_synced_at, needs_reconnect, last_error')
-        .eq('user_id', c.var.caller.id).maybeSingle()) as Record<string, unknown> | null
+        .eq('user_id', c.var.caller.id).maybeSingle())
       if (!row) {
         return c.json({
           connected: false, music_user_id: null, scope: null, connected_at: null, last_synced_at: null,
@@ -168,7 +163,7 @@ export const musicRoutes = routeModule()
     async (c) => {
       configured()
       const purge = c.req.valid('query').purge === 'true'
-      return c.json(unwrap(await c.var.db.rpc('music_disconnect', { purge })) as { disconnected: boolean; plays_removed: number })
+      return c.json(unwrap(await c.var.db.rpc('music_disconnect', { purge })))
     },
   )
   .openapi(
@@ -190,7 +185,7 @@ export const musicRoutes = routeModule()
         user_id: c.var.caller.id,
         cooldown_seconds: cfg.cooldownSeconds,
         lease_seconds: 300,
-      })) as ({ outcome: string; retry_after: number | null } & Omit<SyncWork, 'user_id'>)[]
+      }))
       if (claim.outcome === 'not_connected') throw notFound('No music account is connected')
       if (claim.outcome === 'needs_reconnect') throw conflict('The music account must be connected again')
       if (claim.outcome === 'busy') throw conflict('A sync of this account is already running')

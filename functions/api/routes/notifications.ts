@@ -1,4 +1,4 @@
-// Notifications (issue 11; table public.notifications from the advisor migration): what a user
+// Notifications (table public.notifications): what a user
 // is told (workout baton pass, reminders, chain broken, battle results, memberships). Read
 // through the caller's token, so RLS shows only their own; Realtime can push the same rows.
 import { z } from '@hono/zod-openapi'
@@ -33,7 +33,7 @@ export const notificationRoutes = routeModule()
       if (q.unread === 'false') query = query.not('read_at', 'is', null)
       if (q.type) query = query.eq('type', q.type)
       const { items, next_cursor } = await newestFirstPage(query, q)
-      return c.json({ notifications: items, next_cursor } as never)
+      return c.json({ notifications: items, next_cursor })
     },
   )
   .openapi(
@@ -44,7 +44,7 @@ export const notificationRoutes = routeModule()
     }),
     async (c) => {
       const ids = c.req.valid('json')?.ids ?? null
-      const marked = unwrap(await c.var.db.rpc('mark_notifications_read', { notification_ids: ids })) as number
+      const marked = unwrap(await c.var.db.rpc('mark_notifications_read', { notification_ids: ids }))
       return c.json({ marked })
     },
   )

@@ -36,7 +36,7 @@ const Organization = z.object({
   updated_at: z.string(),
 }).openapi('Organization')
 
-const members = memberDirectory('list_organization_members', 'target_org')
+const members = memberDirectory((db, id) => db.rpc('list_organization_members', { target_org: id }))
 const tag = 'Organizations'
 const orgId = idParams('id')
 const orgMember = idParams('id', 'userId')
@@ -75,7 +75,7 @@ export const organizationRoutes = routeModule()
       const { id } = c.req.valid('param')
       const organization = unwrap(await c.var.db.from('organizations').select(COLUMNS).eq('id', id).maybeSingle())
       if (!organization) throw notFound('Organization not found')
-      const mine = unwrap<{ role: string } | null>(
+      const mine = unwrap(
         await c.var.db.from('organization_members').select('role').eq('org_id', id).eq('user_id', c.var.caller.id).maybeSingle(),
       )
       return c.json({ organization, user_role: mine?.role ?? null })

@@ -64,10 +64,10 @@ function createCustomer(stripe: Stripe, caller: Caller, idempotencyKey: string) 
 /** The caller's Stripe customer: the stored one, or a new one stored once. */
 async function customerFor(stripe: Stripe, caller: Caller): Promise<string> {
   const db = serviceDb() // customer ids are secrets no client role may read or write
-  const stored = unwrap(await db.rpc('stripe_customer_of', { target_user_id: caller.id })) as string | null
+  const stored = unwrap(await db.rpc('stripe_customer_of', { target_user_id: caller.id }))
   if (stored) return stored
   const created = await createCustomer(stripe, caller, `customer-for-user-${caller.id}`)
-  const kept = unwrap(await db.rpc('remember_stripe_customer', { target_user_id: caller.id, customer_id: created.id })) as string
+  const kept = unwrap(await db.rpc('remember_stripe_customer', { target_user_id: caller.id, customer_id: created.id }))
   if (kept !== created.id) console.error(`stripe: customer ${created.id} was made beside the stored ${kept}`)
   return kept
 }
@@ -78,7 +78,7 @@ async function replaceCustomer(stripe: Stripe, caller: Caller, gone: string): Pr
   console.error(`stripe: customer ${gone} of user ${caller.id} no longer exists; replaced by ${created.id}`)
   return unwrap(await serviceDb().rpc('replace_stripe_customer', {
     target_user_id: caller.id, old_customer_id: gone, new_customer_id: created.id,
-  })) as string
+  }))
 }
 
 const tag = 'Payments'
@@ -143,7 +143,7 @@ export const paymentRoutes = routeModule()
           .then(unwrap),
         c.var.db.rpc('caller_is_premium').then(unwrap),
       ])
-      const latest = ((rows as unknown[])[0] ?? null) as z.infer<typeof Subscription> | null
+      const latest = rows[0] ?? null
       return c.json({ subscription: latest, premium: premium === true })
     },
   )

@@ -41,7 +41,7 @@ const Team = z.object({
   organizations: z.object({ id: z.string(), name: z.string() }),
 }).openapi('Team')
 
-const members = memberDirectory('list_team_members', 'target_team')
+const members = memberDirectory((db, id) => db.rpc('list_team_members', { target_team: id }))
 const tag = 'Teams'
 const teamId = idParams('id')
 const teamMember = idParams('id', 'userId')
@@ -82,7 +82,7 @@ export const teamRoutes = routeModule()
       const { id } = c.req.valid('param')
       const team = unwrap(await c.var.db.from('teams').select(COLUMNS).eq('id', id).maybeSingle())
       if (!team) throw notFound('Team not found')
-      const mine = unwrap<{ role: string } | null>(
+      const mine = unwrap(
         await c.var.db.from('team_members').select('role').eq('team_id', id).eq('user_id', c.var.caller.id).maybeSingle(),
       )
       return c.json({ team, user_role: mine?.role ?? null })
