@@ -2,8 +2,9 @@
 // that validate requests; and the input rules every route shares (validation hook, JSON
 // Content-Type, unstorable strings, cursors, body size).
 import { strict as assert } from 'node:assert'
+import createClient from 'openapi-fetch'
 import { app } from '../functions/api/app.ts'
-import { api, assertError, createUser, postEntry, test } from './_helpers.ts'
+import { API_URL, api, assertError, createUser, postEntry, test } from './_helpers.ts'
 
 /** Method + OpenAPI path of every route the router really serves (not middleware). */
 function servedRoutes(): string[] {
@@ -135,4 +136,28 @@ test('the gateway\'s /docs renders the document with Swagger UI served locally',
   const missing = await fetch(`${base}/docs/../package.json`)
   await missing.body?.cancel()
   assert.notEqual(missing.status, 200)
+})
+
+test('the document names its server, <project URL>/functions/v1: a generated client and Try it out need no base URL', async () => {
+  const doc = (await api('/api/openapi.json')).body
+  assert.deepEqual(doc.servers.map((s: { url: string }) => s.url), [`${API_URL}/functions/v1`])
+  // openapi-fetch, set up from the document alone: its server plus the documented path.
+  type Paths = {
+    '/api/user/profile': {
+      get: {
+        parameters: { header: { authorization: string } }
+        responses: { 200: { content: { 'application/json': { id: string; email: string | null } } } }
+      }
+    }
+  }
+  const client = createClient<Paths>({ baseUrl: doc.servers[0].url })
+  const u = await createUser()
+  const { data, response } = await client.GET('/api/user/profile', { params: { header: { authorization: `Bearer ${u.token}` } } })
+  assert.equal(response.status, 200)
+  assert.equal(data?.id, u.id)
+  assert.equal(data?.email, u.email)
+  // Swagger UI's Try it out builds its URL the same way (server + path) for every operation.
+  const served = await fetch(`${doc.servers[0].url}/api/openapi.json`)
+  assert.equal(served.status, 200)
+  assert.deepEqual((await served.json()).servers, doc.servers)
 })
