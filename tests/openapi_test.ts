@@ -161,3 +161,91 @@ test('the document names its server, <project URL>/functions/v1: a generated cli
   assert.equal(served.status, 200)
   assert.deepEqual((await served.json()).servers, doc.servers)
 })
+
+/** The names of every request header the document mentions: header parameters and the header
+ *  credentials (apiKey schemes by name, http schemes as Authorization). */
+function documentedRequestHeaders(doc: any): string[] {
+  const names = new Set<string>(['content-type'])
+  for (const scheme of Object.values(doc.components.securitySchemes) as any[]) {
+    names.add(scheme.type === 'apiKey' && scheme.in === 'header' ? scheme.name.toLowerCase() : 'authorization')
+  }
+  for (const ops of Object.values(doc.paths) as any[]) {
+    for (const op of Object.values(ops) as any[]) {
+      for (const p of op.parameters ?? []) if (p.in === 'header') names.add(p.name.toLowerCase())
+    }
+  }
+  return [...names].sort()
+}
+
+function documentedResponseHeaders(doc: any): string[] {
+  const names = new Set<string>()
+  for (const ops of Object.values(doc.paths) as any[]) {
+    for (const op of Object.values(ops) as any[]) {
+      for (const r of Object.values(op.responses) as any[]) for (const h of Object.keys(r.headers ?? {})) names.add(h.toLowerCase())
+    }
+  }
+  return [...names].sort()
+}
+
+test('CORS on /functions/v1: a preflight allows every request header the document names and exposes its reply headers', async () => {
+  const doc = (await api('/api/openapi.json')).body
+  const requestHeaders = documentedRequestHeaders(doc)
+  assert.ok(requestHeaders.includes('idempotency-key'), 'Idempotency-Key is documented')
+  const supabaseJs = ['authorization', 'apikey', 'x-client-info', 'content-type', 'x-region']
+  const asked = [...new Set([...requestHeaders, ...supabaseJs])]
+  for (const path of ['/api/tone-packs/00000000-0000-0000-0000-000000000000/purchase', '/api/email/send', '/health']) {
+    const res = await fetch(`${API_URL}/functions/v1${path}`, {
+      method: 'OPTIONS',
+      headers: { origin: 'http://localhost:3000', 'access-control-request-method': 'POST', 'access-control-request-headers': asked.join(',') },
+    })
+    await res.body?.cancel()
+    assert.equal(res.status, 204, path)
+    assert.equal(res.headers.get('access-control-allow-origin'), '*')
+    const allowed = res.headers.get('access-control-allow-headers')!.split(',').map((h) => h.trim().toLowerCase())
+    assert.deepEqual(asked.filter((h) => !allowed.includes(h)), [], `${path}: every header allowed`)
+  }
+  const responseHeaders = documentedResponseHeaders(doc)
+  assert.ok(responseHeaders.includes('retry-after'), 'Retry-After is documented')
+  // Every reply names them, so a browser lets the script read them.
+  const u = await createUser()
+  const reply = await api('/api/user/profile', { token: u.token })
+  const exposed = reply.headers.get('access-control-expose-headers')!.split(',').map((h) => h.trim().toLowerCase())
+  assert.deepEqual(responseHeaders.filter((h) => !exposed.includes(h)), [], 'every documented reply header exposed')
+  assert.ok(exposed.includes('x-relay-error'), 'the header functions.invoke reads')
+})
+
+test('OpenAPI: each error status has an example of its own; Idempotency-Key is a header parameter where accepted', async () => {
+  const doc = (await api('/api/openapi.json')).body
+  const examples = new Map<string, Set<string>>()
+  for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+    for (const [method, op] of Object.entries(ops)) {
+      for (const [status, r] of Object.entries(op.responses as Record<string, any>)) {
+        if (Number(status) < 400) continue
+        const example = r.content['application/json'].example
+        assert.equal(typeof example?.error, 'string', `${method} ${path} ${status}: an example`)
+        examples.set(status, (examples.get(status) ?? new Set()).add(example.error))
+        if (status === '429' || status === '503') assert.ok(r.headers?.['Retry-After'], `${method} ${path} ${status}: Retry-After documented`)
+      }
+    }
+  }
+  const byStatus = Object.fromEntries([...examples].map(([s, set]) => [s, [...set]]))
+  for (const [status, list] of Object.entries(byStatus)) {
+    for (const [other, otherList] of Object.entries(byStatus)) {
+      if (other !== status) assert.ok(!list.some((e) => otherList.includes(e)), `${status} and ${other} share an example`)
+    }
+  }
+  assert.match(byStatus['400'][0], /^\w+: /, 'a 400 names the field')
+  assert.doesNotMatch(byStatus['401'][0], /must not be empty/)
+  assert.doesNotMatch(byStatus['500'][0], /must not be empty/)
+  assert.doesNotMatch(byStatus['503'][0], /must not be empty/)
+  // Idempotency-Key: declared on each route whose handler reads it, and nowhere else.
+  const declaring = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, ops]) =>
+    Object.entries(ops).filter(([, op]) => (op.parameters ?? []).some((p: any) => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key'))
+      .map(([method]) => `${method} ${path}`)
+  ).sort()
+  assert.deepEqual(declaring, ['post /api/email/send', 'post /api/tone-packs/{id}/purchase'])
+  const param = doc.paths['/api/tone-packs/{id}/purchase'].post.parameters.find((p: any) => p.in === 'header')
+  assert.equal(param.required, false)
+  assert.equal(param.schema.type, 'string')
+  assert.match(param.description, /replayed/)
+})
