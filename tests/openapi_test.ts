@@ -4,7 +4,8 @@
 import { strict as assert } from 'node:assert'
 import createClient from 'openapi-fetch'
 import { app } from '../functions/api/app.ts'
-import { API_URL, api, assertError, createUser, postEntry, test } from './_helpers.ts'
+import { checkReply } from './_contract.ts'
+import { API_URL, api, apiFetch, assertError, createUser, postEntry, test } from './_helpers.ts'
 
 /** Method + OpenAPI path of every route the router really serves (not middleware). */
 function servedRoutes(): string[] {
@@ -63,7 +64,7 @@ test('a JSON body without Content-Type: application/json is refused, never read 
   const u = await createUser()
   const res = await api('/api/journal', { token: u.token, rawBody: JSON.stringify({ title: 'x' }), headers: { 'content-type': 'text/plain' } })
   assertError(res, 400, 'Content-Type')
-  const none = await fetch(`${Deno.env.get('SUPABASE_URL')}/functions/v1/api/user/profile`, {
+  const none = await apiFetch('/api/user/profile', {
     method: 'PUT',
     headers: { authorization: `Bearer ${u.token}` },
     body: JSON.stringify({ full_name: 'Sneaky' }),
@@ -248,4 +249,51 @@ test('OpenAPI: each error status has an example of its own; Idempotency-Key is a
   assert.equal(param.required, false)
   assert.equal(param.schema.type, 'string')
   assert.match(param.description, /replayed/)
+})
+
+test('OpenAPI: null is allowed exactly where a reply may be null (no component turned nullable, no $ref that refuses null)', async () => {
+  const doc = (await api('/api/openapi.json')).body
+  const nullable = Object.entries(doc.components.schemas as Record<string, any>)
+    .filter(([, s]) => Array.isArray(s.type) && s.type.includes('null')).map(([name]) => name)
+  assert.deepEqual(nullable, [], 'a component is an object; where it may be null, the use says anyOf [$ref, null]')
+  const refusing: string[] = []
+  const walk = (node: any, where: string) => {
+    if (!node || typeof node !== 'object') return
+    if (Array.isArray(node.allOf) && node.allOf.some((s: any) => s.$ref) && node.allOf.some((s: any) => JSON.stringify(s.type ?? '').includes('null'))) {
+      refusing.push(where)
+    }
+    for (const [k, v] of Object.entries(node)) walk(v, `${where}/${k}`)
+  }
+  walk(doc, '')
+  assert.deepEqual(refusing, [], 'allOf [$ref, {type: [object, null]}] refuses the null it means to allow')
+  const myWindow = doc.paths['/api/workout-window/my-window'].get.responses['200'].content['application/json'].schema
+  assert.deepEqual(myWindow.properties.location, { anyOf: [{ $ref: '#/components/schemas/WorkoutLocation' }, { type: 'null' }] })
+})
+
+test('the contract check every test runs: a reply off its documented status, type or schema fails the request', async () => {
+  const base = `${API_URL}/functions/v1`
+  const reply = (status: number, body: unknown, type = 'application/json') => ({
+    status,
+    headers: new Headers({ 'content-type': type }),
+    text: typeof body === 'string' ? body : JSON.stringify(body),
+  })
+  const row = { id: 7, amount: 30, type: 'signup_bonus', description: null, item_id: null, item_type: null, reason: null, source: null, created_at: '2026-11-26T10:00:00+00:00' }
+  await checkReply(base, 'GET', '/api/drops/transactions?limit=5', reply(200, { transactions: [row], next_cursor: null }))
+  await assert.rejects(
+    checkReply(base, 'GET', '/api/drops/transactions', reply(200, { transactions: [{ ...row, id: '7' }], next_cursor: null })),
+    /\/transactions\/0\/id/,
+  )
+  await assert.rejects(checkReply(base, 'GET', '/api/drops/balance', reply(200, { balance: '5' })), /balance/)
+  await assert.rejects(
+    checkReply(base, 'GET', '/api/drops/transactions', reply(200, { transactions: [{ ...row, user_id: 'x' }], next_cursor: null })),
+    /does not name: \/transactions\/0\/user_id/,
+  )
+  await assert.rejects(checkReply(base, 'GET', '/api/drops/balance', reply(418, { error: 'x' })), /not a documented status/)
+  await assert.rejects(checkReply(base, 'GET', '/api/drops/balance', reply(401, { message: 'x' })), /error/)
+  await assert.rejects(checkReply(base, 'GET', '/api/drops/balance', reply(200, '<html></html>', 'text/html')), /Content-Type/)
+  await checkReply(base, 'GET', '/api/workout-window/my-window', reply(200, { window: null, location: null }))
+  // A literal path segment wins over a parameter, as in the router.
+  await assert.rejects(checkReply(base, 'GET', '/api/journal/stats', reply(200, { id: 'x' })), /GET \/api\/journal\/stats/)
+  // Paths no route serves are the router's 404, not checked here.
+  await checkReply(base, 'GET', '/api/nope', reply(404, { error: 'No route' }))
 })

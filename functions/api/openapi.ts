@@ -29,6 +29,13 @@ export const ErrorBody = z.object({ error: z.string() }).openapi('Error', {
   description: 'Every error body (SPEC Errors 1): a message for people, naming the field when the input was wrong.',
 })
 export const Message = z.object({ message: z.string() }).openapi('Message')
+/**
+ * `schema | null` for a reply field. zod-to-openapi renders `.nullable()` of a schema registered
+ * as a component wrongly (the component itself turns nullable, or null is refused where it is
+ * used); a union with null renders as `anyOf: [$ref, {type: null}]`.
+ */
+export const orNull = <T extends z.ZodType>(schema: T) => z.union([schema, z.null()])
+
 /** The cursor of the next page of a newest-first list, or null at the end. */
 export const NextCursor = z.string().nullable().openapi({ description: 'Pass as `before` for the next page; null at the end.' })
 
