@@ -116,6 +116,13 @@ export function authConfigFrom(toml: Toml): AuthConfig {
   }
 }
 
+/**
+ * config.toml, then GoTrue's own environment variables where set (the Supabase CLI turns
+ * config.toml into them; the test stack sets one to try anonymous sign-ins).
+ */
 export async function loadAuthConfig(file = `${ROOT}/supabase/config.toml`): Promise<AuthConfig> {
-  return authConfigFrom(parseToml(await Deno.readTextFile(file)))
+  const config = authConfigFrom(parseToml(await Deno.readTextFile(file)))
+  const anonymous = Deno.env.get('GOTRUE_EXTERNAL_ANONYMOUS_USERS_ENABLED')
+  if (anonymous !== undefined) config.enableAnonymousSignIns = anonymous === 'true'
+  return config
 }
