@@ -128,8 +128,8 @@ export async function refreshGrant(ctx: AuthContext, refreshToken: unknown, req:
         const reuseUntil = rt.updated_at.getTime() + ctx.config.refreshTokenReuseInterval * 1000
         if (Date.now() > reuseUntil) {
           if (ctx.config.refreshTokenRotation) {
-            await tx`update auth.refresh_tokens set revoked = true, updated_at = now()
-                     where session_id = ${session.id} and revoked = false`
+            // GoTrue's RevokeTokenFamily: every token of the session, updated_at left as it was.
+            await tx`update auth.refresh_tokens set revoked = true where session_id = ${session.id} and revoked = false`
           }
           return badRequest('refresh_token_already_used', 'Invalid Refresh Token: Already Used')
         }
