@@ -6,9 +6,9 @@ import { ANON_KEY, API_URL, env, SERVICE_ROLE_KEY, sql } from './_helpers.ts'
 export const INBOX_URL = env('INBOX_URL')
 
 /** A client exactly as an app creates it (sessions kept in memory, no timers left running). */
-export function appClient(): SupabaseClient {
+export function appClient(flowType: 'implicit' | 'pkce' = 'implicit'): SupabaseClient {
   return createClient(API_URL, ANON_KEY, {
-    auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false },
+    auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false, flowType },
   })
 }
 
@@ -59,8 +59,14 @@ export async function followLink(link: string) {
   const res = await fetch(link, { redirect: 'manual' })
   await res.body?.cancel()
   const location = res.headers.get('location') ?? ''
-  const [base, fragment = ''] = location.split('#')
-  return { status: res.status, base, params: Object.fromEntries(new URLSearchParams(fragment)) }
+  const [beforeFragment, fragment = ''] = location.split('#')
+  const [base, query = ''] = beforeFragment.split('?')
+  return {
+    status: res.status,
+    base,
+    params: Object.fromEntries(new URLSearchParams(fragment)), // the implicit flow's tokens
+    query: Object.fromEntries(new URLSearchParams(query)), // the PKCE flow's ?code=
+  }
 }
 
 /** Decodes a JWT's claims (no verification: the tests check what Auth put in them). */

@@ -184,3 +184,45 @@ test('the inbox: a page for the browser, Mailpit-like JSON to list, read, search
   await missing.body?.cancel()
   assert.equal(missing.status, 404)
 })
+
+test('PKCE (flowType pkce, as @supabase/ssr): links redirect with ?code=, exchangeCodeForSession signs in', async () => {
+  await resetAuthRateLimits()
+  const client = appClient('pkce')
+  const email = freshEmail('pkce')
+  const up = await client.auth.signUp({ email, password: 'correct horse', options: { emailRedirectTo: 'http://localhost:3000/callback' } })
+  assert.equal(up.error, null)
+  const link = linkIn(await lastMailTo(email, 'Confirm Your Signup'))
+  assert.match(link, /token=pkce_[0-9a-f]{56}/)
+  const out = await followLink(link)
+  assert.equal(out.base, 'http://localhost:3000/callback')
+  assert.deepEqual(out.params, {}, 'no tokens in the URL')
+  assert.ok(out.query.code)
+
+  // Only the client holding the code verifier can trade the code.
+  const thief = await appClient('pkce').auth.exchangeCodeForSession(out.query.code)
+  assert.equal(thief.error?.code, 'validation_failed')
+  const raw = await fetch(`${Deno.env.get('SUPABASE_URL')}/auth/v1/token?grant_type=pkce`, {
+    method: 'POST',
+    headers: { apikey: Deno.env.get('SUPABASE_ANON_KEY')!, 'content-type': 'application/json', 'x-supabase-api-version': '2024-01-01' },
+    body: JSON.stringify({ auth_code: out.query.code, code_verifier: 'x'.repeat(43) }),
+  })
+  assert.equal(raw.status, 400)
+  assert.equal((await raw.json()).code, 'bad_code_verifier')
+
+  const { data, error } = await client.auth.exchangeCodeForSession(out.query.code)
+  assert.equal(error, null)
+  assert.equal(data.user?.email, email)
+  assert.ok(data.user?.email_confirmed_at)
+  assert.equal((await client.auth.getUser()).data.user?.id, up.data.user!.id)
+  const again = await appClient('pkce').auth.exchangeCodeForSession(out.query.code)
+  assert.ok(again.error, 'a code is used once')
+
+  // Recovery in the PKCE flow: the code exchange reports the recovery.
+  await client.auth.signOut()
+  await client.auth.resetPasswordForEmail(email, { redirectTo: 'http://localhost:3000/reset' })
+  const rec = await followLink(linkIn(await lastMailTo(email, 'Reset Your Password')))
+  const exchanged = await client.auth.exchangeCodeForSession(rec.query.code)
+  assert.equal(exchanged.error, null)
+  assert.equal((exchanged.data as { redirectType?: string }).redirectType, 'PASSWORD_RECOVERY')
+  assert.equal((await client.auth.updateUser({ password: 'battery staple' })).error, null)
+})

@@ -187,3 +187,32 @@ create table if not exists local_auth.rate_limit_hits (
 create index if not exists rate_limit_hits_kind_key_at_idx on local_auth.rate_limit_hits (kind, key, at);
 alter table local_auth.inbox owner to supabase_auth_admin;
 alter table local_auth.rate_limit_hits owner to supabase_auth_admin;
+
+-- PKCE (flowType 'pkce', @supabase/ssr's default): the code challenge a sign-up, magic link,
+-- recovery or e-mail change started with, exchanged later at /token?grant_type=pkce.
+do $$
+begin
+  if not exists (select 1 from pg_type t join pg_namespace n on n.oid = t.typnamespace
+                 where n.nspname = 'auth' and t.typname = 'code_challenge_method') then
+    create type auth.code_challenge_method as enum ('s256', 'plain');
+  end if;
+end
+$$;
+create table if not exists auth.flow_state (
+  id uuid primary key,
+  user_id uuid,
+  auth_code text not null,
+  code_challenge_method auth.code_challenge_method not null,
+  code_challenge text not null,
+  provider_type text not null,
+  provider_access_token text,
+  provider_refresh_token text,
+  created_at timestamptz,
+  updated_at timestamptz,
+  authentication_method text not null,
+  auth_code_issued_at timestamptz
+);
+create index if not exists idx_auth_code on auth.flow_state (auth_code);
+create index if not exists idx_user_id_auth_method on auth.flow_state (user_id, authentication_method);
+alter table auth.flow_state owner to supabase_auth_admin;
+grant all on auth.flow_state to postgres;

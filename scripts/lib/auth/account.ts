@@ -3,6 +3,7 @@
 import { AuthError, badRequest, unprocessable, validationFailed } from './errors.ts'
 import { checkMaxFrequency, sendAuthMail } from './mail.ts'
 import { newOtp } from './otp.ts'
+import { type Pkce, pkceGrant, pkceOf, startFlow } from './pkce.ts'
 import { FIVE_MINUTES, ONE_HOUR, takeToken } from './ratelimit.ts'
 import { redirectTarget } from './redirects.ts'
 import { type AuthContext, clientIp, issueSession, refreshGrant, requireUser } from './sessions.ts'
@@ -27,11 +28,18 @@ const signInLimit = (ctx: AuthContext, sql: Sql, req: Request) =>
   takeToken(sql, 'sign_in_sign_ups', clientIp(req), ctx.config.rateLimit.signInSignUps, FIVE_MINUTES)
 
 /** Sends (or re-sends) the sign-up confirmation: a new code in confirmation_token. */
-export async function sendConfirmation(ctx: AuthContext, sql: Sql, user: UserRow, redirectTo: string, kind: 'signup' | 'invite' = 'signup') {
+export async function sendConfirmation(
+  ctx: AuthContext,
+  sql: Sql,
+  user: UserRow,
+  redirectTo: string,
+  pkce: Pkce | null = null,
+) {
   checkMaxFrequency(ctx, user.confirmation_sent_at)
+  const prefix = await startFlow(sql, user.id, pkce, 'email/signup')
   const { otp, hash } = newOtp(user.email!, ctx.config.email.otpLength)
-  await sql`update auth.users set confirmation_token = ${hash}, confirmation_sent_at = now() where id = ${user.id}`
-  await sendAuthMail(ctx, sql, { kind, to: user.email!, tokenHash: hash, otp, redirectTo })
+  await sql`update auth.users set confirmation_token = ${prefix + hash}, confirmation_sent_at = now() where id = ${user.id}`
+  await sendAuthMail(ctx, sql, { kind: 'signup', to: user.email!, tokenHash: prefix + hash, otp, redirectTo })
 }
 
 /** GoTrue's answer to signing up an address that is already confirmed, when confirmations are on. */
@@ -66,6 +74,7 @@ export async function signup(ctx: AuthContext, req: Request, body: Body) {
   const email = normalizeEmail(body.email)
   const data = body.data && typeof body.data === 'object' && !Array.isArray(body.data) ? body.data : {}
   const redirectTo = redirectTarget(ctx, new URL(req.url).searchParams.get('redirect_to') ?? body.redirect_to)
+  const pkce = pkceOf(body)
   return await ctx.sql.begin(async (tx) => {
     await signInLimit(ctx, tx, req)
     let user = await userByEmail(tx, email)
@@ -85,7 +94,7 @@ export async function signup(ctx: AuthContext, req: Request, body: Body) {
       user = await insertUser(tx, { email, passwordHash, userMetadata: data, confirmed: !config.email.enableConfirmations })
     }
     if (config.email.enableConfirmations) {
-      await sendConfirmation(ctx, tx, user, redirectTo)
+      await sendConfirmation(ctx, tx, user, redirectTo, pkce)
       return userJson(tx, (await userById(tx, user.id))!)
     }
     return issueSession(ctx, tx, user, 'password', req)
@@ -105,6 +114,7 @@ async function anonymousSignIn(ctx: AuthContext, req: Request, body: Body) {
 export async function token(ctx: AuthContext, req: Request, body: Body) {
   const grant = new URL(req.url).searchParams.get('grant_type')
   if (grant === 'password') return passwordGrant(ctx, req, body)
+  if (grant === 'pkce') return pkceGrant(ctx, req, body)
   if (grant === 'refresh_token') {
     await takeToken(ctx.sql, 'token_refresh', clientIp(req), ctx.config.rateLimit.tokenRefresh, FIVE_MINUTES)
     return refreshGrant(ctx, body.refresh_token, req)
@@ -135,6 +145,7 @@ export async function getUser(ctx: AuthContext, req: Request) {
 export async function updateUser(ctx: AuthContext, req: Request, body: Body) {
   const caller = await requireUser(ctx, req)
   const redirectTo = redirectTarget(ctx, new URL(req.url).searchParams.get('redirect_to') ?? body.redirect_to)
+  const pkce = pkceOf(body)
   return await ctx.sql.begin(async (tx) => {
     let user = (await userById(tx, caller.user.id, true))!
     if (body.data !== undefined) {
@@ -159,7 +170,7 @@ export async function updateUser(ctx: AuthContext, req: Request, body: Body) {
           throw unprocessable('email_exists', 'A user with this email address has already been registered')
         }
         user = (await userById(tx, user.id))!
-        await changeEmail(ctx, tx, user, email, redirectTo)
+        await changeEmail(ctx, tx, user, email, redirectTo, pkce)
       }
     }
     await tx`update auth.users set updated_at = now() where id = ${user.id}`
@@ -172,7 +183,7 @@ export async function updateUser(ctx: AuthContext, req: Request, body: Body) {
  * to the new address and, with double_confirm_changes, another to the current one; /verify
  * with type email_change completes it once every code sent was used.
  */
-async function changeEmail(ctx: AuthContext, tx: Sql, user: UserRow, email: string, redirectTo: string) {
+async function changeEmail(ctx: AuthContext, tx: Sql, user: UserRow, email: string, redirectTo: string, pkce: Pkce | null) {
   if (!ctx.config.email.enableConfirmations) {
     const [u] = await tx`update auth.users set email = ${email}, email_confirmed_at = coalesce(email_confirmed_at, now()),
                            is_anonymous = false where id = ${user.id} returning *`
@@ -180,16 +191,19 @@ async function changeEmail(ctx: AuthContext, tx: Sql, user: UserRow, email: stri
     return
   }
   checkMaxFrequency(ctx, user.email_change_sent_at)
+  const prefix = await startFlow(tx, user.id, pkce, 'email_change')
   const toNew = newOtp(email, ctx.config.email.otpLength)
   const both = ctx.config.email.doubleConfirmChanges && !!user.email
   const toCurrent = both ? newOtp(user.email!, ctx.config.email.otpLength) : null
-  await tx`update auth.users set email_change = ${email}, email_change_token_new = ${toNew.hash},
-             email_change_token_current = ${toCurrent?.hash ?? ''}, email_change_confirm_status = 0,
+  await tx`update auth.users set email_change = ${email}, email_change_token_new = ${prefix + toNew.hash},
+             email_change_token_current = ${toCurrent ? prefix + toCurrent.hash : ''}, email_change_confirm_status = 0,
              email_change_sent_at = now()
            where id = ${user.id}`
   const mail = { kind: 'email_change' as const, redirectTo, email: user.email ?? '', newEmail: email }
-  await sendAuthMail(ctx, tx, { ...mail, to: email, tokenHash: toNew.hash, otp: toNew.otp })
-  if (toCurrent) await sendAuthMail(ctx, tx, { ...mail, to: user.email!, tokenHash: toCurrent.hash, otp: toCurrent.otp })
+  await sendAuthMail(ctx, tx, { ...mail, to: email, tokenHash: prefix + toNew.hash, otp: toNew.otp })
+  if (toCurrent) {
+    await sendAuthMail(ctx, tx, { ...mail, to: user.email!, tokenHash: prefix + toCurrent.hash, otp: toCurrent.otp })
+  }
 }
 
 export async function logout(ctx: AuthContext, req: Request) {

@@ -4,6 +4,7 @@
 import { AuthError, forbidden, unprocessable, validationFailed } from './errors.ts'
 import { checkMaxFrequency, sendAuthMail } from './mail.ts'
 import { newOtp, tokenHash } from './otp.ts'
+import { issueAuthCode, type Pkce, PKCE_PREFIX, pkceOf, startFlow } from './pkce.ts'
 import { FIVE_MINUTES, takeToken } from './ratelimit.ts'
 import { redirectTarget } from './redirects.ts'
 import { sendConfirmation } from './account.ts'
@@ -18,11 +19,19 @@ const redirectOf = (ctx: AuthContext, req: Request, body: Body) =>
   redirectTarget(ctx, new URL(req.url).searchParams.get('redirect_to') ?? body.redirect_to)
 
 /** Sends a magic link (a code in recovery_token, as GoTrue keeps it) to a confirmed user. */
-export async function sendMagicLink(ctx: AuthContext, sql: Sql, user: UserRow, redirectTo: string, kind: 'magiclink' | 'recovery') {
+export async function sendMagicLink(
+  ctx: AuthContext,
+  sql: Sql,
+  user: UserRow,
+  redirectTo: string,
+  kind: 'magiclink' | 'recovery',
+  pkce: Pkce | null,
+) {
   checkMaxFrequency(ctx, user.recovery_sent_at)
+  const prefix = await startFlow(sql, user.id, pkce, kind)
   const { otp, hash } = newOtp(user.email!, ctx.config.email.otpLength)
-  await sql`update auth.users set recovery_token = ${hash}, recovery_sent_at = now() where id = ${user.id}`
-  await sendAuthMail(ctx, sql, { kind, to: user.email!, tokenHash: hash, otp, redirectTo })
+  await sql`update auth.users set recovery_token = ${prefix + hash}, recovery_sent_at = now() where id = ${user.id}`
+  await sendAuthMail(ctx, sql, { kind, to: user.email!, tokenHash: prefix + hash, otp, redirectTo })
 }
 
 export async function otp(ctx: AuthContext, req: Request, body: Body) {
@@ -33,6 +42,7 @@ export async function otp(ctx: AuthContext, req: Request, body: Body) {
   const email = normalizeEmail(body.email)
   const redirectTo = redirectOf(ctx, req, body)
   const createUser = body.create_user !== false
+  const pkce = pkceOf(body)
   const data = body.data && typeof body.data === 'object' && !Array.isArray(body.data) ? body.data : {}
   await ctx.sql.begin(async (tx) => {
     let user = await userByEmail(tx, email)
@@ -44,8 +54,8 @@ export async function otp(ctx: AuthContext, req: Request, body: Body) {
       await takeToken(tx, 'sign_in_sign_ups', clientIp(req), ctx.config.rateLimit.signInSignUps, FIVE_MINUTES)
       user = await insertUser(tx, { email, userMetadata: data, confirmed: !ctx.config.email.enableConfirmations })
     }
-    if (!user.email_confirmed_at) await sendConfirmation(ctx, tx, user, redirectTo)
-    else await sendMagicLink(ctx, tx, user, redirectTo, 'magiclink')
+    if (!user.email_confirmed_at) await sendConfirmation(ctx, tx, user, redirectTo, pkce)
+    else await sendMagicLink(ctx, tx, user, redirectTo, 'magiclink', pkce)
   })
   return {}
 }
@@ -53,9 +63,10 @@ export async function otp(ctx: AuthContext, req: Request, body: Body) {
 export async function recover(ctx: AuthContext, req: Request, body: Body) {
   const email = normalizeEmail(body.email)
   const redirectTo = redirectOf(ctx, req, body)
+  const pkce = pkceOf(body)
   await ctx.sql.begin(async (tx) => {
     const user = await userByEmail(tx, email)
-    if (user) await sendMagicLink(ctx, tx, user, redirectTo, 'recovery') // unknown addresses get the same answer
+    if (user) await sendMagicLink(ctx, tx, user, redirectTo, 'recovery', pkce) // unknown addresses get the same answer
   })
   return {}
 }
@@ -123,7 +134,8 @@ async function findToken(ctx: AuthContext, tx: Sql, type: VerifyType, body: Body
   const user = u as UserRow
   const hit = candidates(type, user).find((c) => {
     const address = c.column === 'email_change_token_new' ? user.email_change : user.email
-    return !!c.value && !!address && c.value === tokenHash(address.toLowerCase(), body.token.trim())
+    const stored = (c.value ?? '').replace(PKCE_PREFIX, '')
+    return !!stored && !!address && stored === tokenHash(address.toLowerCase(), body.token.trim())
   })
   if (!hit || !fresh(hit.sentAt)) throw expired()
   return { user, column: hit.column }
@@ -131,16 +143,34 @@ async function findToken(ctx: AuthContext, tx: Sql, type: VerifyType, body: Body
 
 export type VerifyOutcome =
   | { kind: 'session'; session: Record<string, any>; type: VerifyType; redirectTo: string }
+  | { kind: 'code'; code: string; redirectTo: string }
   | { kind: 'message'; msg: string; redirectTo: string }
 
-/** Uses a code or link: confirms, signs in, or completes (half of) an e-mail change. */
-export async function verify(ctx: AuthContext, req: Request, body: Body): Promise<VerifyOutcome> {
+/** The flow-state method each verify type's PKCE flow was started with. */
+const FLOW_METHOD: Record<string, string> = {
+  signup: 'email/signup',
+  invite: 'invite',
+  magiclink: 'magiclink',
+  recovery: 'recovery',
+  email_change: 'email_change',
+}
+
+/**
+ * Uses a code or link: confirms, signs in, or completes (half of) an e-mail change. A link of
+ * a PKCE flow (`viaLink`, token "pkce_...") yields the flow's auth code instead of a session.
+ */
+export async function verify(ctx: AuthContext, req: Request, body: Body, viaLink = false): Promise<VerifyOutcome> {
   const type = body.type as VerifyType
   if (!VERIFY_TYPES.includes(type)) throw validationFailed(`Verify requires a verification type`)
   const redirectTo = redirectOf(ctx, req, body)
   await takeToken(ctx.sql, 'token_verifications', clientIp(req), ctx.config.rateLimit.tokenVerifications, FIVE_MINUTES)
+  const pkceLink = viaLink && String(body.token_hash ?? '').startsWith(PKCE_PREFIX)
   return await ctx.sql.begin(async (tx): Promise<VerifyOutcome> => {
     const { user, column } = await findToken(ctx, tx, type, body)
+    const signIn = async (u: UserRow): Promise<VerifyOutcome> =>
+      pkceLink
+        ? { kind: 'code', code: await issueAuthCode(tx, u.id, FLOW_METHOD[type]), redirectTo }
+        : { kind: 'session', session: await issueSession(ctx, tx, u, 'otp', req), type, redirectTo }
     if (type === 'email_change') {
       await tx`update auth.users set ${tx(column)} = '', email_change_confirm_status = email_change_confirm_status + 1
                where id = ${user.id}`
@@ -159,14 +189,14 @@ export async function verify(ctx: AuthContext, req: Request, body: Body): Promis
       await insertEmailIdentity(tx, changed as UserRow)
       await tx`update auth.identities set identity_data = identity_data || jsonb_build_object('email', ${changed.email}::text)
                where user_id = ${user.id} and provider = 'email'`
-      return { kind: 'session', session: await issueSession(ctx, tx, changed as UserRow, 'otp', req), type, redirectTo }
+      return signIn(changed as UserRow)
     }
     const [done] = await tx`update auth.users set ${tx(column)} = '',
         email_confirmed_at = coalesce(email_confirmed_at, now()), updated_at = now()
       where id = ${user.id} returning *`
     await tx`update auth.identities set identity_data = identity_data || '{"email_verified": true}'::jsonb
              where user_id = ${user.id} and provider = 'email'`
-    return { kind: 'session', session: await issueSession(ctx, tx, done as UserRow, 'otp', req), type, redirectTo }
+    return signIn(done as UserRow)
   })
 }
 
@@ -177,8 +207,12 @@ export async function verifyLink(ctx: AuthContext, req: Request): Promise<Respon
   const fallback = redirectTarget(ctx, body.redirect_to)
   let location: string
   try {
-    const out = await verify(ctx, req, body)
-    if (out.kind === 'message') {
+    const out = await verify(ctx, req, body, true)
+    if (out.kind === 'code') {
+      const target = new URL(out.redirectTo)
+      target.searchParams.set('code', out.code)
+      location = target.toString()
+    } else if (out.kind === 'message') {
       location = `${out.redirectTo}#${new URLSearchParams({ message: out.msg })}`
     } else {
       const s = out.session

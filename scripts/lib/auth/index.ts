@@ -89,7 +89,7 @@ async function dispatch(ctx: AuthContext, req: Request, path: string): Promise<R
   if (path === '/resend' && m === 'POST') return ok(await resend(ctx, req, body))
   if (path === '/verify' && m === 'POST') {
     const out = await verify(ctx, req, body)
-    return ok(out.kind === 'session' ? out.session : { msg: out.msg, code: 200 })
+    return ok(out.kind === 'session' ? out.session : { msg: out.kind === 'message' ? out.msg : '', code: 200 })
   }
   if (path.startsWith('/admin/') || path === '/invite') {
     const res = await adminRoute(ctx, req, path, body)
