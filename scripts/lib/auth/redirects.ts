@@ -4,9 +4,8 @@
 import type { AuthContext } from './sessions.ts'
 
 function globToRegExp(pattern: string): RegExp {
-  const re = pattern.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*\*/g, '\u0000').replace(/\*/g, '[^/.]*')
-    .replace(/\u0000/g, '.*')
-  return new RegExp(`^${re}$`)
+  const escape = (part: string) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/.]*')
+  return new RegExp(`^${pattern.split('**').map(escape).join('.*')}$`)
 }
 
 export function isRedirectAllowed(ctx: AuthContext, url: string): boolean {
@@ -16,7 +15,6 @@ export function isRedirectAllowed(ctx: AuthContext, url: string): boolean {
   } catch {
     return false
   }
-  if (!/^https?:$/.test(target.protocol) && !ctx.config.additionalRedirectUrls.length) return false
   try {
     if (new URL(ctx.config.siteUrl).hostname === target.hostname) return true
   } catch { /* a bad site_url allows nothing by host */ }
