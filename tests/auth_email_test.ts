@@ -137,6 +137,8 @@ test('an anonymous user adds an e-mail: one confirmation to the new address, the
   assert.equal(data.user?.is_anonymous, false)
   assert.equal(data.user?.email, email)
   assert.equal(claimsOf(data.session!.access_token).is_anonymous, false)
+  assert.deepEqual(data.user?.app_metadata, { provider: 'email', providers: ['email'] })
+  assert.equal(data.user?.identities?.[0]?.provider, 'email')
   assert.equal((await client.auth.updateUser({ password: 'correct horse' })).error, null)
   assert.equal((await appClient().auth.signInWithPassword({ email, password: 'correct horse' })).error, null)
 })

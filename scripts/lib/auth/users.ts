@@ -142,6 +142,13 @@ export async function insertEmailIdentity(sql: Sql, u: UserRow) {
             values (${u.id}, ${u.id}, ${sql.json(data)}, 'email', now(), now())
             on conflict (provider_id, provider) do update
               set identity_data = excluded.identity_data, updated_at = now()`
+  // app_metadata names the user's providers (an anonymous user has none until now).
+  await sql`update auth.users set raw_app_meta_data = coalesce(raw_app_meta_data, '{}'::jsonb) || jsonb_build_object(
+              'provider', coalesce(raw_app_meta_data ->> 'provider', 'email'),
+              'providers', (select jsonb_agg(distinct p) from (
+                 select jsonb_array_elements_text(coalesce(raw_app_meta_data -> 'providers', '[]'::jsonb)) as p
+                 union select 'email') providers))
+            where id = ${u.id}`
 }
 
 /** Merges a metadata patch as GoTrue does: top-level keys replaced, a null value removes the key. */
