@@ -180,6 +180,7 @@ create table if not exists local_auth.inbox (
   read boolean not null default false
 );
 create table if not exists local_auth.rate_limit_hits (
+  id bigserial primary key,
   kind text not null,
   key text not null,
   at timestamptz not null default now()
