@@ -34,7 +34,11 @@ test('signInWithOtp + verifyOtp: the e-mailed code signs in; a wrong or reused c
   const code = codeIn(mail)
   assert.match(code, /^\d{6}$/, 'otp_length 6')
 
-  const wrong = await client.auth.verifyOtp({ email, token: code === '000000' ? '111111' : '000000', type: 'email' })
+  const wrong = await client.auth.verifyOtp({
+    email,
+    token: code === '000000' ? '111111' : '000000',
+    type: 'email',
+  })
   assert.equal(wrong.error?.code, 'otp_expired')
   assert.equal(wrong.error?.status, 403)
 
@@ -50,7 +54,10 @@ test('signInWithOtp + verifyOtp: the e-mailed code signs in; a wrong or reused c
 
 test('magic link: the link signs in and redirects to an allowed redirect_to; a foreign one falls back to site_url', async () => {
   const { email } = await confirmedUser()
-  await appClient().auth.signInWithOtp({ email, options: { emailRedirectTo: 'http://localhost:3000/welcome' } })
+  await appClient().auth.signInWithOtp({
+    email,
+    options: { emailRedirectTo: 'http://localhost:3000/welcome' },
+  })
   const link = linkIn(await lastMailTo(email, 'Your Magic Link'))
   const out = await followLink(link)
   assert.equal(out.base, 'http://localhost:3000/welcome')
@@ -60,14 +67,21 @@ test('magic link: the link signs in and redirects to an allowed redirect_to; a f
   await new Promise((r) => setTimeout(r, 1100)) // [auth.email] max_frequency = 1s
   await appClient().auth.signInWithOtp({ email, options: { emailRedirectTo: 'https://evil.example/steal' } })
   const foreign = await followLink(linkIn(await lastMailTo(email, 'Your Magic Link')))
-  assert.equal(foreign.base, 'http://127.0.0.1:3000', 'never to a site outside site_url and additional_redirect_urls')
+  assert.equal(
+    foreign.base,
+    'http://127.0.0.1:3000',
+    'never to a site outside site_url and additional_redirect_urls',
+  )
 })
 
 test('signInWithOtp for a new address signs it up (confirmation e-mail); shouldCreateUser false refuses', async () => {
   await resetAuthRateLimits()
   const email = freshEmail('otp-new')
   const client = appClient()
-  assert.equal((await client.auth.signInWithOtp({ email, options: { data: { full_name: 'Otp New' } } })).error, null)
+  assert.equal(
+    (await client.auth.signInWithOtp({ email, options: { data: { full_name: 'Otp New' } } })).error,
+    null,
+  )
   const mail = await lastMailTo(email, 'Confirm Your Signup')
   const { data, error } = await client.auth.verifyOtp({ email, token: codeIn(mail), type: 'email' })
   assert.equal(error, null)
@@ -75,7 +89,10 @@ test('signInWithOtp for a new address signs it up (confirmation e-mail); shouldC
   const [p] = await sql`select full_name, drops_balance from public.profiles where id = ${data.user!.id}`
   assert.deepEqual({ ...p }, { full_name: 'Otp New', drops_balance: 50 })
 
-  const refused = await appClient().auth.signInWithOtp({ email: freshEmail('otp-none'), options: { shouldCreateUser: false } })
+  const refused = await appClient().auth.signInWithOtp({
+    email: freshEmail('otp-none'),
+    options: { shouldCreateUser: false },
+  })
   assert.equal(refused.error?.code, 'otp_disabled')
   assert.equal(refused.error?.status, 422)
 })
@@ -83,12 +100,18 @@ test('signInWithOtp for a new address signs it up (confirmation e-mail); shouldC
 test('resetPasswordForEmail: the recovery link signs in (PASSWORD_RECOVERY type) and updateUser sets the new password', async () => {
   const { email } = await confirmedUser()
   const client = appClient()
-  assert.equal((await client.auth.resetPasswordForEmail(email, { redirectTo: 'http://localhost:3000/reset' })).error, null)
+  assert.equal(
+    (await client.auth.resetPasswordForEmail(email, { redirectTo: 'http://localhost:3000/reset' })).error,
+    null,
+  )
   const mail = await lastMailTo(email, 'Reset Your Password')
   const out = await followLink(linkIn(mail))
   assert.equal(out.base, 'http://localhost:3000/reset')
   assert.equal(out.params.type, 'recovery')
-  await client.auth.setSession({ access_token: out.params.access_token, refresh_token: out.params.refresh_token })
+  await client.auth.setSession({
+    access_token: out.params.access_token,
+    refresh_token: out.params.refresh_token,
+  })
   assert.equal((await client.auth.updateUser({ password: 'battery staple' })).error, null)
   assert.equal((await appClient().auth.signInWithPassword({ email, password: 'battery staple' })).error, null)
 
@@ -179,7 +202,10 @@ test('the inbox: a page for the browser, Mailpit-like JSON to list, read, search
   assert.match(full.HTML, /\/auth\/v1\/verify\?token=[0-9a-f]{56}&amp;type=signup/)
   assert.match(full.Text, /Confirm your mail/)
   assert.equal(full.Read, true)
-  const del = await fetch(`${INBOX_URL}/api/v1/messages`, { method: 'DELETE', body: JSON.stringify({ IDs: [mine.ID] }) })
+  const del = await fetch(`${INBOX_URL}/api/v1/messages`, {
+    method: 'DELETE',
+    body: JSON.stringify({ IDs: [mine.ID] }),
+  })
   await del.body?.cancel()
   assert.deepEqual(await mailsTo(email), [])
   const missing = await fetch(`${INBOX_URL}/api/v1/message/${mine.ID}`)
@@ -191,7 +217,11 @@ test('PKCE (flowType pkce, as @supabase/ssr): links redirect with ?code=, exchan
   await resetAuthRateLimits()
   const client = appClient('pkce')
   const email = freshEmail('pkce')
-  const up = await client.auth.signUp({ email, password: 'correct horse', options: { emailRedirectTo: 'http://localhost:3000/callback' } })
+  const up = await client.auth.signUp({
+    email,
+    password: 'correct horse',
+    options: { emailRedirectTo: 'http://localhost:3000/callback' },
+  })
   assert.equal(up.error, null)
   const link = linkIn(await lastMailTo(email, 'Confirm Your Signup'))
   assert.match(link, /token=pkce_[0-9a-f]{56}/)
@@ -205,7 +235,11 @@ test('PKCE (flowType pkce, as @supabase/ssr): links redirect with ?code=, exchan
   assert.equal(thief.error?.code, 'validation_failed')
   const raw = await fetch(`${Deno.env.get('SUPABASE_URL')}/auth/v1/token?grant_type=pkce`, {
     method: 'POST',
-    headers: { apikey: Deno.env.get('SUPABASE_ANON_KEY')!, 'content-type': 'application/json', 'x-supabase-api-version': '2024-01-01' },
+    headers: {
+      apikey: Deno.env.get('SUPABASE_ANON_KEY')!,
+      'content-type': 'application/json',
+      'x-supabase-api-version': '2024-01-01',
+    },
     body: JSON.stringify({ auth_code: out.query.code, code_verifier: 'x'.repeat(43) }),
   })
   assert.equal(raw.status, 400)

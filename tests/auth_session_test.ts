@@ -3,7 +3,15 @@
 import { strict as assert } from 'node:assert'
 import type { AuthChangeEvent, SupabaseClient } from '@supabase/supabase-js'
 import { ANON_KEY, API_URL, JWT_SECRET, signClaims, sql, test } from './_helpers.ts'
-import { appClient, claimsOf, followLink, freshEmail, lastMailTo, linkIn, resetAuthRateLimits } from './_auth.ts'
+import {
+  appClient,
+  claimsOf,
+  followLink,
+  freshEmail,
+  lastMailTo,
+  linkIn,
+  resetAuthRateLimits,
+} from './_auth.ts'
 
 /** A confirmed user signed in on `count` clients (each its own session), as separate devices. */
 async function signedInDevices(count: number, password = 'correct horse') {
@@ -36,7 +44,11 @@ test('refreshSession rotates the refresh token and keeps the session', async () 
   assert.equal(error, null)
   const after = data.session!
   assert.notEqual(after.refresh_token, before.refresh_token, 'a new refresh token')
-  assert.equal(claimsOf(after.access_token).session_id, claimsOf(before.access_token).session_id, 'the same session')
+  assert.equal(
+    claimsOf(after.access_token).session_id,
+    claimsOf(before.access_token).session_id,
+    'the same session',
+  )
   const rows = await sql`select token, revoked, parent from auth.refresh_tokens
                          where session_id = ${claimsOf(after.access_token).session_id} order by id`
   assert.deepEqual(rows.map((r) => ({ ...r })), [
@@ -45,7 +57,7 @@ test('refreshSession rotates the refresh token and keeps the session', async () 
   ])
 })
 
-test('a rotated refresh token: within the reuse interval it yields the current token; after it, the session\'s family is revoked', async () => {
+test("a rotated refresh token: within the reuse interval it yields the current token; after it, the session's family is revoked", async () => {
   const { devices: [client] } = await signedInDevices(1)
   const first = (await client.auth.getSession()).data.session!.refresh_token
   const second = (await client.auth.refreshSession()).data.session!.refresh_token
@@ -63,17 +75,23 @@ test('a rotated refresh token: within the reuse interval it yields the current t
   const third = (await client.auth.refreshSession()).data.session!.refresh_token
   const reused = await refreshRaw(first)
   assert.equal(reused.status, 400)
-  assert.deepEqual(reused.body, { code: 'refresh_token_already_used', message: 'Invalid Refresh Token: Already Used' })
+  assert.deepEqual(reused.body, {
+    code: 'refresh_token_already_used',
+    message: 'Invalid Refresh Token: Already Used',
+  })
   // The whole family is revoked: even the newest token no longer refreshes once its grace is over.
   await sql`update auth.refresh_tokens set updated_at = now() - interval '1 minute' where token = ${third}`
   const stolen = await refreshRaw(third)
   assert.equal(stolen.body.code, 'refresh_token_already_used')
 
   const { error } = await client.auth.refreshSession()
-  assert.equal(error?.code, 'refresh_token_already_used', 'supabase-js sees GoTrue\'s code')
+  assert.equal(error?.code, 'refresh_token_already_used', "supabase-js sees GoTrue's code")
 
   const unknown = await refreshRaw('not-a-token1')
-  assert.deepEqual(unknown.body, { code: 'refresh_token_not_found', message: 'Invalid Refresh Token: Refresh Token Not Found' })
+  assert.deepEqual(unknown.body, {
+    code: 'refresh_token_not_found',
+    message: 'Invalid Refresh Token: Refresh Token Not Found',
+  })
 })
 
 test('onAuthStateChange: SIGNED_IN, TOKEN_REFRESHED, USER_UPDATED, SIGNED_OUT', async () => {
@@ -113,7 +131,10 @@ test('updateUser: metadata merges (null removes a key); a new password replaces 
 
   assert.equal((await client.auth.updateUser({ password: 'battery staple' })).error, null)
   const other = appClient()
-  assert.equal((await other.auth.signInWithPassword({ email, password: 'correct horse' })).error?.code, 'invalid_credentials')
+  assert.equal(
+    (await other.auth.signInWithPassword({ email, password: 'correct horse' })).error?.code,
+    'invalid_credentials',
+  )
   assert.equal((await other.auth.signInWithPassword({ email, password: 'battery staple' })).error, null)
 })
 
@@ -123,8 +144,12 @@ test('signOut scope local ends this session only; others ends the rest; global e
   const [sa, sb, sc] = [await tokenOf(a), await tokenOf(b), await tokenOf(c)]
 
   assert.equal((await b.auth.signOut({ scope: 'local' })).error, null)
-  assert.equal((await refreshRaw(sb.refresh_token)).body.code, 'refresh_token_not_found', 'b\'s session is gone')
-  assert.equal((await refreshRaw(sa.refresh_token)).status, 200, 'a\'s session lives on')
+  assert.equal(
+    (await refreshRaw(sb.refresh_token)).body.code,
+    'refresh_token_not_found',
+    "b's session is gone",
+  )
+  assert.equal((await refreshRaw(sa.refresh_token)).status, 200, "a's session lives on")
   // The access token of an ended session is refused by /user (auth-js: session missing).
   const gone = await appClient().auth.getUser(sb.access_token)
   assert.equal(gone.error?.name, 'AuthSessionMissingError')
@@ -132,7 +157,7 @@ test('signOut scope local ends this session only; others ends the rest; global e
   const { data: { session: cNow } } = await c.auth.refreshSession()
   assert.equal((await c.auth.signOut({ scope: 'others' })).error, null)
   const [{ n }] = await sql`select count(*)::int as n from auth.sessions where user_id = ${sc.user.id}`
-  assert.equal(n, 1, 'only c\'s session is left')
+  assert.equal(n, 1, "only c's session is left")
   assert.equal((await appClient().auth.getUser(cNow!.access_token)).error, null)
 
   assert.equal((await c.auth.signOut()).error, null) // global is the default
@@ -141,7 +166,7 @@ test('signOut scope local ends this session only; others ends the rest; global e
   assert.equal((await c.auth.getSession()).data.session, null)
 })
 
-test('GET /user refuses a missing, forged or expired bearer with GoTrue\'s codes', async () => {
+test("GET /user refuses a missing, forged or expired bearer with GoTrue's codes", async () => {
   const base = `${API_URL}/auth/v1/user`
   const h = { apikey: ANON_KEY, 'x-supabase-api-version': '2024-01-01' }
   const none = await fetch(base, { headers: h })
@@ -150,13 +175,20 @@ test('GET /user refuses a missing, forged or expired bearer with GoTrue\'s codes
   const forged = await fetch(base, { headers: { ...h, authorization: 'Bearer a.b.c' } })
   assert.equal(forged.status, 403)
   assert.equal((await forged.json()).code, 'bad_jwt')
-  const expired = await signClaims({ sub: crypto.randomUUID(), role: 'authenticated', aud: 'authenticated' }, JWT_SECRET, -60)
+  const expired = await signClaims(
+    { sub: crypto.randomUUID(), role: 'authenticated', aud: 'authenticated' },
+    JWT_SECRET,
+    -60,
+  )
   const old = await fetch(base, { headers: { ...h, authorization: `Bearer ${expired}` } })
   assert.equal(old.status, 403)
   const oldBody = await old.json()
   assert.equal(oldBody.code, 'bad_jwt')
   assert.match(oldBody.message, /expired/)
-  const stranger = await signClaims({ sub: crypto.randomUUID(), role: 'authenticated', aud: 'authenticated' }, JWT_SECRET)
+  const stranger = await signClaims(
+    { sub: crypto.randomUUID(), role: 'authenticated', aud: 'authenticated' },
+    JWT_SECRET,
+  )
   const noUser = await fetch(base, { headers: { ...h, authorization: `Bearer ${stranger}` } })
   assert.equal(noUser.status, 403)
   assert.equal((await noUser.json()).code, 'user_not_found')

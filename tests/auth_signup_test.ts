@@ -2,13 +2,25 @@
 // /auth/v1, through supabase-js as an app calls them; the tokens work on /rest/v1 and /api.
 import { strict as assert } from 'node:assert'
 import { api, createUser, sql, test } from './_helpers.ts'
-import { appClient, claimsOf, followLink, freshEmail, lastMailTo, linkIn, resetAuthRateLimits } from './_auth.ts'
+import {
+  appClient,
+  claimsOf,
+  followLink,
+  freshEmail,
+  lastMailTo,
+  linkIn,
+  resetAuthRateLimits,
+} from './_auth.ts'
 
 test('signUp with confirmations on: a user, no session, and a confirmation e-mail; the link signs in', async () => {
   await resetAuthRateLimits()
   const client = appClient()
   const email = freshEmail('signup')
-  const { data, error } = await client.auth.signUp({ email, password: 'correct horse', options: { data: { full_name: 'Sign Up' } } })
+  const { data, error } = await client.auth.signUp({
+    email,
+    password: 'correct horse',
+    options: { data: { full_name: 'Sign Up' } },
+  })
   assert.equal(error, null)
   assert.equal(data.session, null, 'no session before the address is confirmed')
   assert.equal(data.user?.email, email)
@@ -16,7 +28,9 @@ test('signUp with confirmations on: a user, no session, and a confirmation e-mai
   assert.deepEqual(data.user?.user_metadata, { full_name: 'Sign Up' })
   assert.equal(data.user?.identities?.length, 1)
 
-  const [row] = await sql`select encrypted_password, email_confirmed_at from auth.users where id = ${data.user!.id}`
+  const [row] = await sql`select encrypted_password, email_confirmed_at from auth.users where id = ${
+    data.user!.id
+  }`
   assert.match(row.encrypted_password, /^\$2a\$10\$.{53}$/, 'a bcrypt hash, as GoTrue stores')
   assert.equal(row.email_confirmed_at, null)
 
@@ -34,11 +48,14 @@ test('signUp with confirmations on: a user, no session, and a confirmation e-mai
   assert.equal(again.params.error_code, 'otp_expired')
   assert.equal(again.params.error, 'access_denied')
 
-  const { data: session } = await client.auth.setSession({ access_token: params.access_token, refresh_token: params.refresh_token })
+  const { data: session } = await client.auth.setSession({
+    access_token: params.access_token,
+    refresh_token: params.refresh_token,
+  })
   assert.equal(session.user?.email_confirmed_at !== undefined, true)
 })
 
-test('signInWithPassword: a session whose token carries hosted Auth claims and the hook\'s user_role', async () => {
+test("signInWithPassword: a session whose token carries hosted Auth claims and the hook's user_role", async () => {
   await resetAuthRateLimits()
   const client = appClient()
   const email = freshEmail('signin')
@@ -77,17 +94,24 @@ test('the session token works on /rest/v1 under RLS and on /functions/v1/api', a
   await resetAuthRateLimits()
   const client = appClient()
   const email = freshEmail('rls')
-  const { data: up } = await client.auth.signUp({ email, password: 'correct horse', options: { data: { full_name: 'Rls Person' } } })
+  const { data: up } = await client.auth.signUp({
+    email,
+    password: 'correct horse',
+    options: { data: { full_name: 'Rls Person' } },
+  })
   await followLink(linkIn(await lastMailTo(email)))
   const { data } = await client.auth.signInWithPassword({ email, password: 'correct horse' })
 
   // RLS: the profiles this user may read through PostgREST are its own (plus what policies share).
-  const { data: mine, error } = await client.from('profiles').select('id, full_name, drops_balance').eq('id', up.user!.id)
+  const { data: mine, error } = await client.from('profiles').select('id, full_name, drops_balance').eq(
+    'id',
+    up.user!.id,
+  )
   assert.equal(error, null)
   assert.deepEqual(mine, [{ id: up.user!.id, full_name: 'Rls Person', drops_balance: 50 }])
   const other = await createUser()
   const { data: theirs } = await client.from('drops_transactions').select('id').eq('user_id', other.id)
-  assert.deepEqual(theirs, [], 'another user\'s ledger stays hidden')
+  assert.deepEqual(theirs, [], "another user's ledger stays hidden")
 
   const res = await api('/api/user/profile', { token: data.session!.access_token })
   assert.equal(res.status, 200, JSON.stringify(res.body))
@@ -98,12 +122,18 @@ test('sign-up fires the same profile triggers as users created today (profile, s
   await resetAuthRateLimits()
   const client = appClient()
   const email = freshEmail('bonus')
-  const { data } = await client.auth.signUp({ email, password: 'correct horse', options: { data: { full_name: 'Bonus' } } })
+  const { data } = await client.auth.signUp({
+    email,
+    password: 'correct horse',
+    options: { data: { full_name: 'Bonus' } },
+  })
   const viaAuth = data.user!.id
   const viaSql = (await createUser()).id
   const shape = async (id: string) => {
-    const [p] = await sql`select role, drops_balance, is_active, is_ai, preferences from public.profiles where id = ${id}`
-    const ledger = await sql`select amount, type, description from public.drops_transactions where user_id = ${id} order by id`
+    const [p] =
+      await sql`select role, drops_balance, is_active, is_ai, preferences from public.profiles where id = ${id}`
+    const ledger =
+      await sql`select amount, type, description from public.drops_transactions where user_id = ${id} order by id`
     return { profile: p, ledger: ledger.map((r) => ({ ...r })) }
   }
   const a = await shape(viaAuth)
@@ -113,7 +143,7 @@ test('sign-up fires the same profile triggers as users created today (profile, s
   assert.equal(full_name, 'Bonus', 'raw_user_meta_data reaches the profile trigger')
 })
 
-test('refusals carry GoTrue\'s codes: wrong password, unconfirmed e-mail, weak password, taken address', async () => {
+test("refusals carry GoTrue's codes: wrong password, unconfirmed e-mail, weak password, taken address", async () => {
   await resetAuthRateLimits()
   const client = appClient()
   const email = freshEmail('refuse')
@@ -159,8 +189,16 @@ test('the 2024-01-01 error shape goes to auth-js; the original shape to clients 
   const body = JSON.stringify({ email: freshEmail('shape'), password: 'whatever1' })
   await resetAuthRateLimits()
   const legacy = await fetch(url, { method: 'POST', headers, body })
-  assert.deepEqual(await legacy.json(), { code: 400, error_code: 'invalid_credentials', msg: 'Invalid login credentials' })
-  const v2024 = await fetch(url, { method: 'POST', headers: { ...headers, 'x-supabase-api-version': '2024-01-01' }, body })
+  assert.deepEqual(await legacy.json(), {
+    code: 400,
+    error_code: 'invalid_credentials',
+    msg: 'Invalid login credentials',
+  })
+  const v2024 = await fetch(url, {
+    method: 'POST',
+    headers: { ...headers, 'x-supabase-api-version': '2024-01-01' },
+    body,
+  })
   assert.equal(v2024.headers.get('x-supabase-api-version'), '2024-01-01')
   assert.deepEqual(await v2024.json(), { code: 'invalid_credentials', message: 'Invalid login credentials' })
   const noKey = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
@@ -181,17 +219,22 @@ test('signInAnonymously: an anonymous user with a session, authenticated for RLS
   assert.equal(c.role, 'authenticated')
   assert.equal(c.amr[0].method, 'anonymous')
   const { data: profile } = await client.from('profiles').select('id').eq('id', data.user!.id)
-  assert.deepEqual(profile, [{ id: data.user!.id }], 'anonymous users are authenticated for RLS, as on hosted')
+  assert.deepEqual(
+    profile,
+    [{ id: data.user!.id }],
+    'anonymous users are authenticated for RLS, as on hosted',
+  )
 })
 
-test('CORS: the browser\'s preflight on /auth/v1 is answered, and answers expose what auth-js reads', async () => {
+test("CORS: the browser's preflight on /auth/v1 is answered, and answers expose what auth-js reads", async () => {
   const base = `${Deno.env.get('SUPABASE_URL')}/auth/v1`
   const pre = await fetch(`${base}/token?grant_type=password`, {
     method: 'OPTIONS',
     headers: {
       origin: 'http://localhost:3000',
       'access-control-request-method': 'POST',
-      'access-control-request-headers': 'apikey, authorization, content-type, x-client-info, x-supabase-api-version',
+      'access-control-request-headers':
+        'apikey, authorization, content-type, x-client-info, x-supabase-api-version',
     },
   })
   await pre.body?.cancel()
@@ -201,7 +244,9 @@ test('CORS: the browser\'s preflight on /auth/v1 is answered, and answers expose
     assert.match(pre.headers.get('access-control-allow-headers') ?? '', new RegExp(h, 'i'))
   }
   assert.match(pre.headers.get('access-control-allow-methods') ?? '', /POST/)
-  const res = await fetch(`${base}/settings`, { headers: { apikey: Deno.env.get('SUPABASE_ANON_KEY')!, origin: 'http://localhost:3000' } })
+  const res = await fetch(`${base}/settings`, {
+    headers: { apikey: Deno.env.get('SUPABASE_ANON_KEY')!, origin: 'http://localhost:3000' },
+  })
   await res.body?.cancel()
   assert.equal(res.headers.get('access-control-allow-origin'), '*')
   assert.match(res.headers.get('access-control-expose-headers') ?? '', /x-supabase-api-version/)

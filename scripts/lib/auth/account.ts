@@ -38,7 +38,9 @@ export async function sendConfirmation(
   checkMaxFrequency(ctx, user.confirmation_sent_at)
   const prefix = await startFlow(sql, user.id, pkce, 'email/signup')
   const { otp, hash } = newOtp(user.email!, ctx.config.email.otpLength)
-  await sql`update auth.users set confirmation_token = ${prefix + hash}, confirmation_sent_at = now() where id = ${user.id}`
+  await sql`update auth.users set confirmation_token = ${
+    prefix + hash
+  }, confirmation_sent_at = now() where id = ${user.id}`
   await sendAuthMail(ctx, sql, { kind: 'signup', to: user.email!, tokenHash: prefix + hash, otp, redirectTo })
 }
 
@@ -79,19 +81,28 @@ export async function signup(ctx: AuthContext, req: Request, body: Body) {
     await signInLimit(ctx, tx, req)
     let user = await userByEmail(tx, email)
     if (user?.email_confirmed_at) {
-      if (!config.email.enableConfirmations) throw unprocessable('user_already_exists', 'User already registered')
+      if (!config.email.enableConfirmations) {
+        throw unprocessable('user_already_exists', 'User already registered')
+      }
       return obfuscatedUser(email, data) // no hint to a stranger that the address is registered
     }
     const passwordHash = await hashPassword(tx, password)
     if (user) {
       // An unconfirmed sign-up is taken over by the new one (new password and data), as GoTrue does.
       const [u] = await tx`update auth.users set encrypted_password = ${passwordHash},
-                             raw_user_meta_data = ${tx.json(mergeMetadata(user.raw_user_meta_data, data) as any)},
+                             raw_user_meta_data = ${
+        tx.json(mergeMetadata(user.raw_user_meta_data, data) as any)
+      },
                              updated_at = now()
                            where id = ${user.id} returning *`
       user = u as UserRow
     } else {
-      user = await insertUser(tx, { email, passwordHash, userMetadata: data, confirmed: !config.email.enableConfirmations })
+      user = await insertUser(tx, {
+        email,
+        passwordHash,
+        userMetadata: data,
+        confirmed: !config.email.enableConfirmations,
+      })
     }
     if (config.email.enableConfirmations) {
       await sendConfirmation(ctx, tx, user, redirectTo, pkce)
@@ -102,7 +113,9 @@ export async function signup(ctx: AuthContext, req: Request, body: Body) {
 }
 
 async function anonymousSignIn(ctx: AuthContext, req: Request, body: Body) {
-  if (!ctx.config.enableAnonymousSignIns) throw unprocessable('anonymous_provider_disabled', 'Anonymous sign-ins are disabled')
+  if (!ctx.config.enableAnonymousSignIns) {
+    throw unprocessable('anonymous_provider_disabled', 'Anonymous sign-ins are disabled')
+  }
   const data = body.data && typeof body.data === 'object' && !Array.isArray(body.data) ? body.data : {}
   return await ctx.sql.begin(async (tx) => {
     await takeToken(tx, 'anonymous_users', clientIp(req), ctx.config.rateLimit.anonymousUsers, ONE_HOUR)
@@ -123,7 +136,9 @@ export async function token(ctx: AuthContext, req: Request, body: Body) {
 }
 
 async function passwordGrant(ctx: AuthContext, req: Request, body: Body) {
-  if (body.email && body.phone) throw validationFailed('Only an email address or phone number should be provided on login.')
+  if (body.email && body.phone) {
+    throw validationFailed('Only an email address or phone number should be provided on login.')
+  }
   if (!body.email) throw badRequest('invalid_credentials', 'Invalid login credentials')
   await signInLimit(ctx, ctx.sql, req)
   const email = typeof body.email === 'string' ? body.email.trim().toLowerCase() : ''
@@ -152,7 +167,9 @@ export async function updateUser(ctx: AuthContext, req: Request, body: Body) {
       if (body.data !== null && (typeof body.data !== 'object' || Array.isArray(body.data))) {
         throw validationFailed('data must be an object')
       }
-      await tx`update auth.users set raw_user_meta_data = ${tx.json(mergeMetadata(user.raw_user_meta_data, body.data) as any)}
+      await tx`update auth.users set raw_user_meta_data = ${
+        tx.json(mergeMetadata(user.raw_user_meta_data, body.data) as any)
+      }
                where id = ${user.id}`
     }
     if (body.password !== undefined) {
@@ -160,7 +177,10 @@ export async function updateUser(ctx: AuthContext, req: Request, body: Body) {
       if (await passwordMatches(tx, password, user.encrypted_password)) {
         throw unprocessable('same_password', 'New password should be different from the old password.')
       }
-      await tx`update auth.users set encrypted_password = ${await hashPassword(tx, password)} where id = ${user.id}`
+      await tx`update auth.users set encrypted_password = ${await hashPassword(
+        tx,
+        password,
+      )} where id = ${user.id}`
     }
     if (body.email !== undefined && body.email !== null && body.email !== '') {
       const email = normalizeEmail(body.email)
@@ -183,9 +203,17 @@ export async function updateUser(ctx: AuthContext, req: Request, body: Body) {
  * to the new address and, with double_confirm_changes, another to the current one; /verify
  * with type email_change completes it once every code sent was used.
  */
-async function changeEmail(ctx: AuthContext, tx: Sql, user: UserRow, email: string, redirectTo: string, pkce: Pkce | null) {
+async function changeEmail(
+  ctx: AuthContext,
+  tx: Sql,
+  user: UserRow,
+  email: string,
+  redirectTo: string,
+  pkce: Pkce | null,
+) {
   if (!ctx.config.email.enableConfirmations) {
-    const [u] = await tx`update auth.users set email = ${email}, email_confirmed_at = coalesce(email_confirmed_at, now()),
+    const [u] =
+      await tx`update auth.users set email = ${email}, email_confirmed_at = coalesce(email_confirmed_at, now()),
                            is_anonymous = false where id = ${user.id} returning *`
     await insertEmailIdentity(tx, u as UserRow)
     return
@@ -196,19 +224,28 @@ async function changeEmail(ctx: AuthContext, tx: Sql, user: UserRow, email: stri
   const both = ctx.config.email.doubleConfirmChanges && !!user.email
   const toCurrent = both ? newOtp(user.email!, ctx.config.email.otpLength) : null
   await tx`update auth.users set email_change = ${email}, email_change_token_new = ${prefix + toNew.hash},
-             email_change_token_current = ${toCurrent ? prefix + toCurrent.hash : ''}, email_change_confirm_status = 0,
+             email_change_token_current = ${
+    toCurrent ? prefix + toCurrent.hash : ''
+  }, email_change_confirm_status = 0,
              email_change_sent_at = now()
            where id = ${user.id}`
   const mail = { kind: 'email_change' as const, redirectTo, email: user.email ?? '', newEmail: email }
   await sendAuthMail(ctx, tx, { ...mail, to: email, tokenHash: prefix + toNew.hash, otp: toNew.otp })
   if (toCurrent) {
-    await sendAuthMail(ctx, tx, { ...mail, to: user.email!, tokenHash: prefix + toCurrent.hash, otp: toCurrent.otp })
+    await sendAuthMail(ctx, tx, {
+      ...mail,
+      to: user.email!,
+      tokenHash: prefix + toCurrent.hash,
+      otp: toCurrent.otp,
+    })
   }
 }
 
 export async function logout(ctx: AuthContext, req: Request) {
   const scope = new URL(req.url).searchParams.get('scope') ?? 'global'
-  if (!['global', 'local', 'others'].includes(scope)) throw validationFailed(`Unsupported logout scope "${scope}"`)
+  if (!['global', 'local', 'others'].includes(scope)) {
+    throw validationFailed(`Unsupported logout scope "${scope}"`)
+  }
   const { user, sessionId } = await requireUser(ctx, req)
   if (scope === 'global' || !sessionId) await ctx.sql`delete from auth.sessions where user_id = ${user.id}`
   else if (scope === 'local') await ctx.sql`delete from auth.sessions where id = ${sessionId}`

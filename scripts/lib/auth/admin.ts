@@ -21,7 +21,8 @@ import {
 
 type Body = Record<string, any>
 const userNotFound = () => notFound('user_not_found', 'User not found')
-const emailExists = () => unprocessable('email_exists', 'A user with this email address has already been registered')
+const emailExists = () =>
+  unprocessable('email_exists', 'A user with this email address has already been registered')
 const objectOr = (v: unknown, d: Record<string, unknown> = {}) =>
   v && typeof v === 'object' && !Array.isArray(v) ? v as Record<string, unknown> : d
 
@@ -29,12 +30,22 @@ const objectOr = (v: unknown, d: Record<string, unknown> = {}) =>
 function banUntil(duration: unknown): Date | null {
   if (duration === 'none') return null
   const m = typeof duration === 'string' ? [...duration.matchAll(/(\d+)(h|m|s)/g)] : []
-  if (!m.length) throw badRequest('validation_failed', 'invalid format for ban duration: time: invalid duration')
-  const seconds = m.reduce((s, x) => s + Number(x[1]) * ({ h: 3600, m: 60, s: 1 } as Record<string, number>)[x[2]], 0)
+  if (!m.length) {
+    throw badRequest('validation_failed', 'invalid format for ban duration: time: invalid duration')
+  }
+  const seconds = m.reduce(
+    (s, x) => s + Number(x[1]) * ({ h: 3600, m: 60, s: 1 } as Record<string, number>)[x[2]],
+    0,
+  )
   return new Date(Date.now() + seconds * 1000)
 }
 
-export async function adminRoute(ctx: AuthContext, req: Request, path: string, body: Body): Promise<Response | unknown> {
+export async function adminRoute(
+  ctx: AuthContext,
+  req: Request,
+  path: string,
+  body: Body,
+): Promise<Response | unknown> {
   await requireAdmin(ctx, req)
   const idMatch = path.match(/^\/admin\/users\/([^/]+)$/)
   if (path === '/admin/users' && req.method === 'GET') return listUsers(ctx, req)
@@ -64,16 +75,22 @@ async function listUsers(ctx: AuthContext, req: Request) {
   const links = []
   if (page < last) links.push(`</admin/users?page=${page + 1}&per_page=${perPage}>; rel="next"`)
   links.push(`</admin/users?page=${last}&per_page=${perPage}>; rel="last"`)
-  return Response.json({ users, aud: 'authenticated' }, { headers: { 'x-total-count': String(total), link: links.join(', ') } })
+  return Response.json({ users, aud: 'authenticated' }, {
+    headers: { 'x-total-count': String(total), link: links.join(', ') },
+  })
 }
 
 async function createUser(ctx: AuthContext, body: Body) {
-  if (!body.email && !body.phone) throw badRequest('validation_failed', 'Unable to validate email address: invalid format')
+  if (!body.email && !body.phone) {
+    throw badRequest('validation_failed', 'Unable to validate email address: invalid format')
+  }
   if (body.phone && !body.email) throw unprocessable('phone_provider_disabled', 'Phone logins are disabled')
   const email = normalizeEmail(body.email)
   return await ctx.sql.begin(async (tx) => {
     if (await userByEmail(tx, email)) throw emailExists()
-    const passwordHash = body.password !== undefined ? await hashPassword(tx, checkPassword(body.password, ctx.config)) : ''
+    const passwordHash = body.password !== undefined
+      ? await hashPassword(tx, checkPassword(body.password, ctx.config))
+      : ''
     let user = await insertUser(tx, {
       email,
       passwordHash,
@@ -83,7 +100,9 @@ async function createUser(ctx: AuthContext, body: Body) {
       role: typeof body.role === 'string' ? body.role : undefined,
     })
     if (body.ban_duration !== undefined) {
-      const [u] = await tx`update auth.users set banned_until = ${banUntil(body.ban_duration)} where id = ${user.id} returning *`
+      const [u] = await tx`update auth.users set banned_until = ${
+        banUntil(body.ban_duration)
+      } where id = ${user.id} returning *`
       user = u as UserRow
     }
     return userJson(tx, user)
@@ -98,7 +117,8 @@ async function updateUser(ctx: AuthContext, id: string, body: Body) {
       const email = normalizeEmail(body.email)
       const other = await userByEmail(tx, email)
       if (other && other.id !== id) throw emailExists()
-      const [u] = await tx`update auth.users set email = ${email}, is_anonymous = false where id = ${id} returning *`
+      const [u] =
+        await tx`update auth.users set email = ${email}, is_anonymous = false where id = ${id} returning *`
       await insertEmailIdentity(tx, u as UserRow)
       await tx`update auth.identities set identity_data = identity_data || jsonb_build_object('email', ${email}::text)
                where user_id = ${id} and provider = 'email'`
@@ -112,11 +132,15 @@ async function updateUser(ctx: AuthContext, id: string, body: Body) {
                where id = ${id}`
     }
     if (body.user_metadata !== undefined) {
-      await tx`update auth.users set raw_user_meta_data = ${tx.json(mergeMetadata(user.raw_user_meta_data, body.user_metadata) as any)}
+      await tx`update auth.users set raw_user_meta_data = ${
+        tx.json(mergeMetadata(user.raw_user_meta_data, body.user_metadata) as any)
+      }
                where id = ${id}`
     }
     if (body.app_metadata !== undefined) {
-      await tx`update auth.users set raw_app_meta_data = ${tx.json(mergeMetadata(user.raw_app_meta_data, body.app_metadata) as any)}
+      await tx`update auth.users set raw_app_meta_data = ${
+        tx.json(mergeMetadata(user.raw_app_meta_data, body.app_metadata) as any)
+      }
                where id = ${id}`
     }
     if (typeof body.role === 'string') await tx`update auth.users set role = ${body.role} where id = ${id}`
@@ -198,8 +222,11 @@ async function generateLink(ctx: AuthContext, req: Request, body: Body) {
       }
     }
     const { otp, hash } = newOtp(address, ctx.config.email.otpLength)
-    const sentAt = column.startsWith('confirmation') ? 'confirmation_sent_at'
-      : column.startsWith('recovery') ? 'recovery_sent_at' : 'email_change_sent_at'
+    const sentAt = column.startsWith('confirmation')
+      ? 'confirmation_sent_at'
+      : column.startsWith('recovery')
+      ? 'recovery_sent_at'
+      : 'email_change_sent_at'
     const [after] = await tx`update auth.users set ${tx(column)} = ${hash}, ${tx(sentAt)} = now()
                              where id = ${user.id} returning *`
     const q = new URLSearchParams({ token: hash, type: verificationType, redirect_to: redirectTo })

@@ -90,7 +90,9 @@ export function authConfigFrom(toml: Toml): AuthConfig {
   const hookFn = hookUri.match(/^pg-functions:\/\/[^/]+\/([^/]+)\/([^/]+)$/)
   return {
     siteUrl: str(auth.site_url, 'http://127.0.0.1:3000'),
-    additionalRedirectUrls: Array.isArray(auth.additional_redirect_urls) ? auth.additional_redirect_urls.map(String) : [],
+    additionalRedirectUrls: Array.isArray(auth.additional_redirect_urls)
+      ? auth.additional_redirect_urls.map(String)
+      : [],
     jwtExpiry: num(auth.jwt_expiry, 3600),
     enableSignup: bool(auth.enable_signup, true),
     enableAnonymousSignIns: bool(auth.enable_anonymous_sign_ins, false),

@@ -9,7 +9,15 @@ import { FIVE_MINUTES, takeToken } from './ratelimit.ts'
 import { redirectTarget } from './redirects.ts'
 import { sendConfirmation } from './account.ts'
 import { type AuthContext, clientIp, issueSession } from './sessions.ts'
-import { insertEmailIdentity, insertUser, normalizeEmail, type Sql, userByEmail, userById, type UserRow } from './users.ts'
+import {
+  insertEmailIdentity,
+  insertUser,
+  normalizeEmail,
+  type Sql,
+  userByEmail,
+  userById,
+  type UserRow,
+} from './users.ts'
 
 type Body = Record<string, any>
 const VERIFY_TYPES = ['signup', 'invite', 'magiclink', 'recovery', 'email_change', 'email'] as const
@@ -30,7 +38,9 @@ export async function sendMagicLink(
   checkMaxFrequency(ctx, user.recovery_sent_at)
   const prefix = await startFlow(sql, user.id, pkce, kind)
   const { otp, hash } = newOtp(user.email!, ctx.config.email.otpLength)
-  await sql`update auth.users set recovery_token = ${prefix + hash}, recovery_sent_at = now() where id = ${user.id}`
+  await sql`update auth.users set recovery_token = ${
+    prefix + hash
+  }, recovery_sent_at = now() where id = ${user.id}`
   await sendAuthMail(ctx, sql, { kind, to: user.email!, tokenHash: prefix + hash, otp, redirectTo })
 }
 
@@ -52,7 +62,11 @@ export async function otp(ctx: AuthContext, req: Request, body: Body) {
         throw unprocessable('signup_disabled', 'Signups not allowed for this instance')
       }
       await takeToken(tx, 'sign_in_sign_ups', clientIp(req), ctx.config.rateLimit.signInSignUps, FIVE_MINUTES)
-      user = await insertUser(tx, { email, userMetadata: data, confirmed: !ctx.config.email.enableConfirmations })
+      user = await insertUser(tx, {
+        email,
+        userMetadata: data,
+        confirmed: !ctx.config.email.enableConfirmations,
+      })
     }
     if (!user.email_confirmed_at) await sendConfirmation(ctx, tx, user, redirectTo, pkce)
     else await sendMagicLink(ctx, tx, user, redirectTo, 'magiclink', pkce)
@@ -80,7 +94,9 @@ export async function resend(ctx: AuthContext, req: Request, body: Body) {
   await ctx.sql.begin(async (tx) => {
     if (body.type === 'signup') {
       const user = await userByEmail(tx, email)
-      if (user?.email_confirmed_at) throw unprocessable('email_address_not_authorized', 'Email address already confirmed')
+      if (user?.email_confirmed_at) {
+        throw unprocessable('email_address_not_authorized', 'Email address already confirmed')
+      }
       if (user) await sendConfirmation(ctx, tx, user, redirectTo)
       return
     }
@@ -90,7 +106,13 @@ export async function resend(ctx: AuthContext, req: Request, body: Body) {
     const toNew = newOtp(email, ctx.config.email.otpLength)
     await tx`update auth.users set email_change_token_new = ${toNew.hash}, email_change_sent_at = now() where id = ${user.id}`
     await sendAuthMail(ctx, tx, {
-      kind: 'email_change', to: email, tokenHash: toNew.hash, otp: toNew.otp, redirectTo, email: user.email, newEmail: email,
+      kind: 'email_change',
+      to: email,
+      tokenHash: toNew.hash,
+      otp: toNew.otp,
+      redirectTo,
+      email: user.email,
+      newEmail: email,
     })
   })
   return {}
@@ -99,21 +121,35 @@ export async function resend(ctx: AuthContext, req: Request, body: Body) {
 const expired = () => forbidden('otp_expired', 'Token has expired or is invalid')
 
 /** Which token column a verify type reads, and when its code was sent. */
-function candidates(type: VerifyType, u: UserRow): { column: string; value: string | null; sentAt: Date | null }[] {
-  const confirmation = { column: 'confirmation_token', value: u.confirmation_token, sentAt: u.confirmation_sent_at }
+function candidates(
+  type: VerifyType,
+  u: UserRow,
+): { column: string; value: string | null; sentAt: Date | null }[] {
+  const confirmation = {
+    column: 'confirmation_token',
+    value: u.confirmation_token,
+    sentAt: u.confirmation_sent_at,
+  }
   const recovery = { column: 'recovery_token', value: u.recovery_token, sentAt: u.recovery_sent_at }
-  if (type === 'signup' || type === 'invite') return [{ ...confirmation, sentAt: u.confirmation_sent_at ?? u.invited_at }]
+  if (type === 'signup' || type === 'invite') {
+    return [{ ...confirmation, sentAt: u.confirmation_sent_at ?? u.invited_at }]
+  }
   if (type === 'magiclink' || type === 'recovery') return [recovery]
   if (type === 'email') return [confirmation, recovery]
   return [
     { column: 'email_change_token_new', value: u.email_change_token_new, sentAt: u.email_change_sent_at },
-    { column: 'email_change_token_current', value: u.email_change_token_current, sentAt: u.email_change_sent_at },
+    {
+      column: 'email_change_token_current',
+      value: u.email_change_token_current,
+      sentAt: u.email_change_sent_at,
+    },
   ]
 }
 
 /** The user and token column a code or token hash belongs to, or otp_expired. */
 async function findToken(ctx: AuthContext, tx: Sql, type: VerifyType, body: Body) {
-  const fresh = (sentAt: Date | null) => !!sentAt && sentAt.getTime() + ctx.config.email.otpExpiry * 1000 > Date.now()
+  const fresh = (sentAt: Date | null) =>
+    !!sentAt && sentAt.getTime() + ctx.config.email.otpExpiry * 1000 > Date.now()
   if (typeof body.token_hash === 'string' && body.token_hash) {
     const h = body.token_hash
     const [u] = await tx`select * from auth.users
@@ -159,11 +195,22 @@ const FLOW_METHOD: Record<string, string> = {
  * Uses a code or link: confirms, signs in, or completes (half of) an e-mail change. A link of
  * a PKCE flow (`viaLink`, token "pkce_...") yields the flow's auth code instead of a session.
  */
-export async function verify(ctx: AuthContext, req: Request, body: Body, viaLink = false): Promise<VerifyOutcome> {
+export async function verify(
+  ctx: AuthContext,
+  req: Request,
+  body: Body,
+  viaLink = false,
+): Promise<VerifyOutcome> {
   const type = body.type as VerifyType
   if (!VERIFY_TYPES.includes(type)) throw validationFailed(`Verify requires a verification type`)
   const redirectTo = redirectOf(ctx, req, body)
-  await takeToken(ctx.sql, 'token_verifications', clientIp(req), ctx.config.rateLimit.tokenVerifications, FIVE_MINUTES)
+  await takeToken(
+    ctx.sql,
+    'token_verifications',
+    clientIp(req),
+    ctx.config.rateLimit.tokenVerifications,
+    FIVE_MINUTES,
+  )
   const pkceLink = viaLink && String(body.token_hash ?? '').startsWith(PKCE_PREFIX)
   return await ctx.sql.begin(async (tx): Promise<VerifyOutcome> => {
     const { user, column } = await findToken(ctx, tx, type, body)
@@ -172,7 +219,9 @@ export async function verify(ctx: AuthContext, req: Request, body: Body, viaLink
         ? { kind: 'code', code: await issueAuthCode(tx, u.id, FLOW_METHOD[type]), redirectTo }
         : { kind: 'session', session: await issueSession(ctx, tx, u, 'otp', req), type, redirectTo }
     if (type === 'email_change') {
-      await tx`update auth.users set ${tx(column)} = '', email_change_confirm_status = email_change_confirm_status + 1
+      await tx`update auth.users set ${
+        tx(column)
+      } = '', email_change_confirm_status = email_change_confirm_status + 1
                where id = ${user.id}`
       const after = (await userById(tx, user.id))!
       if (after.email_change_token_new || after.email_change_token_current) {
@@ -228,7 +277,11 @@ export async function verifyLink(ctx: AuthContext, req: Request): Promise<Respon
   } catch (e) {
     if (!(e instanceof AuthError)) throw e
     const description = e.code === 'otp_expired' ? 'Email link is invalid or has expired' : e.message
-    location = `${fallback}#${new URLSearchParams({ error: 'access_denied', error_code: e.code, error_description: description })}`
+    location = `${fallback}#${new URLSearchParams({
+      error: 'access_denied',
+      error_code: e.code,
+      error_description: description,
+    })}`
   }
   return new Response(null, { status: 303, headers: { location } })
 }

@@ -31,7 +31,8 @@ const summary = (r: Row) => ({
   Snippet: r.text.replace(/\s+/g, ' ').slice(0, 250),
 })
 
-const escapeHtml = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')
+const escapeHtml = (s: string) =>
+  s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;')
 
 async function page(sql: postgres.Sql, selected: string | null) {
   const rows = await sql`select * from local_auth.inbox order by id desc limit 200`
@@ -41,8 +42,12 @@ async function page(sql: postgres.Sql, selected: string | null) {
     `${escapeHtml(r.recipient)}<br><small>${r.created_at.toISOString()}</small></a></li>`
   ).join('')
   const view = current
-    ? `<h2>${escapeHtml(current.subject)}</h2><p>To: ${escapeHtml(current.recipient)}<br>From: ${escapeHtml(current.sender)}</p>` +
-      `<iframe sandbox="allow-top-navigation-by-user-activation allow-popups" srcdoc="${escapeHtml(current.html)}"></iframe>`
+    ? `<h2>${escapeHtml(current.subject)}</h2><p>To: ${escapeHtml(current.recipient)}<br>From: ${
+      escapeHtml(current.sender)
+    }</p>` +
+      `<iframe sandbox="allow-top-navigation-by-user-activation allow-popups" srcdoc="${
+        escapeHtml(current.html)
+      }"></iframe>`
     : '<p>No e-mails yet. Sign up, ask for a magic link or a password reset, and they appear here.</p>'
   return `<!doctype html><html><head><meta charset="utf-8"><title>Local inbox</title>
 <meta http-equiv="refresh" content="10">
@@ -55,8 +60,15 @@ border:1px solid #ddd}</style></head><body><ul>${list}</ul><main><h1>Local inbox
 function matches(r: Row, query: string) {
   for (const term of query.match(/\w+:"[^"]*"|\w+:\S+|"[^"]*"|\S+/g) ?? []) {
     const m = term.match(/^(\w+):"?([^"]*)"?$/)
-    const [field, value] = m ? [m[1].toLowerCase(), m[2].toLowerCase()] : ['', term.replace(/"/g, '').toLowerCase()]
-    const hay = field === 'to' ? r.recipient : field === 'subject' ? r.subject : field === 'from' ? r.sender
+    const [field, value] = m
+      ? [m[1].toLowerCase(), m[2].toLowerCase()]
+      : ['', term.replace(/"/g, '').toLowerCase()]
+    const hay = field === 'to'
+      ? r.recipient
+      : field === 'subject'
+      ? r.subject
+      : field === 'from'
+      ? r.sender
       : `${r.recipient} ${r.subject} ${r.text}`
     if (!String(hay).toLowerCase().includes(value)) return false
   }
@@ -67,7 +79,9 @@ export async function handleInbox(sql: postgres.Sql, req: Request): Promise<Resp
   const url = new URL(req.url)
   const p = url.pathname
   if (p === '/' && req.method === 'GET') {
-    return new Response(await page(sql, url.searchParams.get('id')), { headers: { 'content-type': 'text/html; charset=utf-8' } })
+    return new Response(await page(sql, url.searchParams.get('id')), {
+      headers: { 'content-type': 'text/html; charset=utf-8' },
+    })
   }
   if ((p === '/api/v1/messages' || p === '/api/v1/search') && req.method === 'GET') {
     const start = Math.max(0, Number(url.searchParams.get('start') ?? 0) || 0)

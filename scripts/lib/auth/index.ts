@@ -44,7 +44,9 @@ function apiKeyProblem(ctx: AuthContext, req: Request, path: string): Response |
   if (OPEN_PATHS.has(path) && req.method === 'GET') return null
   const key = req.headers.get('apikey') ?? new URL(req.url).searchParams.get('apikey')
   if (!key) return Response.json({ message: 'No API key found in request' }, { status: 401 })
-  if (key !== ctx.anonKey && key !== ctx.serviceRoleKey) return Response.json({ message: 'Invalid API key' }, { status: 401 })
+  if (key !== ctx.anonKey && key !== ctx.serviceRoleKey) {
+    return Response.json({ message: 'Invalid API key' }, { status: 401 })
+  }
   return null
 }
 
@@ -69,7 +71,11 @@ const ok = (body: unknown) => Response.json(body)
 async function dispatch(ctx: AuthContext, req: Request, path: string): Promise<Response> {
   const m = req.method
   if (path === '/health' && m === 'GET') {
-    return ok({ version: 'local', name: 'GoTrue', description: 'GoTrue is a user registration and authentication API' })
+    return ok({
+      version: 'local',
+      name: 'GoTrue',
+      description: 'GoTrue is a user registration and authentication API',
+    })
   }
   // HS256 projects publish no key: a symmetric secret is never served (GoTrue's jwks.go).
   if (path === '/.well-known/jwks.json' && m === 'GET') return ok({ keys: [] })
@@ -89,7 +95,9 @@ async function dispatch(ctx: AuthContext, req: Request, path: string): Promise<R
   if (path === '/resend' && m === 'POST') return ok(await resend(ctx, req, body))
   if (path === '/verify' && m === 'POST') {
     const out = await verify(ctx, req, body)
-    return ok(out.kind === 'session' ? out.session : { msg: out.kind === 'message' ? out.msg : '', code: 200 })
+    return ok(
+      out.kind === 'session' ? out.session : { msg: out.kind === 'message' ? out.msg : '', code: 200 },
+    )
   }
   if (path.startsWith('/admin/') || path === '/invite') {
     const res = await adminRoute(ctx, req, path, body)

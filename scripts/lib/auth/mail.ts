@@ -8,7 +8,10 @@ import type { Sql } from './users.ts'
 
 export type MailKind = 'signup' | 'magiclink' | 'recovery' | 'email_change' | 'invite'
 
-const TEMPLATES: Record<MailKind, { subject: string; body: (url: string, code: string, o: MailVars) => string }> = {
+const TEMPLATES: Record<
+  MailKind,
+  { subject: string; body: (url: string, code: string, o: MailVars) => string }
+> = {
   signup: {
     subject: 'Confirm Your Signup',
     body: (url, code) =>
@@ -53,8 +56,14 @@ export function verifyUrl(ctx: AuthContext, tokenHash: string, type: MailKind, r
 
 /** Counts the e-mail against [auth.rate_limit] email_sent (per hour, the whole project). */
 export function countEmailSent(ctx: AuthContext, sql: Sql) {
-  return takeToken(sql, 'email_sent', 'project', ctx.config.rateLimit.emailSent, ONE_HOUR,
-    tooMany('over_email_send_rate_limit', 'Email rate limit exceeded'))
+  return takeToken(
+    sql,
+    'email_sent',
+    'project',
+    ctx.config.rateLimit.emailSent,
+    ONE_HOUR,
+    tooMany('over_email_send_rate_limit', 'Email rate limit exceeded'),
+  )
 }
 
 /** Refuses a second e-mail of a kind to a user within [auth.email] max_frequency. */
@@ -62,7 +71,10 @@ export function checkMaxFrequency(ctx: AuthContext, sentAt: Date | null) {
   if (!sentAt) return
   const wait = Math.ceil((sentAt.getTime() + ctx.config.email.maxFrequency * 1000 - Date.now()) / 1000)
   if (wait > 0) {
-    throw tooMany('over_email_send_rate_limit', `For security purposes, you can only request this after ${wait} seconds.`)
+    throw tooMany(
+      'over_email_send_rate_limit',
+      `For security purposes, you can only request this after ${wait} seconds.`,
+    )
   }
 }
 
@@ -83,7 +95,10 @@ export async function sendAuthMail(ctx: AuthContext, sql: Sql, o: {
     email: escapeHtml(o.email ?? o.to),
     newEmail: escapeHtml(o.newEmail ?? o.to),
   })
-  const text = html.replace(/<a href="([^"]*)">([^<]*)<\/a>/g, (_m, href, label) => `${label} ( ${href.replace(/&amp;/g, '&')} )`)
+  const text = html.replace(
+    /<a href="([^"]*)">([^<]*)<\/a>/g,
+    (_m, href, label) => `${label} ( ${href.replace(/&amp;/g, '&')} )`,
+  )
     .replace(/<[^>]+>/g, '').replace(/\n{3,}/g, '\n\n').trim()
   await sql`insert into local_auth.inbox (sender, recipient, subject, html, text)
             values (${ctx.inboxSender}, ${o.to}, ${t.subject}, ${html}, ${text})`

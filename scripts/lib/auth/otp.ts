@@ -13,7 +13,8 @@ export function generateOtp(length: number): string {
   return out
 }
 
-export const tokenHash = (email: string, otp: string) => createHash('sha224').update(email + otp).digest('hex')
+export const tokenHash = (email: string, otp: string) =>
+  createHash('sha224').update(email + otp).digest('hex')
 
 /** A fresh code and its hash for an address. */
 export function newOtp(email: string, length: number) {

@@ -51,11 +51,16 @@ export async function issueAuthCode(sql: Sql, userId: string, authenticationMeth
 export async function pkceGrant(ctx: AuthContext, req: Request, body: Record<string, any>) {
   const { auth_code: code, code_verifier: verifier } = body
   if (typeof code !== 'string' || !code || typeof verifier !== 'string' || !verifier) {
-    throw badRequest('validation_failed', 'invalid request: both auth code and code verifier should be non-empty')
+    throw badRequest(
+      'validation_failed',
+      'invalid request: both auth code and code verifier should be non-empty',
+    )
   }
   return await ctx.sql.begin(async (tx) => {
     const [flow] = await tx`select * from auth.flow_state where auth_code = ${code} for update`
-    if (!flow || !flow.user_id) throw notFound('flow_state_not_found', 'invalid flow state, no valid flow state found')
+    if (!flow || !flow.user_id) {
+      throw notFound('flow_state_not_found', 'invalid flow state, no valid flow state found')
+    }
     const since: Date = flow.auth_code_issued_at ?? flow.created_at
     if (since.getTime() + FLOW_STATE_EXPIRY_SECONDS * 1000 < Date.now()) {
       throw new AuthError(422, 'flow_state_expired', 'invalid flow state, flow state has expired')

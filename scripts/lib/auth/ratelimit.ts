@@ -25,7 +25,9 @@ export async function takeToken(
     select exists (select 1 from hit) as allowed`
   if (!allowed) throw error
   // Old events are forgotten now and then (the table stays small).
-  if (Math.random() < 0.02) await sql`delete from local_auth.rate_limit_hits where at < now() - interval '1 day'`
+  if (Math.random() < 0.02) {
+    await sql`delete from local_auth.rate_limit_hits where at < now() - interval '1 day'`
+  }
 }
 
 export const FIVE_MINUTES = 300

@@ -52,7 +52,10 @@ async function accessToken(ctx: AuthContext, sql: Sql, user: UserRow, sessionId:
     user_metadata: user.raw_user_meta_data ?? {},
     role: user.role || 'authenticated',
     aal: 'aal1',
-    amr: amr.map((a) => ({ method: a.authentication_method, timestamp: Math.floor(a.updated_at.getTime() / 1000) })),
+    amr: amr.map((a) => ({
+      method: a.authentication_method,
+      timestamp: Math.floor(a.updated_at.getTime() / 1000),
+    })),
     session_id: sessionId,
     is_anonymous: user.is_anonymous ?? false,
   }
@@ -62,7 +65,14 @@ async function accessToken(ctx: AuthContext, sql: Sql, user: UserRow, sessionId:
   return { token, expiresAt: Number(hooked.exp ?? exp) }
 }
 
-async function tokenResponse(ctx: AuthContext, sql: Sql, user: UserRow, sessionId: string, refreshToken: string, method: string) {
+async function tokenResponse(
+  ctx: AuthContext,
+  sql: Sql,
+  user: UserRow,
+  sessionId: string,
+  refreshToken: string,
+  method: string,
+) {
   const { token, expiresAt } = await accessToken(ctx, sql, user, sessionId, method)
   return {
     access_token: token,
@@ -86,11 +96,14 @@ export async function issueSession(ctx: AuthContext, sql: Sql, user: UserRow, me
   const sessionId = crypto.randomUUID()
   const ip = clientIp(req) || null
   await sql`insert into auth.sessions (id, user_id, created_at, updated_at, aal, user_agent, ip)
-            values (${sessionId}, ${user.id}, now(), now(), 'aal1', ${req.headers.get('user-agent')}, ${ip}::inet)`
+            values (${sessionId}, ${user.id}, now(), now(), 'aal1', ${
+    req.headers.get('user-agent')
+  }, ${ip}::inet)`
   await sql`insert into auth.mfa_amr_claims (session_id, created_at, updated_at, authentication_method, id)
             values (${sessionId}, now(), now(), ${method}, ${crypto.randomUUID()})`
   const refreshToken = await insertRefreshToken(sql, user.id, sessionId, null)
-  const [signedIn] = await sql`update auth.users set last_sign_in_at = now() where id = ${user.id} returning *`
+  const [signedIn] =
+    await sql`update auth.users set last_sign_in_at = now() where id = ${user.id} returning *`
   await sql`update auth.identities set last_sign_in_at = now() where user_id = ${user.id}`
   return tokenResponse(ctx, sql, signedIn as UserRow, sessionId, refreshToken, method)
 }
@@ -119,7 +132,8 @@ export async function refreshGrant(ctx: AuthContext, refreshToken: unknown, req:
     }
     let issued: string | null = null
     if (rt.revoked) {
-      const [active] = await tx`select * from auth.refresh_tokens where session_id = ${session.id} and revoked = false
+      const [active] =
+        await tx`select * from auth.refresh_tokens where session_id = ${session.id} and revoked = false
                                 order by id desc limit 1`
       if (active && active.parent === rt.token) {
         // The client lost the answer to its last refresh: hand back the token it was given.
@@ -159,7 +173,9 @@ export async function verifiedClaims(ctx: AuthContext, req: Request): Promise<Re
   const m = (req.headers.get('authorization') ?? '').match(/^Bearer\s+(\S+)\s*$/i)
   if (!m) throw new AuthError(401, 'no_authorization', 'This endpoint requires a valid Bearer token')
   try {
-    const { payload } = await jwtVerify(m[1], new TextEncoder().encode(ctx.jwtSecret), { algorithms: ['HS256'] })
+    const { payload } = await jwtVerify(m[1], new TextEncoder().encode(ctx.jwtSecret), {
+      algorithms: ['HS256'],
+    })
     return payload as Record<string, any>
   } catch (e) {
     const why = (e as { code?: string }).code === 'ERR_JWT_EXPIRED'
@@ -172,7 +188,9 @@ export async function verifiedClaims(ctx: AuthContext, req: Request): Promise<Re
 /** The signed-in user behind the bearer token, and the session it belongs to. */
 export async function requireUser(ctx: AuthContext, req: Request): Promise<Caller> {
   const claims = await verifiedClaims(ctx, req)
-  if (typeof claims.sub !== 'string' || !claims.sub) throw forbidden('bad_jwt', 'invalid claim: missing sub claim')
+  if (typeof claims.sub !== 'string' || !claims.sub) {
+    throw forbidden('bad_jwt', 'invalid claim: missing sub claim')
+  }
   const user = await userById(ctx.sql, claims.sub)
   if (!user) throw forbidden('user_not_found', 'User from sub claim in JWT does not exist')
   const sessionId = typeof claims.session_id === 'string' ? claims.session_id : null
@@ -186,6 +204,8 @@ export async function requireUser(ctx: AuthContext, req: Request): Promise<Calle
 /** The service role (or supabase_admin) as GoTrue's admin routes require. */
 export async function requireAdmin(ctx: AuthContext, req: Request) {
   const claims = await verifiedClaims(ctx, req)
-  if (!['service_role', 'supabase_admin'].includes(claims.role)) throw forbidden('not_admin', 'User not allowed')
+  if (!['service_role', 'supabase_admin'].includes(claims.role)) {
+    throw forbidden('not_admin', 'User not allowed')
+  }
   return claims
 }

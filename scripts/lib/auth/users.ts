@@ -68,7 +68,8 @@ export async function userById(sql: Sql, id: string, forUpdate = false): Promise
 }
 
 export async function userByEmail(sql: Sql, email: string): Promise<UserRow | null> {
-  const [u] = await sql`select * from auth.users where lower(email) = ${email.toLowerCase()} and is_sso_user = false
+  const [u] =
+    await sql`select * from auth.users where lower(email) = ${email.toLowerCase()} and is_sso_user = false
                         order by created_at limit 1`
   return (u as UserRow) ?? null
 }
@@ -86,7 +87,9 @@ export function normalizeEmail(raw: unknown): string {
 /** The password rules of [auth] minimum_password_length (GoTrue's checkPasswordStrength). */
 export function checkPassword(password: unknown, config: AuthConfig): string {
   if (typeof password !== 'string') throw unprocessable('validation_failed', 'Password is required')
-  if (password.length > 72) throw unprocessable('validation_failed', 'Password cannot be longer than 72 characters')
+  if (password.length > 72) {
+    throw unprocessable('validation_failed', 'Password cannot be longer than 72 characters')
+  }
   if (password.length < config.minimumPasswordLength) {
     throw weakPassword(`Password should be at least ${config.minimumPasswordLength} characters.`, ['length'])
   }
