@@ -2,7 +2,16 @@
 // /settings, /health, and the rate limits of config.toml's [auth.rate_limit].
 import { strict as assert } from 'node:assert'
 import { ANON_KEY, API_URL, sql, test } from './_helpers.ts'
-import { adminClient, appClient, claimsOf, followLink, freshEmail, resetAuthRateLimits } from './_auth.ts'
+import {
+  adminClient,
+  appClient,
+  claimsOf,
+  followLink,
+  freshEmail,
+  lastMailTo,
+  linkIn,
+  resetAuthRateLimits,
+} from './_auth.ts'
 import { loadAuthConfig } from '../scripts/lib/auth/config.ts'
 import { createClient } from '@supabase/supabase-js'
 
@@ -213,4 +222,22 @@ test("rate limits of config.toml: sign-ins per IP per 5 minutes, e-mails per hou
   } finally {
     await resetAuthRateLimits()
   }
+})
+
+test('admin.inviteUserByEmail: an invitation e-mail whose link signs the new user in', async () => {
+  await resetAuthRateLimits()
+  const email = freshEmail('invited')
+  const { data, error } = await adminClient().auth.admin.inviteUserByEmail(email, {
+    data: { full_name: 'Invited' },
+    redirectTo: 'http://localhost:3000/welcome',
+  })
+  assert.equal(error, null)
+  assert.ok(data.user?.invited_at)
+  const mail = await lastMailTo(email, 'You have been invited')
+  const out = await followLink(linkIn(mail))
+  assert.equal(out.base, 'http://localhost:3000/welcome')
+  assert.equal(out.params.type, 'invite')
+  assert.equal(claimsOf(out.params.access_token).sub, data.user!.id)
+  const [p] = await sql`select full_name from public.profiles where id = ${data.user!.id}`
+  assert.equal(p.full_name, 'Invited')
 })
