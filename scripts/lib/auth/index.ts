@@ -2,7 +2,7 @@
 // HTTP API that @supabase/auth-js calls, on GoTrue's own tables (auth.users, identities,
 // sessions, refresh_tokens), with its shapes and error codes. Routes are in account.ts,
 // email_flows.ts and admin.ts; the e-mails go to the local inbox (inbox.ts).
-import { JSON_BODY_LIMIT, readLimited } from '../body.ts'
+import { BodyTooLarge, JSON_BODY_LIMIT, readLimited } from '../body.ts'
 import { adminRoute } from './admin.ts'
 import { getUser, logout, signup, token, updateUser } from './account.ts'
 import { otp, recover, resend, verify, verifyLink } from './email_flows.ts'
@@ -127,6 +127,13 @@ export async function handleAuth(ctx: AuthContext, req: Request, path: string): 
     return withCors(await dispatch(ctx, req, path))
   } catch (e) {
     if (e instanceof AuthError) return withCors(errorResponse(req, e))
-    throw e
+    if (e instanceof BodyTooLarge) throw e // the gateway's 413
+    console.error('auth error', e)
+    const failure = new AuthError(
+      500,
+      'unexpected_failure',
+      'Unexpected failure, please check server logs for more information',
+    )
+    return withCors(errorResponse(req, failure))
   }
 }
