@@ -45,12 +45,24 @@ export function schemaFiles(configPath = `${ROOT}/supabase/config.toml`): string
   return [...new Set(files)]
 }
 
-/** A port nothing listens on now. */
+/**
+ * A port nothing listens on now, among the twenty above the test stack's (TEST_PORT_BASE + 50),
+ * below Linux's ephemeral range like the stacks themselves. Two builds at once ask in turn.
+ */
+let nextSlot = 0
 function freePort(): number {
-  const l = Deno.listen({ hostname: '127.0.0.1', port: 0 })
-  const port = (l.addr as Deno.NetAddr).port
-  l.close()
-  return port
+  const base = Number(Deno.env.get('TEST_PORT_BASE') ?? 25321) + 50
+  for (let i = 0; i < 20; i++) {
+    const slot = (nextSlot + i) % 20
+    try {
+      Deno.listen({ hostname: '127.0.0.1', port: base + slot }).close()
+      nextSlot = slot + 1
+      return base + slot
+    } catch {
+      // taken: try the next one
+    }
+  }
+  throw new StackError(`no free port in ${base}-${base + 19} for a throw-away database`)
 }
 
 export interface BuiltDatabase {
@@ -181,7 +193,7 @@ select 'column ' || c.oid::regclass::text || '.' || a.attname,
        concat_ws(' | ', 'position ' || row_number() over (partition by c.oid order by a.attnum), format_type(a.atttypid, a.atttypmod),
        case when a.attnotnull then 'not null' end, pg_get_expr(ad.adbin, ad.adrelid), nullif(a.attidentity, ''),
        nullif(a.attgenerated, ''), case when a.attcollation <> t.typcollation then a.attcollation::regcollation::text end,
-       a.attacl::text, col_description(c.oid, a.attnum))
+       (select string_agg(x::text, ',' order by x::text) from unnest(a.attacl) x), col_description(c.oid, a.attnum))
   from pg_attribute a join pg_class c on c.oid = a.attrelid join pg_namespace n on n.oid = c.relnamespace
   join pg_type t on t.oid = a.atttypid left join pg_attrdef ad on ad.adrelid = a.attrelid and ad.adnum = a.attnum
  where ${OWN_NAMESPACE} and c.relkind in ('r', 'p', 'v', 'm', 'f') and a.attnum > 0 and not a.attisdropped
@@ -213,7 +225,7 @@ select 'policy ' || c.oid::regclass::text || '.' || po.polname,
  where ${OWN_NAMESPACE} and ${NOT_EXTENSION('pg_class', 'c.oid')}
 union all
 select 'trigger ' || tg.tgrelid::regclass::text || '.' || tg.tgname,
-       concat_ws(' | ', pg_get_triggerdef(tg.oid), 'enabled=' || tg.tgenabled, obj_description(tg.oid, 'pg_trigger'))
+       concat_ws(' | ', pg_get_triggerdef(tg.oid), 'enabled=' || tg.tgenabled::text, obj_description(tg.oid, 'pg_trigger'))
   from pg_trigger tg join pg_class c on c.oid = tg.tgrelid join pg_namespace n on n.oid = c.relnamespace
  where not tg.tgisinternal and ${OWN_NAMESPACE} and ${NOT_EXTENSION('pg_class', 'c.oid')}
 union all
@@ -232,7 +244,7 @@ select 'type ' || t.oid::regtype::text, concat_ws(' | ', t.typtype, obj_descript
  where ${OWN_NAMESPACE} and t.typtype in ('e', 'd', 'r') and ${NOT_EXTENSION('pg_type', 't.oid')}
 union all
 select 'default privileges ' || pg_get_userbyid(d.defaclrole) || ' ' || coalesce(d.defaclnamespace::regnamespace::text, 'all schemas')
-       || ' ' || d.defaclobjtype, (select string_agg(a::text, ',' order by a::text) from unnest(d.defaclacl) a)
+       || ' ' || d.defaclobjtype::text, (select string_agg(a::text, ',' order by a::text) from unnest(d.defaclacl) a)
   from pg_default_acl d
 `
 

@@ -580,8 +580,6 @@ returns jsonb
 language sql
 set search_path = ''
 as $$ select private.begin_entry_tone_analysis($1, $2, $3) $$;
-comment on function public.begin_entry_tone_analysis(uuid, text) is
-  'PUT /api/journal/:id: whether new content (its SHA-256 hex) should be analysed ({analyze, title}); counts the call against the daily cap when it should.';
 comment on function public.begin_entry_tone_analysis(uuid, text, integer) is
   'PUT /api/journal/:id: whether new content (its SHA-256 hex) should be analysed ({analyze, title}); counts the call against the daily cap (daily_cap: the api''s, 0 none) when it should.';
 grant execute on function public.begin_entry_tone_analysis(uuid, text, integer) to authenticated;

@@ -31,19 +31,16 @@ create table public.impersonation_writes (
   session_id uuid not null,
   admin_id uuid not null,
   target_id uuid not null,
-  table_name text not null,
+  table_name text,
   operation text not null,
   row_id text,
-  created_at timestamptz not null default now()
+  created_at timestamptz not null default now(),
+  kind text not null default 'write' check (kind in ('write', 'request')),
+  actor_role text,
+  detail jsonb,
+  constraint impersonation_writes_table_of_write check (kind <> 'write' or table_name is not null)
 );
 alter table public.impersonation_writes enable row level security;
--- TODO FOLD (20261126090000): alter table public.impersonation_writes
---   add column kind text not null default 'write',
---   add column actor_role text,
---   add column detail jsonb,
---   alter column table_name drop not null,
---   add constraint impersonation_writes_kind_check check (kind in ('write', 'request')),
---   add constraint impersonation_writes_table_of_write check (kind <> 'write' or table_name is not null);
 comment on table public.impersonation_writes is
   'Everything done in an impersonation session, attributed to its impersonator: each row written (kind write: '
   'table, operation, row id; actor_role authenticated = the token, service_role = the api on the session''s '
@@ -455,6 +452,20 @@ end
 $$;
 comment on function private.audit_new_tables() is
   'Event trigger (ddl_command_end): attaches the impersonation audit trigger to every new audited table.';
+
+-- The trigger on every audited table: those of the files before this one now, and every table
+-- created after (in the files after this one, in a migration, in the SQL editor) by the event
+-- trigger, in the statement that creates it.
+do $$
+begin
+  perform private.attach_impersonation_audit(c.oid::regclass)
+     from pg_catalog.pg_class c
+    where private.is_impersonation_audited(c.oid);
+end
+$$;
+create event trigger audit_impersonated_writes_on_new_tables on ddl_command_end
+  when tag in ('CREATE TABLE', 'CREATE TABLE AS', 'SELECT INTO', 'ALTER TABLE')
+  execute function private.audit_new_tables();
 
 -- @@ policy storage.objects:storage.objects: nothing for an ended impersonation session
 -- =========================================================================================

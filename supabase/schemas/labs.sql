@@ -90,7 +90,6 @@ grant execute on function private.valid_email(text,text) to authenticated, servi
 -- =========================================================================================
 create table public.labs_sponsors (
   id uuid primary key default gen_random_uuid(),
-  applicant_id uuid not null references public.profiles (id) on delete cascade,
   name text not null check (char_length(name) between 1 and 200),
   tier text not null check (char_length(tier) between 1 and 50),
   status text not null default 'pending' check (status in ('pending', 'approved', 'declined')),
@@ -98,7 +97,6 @@ create table public.labs_sponsors (
   reviewed_at timestamptz
 );
 alter table public.labs_sponsors enable row level security;
--- TODO FOLD (20261126040000): alter table public.labs_sponsors drop column applicant_id;
 comment on table public.labs_sponsors is
   'Sponsor applications. Public listings show approved ones; the applicant sees their own (labs_my_submissions). '
   'The applicant, contact fields and decline reason are in private.labs_sponsor_private.';
@@ -113,17 +111,15 @@ create table private.labs_sponsor_private (
   sponsor_id uuid primary key references public.labs_sponsors (id) on delete cascade,
   contact_email text not null,
   contact_name text not null,
-  decline_reason text
+  decline_reason text,
+  applicant_id uuid not null references public.profiles (id) on delete cascade
 );
--- TODO FOLD (20261126040000): alter table private.labs_sponsor_private add column applicant_id uuid references public.profiles (id) on delete cascade;
--- TODO FOLD (20261126040000): alter table private.labs_sponsor_private alter column applicant_id set not null;
 comment on table private.labs_sponsor_private is
   'A sponsor''s applicant, contact fields and decline reason: super admins read them through the review RPCs only.';
 
 -- @@ table public.labs_opportunities
 create table public.labs_opportunities (
   id uuid primary key default gen_random_uuid(),
-  submitter_id uuid not null references public.profiles (id) on delete cascade,
   kind text not null check (kind in ('internship', 'scholarship', 'fellowship', 'mentorship')),
   title text not null check (char_length(title) between 1 and 200),
   description text not null default '' check (char_length(description) <= 4000),
@@ -133,7 +129,6 @@ create table public.labs_opportunities (
   reviewed_at timestamptz
 );
 alter table public.labs_opportunities enable row level security;
--- TODO FOLD (20261126040000): alter table public.labs_opportunities drop column submitter_id;
 comment on table public.labs_opportunities is
   'Internships, scholarships, fellowships and mentorships submitted for the labs listing (approved ones are public). '
   'The submitter and contact fields are in private.labs_opportunity_private.';
@@ -148,17 +143,15 @@ create table private.labs_opportunity_private (
   opportunity_id uuid primary key references public.labs_opportunities (id) on delete cascade,
   contact_email text not null,
   contact_name text not null,
-  decline_reason text
+  decline_reason text,
+  submitter_id uuid not null references public.profiles (id) on delete cascade
 );
--- TODO FOLD (20261126040000): alter table private.labs_opportunity_private add column submitter_id uuid references public.profiles (id) on delete cascade;
--- TODO FOLD (20261126040000): alter table private.labs_opportunity_private alter column submitter_id set not null;
 comment on table private.labs_opportunity_private is
   'An opportunity''s submitter, contact fields and decline reason (super admins, through RPCs).';
 
 -- @@ table public.labs_dream_videos
 create table public.labs_dream_videos (
   id uuid primary key default gen_random_uuid(),
-  submitter_id uuid not null references public.profiles (id) on delete cascade,
   title text not null check (char_length(title) between 1 and 200),
   video_url text not null check (char_length(video_url) <= 2048 and video_url ~* '^https://'),
   is_featured boolean not null default false,
@@ -167,7 +160,6 @@ create table public.labs_dream_videos (
   reviewed_at timestamptz
 );
 alter table public.labs_dream_videos enable row level security;
--- TODO FOLD (20261126040000): alter table public.labs_dream_videos drop column submitter_id;
 comment on table public.labs_dream_videos is
   'Dream videos (a submitted video URL); approved ones are public, featured ones first. The submitter is in '
   'private.labs_dream_video_private.';
@@ -180,10 +172,9 @@ create index labs_dream_videos_by_status on public.labs_dream_videos (status, ap
 -- @@ table private.labs_dream_video_private
 create table private.labs_dream_video_private (
   video_id uuid primary key references public.labs_dream_videos (id) on delete cascade,
-  decline_reason text
+  decline_reason text,
+  submitter_id uuid not null references public.profiles (id) on delete cascade
 );
--- TODO FOLD (20261126040000): alter table private.labs_dream_video_private add column submitter_id uuid references public.profiles (id) on delete cascade;
--- TODO FOLD (20261126040000): alter table private.labs_dream_video_private alter column submitter_id set not null;
 comment on table private.labs_dream_video_private is 'A dream video''s submitter and decline reason (super admins, through RPCs).';
 
 -- @@ table public.labs_classroom_accounts
@@ -591,12 +582,11 @@ create table public.labs_activity_events (
   user_id uuid not null references public.profiles (id) on delete cascade,
   kind text not null check (kind in ('clone', 'completion', 'replication_confirmed', 'replication_refuted', 'build')),
   experiment_id uuid references public.labs_experiments (id) on delete set null,
-  created_at timestamptz not null default now()
+  created_at timestamptz not null default now(),
+  template_id uuid references public.labs_experiments (id) on delete set null,
+  replication_id uuid -- references public.labs_replications, below
 );
 alter table public.labs_activity_events enable row level security;
--- TODO FOLD (20261126040000): alter table public.labs_activity_events
---   add column template_id uuid references public.labs_experiments (id) on delete set null,
---   add column replication_id uuid references public.labs_replications (id) on delete set null;
 comment on table public.labs_activity_events is
   'Labs activity that competitions score (scoring_config weights per kind): on curated (golden-spec) public templates of '
   'others only, at most one clone, completion, build and replication per user and template. Users read their own.';
@@ -621,7 +611,7 @@ create policy "labs_activity_events: own or super admin" on public.labs_activity
 -- @@ table public.labs_replications
 create table public.labs_replications (
   id uuid primary key default gen_random_uuid(),
-  clone_id uuid not null references public.labs_experiments (id) on delete cascade,
+  clone_id uuid references public.labs_experiments (id) on delete set null,
   template_id uuid not null references public.labs_experiments (id) on delete cascade,
   user_id uuid not null references public.profiles (id) on delete cascade,
   measured_value double precision not null check (measured_value <> 'NaN' and measured_value not in ('Infinity', '-Infinity')),
@@ -630,10 +620,8 @@ create table public.labs_replications (
   created_at timestamptz not null default now()
 );
 alter table public.labs_replications enable row level security;
--- TODO FOLD (20261126040000): alter table public.labs_replications alter column clone_id drop not null;
--- TODO FOLD (20261126040000): alter table public.labs_replications drop constraint labs_replications_clone_id_fkey;
--- TODO FOLD (20261126040000): alter table public.labs_replications add constraint labs_replications_clone_id_fkey
---   foreign key (clone_id) references public.labs_experiments (id) on delete set null;
+alter table public.labs_activity_events
+  add foreign key (replication_id) references public.labs_replications (id) on delete set null;
 comment on table public.labs_replications is
   'Replication results reported on clones. confirmed: within 5 % of the template''s prediction at report time '
   '(null without a prediction). Reporters read their own; template statistics come from private.labs_template_stats.';
@@ -1012,6 +1000,21 @@ set search_path = ''
 as $$ select * from private.labs_set_golden_spec(template_id, spec) $$;
 grant execute on function labs_set_golden_spec(uuid,jsonb) to authenticated, service_role;
 
+-- @@ function private.labs_valid_scoring_config
+-- Competition weights: integers from 0 to 1000 (a larger one overflowed the recompute's
+-- integer arithmetic for every competition).
+create or replace function private.labs_valid_scoring_config(config jsonb) returns boolean
+language sql immutable
+set search_path = ''
+as $$
+  select jsonb_typeof(config) = 'object'
+     and config - array['clone', 'completion', 'replication_confirmed', 'replication_refuted', 'build'] = '{}'::jsonb
+     and not exists (select 1 from jsonb_each(config) w
+                      where jsonb_typeof(w.value) <> 'number' or (w.value #>> '{}')::numeric not between 0 and 1000
+                         or (w.value #>> '{}')::numeric <> trunc((w.value #>> '{}')::numeric))
+$$;
+grant execute on function private.labs_valid_scoring_config(jsonb) to authenticated, service_role;
+
 -- @@ table public.labs_competitions
 -- =========================================================================================
 -- 4. Competitions and step prompts
@@ -1027,15 +1030,11 @@ create table public.labs_competitions (
   last_scored_at timestamptz,
   scoring_config jsonb not null
     default '{"clone": 1, "completion": 5, "replication_confirmed": 25, "replication_refuted": 5, "build": 10}'::jsonb
-    check (jsonb_typeof(scoring_config) = 'object'
-           and scoring_config - array['clone', 'completion', 'replication_confirmed', 'replication_refuted', 'build'] = '{}'::jsonb),
+    check (private.labs_valid_scoring_config(scoring_config)),
   created_at timestamptz not null default now(),
   constraint labs_competitions_window check (ends_at is null or ends_at > starts_at)
 );
 alter table public.labs_competitions enable row level security;
--- TODO FOLD (20261126040000): alter table public.labs_competitions drop constraint labs_competitions_scoring_config_check;
--- TODO FOLD (20261126040000): alter table public.labs_competitions add constraint labs_competitions_scoring_config_check
---   check (private.labs_valid_scoring_config(scoring_config));
 comment on table public.labs_competitions is
   'Labs competitions: participants score their activity events between starts_at and ends_at by scoring_config''s weights.';
 revoke all on public.labs_competitions from anon, authenticated, service_role;
@@ -1352,12 +1351,10 @@ create table public.labs_sponsor_messages (
   id uuid primary key default gen_random_uuid(),
   sponsor_id uuid not null references public.labs_sponsors (id) on delete cascade,
   sender_id uuid not null references public.profiles (id) on delete cascade,
-  recipient_id uuid not null references public.profiles (id) on delete cascade,
   body text not null check (char_length(body) between 1 and 4000),
   created_at timestamptz not null default now()
 );
 alter table public.labs_sponsor_messages enable row level security;
--- TODO FOLD (20261126040000): alter table public.labs_sponsor_messages drop column recipient_id;
 comment on table public.labs_sponsor_messages is
   'Messages relayed to approved sponsors: only the sender and the sponsor''s applicant read them, and no policy lets '
   'super admins (SPEC Other admin rules 1). The sender never sees who the applicant is. Written by '
@@ -1920,18 +1917,4 @@ comment on function private.labs_check_experiment_inputs() is
 create trigger labs_experiments_inputs before insert or update of inputs on public.labs_experiments
   for each row execute function private.labs_check_experiment_inputs();
 
--- @@ function private.labs_valid_scoring_config
--- Competition weights: integers from 0 to 1000 (a larger one overflowed the recompute's
--- integer arithmetic for every competition). Existing weights are brought into range first.
-create or replace function private.labs_valid_scoring_config(config jsonb) returns boolean
-language sql immutable
-set search_path = ''
-as $$
-  select jsonb_typeof(config) = 'object'
-     and config - array['clone', 'completion', 'replication_confirmed', 'replication_refuted', 'build'] = '{}'::jsonb
-     and not exists (select 1 from jsonb_each(config) w
-                      where jsonb_typeof(w.value) <> 'number' or (w.value #>> '{}')::numeric not between 0 and 1000
-                         or (w.value #>> '{}')::numeric <> trunc((w.value #>> '{}')::numeric))
-$$;
-grant execute on function private.labs_valid_scoring_config(jsonb) to authenticated, service_role;
 

@@ -1,3 +1,6 @@
+-- Tokens are encrypted at rest with pgcrypto (pgp_sym_encrypt), its key in Vault.
+create extension if not exists pgcrypto with schema extensions;
+
 -- @@ table public.music_connections
 -- ---------------------------------------------------------------------------------------
 -- Tables

@@ -4,25 +4,22 @@
 -- concurrent runs award once.
 create table public.subscriptions (
   id uuid primary key default gen_random_uuid(),
-  user_id uuid not null references public.profiles (id) on delete cascade,
+  -- Null until the user is known: a subscription event may arrive before the checkout that
+  -- names its user (or belong to a customer made outside the product).
+  user_id uuid references public.profiles (id) on delete cascade,
   stripe_customer_id text,
   stripe_subscription_id text unique,
-  status text not null,
+  status text not null check (length(status) between 1 and 50),
   created_at timestamptz not null default now(),
-  updated_at timestamptz not null default now()
+  updated_at timestamptz not null default now(),
+  current_period_end timestamptz,
+  cancel_at_period_end boolean not null default false,
+  last_payment_failed_at timestamptz,
+  stripe_event_at timestamptz,
+  stripe_event_id text,
+  stripe_fetched_at timestamptz
 );
 alter table public.subscriptions enable row level security;
--- TODO FOLD (20261122030000): alter table public.subscriptions
---   -- A subscription event may arrive before the checkout that names its user (or belong to a
---   -- customer made outside the product); its state is kept and linked when the user is known.
---   alter column user_id drop not null,
---   add column current_period_end timestamptz,
---   add column cancel_at_period_end boolean not null default false,
---   add column last_payment_failed_at timestamptz,
---   add column stripe_event_at timestamptz,
---   add column stripe_event_id text,
---   add constraint subscriptions_status_check check (length(status) between 1 and 50);
--- TODO FOLD (20261126060000): alter table public.subscriptions add column stripe_fetched_at timestamptz;
 comment on table public.subscriptions is
   'Payment-provider subscriptions; a user is premium while one has status active. Written by the payment webhook.';
 comment on column public.subscriptions.stripe_event_at is
@@ -78,15 +75,12 @@ comment on table private.stripe_customers is
 create table private.stripe_events (
   event_id text primary key,
   event_type text not null,
-  event_created timestamptz not null,
+  event_created timestamptz, -- null: an ignored event may carry no usable time ("notanumber")
   stripe_subscription_id text,
   outcome text not null check (outcome in ('applied', 'stale', 'ignored')),
-  received_at timestamptz not null default now()
+  received_at timestamptz not null default now(),
+  reason text check (reason is null or length(reason) <= 2000)
 );
--- TODO FOLD (20261126060000): alter table private.stripe_events
---   -- An ignored event may carry no usable time (created: "notanumber").
---   alter column event_created drop not null,
---   add column reason text check (reason is null or length(reason) <= 2000);
 comment on table private.stripe_events is
   'Stripe events already processed (by event id) and what they did; replays are acknowledged and change nothing.';
 comment on column private.stripe_events.event_id is
@@ -409,11 +403,10 @@ create table private.email_events (
   event_type text not null,
   email_id text,
   payload jsonb not null,
-  received_at timestamptz not null default now()
+  received_at timestamptz not null default now(),
+  outcome text not null default 'stored' check (outcome in ('stored', 'ignored')),
+  reason text check (reason is null or length(reason) <= 2000)
 );
--- TODO FOLD (20261126060000): alter table private.email_events
---   add column outcome text not null default 'stored' check (outcome in ('stored', 'ignored')),
---   add column reason text check (reason is null or length(reason) <= 2000);
 comment on table private.email_events is 'Resend webhook events, stored once by svix-id.';
 comment on column private.email_events.outcome is
   'stored: applied (status, suppression, inbound mail); ignored: malformed, kept only for inspection (payload as received).';

@@ -29,12 +29,10 @@ create table public.tone_packs (
   retired_at timestamptz,
   created_at timestamptz not null default now(),
   updated_at timestamptz not null default now(),
+  price_changed_at timestamptz,
   constraint tone_packs_retired_not_public check (retired_at is null or not is_public)
 );
 alter table public.tone_packs enable row level security;
--- TODO FOLD (20261126030000): alter table public.tone_packs add column price_changed_at timestamptz;
--- TODO FOLD (20261126030000): alter table public.tone_packs disable trigger tone_packs_stamp;
--- TODO FOLD (20261126030000): alter table public.tone_packs enable trigger tone_packs_stamp;
 comment on table public.tone_packs is
   'Themed icon packs: one image per tone (tone_pack_images). Visible to the owner, sharees, buyers, everyone signed in when public, super admins.';
 comment on column public.tone_packs.price_drops is 'Price in drops (0: free). Buying spends it through the drops ledger.';
@@ -764,8 +762,6 @@ create or replace function public.purchase_tone_pack(
 language sql
 set search_path = ''
 as $$ select private.purchase_tone_pack($1, $2, $3) $$;
-comment on function public.purchase_tone_pack(uuid, text) is
-  'Buys a pack (public, or shared with the caller; not their own; once): a purchase ledger row of -price_drops and the purchase, in one transaction. {purchase, balance, replayed}. 402 insufficient drops, 409 own or already bought; the same idempotency_key returns the first purchase.';
 comment on function public.purchase_tone_pack(uuid, text, integer) is
   'Buys a pack (public, or shared with the caller; not their own; once): a purchase ledger row of -price_drops and the purchase, in one transaction; the buyer keeps the images as they are now. {purchase, balance, replayed}. 402 insufficient drops; 409 own, already bought, or the price is not expected_price_drops (without it: the price ever changed since the pack was created); the same idempotency_key returns the first purchase.';
 grant execute on function purchase_tone_pack(uuid,text,integer) to authenticated, service_role;

@@ -231,18 +231,14 @@ grant execute on function update_workout_location(jsonb) to authenticated, servi
 create table public.workout_squads (
   id uuid primary key default gen_random_uuid(),
   date date not null,
-  user_1_id uuid not null references public.profiles (id) on delete cascade,
-  user_2_id uuid not null references public.profiles (id) on delete cascade,
-  user_3_id uuid references public.profiles (id) on delete cascade,
+  user_1_id uuid not null,
+  user_2_id uuid not null,
+  user_3_id uuid,
   team_color text not null check (team_color in ('red', 'blue')),
   created_at timestamptz not null default now(),
   constraint workout_squads_trio unique nulls not distinct (user_1_id, date, user_2_id, user_3_id)
 );
 alter table public.workout_squads enable row level security;
--- TODO FOLD (20261124010000): alter table public.workout_squads
---   drop constraint workout_squads_user_1_id_fkey,
---   drop constraint workout_squads_user_2_id_fkey,
---   drop constraint workout_squads_user_3_id_fkey;
 comment on table public.workout_squads is
   'Two or three users of one team for one date (unique per date and trio). Written by private.generate_workout_chains.';
 revoke all on public.workout_squads from anon, authenticated;
@@ -252,20 +248,15 @@ grant select on public.workout_squads to authenticated;
 create table public.workout_chains (
   id uuid primary key default gen_random_uuid(),
   date date not null,
-  user_id uuid not null references public.profiles (id) on delete cascade,
-  before_user_id uuid references public.profiles (id) on delete set null,
-  after_user_id uuid references public.profiles (id) on delete set null,
+  user_id uuid not null,
+  before_user_id uuid,
+  after_user_id uuid,
   team_color text not null check (team_color in ('red', 'blue')),
-  squad_id uuid references public.workout_squads (id) on delete set null,
+  squad_id uuid,
   created_at timestamptz not null default now(),
   constraint workout_chains_user_date unique (user_id, date)
 );
 alter table public.workout_chains enable row level security;
--- TODO FOLD (20261124010000): alter table public.workout_chains
---   drop constraint workout_chains_before_user_id_fkey,
---   drop constraint workout_chains_after_user_id_fkey,
---   drop constraint workout_chains_squad_id_fkey;
--- TODO FOLD (20261124020000): alter table public.workout_chains drop constraint workout_chains_user_id_fkey;
 comment on table public.workout_chains is
   'A user''s place in a date''s chain: neighbours, team and squad (unique per date and user).';
 comment on column public.workout_chains.before_user_id is
@@ -305,11 +296,10 @@ create table public.workout_checkins (
   streak_days integer not null default 1,
   battle_chips_earned integer not null default 1 check (battle_chips_earned >= 0),
   created_at timestamptz not null default now(),
+  timezone text not null default 'UTC' check (char_length(timezone) <= 50),
   constraint workout_checkins_user_date unique (user_id, date)
 );
 alter table public.workout_checkins enable row level security;
--- TODO FOLD (20261126010000): alter table public.workout_checkins
---   add column timezone text not null default 'UTC' check (char_length(timezone) <= 50);
 comment on table public.workout_checkins is
   'One photo check-in per user per date, with its chips (rules 2-4) and photo validation (rule 6).';
 comment on column public.workout_checkins.review_reason is
@@ -957,8 +947,6 @@ begin
     'chainStatus', case when continued then 'continued' else 'broken' end, 'nextUserNotified', notified);
 end
 $$;
-comment on function private.record_workout_checkin(uuid, text, text, text, timestamp, integer, numeric, numeric, numeric, numeric, timestamptz, text) is
-  'Writes one check-in with its chips and validation and tells the after user; not granted to clients.';
 comment on function private.record_workout_checkin(uuid, text, text, text, timestamp, integer, numeric, numeric, numeric, numeric, timestamptz, text, timestamptz, bigint[], boolean) is
   'Writes one check-in with its chips and validation and tells the after user; not granted to clients.';
 
@@ -1000,8 +988,6 @@ returns jsonb
 language sql
 set search_path = ''
 as $$ select private.workout_checkin(activity_type, photo_object, latitude, longitude) $$;
-comment on function public.workout_checkin(text, text, text, timestamp, integer, numeric, numeric, numeric, numeric) is
-  'The caller''s check-in for the current window date (POST /api/workout-window/checkin stores the photo first).';
 comment on function public.workout_checkin(text, text, numeric, numeric) is
   'The caller''s check-in for the current window date, with a photo POST /api/workout-window/checkin stored and read '
   'for them (once); latitude and longitude are the optional position of the SPEC''s form.';
