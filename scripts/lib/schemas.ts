@@ -123,13 +123,33 @@ export async function buildDatabase(source: Source, label = source.kind): Promis
 // ---------------------------------------------------------------------------------------------
 
 /**
- * Roles and their settings are the cluster's, not the database's: on Supabase the platform
- * owns anon, authenticated and authenticator, so a setting on them (jit, pgrst.*) stays a
- * migration of its own. Everything else the engine models is compared.
+ * What a database built from supabase/schemas cannot hold, so it is never compared: these live
+ * in migrations only (README "Database"). Rows are not compared at all (the comparisons read
+ * the catalog, never a table's contents); the rest is left out by name below.
+ */
+export const MIGRATIONS_ONLY = [
+  ['pg_cron schedules', 'rows of cron.job (cron.schedule, private.schedule_edge_function_job): data of the pg_cron extension'],
+  ['Vault secrets', 'rows of vault.secrets (music_token_key): generated once per project, never in a file'],
+  ['seed and reference rows', 'storage buckets, AI usage types and prices, e-mail settings, encouragement config and badges, the AI users, workout cities, time zone names'],
+  ['data fixes and backfills', 'update/insert/delete on existing rows when a column or rule changes'],
+  ['role settings', 'alter role anon/authenticated set jit, authenticator set pgrst.db_pre_request: roles are the platform\'s, not the database\'s'],
+  ['publication membership', 'notifications in supabase_realtime: that publication exists only on hosted Supabase'],
+] as const
+
+/** The audit trigger private.attach_impersonation_audit gives every audited table (impersonation.sql). */
+export const AUDIT_TRIGGER = 'zz_record_impersonated_write'
+
+/**
+ * Roles and memberships (the platform's, see MIGRATIONS_ONLY) are not diffed. Nor is the audit
+ * trigger of each table: the event trigger audit_impersonated_writes_on_new_tables attaches it
+ * to a new table in the statement that creates it, so a migration must not create it again.
  */
 const DIFF_POLICY = {
   id: 'journal-schemas',
-  filter: [{ match: { kind: ['role', 'membership'] }, action: 'exclude' as const }],
+  filter: [
+    { match: { kind: ['role', 'membership'] }, action: 'exclude' as const },
+    { match: { all: [{ kind: 'trigger' }, { name: AUDIT_TRIGGER }] }, action: 'exclude' as const },
+  ],
   assumedRoles: ['postgres', 'anon', 'authenticated', 'service_role', 'authenticator', 'supabase_auth_admin'],
 }
 
@@ -184,6 +204,7 @@ union all
 select 'extension ' || e.extname, e.extnamespace::regnamespace::text from pg_extension e
 union all
 select 'relation ' || c.oid::regclass::text, concat_ws(' | ', c.relkind, 'rls=' || c.relrowsecurity, 'force=' || c.relforcerowsecurity,
+       'replica identity=' || c.relreplident::text,
        c.reloptions::text, ${ACL('c.relacl', "(case c.relkind when 'S' then 's' else 'r' end)::\"char\"", 'c.relowner')},
        obj_description(c.oid, 'pg_class'), case when c.relkind in ('v', 'm') then pg_get_viewdef(c.oid) end)
   from pg_class c join pg_namespace n on n.oid = c.relnamespace
@@ -271,4 +292,166 @@ export function compareFacts(a: Map<string, string>, b: Map<string, string>, nam
     else out.push(`${key}: differs\n    ${names[0]}: ${x}\n    ${names[1]}: ${y}`)
   }
   return out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Where each object is defined: the create statements of a set of SQL files
+// ---------------------------------------------------------------------------------------------
+
+export type DefinitionKind = 'function' | 'table' | 'view' | 'policy' | 'trigger' | 'event trigger'
+
+export interface Definition {
+  kind: DefinitionKind
+  /** schema.name; a policy or trigger: schema.table.name (unquoted names folded to lower case) */
+  name: string
+  file: string
+  line: number
+}
+
+/** The text with comments, string literals and dollar-quoted bodies blanked (lines kept). */
+function codeOnly(sql: string): string {
+  let out = ''
+  let i = 0
+  const blank = (s: string) => s.replace(/[^\n]/g, ' ')
+  while (i < sql.length) {
+    const rest = sql.slice(i)
+    let m: RegExpMatchArray | null
+    if (rest.startsWith('--')) {
+      const end = sql.indexOf('\n', i)
+      const j = end < 0 ? sql.length : end
+      out += blank(sql.slice(i, j))
+      i = j
+    } else if (rest.startsWith('/*')) {
+      const j = sql.indexOf('*/', i + 2) + 2 || sql.length
+      out += blank(sql.slice(i, j))
+      i = j
+    } else if (sql[i] === "'") {
+      let j = i + 1
+      while (j < sql.length && !(sql[j] === "'" && sql[j + 1] !== "'")) j += sql[j] === "'" ? 2 : 1
+      out += "'" + blank(sql.slice(i + 1, j)) + "'"
+      i = j + 1
+    } else if (sql[i] === '"') {
+      const j = sql.indexOf('"', i + 1)
+      out += sql.slice(i, j + 1)
+      i = j + 1
+    } else if ((m = rest.match(/^\$([A-Za-z_][A-Za-z_0-9]*)?\$/))) {
+      const j = sql.indexOf(m[0], i + m[0].length)
+      const end = j < 0 ? sql.length : j + m[0].length
+      out += m[0] + blank(sql.slice(i + m[0].length, end - m[0].length)) + m[0]
+      i = end
+    } else {
+      out += sql[i++]
+    }
+  }
+  return out
+}
+
+/** An identifier cut to Postgres' 63 bytes, as it stores a longer one. */
+function truncated(id: string): string {
+  const bytes = new TextEncoder().encode(id)
+  if (bytes.length <= 63) return id
+  let cut = 63
+  while (cut > 0 && (bytes[cut] & 0xc0) === 0x80) cut-- // not inside a UTF-8 character
+  return new TextDecoder().decode(bytes.slice(0, cut))
+}
+
+/** A possibly quoted, possibly qualified name as Postgres stores it (public when unqualified). */
+function qualified(name: string, parts = 2): string {
+  const ids = [...name.matchAll(/"((?:[^"]|"")*)"|([^."\s]+)/g)]
+    .map((m) => truncated(m[1] !== undefined ? m[1].replace(/""/g, '"') : m[2].toLowerCase()))
+  while (ids.length < parts) ids.unshift('public')
+  return ids.join('.')
+}
+
+const IDENT = String.raw`(?:"(?:[^"]|"")*"|[A-Za-z_][\w$]*)`
+const QNAME = String.raw`${IDENT}(?:\s*\.\s*${IDENT})?`
+const STATEMENTS: [DefinitionKind, RegExp, (m: RegExpMatchArray) => string][] = [
+  ['function', new RegExp(String.raw`^create\s+(?:or\s+replace\s+)?(?:function|procedure)\s+(${QNAME})\s*\(`, 'i'), (m) => qualified(m[1])],
+  ['table', new RegExp(String.raw`^create\s+(?:unlogged\s+)?table\s+(?:if\s+not\s+exists\s+)?(${QNAME})`, 'i'), (m) => qualified(m[1])],
+  ['view', new RegExp(String.raw`^create\s+(?:or\s+replace\s+)?(?:materialized\s+)?view\s+(?:if\s+not\s+exists\s+)?(${QNAME})`, 'i'), (m) => qualified(m[1])],
+  ['policy', new RegExp(String.raw`^create\s+policy\s+(${IDENT})\s+on\s+(${QNAME})`, 'i'), (m) => `${qualified(m[2])}.${qualified(m[1], 1)}`],
+  ['event trigger', new RegExp(String.raw`^create\s+event\s+trigger\s+(${IDENT})`, 'i'), (m) => qualified(m[1], 1)],
+  ['trigger', new RegExp(String.raw`^create\s+(?:or\s+replace\s+)?(?:constraint\s+)?trigger\s+(${IDENT})\s[\s\S]*?\son\s+(${QNAME})`, 'i'), (m) => `${qualified(m[2])}.${qualified(m[1], 1)}`],
+]
+
+/** Every function, table, view, policy, trigger and event trigger the files create, in order. */
+export function definitionsIn(files: string[]): Definition[] {
+  const found: Definition[] = []
+  for (const file of files) {
+    const code = codeOnly(Deno.readTextFileSync(file))
+    let start = 0
+    for (const statement of code.split(';')) {
+      const lead = statement.length - statement.trimStart().length
+      const text = statement.trimStart()
+      for (const [kind, pattern, name] of STATEMENTS) {
+        const m = text.match(pattern)
+        if (!m) continue
+        const line = code.slice(0, start + lead).split('\n').length
+        found.push({ kind, name: name(m), file: file.replace(`${ROOT}/`, ''), line })
+        break
+      }
+      start += statement.length + 1
+    }
+  }
+  return found
+}
+
+/**
+ * How many definitions of each object the database holds: 1 per table, view, policy, trigger
+ * and event trigger; per function name, one per signature (its overloads). Keys as Definition.
+ */
+export async function databaseObjects(url: string): Promise<Map<string, number>> {
+  const sql = postgres(url, { max: 1, onnotice: () => {} })
+  try {
+    const rows = await sql.unsafe(`
+      select 'function ' || n.nspname || '.' || p.proname as key, count(*)::int as n
+        from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+       where ${OWN_NAMESPACE} and ${NOT_EXTENSION('pg_proc', 'p.oid')} group by 1
+      union all
+      select case when c.relkind in ('v', 'm') then 'view ' else 'table ' end || n.nspname || '.' || c.relname, 1
+        from pg_class c join pg_namespace n on n.oid = c.relnamespace
+       where ${OWN_NAMESPACE} and c.relkind in ('r', 'p', 'v', 'm', 'f') and ${NOT_EXTENSION('pg_class', 'c.oid')}
+      union all
+      select 'policy ' || n.nspname || '.' || c.relname || '.' || po.polname, 1
+        from pg_policy po join pg_class c on c.oid = po.polrelid join pg_namespace n on n.oid = c.relnamespace
+       where ${OWN_NAMESPACE} and ${NOT_EXTENSION('pg_class', 'c.oid')}
+      union all
+      select 'trigger ' || n.nspname || '.' || c.relname || '.' || tg.tgname, 1
+        from pg_trigger tg join pg_class c on c.oid = tg.tgrelid join pg_namespace n on n.oid = c.relnamespace
+       where not tg.tgisinternal and ${OWN_NAMESPACE} and ${NOT_EXTENSION('pg_class', 'c.oid')}
+      union all
+      select 'event trigger ' || e.evtname, 1 from pg_event_trigger e where ${NOT_EXTENSION('pg_event_trigger', 'e.oid')}`)
+    return new Map(rows.map((r) => [r.key as string, r.n as number]))
+  } finally {
+    await sql.end()
+  }
+}
+
+/**
+ * The objects of the database at `url` not defined exactly once (a function: once per
+ * signature) in `files`, and definitions of objects it does not hold. Left out: what sql/local
+ * defines (the platform's) and the audit trigger each table gets from
+ * private.attach_impersonation_audit rather than a statement of its own.
+ */
+export async function definitionProblems(url: string, files = schemaFiles()): Promise<string[]> {
+  const inDatabase = await databaseObjects(url)
+  const platform = new Set(definitionsIn(sortedSql(LOCAL_DIR)).map((d) => `${d.kind} ${d.name}`))
+  const defined = new Map<string, Definition[]>()
+  for (const d of definitionsIn(files)) {
+    const key = `${d.kind} ${d.name}`
+    defined.set(key, [...(defined.get(key) ?? []), d])
+  }
+  const problems: string[] = []
+  for (const [key, expected] of [...inDatabase].sort()) {
+    if (platform.has(key) || (key.startsWith('trigger ') && key.endsWith(`.${AUDIT_TRIGGER}`))) continue
+    const where = defined.get(key) ?? []
+    if (where.length !== expected) {
+      const places = where.map((d) => `${d.file}:${d.line}`).join(', ') || 'nowhere'
+      problems.push(`${key}: ${expected} in the database, defined ${where.length} time(s) (${places})`)
+    }
+  }
+  for (const [key, where] of defined) {
+    if (!inDatabase.has(key)) problems.push(`${key}: defined at ${where.map((d) => `${d.file}:${d.line}`).join(', ')}, not in the database`)
+  }
+  return problems
 }
