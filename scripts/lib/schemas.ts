@@ -46,12 +46,12 @@ export function schemaFiles(configPath = `${ROOT}/supabase/config.toml`): string
 }
 
 /**
- * A port nothing listens on now, among the twenty above the test stack's (TEST_PORT_BASE + 50),
+ * A port nothing listens on now, among twenty from TEST_PORT_BASE + 100 (clear of the test stack's),
  * below Linux's ephemeral range like the stacks themselves. Two builds at once ask in turn.
  */
 let nextSlot = 0
 function freePort(): number {
-  const base = Number(Deno.env.get('TEST_PORT_BASE') ?? 25321) + 50
+  const base = Number(Deno.env.get('TEST_PORT_BASE') ?? 25321) + 100
   for (let i = 0; i < 20; i++) {
     const slot = (nextSlot + i) % 20
     try {
@@ -81,7 +81,7 @@ export type Source =
  * are not checked while the schema files load (as when a dump is restored), so a file may call
  * a function another file defines later; everything else must follow schema_paths' order.
  */
-export async function buildDatabase(source: Source, label = source.kind): Promise<BuiltDatabase> {
+export async function buildDatabase(source: Source, label: string = source.kind): Promise<BuiltDatabase> {
   const dataDir = await Deno.makeTempDir({ prefix: `journal-${label}-` })
   await Deno.chmod(dataDir, 0o755)
   if (isRoot()) await run('chown', ['postgres:postgres', dataDir])
