@@ -1,4 +1,14 @@
--- @@ function public.applied_migrations
+-- =============================================================================================
+-- Admin: health page, role changes, user list
+-- =============================================================================================
+-- What the admin pages need from the database: the migrations applied and the pg_cron jobs
+-- (health), super admin role changes (audited, the last one never demoted), the user list.
+
+-- ---------------------------------------------------------------------------------------------
+-- Health
+-- ---------------------------------------------------------------------------------------------
+
+-- The migrations recorded as applied (super admins).
 create or replace function public.applied_migrations()
 returns table (version text, name text)
 language sql stable security invoker
@@ -7,8 +17,6 @@ as $$ select * from private.applied_migrations() $$;
 comment on function public.applied_migrations() is 'Super admins: migrations recorded as applied (for the health page).';
 grant execute on function applied_migrations() to authenticated, service_role;
 
--- @@ function private.applied_migrations
--- Health ---------------------------------------------------------------------------------
 create or replace function private.applied_migrations()
 returns table (version text, name text)
 language plpgsql stable security definer
@@ -24,9 +32,11 @@ $$;
 comment on function private.applied_migrations() is 'Super admins: migrations recorded as applied.';
 grant execute on function private.applied_migrations() to authenticated, service_role;
 
--- @@ table public.role_changes
--- ---------------------------------------------------------------------------------------
--- Role changes: audited, and the last super admin cannot be demoted, by any path (the API,
+-- ---------------------------------------------------------------------------------------------
+-- Role changes
+-- ---------------------------------------------------------------------------------------------
+
+-- Role changes are audited, and the last super admin cannot be demoted, by any path (the API,
 -- PostgREST PATCH, the SQL dashboard).
 create table public.role_changes (
   id bigint generated always as identity primary key,
@@ -43,11 +53,9 @@ comment on table public.role_changes is
 revoke all on public.role_changes from anon, authenticated, service_role;
 grant select on public.role_changes to authenticated, service_role;
 
--- @@ policy public.role_changes:role_changes: super admins read
 create policy "role_changes: super admins read" on public.role_changes
   for select to authenticated using ((select private.is_super_admin()));
 
--- @@ function private.guard_last_super_admin
 create or replace function private.guard_last_super_admin() returns trigger
 language plpgsql security definer
 set search_path = ''
@@ -65,11 +73,9 @@ begin
 end
 $$;
 
--- @@ trigger public.profiles:profiles_guard_last_super_admin
 create trigger profiles_guard_last_super_admin before update of role on public.profiles
   for each row execute function private.guard_last_super_admin();
 
--- @@ function private.audit_role_change
 create or replace function private.audit_role_change() returns trigger
 language plpgsql security definer
 set search_path = ''
@@ -81,12 +87,10 @@ begin
 end
 $$;
 
--- @@ trigger public.profiles:profiles_audit_role_change
 create trigger profiles_audit_role_change after update of role on public.profiles
   for each row when (old.role is distinct from new.role)
   execute function private.audit_role_change();
 
--- @@ function public.set_user_role
 -- PUT /api/admin/users/:id/role. Runs as the caller: grants, RLS and the triggers above apply.
 create or replace function public.set_user_role(user_id uuid, role text) returns jsonb
 language plpgsql
@@ -116,7 +120,6 @@ comment on function public.set_user_role(uuid, text) is
   'Super admins: change a user''s role (user, super_admin); audited in role_changes; the last super admin cannot be demoted (409).';
 grant execute on function set_user_role(uuid,text) to authenticated, service_role;
 
--- @@ function private.admin_list_users
 create or replace function private.admin_list_users(
   search text, before_created_at timestamptz, before_id uuid, page_size integer
 ) returns table (
@@ -170,7 +173,6 @@ end
 $$;
 grant execute on function private.admin_list_users(text,timestamp with time zone,uuid,integer) to authenticated, service_role;
 
--- @@ function public.admin_list_users
 create or replace function public.admin_list_users(
   search text default null, before_created_at timestamptz default null, before_id uuid default null,
   page_size integer default 50
@@ -185,10 +187,10 @@ comment on function public.admin_list_users(text, timestamptz, uuid, integer) is
   'Super admins: users newest first with e-mail, role, flags, drops balance and this month''s AI usage; search matches e-mail or name.';
 grant execute on function admin_list_users(text,timestamp with time zone,uuid,integer) to authenticated, service_role;
 
--- @@ function private.cron_job_status
--- =========================================================================================
--- 8. pg_cron jobs for the admin health page
--- =========================================================================================
+-- ---------------------------------------------------------------------------------------------
+-- pg_cron jobs for the admin health page
+-- ---------------------------------------------------------------------------------------------
+
 create or replace function private.cron_job_status()
 returns table (job_name text, schedule text, active boolean, last_status text, last_started_at timestamptz,
                last_finished_at timestamptz, last_message text)
@@ -208,7 +210,6 @@ end
 $$;
 grant execute on function private.cron_job_status() to authenticated, service_role;
 
--- @@ function public.cron_job_status
 create or replace function public.cron_job_status()
 returns table (job_name text, schedule text, active boolean, last_status text, last_started_at timestamptz,
                last_finished_at timestamptz, last_message text)

@@ -1,5 +1,7 @@
--- @@ function private.utc_today
--- Encouragement drops (issue 10): messages users send each other, a daily allowance that
+-- =============================================================================================
+-- Encouragement drops
+-- =============================================================================================
+-- Encouragement drops: messages users send each other, a daily allowance that
 -- engagement bonuses raise, the seven-level badge ladder with milestones and a leaderboard,
 -- note analysis and the daily assistant drop. "Drops" here are messages, never the drops
 -- currency: nothing in this file touches the drops ledger.
@@ -13,8 +15,10 @@
 --   AI jobs (edge)       public.claim_ai_job_chunk(job, chunk_size) + save_note_analysis /
 --                        send_assistant_drop / fail_ai_job_item    (service role only)
 
--- ---------------------------------------------------------------------------------------
+-- ---------------------------------------------------------------------------------------------
 -- Helpers
+-- ---------------------------------------------------------------------------------------------
+
 create or replace function private.utc_today() returns date
 language sql stable
 set search_path = ''
@@ -22,7 +26,6 @@ as $$ select (now() at time zone 'UTC')::date $$;
 comment on function private.utc_today() is 'The current UTC day: every daily counter of this area uses it.';
 grant execute on function private.utc_today() to authenticated, service_role;
 
--- @@ function private.assistant_user_id
 -- The fixed system user that sends the daily assistant drops (README: ASSISTANT_SYSTEM_USER_ID).
 create or replace function private.assistant_user_id() returns uuid
 language sql immutable
@@ -31,9 +34,10 @@ as $$ select 'a5515700-0000-4000-8000-000000000001'::uuid $$;
 comment on function private.assistant_user_id() is 'ASSISTANT_SYSTEM_USER_ID: the sender of daily assistant drops.';
 grant execute on function private.assistant_user_id() to authenticated, service_role;
 
--- @@ table public.encouragement_config
--- ---------------------------------------------------------------------------------------
+-- ---------------------------------------------------------------------------------------------
 -- Configuration: one row, SPEC's defaults; every change recorded.
+-- ---------------------------------------------------------------------------------------------
+
 create table public.encouragement_config (
   id boolean primary key default true check (id),
   daily_allowance integer not null default 5 check (daily_allowance between 1 and 100),
@@ -49,11 +53,9 @@ comment on table public.encouragement_config is
 revoke all on public.encouragement_config from anon, authenticated, service_role;
 grant select on public.encouragement_config to authenticated, service_role;
 
--- @@ policy public.encouragement_config:encouragement_config: signed-in users read
 create policy "encouragement_config: signed-in users read" on public.encouragement_config
   for select to authenticated using (true);
 
--- @@ table public.encouragement_config_changes
 create table public.encouragement_config_changes (
   id bigint generated always as identity primary key,
   changed_by uuid references public.profiles (id) on delete set null,
@@ -66,14 +68,11 @@ comment on table public.encouragement_config_changes is 'Every configuration cha
 revoke all on public.encouragement_config_changes from anon, authenticated, service_role;
 grant select on public.encouragement_config_changes to authenticated, service_role;
 
--- @@ index public.encouragement_config_changes_by
 create index encouragement_config_changes_by on public.encouragement_config_changes (changed_by);
 
--- @@ policy public.encouragement_config_changes:encouragement_config_changes: super admins read
 create policy "encouragement_config_changes: super admins read" on public.encouragement_config_changes
   for select to authenticated using ((select private.is_super_admin()));
 
--- @@ function private.update_encouragement_config
 create or replace function private.update_encouragement_config(patch jsonb) returns public.encouragement_config
 language plpgsql security definer
 set search_path = ''
@@ -119,7 +118,6 @@ end
 $$;
 grant execute on function private.update_encouragement_config(jsonb) to authenticated, service_role;
 
--- @@ function public.update_encouragement_config
 create or replace function public.update_encouragement_config(patch jsonb) returns public.encouragement_config
 language sql
 set search_path = ''
@@ -128,9 +126,10 @@ comment on function public.update_encouragement_config(jsonb) is
   'Super admins: change some of daily_allowance, bonus_per_engagement, engagement_window_hours, max_custom_per_day (integers, bounded); the change is recorded.';
 grant execute on function update_encouragement_config(jsonb) to authenticated, service_role;
 
--- @@ table public.encouragement_templates
--- ---------------------------------------------------------------------------------------
+-- ---------------------------------------------------------------------------------------------
 -- Templates
+-- ---------------------------------------------------------------------------------------------
+
 create table public.encouragement_templates (
   id uuid primary key default gen_random_uuid(),
   type text not null check (type in ('encouragement', 'media', 'science_tidbit')),
@@ -155,29 +154,22 @@ grant select on public.encouragement_templates to service_role;
 grant insert (type, title, content, media_type, thumbnail_url, is_approved), update (type, title, content, media_type, thumbnail_url, is_approved)
   on public.encouragement_templates to authenticated;
 
--- @@ index public.encouragement_templates_by_type
 create index encouragement_templates_by_type on public.encouragement_templates (type, created_at desc) where is_approved;
 
--- @@ index public.encouragement_templates_created_by
 create index encouragement_templates_created_by on public.encouragement_templates (created_by);
 
--- @@ policy public.encouragement_templates:encouragement_templates: approved ones, or all for super admins
 create policy "encouragement_templates: approved ones, or all for super admins" on public.encouragement_templates
   for select to authenticated using (is_approved or (select private.is_super_admin()));
 
--- @@ policy public.encouragement_templates:encouragement_templates: super admins create
 create policy "encouragement_templates: super admins create" on public.encouragement_templates
   for insert to authenticated with check ((select private.is_super_admin()));
 
--- @@ policy public.encouragement_templates:encouragement_templates: super admins update
 create policy "encouragement_templates: super admins update" on public.encouragement_templates
   for update to authenticated using ((select private.is_super_admin())) with check ((select private.is_super_admin()));
 
--- @@ policy public.encouragement_templates:encouragement_templates: super admins delete
 create policy "encouragement_templates: super admins delete" on public.encouragement_templates
   for delete to authenticated using ((select private.is_super_admin()));
 
--- @@ function private.stamp_encouragement_template
 create or replace function private.stamp_encouragement_template() returns trigger
 language plpgsql
 set search_path = ''
@@ -192,13 +184,13 @@ begin
 end
 $$;
 
--- @@ trigger public.encouragement_templates:encouragement_templates_stamp
 create trigger encouragement_templates_stamp before insert or update on public.encouragement_templates
   for each row execute function private.stamp_encouragement_template();
 
--- @@ table public.encouragement_daily_drops
--- ---------------------------------------------------------------------------------------
+-- ---------------------------------------------------------------------------------------------
 -- Daily records and sent drops
+-- ---------------------------------------------------------------------------------------------
+
 create table public.encouragement_daily_drops (
   user_id uuid not null references public.profiles (id) on delete cascade,
   day date not null,
@@ -216,11 +208,9 @@ comment on table public.encouragement_daily_drops is
 revoke all on public.encouragement_daily_drops from anon, authenticated, service_role;
 grant select on public.encouragement_daily_drops to authenticated, service_role;
 
--- @@ policy public.encouragement_daily_drops:encouragement_daily_drops: owners and super admins read
 create policy "encouragement_daily_drops: owners and super admins read" on public.encouragement_daily_drops
   for select to authenticated using (user_id = (select auth.uid()) or (select private.is_super_admin()));
 
--- @@ table public.encouragement_sent_drops
 create table public.encouragement_sent_drops (
   id uuid primary key default gen_random_uuid(),
   sender_id uuid not null references public.profiles (id) on delete cascade,
@@ -250,30 +240,23 @@ comment on column public.encouragement_sent_drops.engaged_at is
 revoke all on public.encouragement_sent_drops from anon, authenticated, service_role;
 grant select on public.encouragement_sent_drops to authenticated, service_role;
 
--- @@ index public.encouragement_sent_drops_inbox
 create index encouragement_sent_drops_inbox on public.encouragement_sent_drops (recipient_id, date_sent desc, id desc);
 
--- @@ index public.encouragement_sent_drops_unread
 create index encouragement_sent_drops_unread on public.encouragement_sent_drops (recipient_id, date_sent desc, id desc)
   where read_at is null;
 
--- @@ index public.encouragement_sent_drops_by_sender
 create index encouragement_sent_drops_by_sender on public.encouragement_sent_drops (sender_id, sent_day);
 
--- @@ index public.encouragement_sent_drops_unjudged
 create index encouragement_sent_drops_unjudged on public.encouragement_sent_drops (date_sent) where not engagement_checked;
 
--- @@ index public.encouragement_sent_drops_one_assistant_drop_a_day
 -- At most one assistant drop per user and day.
 create unique index encouragement_sent_drops_one_assistant_drop_a_day
   on public.encouragement_sent_drops (recipient_id, sent_day) where is_system;
 
--- @@ policy public.encouragement_sent_drops:encouragement_sent_drops: sender, recipient and super admins re
 create policy "encouragement_sent_drops: sender, recipient and super admins read" on public.encouragement_sent_drops
   for select to authenticated
   using (sender_id = (select auth.uid()) or recipient_id = (select auth.uid()) or (select private.is_super_admin()));
 
--- @@ table private.encouragement_bonus_pairs
 -- Which sender-recipient pairs were already paid a bonus on a day (anti-gaming: one per pair and day).
 create table private.encouragement_bonus_pairs (
   sender_id uuid not null,
@@ -285,9 +268,10 @@ create table private.encouragement_bonus_pairs (
 comment on table private.encouragement_bonus_pairs is
   'One engagement bonus per sender, recipient and UTC send day. Bookkeeping only (no foreign keys: a bulk engagement run inserts here without per-row checks); pruned by each engagement run once no unjudged drop can read a pair (private.prune_encouragement_bonus_pairs).';
 
--- @@ table public.encouragement_badge_definitions
--- ---------------------------------------------------------------------------------------
+-- ---------------------------------------------------------------------------------------------
 -- Badges
+-- ---------------------------------------------------------------------------------------------
+
 create table public.encouragement_badge_definitions (
   level integer primary key check (level between 1 and 20),
   name text not null unique,
@@ -303,11 +287,9 @@ comment on table public.encouragement_badge_definitions is
 revoke all on public.encouragement_badge_definitions from anon, authenticated, service_role;
 grant select on public.encouragement_badge_definitions to authenticated, service_role;
 
--- @@ policy public.encouragement_badge_definitions:encouragement_badge_definitions: signed-in users read
 create policy "encouragement_badge_definitions: signed-in users read" on public.encouragement_badge_definitions
   for select to authenticated using (true);
 
--- @@ table public.encouragement_badges
 create table public.encouragement_badges (
   user_id uuid primary key references public.profiles (id) on delete cascade,
   level integer not null references public.encouragement_badge_definitions (level),
@@ -326,18 +308,14 @@ comment on table public.encouragement_badges is
 revoke all on public.encouragement_badges from anon, authenticated, service_role;
 grant select on public.encouragement_badges to authenticated, service_role;
 
--- @@ index public.encouragement_badges_leaderboard
 create index encouragement_badges_leaderboard on public.encouragement_badges
   (engagement_increases desc, success_rate desc, user_id);
 
--- @@ index public.encouragement_badges_level
 create index encouragement_badges_level on public.encouragement_badges (level);
 
--- @@ policy public.encouragement_badges:encouragement_badges: signed-in users read
 create policy "encouragement_badges: signed-in users read" on public.encouragement_badges
   for select to authenticated using (true);
 
--- @@ table public.encouragement_badge_milestones
 create table public.encouragement_badge_milestones (
   id bigint generated always as identity primary key,
   user_id uuid not null references public.profiles (id) on delete cascade,
@@ -352,14 +330,11 @@ comment on table public.encouragement_badge_milestones is
 revoke all on public.encouragement_badge_milestones from anon, authenticated, service_role;
 grant select on public.encouragement_badge_milestones to authenticated, service_role;
 
--- @@ index public.encouragement_badge_milestones_level
 create index encouragement_badge_milestones_level on public.encouragement_badge_milestones (level);
 
--- @@ policy public.encouragement_badge_milestones:encouragement_badge_milestones: signed-in users read
 create policy "encouragement_badge_milestones: signed-in users read" on public.encouragement_badge_milestones
   for select to authenticated using (true);
 
--- @@ function private.recalculate_encouragement_badges
 -- Recalculates the badges of the given users from their sent drops, set-based. A level is
 -- never lost; each newly reached level writes one milestone with the stats snapshot.
 create or replace function private.recalculate_encouragement_badges(
@@ -492,7 +467,6 @@ $$;
 comment on function private.recalculate_encouragement_badges(uuid[], integer[], integer[]) is
   'Recomputes the badges of these users from their sent drops (the assistant has none), or, given successes_added and bonus_added (engagement runs), adds those to the stats of existing badges; then level (never lowered), progress and a milestone per newly reached level. Returns how many badges were written.';
 
--- @@ function private.update_my_encouragement_badge
 -- POST badge/update: the caller's own badge.
 create or replace function private.update_my_encouragement_badge() returns void
 language plpgsql security definer
@@ -507,7 +481,6 @@ end
 $$;
 grant execute on function private.update_my_encouragement_badge() to authenticated;
 
--- @@ function public.update_my_encouragement_badge
 create or replace function public.update_my_encouragement_badge() returns void
 language sql
 set search_path = ''
@@ -515,7 +488,6 @@ as $$ select private.update_my_encouragement_badge() $$;
 comment on function public.update_my_encouragement_badge() is 'Recalculates the caller''s badge.';
 grant execute on function update_my_encouragement_badge() to authenticated, service_role;
 
--- @@ function private.encouragement_badges_of
 -- Badges of some users with their names and definitions (a user who never sent has the
 -- starting badge). Unknown ids are left out.
 create or replace function private.encouragement_badges_of(user_ids uuid[])
@@ -553,7 +525,6 @@ end
 $$;
 grant execute on function private.encouragement_badges_of(uuid[]) to authenticated, service_role;
 
--- @@ function public.encouragement_badges_of
 create or replace function public.encouragement_badges_of(user_ids uuid[])
 returns table (
   user_id uuid, full_name text, avatar_url text, level integer, name text, emoji text, color text,
@@ -568,7 +539,6 @@ comment on function public.encouragement_badges_of(uuid[]) is
   'Badges of up to 100 users with their display name, avatar and badge definition (signed-in users).';
 grant execute on function encouragement_badges_of(uuid[]) to authenticated, service_role;
 
--- @@ function private.encouragement_leaderboard
 create or replace function private.encouragement_leaderboard(max_rows integer)
 returns table (
   rank bigint, user_id uuid, full_name text, avatar_url text, level integer, name text, emoji text, color text,
@@ -598,7 +568,6 @@ end
 $$;
 grant execute on function private.encouragement_leaderboard(integer) to authenticated, service_role;
 
--- @@ function public.encouragement_leaderboard
 create or replace function public.encouragement_leaderboard(max_rows integer default 50)
 returns table (
   rank bigint, user_id uuid, full_name text, avatar_url text, level integer, name text, emoji text, color text,
@@ -611,9 +580,10 @@ comment on function public.encouragement_leaderboard(integer) is
   'Top encouragers: engagement increases, then success rate, both descending; ties by user id. 1..100 rows (default 50).';
 grant execute on function encouragement_leaderboard(integer) to authenticated, service_role;
 
--- @@ function private.send_encouragement_drop
--- ---------------------------------------------------------------------------------------
+-- ---------------------------------------------------------------------------------------------
 -- Sending
+-- ---------------------------------------------------------------------------------------------
+
 create or replace function private.send_encouragement_drop(
   recipient_id uuid, drop_type text, template_id uuid, content text, entry_id uuid
 ) returns public.encouragement_sent_drops
@@ -699,7 +669,6 @@ end
 $$;
 grant execute on function private.send_encouragement_drop(uuid,text,uuid,text,uuid) to authenticated;
 
--- @@ function public.send_encouragement_drop
 -- The entry check runs here, as the caller: an entry_id must be one the journal's policies
 -- show them.
 create or replace function public.send_encouragement_drop(
@@ -719,7 +688,6 @@ comment on function public.send_encouragement_drop(uuid, text, uuid, text, uuid)
   'Sends a drop as the caller: one of today''s allowance (custom content also counts against the custom cap), template usage counted, recipient notified, badge recalculated. 429 (PT429) when no allowance or custom drop is left; nothing is written then.';
 grant execute on function send_encouragement_drop(uuid,text,uuid,text,uuid) to authenticated, service_role;
 
--- @@ function public.my_encouragement_drops
 -- Today's record of the caller (without a row yet: the configured allowance, nothing used).
 create or replace function public.my_encouragement_drops() returns jsonb
 language sql stable
@@ -739,7 +707,6 @@ $$;
 comment on function public.my_encouragement_drops() is 'The caller''s drops today (UTC day).';
 grant execute on function my_encouragement_drops() to authenticated, service_role;
 
--- @@ function private.received_encouragement_drops
 -- Received drops, newest first, with the sender's name and avatar.
 create or replace function private.received_encouragement_drops(
   unread_only boolean, before_date_sent timestamptz, before_id uuid, page_size integer
@@ -768,7 +735,6 @@ end
 $$;
 grant execute on function private.received_encouragement_drops(boolean,timestamp with time zone,uuid,integer) to authenticated;
 
--- @@ function public.received_encouragement_drops
 create or replace function public.received_encouragement_drops(
   unread_only boolean default false, before_date_sent timestamptz default null, before_id uuid default null,
   page_size integer default 50
@@ -783,7 +749,6 @@ comment on function public.received_encouragement_drops(boolean, timestamptz, uu
   'The caller''s received drops, newest first (keyset by date_sent, id), optionally unread only, with the sender''s name and avatar.';
 grant execute on function received_encouragement_drops(boolean,timestamp with time zone,uuid,integer) to authenticated, service_role;
 
--- @@ function private.mark_encouragement_drop_read
 create or replace function private.mark_encouragement_drop_read(drop_id uuid) returns public.encouragement_sent_drops
 language plpgsql security definer
 set search_path = ''
@@ -802,7 +767,6 @@ end
 $$;
 grant execute on function private.mark_encouragement_drop_read(uuid) to authenticated;
 
--- @@ function public.mark_encouragement_drop_read
 create or replace function public.mark_encouragement_drop_read(drop_id uuid) returns public.encouragement_sent_drops
 language sql
 set search_path = ''
@@ -810,11 +774,10 @@ as $$ select private.mark_encouragement_drop_read(drop_id) $$;
 comment on function public.mark_encouragement_drop_read(uuid) is 'Marks one of the caller''s received drops read (the first time is kept).';
 grant execute on function mark_encouragement_drop_read(uuid) to authenticated, service_role;
 
--- @@ function private.process_encouragement_engagement
--- Supersedes private.process_encouragement_engagement of 20261122040000_encouragement.sql.
--- Only the judgement (`observed`: activity after the drop against the frozen baseline; a
--- drop without one is never engaged) and the pruning at the end are new; paying, the
--- one-bonus-per-pair-and-day rule and the badges are as before.
+-- Judges the drops whose engagement window has closed: a drop is engaged when the recipient's
+-- activity after it beats the baseline frozen when it was sent (a drop without one never is).
+-- Pays the engagement bonus (once per sender, recipient and day), updates the badges, and
+-- prunes the bonus pairs no drop can need any more.
 create or replace function private.process_encouragement_engagement(max_drops integer) returns jsonb
 language plpgsql security definer
 set search_path = ''
@@ -947,7 +910,6 @@ comment on function private.process_encouragement_engagement(integer) is
   'Judges due drops against each recipient''s baseline frozen at sending (established account, more activity in the window than their average per window over the 7 windows before), pays bonuses once per pair and day, recalculates badges, prunes old bonus pairs.';
 grant execute on function private.process_encouragement_engagement(integer) to authenticated, service_role;
 
--- @@ function public.process_encouragement_engagement
 create or replace function public.process_encouragement_engagement(max_drops integer default 200000) returns jsonb
 language sql
 set search_path = ''
@@ -956,9 +918,10 @@ comment on function public.process_encouragement_engagement(integer) is
   'Judges due drops (at most max_drops per run), pays bonuses once, recalculates badges of paid and recent senders. Super admins, the service role, pg_cron. Returns {judged, engaged, bonuses_awarded, badges_recalculated, remaining, duration_ms}.';
 grant execute on function process_encouragement_engagement(integer) to authenticated, service_role;
 
--- @@ table public.note_analyses
--- ---------------------------------------------------------------------------------------
+-- ---------------------------------------------------------------------------------------------
 -- Note analysis
+-- ---------------------------------------------------------------------------------------------
+
 create table public.note_analyses (
   id uuid primary key default gen_random_uuid(),
   user_id uuid not null references public.profiles (id) on delete cascade,
@@ -979,12 +942,13 @@ comment on table public.note_analyses is
 revoke all on public.note_analyses from anon, authenticated, service_role;
 grant select on public.note_analyses to authenticated, service_role;
 
--- @@ policy public.note_analyses:note_analyses: owners and super admins read
 create policy "note_analyses: owners and super admins read" on public.note_analyses
   for select to authenticated using (user_id = (select auth.uid()) or (select private.is_super_admin()));
 
--- @@ table private.ai_job_queue
--- ---------------------------------------------------------------------------------------
+-- ---------------------------------------------------------------------------------------------
+-- AI job queue
+-- ---------------------------------------------------------------------------------------------
+
 -- AI job queue: each invocation of an AI job claims a bounded chunk of today's due users
 -- (for update skip locked), so runs fit an edge function's time limit and run side by side.
 -- A claim is a lease: a chunk whose worker died is claimable again after 10 minutes. Each
@@ -1003,13 +967,10 @@ create table private.ai_job_queue (
 );
 comment on table private.ai_job_queue is 'Due users of the AI jobs per UTC day and their outcome.';
 
--- @@ index private.ai_job_queue_open
 create index ai_job_queue_open on private.ai_job_queue (job, day, user_id) where status in ('pending', 'running');
 
--- @@ index private.ai_job_queue_user
 create index ai_job_queue_user on private.ai_job_queue (user_id);
 
--- @@ function private.enqueue_ai_job
 -- Adds today's due users not queued yet (idempotent, set-based).
 create or replace function private.enqueue_ai_job(job_name text) returns void
 language plpgsql security definer
@@ -1043,7 +1004,6 @@ begin
 end
 $$;
 
--- @@ function private.ai_job_remaining
 create or replace function private.ai_job_remaining(job_name text) returns integer
 language sql stable security definer
 set search_path = ''
@@ -1052,7 +1012,6 @@ as $$
    where q.job = job_name and q.day = private.utc_today() and q.status in ('pending', 'running')
 $$;
 
--- @@ function private.claim_ai_job_chunk
 -- Claims up to chunk_size due users and returns what each needs:
 --   analyze-notes:        {user_id, entries: [{title, content, mood, tags, created_at}] (7 days, at most 50)}
 --   generate-daily-drops: {user_id, full_name, analysis: {...} | null}  (the latest analysis)
@@ -1118,7 +1077,6 @@ end
 $$;
 grant execute on function private.claim_ai_job_chunk(text,integer) to service_role;
 
--- @@ function public.claim_ai_job_chunk
 create or replace function public.claim_ai_job_chunk(job_name text, chunk_size integer default 50) returns jsonb
 language sql
 set search_path = ''
@@ -1127,7 +1085,6 @@ comment on function public.claim_ai_job_chunk(text, integer) is
   'Edge jobs (service role): claims up to chunk_size of today''s due users of analyze-notes or generate-daily-drops; {users, remaining}.';
 grant execute on function claim_ai_job_chunk(text,integer) to service_role;
 
--- @@ function private.finish_ai_job_item
 create or replace function private.finish_ai_job_item(job_name text, target_user uuid, outcome text, failure text) returns void
 language sql security definer
 set search_path = ''
@@ -1137,7 +1094,6 @@ as $$
 $$;
 grant execute on function private.finish_ai_job_item(text,uuid,text,text) to service_role;
 
--- @@ function public.fail_ai_job_item
 create or replace function public.fail_ai_job_item(job_name text, user_id uuid, error text) returns void
 language sql
 set search_path = ''
@@ -1145,7 +1101,6 @@ as $$ select private.finish_ai_job_item(job_name, user_id, 'failed', error) $$;
 comment on function public.fail_ai_job_item(text, uuid, text) is 'Edge jobs (service role): records that a claimed user failed today.';
 grant execute on function fail_ai_job_item(text,uuid,text) to service_role;
 
--- @@ function private.save_note_analysis
 -- Stores today's analysis of a user (one per day: a second one replaces the first).
 create or replace function private.save_note_analysis(target_user uuid, analysis jsonb, entry_count integer)
 returns public.note_analyses
@@ -1171,7 +1126,6 @@ end
 $$;
 grant execute on function private.save_note_analysis(uuid,jsonb,integer) to service_role;
 
--- @@ function public.save_note_analysis
 create or replace function public.save_note_analysis(user_id uuid, analysis jsonb, entry_count integer)
 returns public.note_analyses
 language sql
@@ -1180,7 +1134,6 @@ as $$ select private.save_note_analysis(user_id, analysis, entry_count) $$;
 comment on function public.save_note_analysis(uuid, jsonb, integer) is 'Edge jobs (service role): stores today''s note analysis of a user.';
 grant execute on function save_note_analysis(uuid,jsonb,integer) to service_role;
 
--- @@ function private.send_assistant_drop
 -- The daily assistant drop: from the system user, type encouragement, no allowance. Returns
 -- false when the user already has today's (the unique key decides, also under concurrency).
 create or replace function private.send_assistant_drop(target_user uuid, message text) returns boolean
@@ -1208,7 +1161,6 @@ end
 $$;
 grant execute on function private.send_assistant_drop(uuid,text) to service_role;
 
--- @@ function public.send_assistant_drop
 create or replace function public.send_assistant_drop(user_id uuid, content text) returns boolean
 language sql
 set search_path = ''
@@ -1217,7 +1169,6 @@ comment on function public.send_assistant_drop(uuid, text) is
   'Edge jobs (service role): today''s assistant drop for a user; false when it was already sent.';
 grant execute on function send_assistant_drop(uuid,text) to service_role;
 
--- @@ function private.ai_job_stalled
 -- Work the running invocations will not reach: users queued over a minute ago and still
 -- unclaimed, or claims whose lease ran out.
 create or replace function private.ai_job_stalled(job_name text) returns boolean
@@ -1231,7 +1182,6 @@ as $$
             or (q.status = 'running' and q.claimed_at < now() - interval '10 minutes')))
 $$;
 
--- @@ function private.continue_ai_job
 create or replace function private.continue_ai_job(job_name text, function_path text, secret_name text) returns boolean
 language plpgsql
 set search_path = ''
@@ -1252,10 +1202,10 @@ $$;
 comment on function private.continue_ai_job(text, text, text) is
   'pg_cron, every minute: calls an AI job''s endpoint again while today''s queue has users no running invocation will reach.';
 
--- @@ table private.encouragement_drop_baselines
--- =======================================================================================
--- 2. Engagement against the recipient's baseline.
--- =======================================================================================
+-- ---------------------------------------------------------------------------------------------
+-- Engagement against the recipient's baseline.
+-- ---------------------------------------------------------------------------------------------
+
 -- With W = engagement_window_hours and the baseline period B = 7 W before the drop (7 days
 -- at the default 24 h), a drop is engaged when its recipient
 --   (a) is established: their account was created at least B before the drop, and they had
@@ -1280,7 +1230,6 @@ create table private.encouragement_drop_baselines (
 comment on table private.encouragement_drop_baselines is
   'Each sent drop''s recipient baseline, frozen when the drop was written: their entries and goal check-ins over the 7 windows before it, and whether they were established (account at least 7 windows old, activity before it). Written only by private.freeze_engagement_baselines.';
 
--- @@ function private.freeze_engagement_baselines
 create or replace function private.freeze_engagement_baselines(drop_ids uuid[]) returns integer
 language sql
 set search_path = ''
@@ -1312,7 +1261,6 @@ $$;
 comment on function private.freeze_engagement_baselines(uuid[]) is
   'Freezes the recipient baseline of the given drops as of their date_sent (once: an existing baseline is kept). Run for every drop as it is written.';
 
--- @@ function private.freeze_sent_drop_baselines
 -- Every path that writes a drop (send_encouragement_drop, send_assistant_drop) freezes its
 -- baseline in the same statement: a statement trigger, so a bulk insert stays one query.
 create or replace function private.freeze_sent_drop_baselines() returns trigger
@@ -1326,15 +1274,14 @@ end
 $$;
 comment on function private.freeze_sent_drop_baselines() is 'After drops are written: freezes their recipients'' baselines.';
 
--- @@ trigger public.encouragement_sent_drops:encouragement_sent_drops_freeze_baseline
 create trigger encouragement_sent_drops_freeze_baseline after insert on public.encouragement_sent_drops
   referencing new table as sent
   for each statement execute function private.freeze_sent_drop_baselines();
 
--- @@ index private.encouragement_bonus_pairs_by_day
--- =======================================================================================
--- 3. Pruning the bonus pairs.
--- =======================================================================================
+-- ---------------------------------------------------------------------------------------------
+-- Pruning the bonus pairs.
+-- ---------------------------------------------------------------------------------------------
+
 -- A pair (sender, recipient, day) is read only when a drop of that send day is judged, and
 -- only unjudged drops are (new ones are sent today). So a pair older than every unjudged
 -- drop can never be consulted again; keeping at least the last 8 days (the longest window,
@@ -1342,7 +1289,6 @@ create trigger encouragement_sent_drops_freeze_baseline after insert on public.e
 -- deletes at most 50,000 a run (more than a day of bonuses at any realistic scale).
 create index encouragement_bonus_pairs_by_day on private.encouragement_bonus_pairs (day);
 
--- @@ function private.prune_encouragement_bonus_pairs
 create or replace function private.prune_encouragement_bonus_pairs(max_rows integer) returns integer
 language plpgsql
 set search_path = ''

@@ -1,7 +1,14 @@
--- @@ table public.impersonation_audit
--- =========================================================================================
--- 7. Impersonation
--- =========================================================================================
+-- =============================================================================================
+-- Impersonation
+-- =============================================================================================
+-- A super admin may act as a user for a while, with a mandatory reason: an immutable audit
+-- trail of each session, and everything done in it (each row written, each mutating /api
+-- request) recorded with its impersonator. An ended session (stopped, expired, or its
+-- impersonator no longer a super admin) can do nothing more, by any path.
+
+-- ---------------------------------------------------------------------------------------------
+-- The audit trail
+-- ---------------------------------------------------------------------------------------------
 
 -- Plain uuids, no foreign keys: an audit row outlives the accounts it names and never changes.
 create table public.impersonation_audit (
@@ -22,10 +29,8 @@ comment on table public.impersonation_audit is
 revoke all on public.impersonation_audit from anon, authenticated, service_role;
 grant select on public.impersonation_audit to authenticated, service_role;
 
--- @@ index public.impersonation_audit_newest
 create index impersonation_audit_newest on public.impersonation_audit (created_at desc, id desc);
 
--- @@ table public.impersonation_writes
 create table public.impersonation_writes (
   id bigint generated always as identity primary key,
   session_id uuid not null,
@@ -51,18 +56,14 @@ comment on column public.impersonation_writes.row_id is
 revoke all on public.impersonation_writes from anon, authenticated, service_role;
 grant select on public.impersonation_writes to authenticated, service_role;
 
--- @@ index public.impersonation_writes_session
 create index impersonation_writes_session on public.impersonation_writes (session_id, created_at);
 
--- @@ policy public.impersonation_audit:impersonation_audit: super admins read
 create policy "impersonation_audit: super admins read" on public.impersonation_audit
   for select to authenticated using ((select private.is_super_admin()));
 
--- @@ policy public.impersonation_writes:impersonation_writes: super admins read
 create policy "impersonation_writes: super admins read" on public.impersonation_writes
   for select to authenticated using ((select private.is_super_admin()));
 
--- @@ function private.refuse_audit_change
 create or replace function private.refuse_audit_change() returns trigger
 language plpgsql
 set search_path = ''
@@ -72,23 +73,18 @@ begin
 end
 $$;
 
--- @@ trigger public.impersonation_audit:impersonation_audit_immutable
 create trigger impersonation_audit_immutable before update or delete on public.impersonation_audit
   for each row execute function private.refuse_audit_change();
 
--- @@ trigger public.impersonation_audit:impersonation_audit_no_truncate
 create trigger impersonation_audit_no_truncate before truncate on public.impersonation_audit
   for each statement execute function private.refuse_audit_change();
 
--- @@ trigger public.impersonation_writes:impersonation_writes_immutable
 create trigger impersonation_writes_immutable before update or delete on public.impersonation_writes
   for each row execute function private.refuse_audit_change();
 
--- @@ trigger public.impersonation_writes:impersonation_writes_no_truncate
 create trigger impersonation_writes_no_truncate before truncate on public.impersonation_writes
   for each statement execute function private.refuse_audit_change();
 
--- @@ function private.start_impersonation
 -- Starts a session (super admins only, by profiles.role): never another super admin, never an
 -- inactive user; the reason is mandatory. The edge function signs the token for the session.
 create or replace function private.start_impersonation(target_user_id uuid, reason text, lifetime_seconds integer default 900)
@@ -126,7 +122,6 @@ end
 $$;
 grant execute on function private.start_impersonation(uuid,text,integer) to authenticated;
 
--- @@ function public.start_impersonation
 create or replace function public.start_impersonation(target_user_id uuid, reason text, lifetime_seconds integer default 900)
 returns table (session_id uuid, target_id uuid, target_email text, expires_at timestamptz)
 language sql security invoker
@@ -134,7 +129,6 @@ set search_path = ''
 as $$ select * from private.start_impersonation(target_user_id, reason, lifetime_seconds) $$;
 grant execute on function start_impersonation(uuid,text,integer) to authenticated, service_role;
 
--- @@ function private.impersonation_claims
 -- The session an API request acts in, from its token's claims (null when not impersonating).
 create or replace function private.impersonation_claims() returns jsonb
 language sql stable
@@ -145,7 +139,6 @@ as $$
 $$;
 grant execute on function private.impersonation_claims() to authenticated, service_role;
 
--- @@ function private.stop_impersonation
 -- Ends a session: the impersonation token itself (its session), or a super admin naming the
 -- session. Returns false when it had already ended.
 create or replace function private.stop_impersonation(session_id uuid default null) returns boolean
@@ -175,19 +168,18 @@ end
 $$;
 grant execute on function private.stop_impersonation(uuid) to authenticated;
 
--- @@ function public.stop_impersonation
 create or replace function public.stop_impersonation(session_id uuid default null) returns boolean
 language sql security invoker
 set search_path = ''
 as $$ select private.stop_impersonation(session_id) $$;
 grant execute on function stop_impersonation(uuid) to authenticated, service_role;
 
--- @@ function private.record_impersonated_write
--- =========================================================================================
+-- ---------------------------------------------------------------------------------------------
 -- Every row written in a session
--- =========================================================================================
+-- ---------------------------------------------------------------------------------------------
 
--- supersedes 20261122070000_labs.sql: both session sources, the primary key, 401 once ended.
+-- Records a row written in an impersonation session (the session from the token's claims or the
+-- api's header), naming the row by id or primary key; refuses (401) once the session has ended.
 create or replace function private.record_impersonated_write() returns trigger
 language plpgsql security definer
 set search_path = ''
@@ -223,18 +215,15 @@ $$;
 comment on function private.record_impersonated_write() is
   'AFTER row trigger on every audited table: records a write made in an impersonation session (refused once it has ended).';
 
--- @@ trigger public.labs_replication_removals:labs_replication_removals_immutable
 create trigger labs_replication_removals_immutable before update or delete on public.labs_replication_removals
   for each row execute function private.refuse_audit_change();
 
--- @@ trigger public.labs_replication_removals:labs_replication_removals_no_truncate
 create trigger labs_replication_removals_no_truncate before truncate on public.labs_replication_removals
   for each statement execute function private.refuse_audit_change();
 
--- @@ function private.impersonation_context
--- =========================================================================================
+-- ---------------------------------------------------------------------------------------------
 -- The session of a request
--- =========================================================================================
+-- ---------------------------------------------------------------------------------------------
 
 -- The session the current request acts in (no row outside one): from the impersonation token's
 -- claims, or for the service role from the x-impersonation-session header the api sends.
@@ -271,7 +260,6 @@ comment on function private.impersonation_context() is
   'The impersonation session of the request: the token''s claims, or (service role only) the x-impersonation-session header.';
 grant execute on function private.impersonation_context() to authenticated, service_role;
 
--- @@ function private.impersonation_session_ended
 -- Stopped, past its expiry, or no longer backed by who it was granted to: the impersonator is
 -- no longer an active super admin (a demotion is immediate, impersonation included), or the
 -- target was deactivated (inactive users cannot be impersonated, so neither can they stay so).
@@ -290,7 +278,6 @@ comment on function private.impersonation_session_ended(uuid) is
   'True once an impersonation session was stopped or has expired, its admin demoted or deactivated, or its target deactivated.';
 grant execute on function private.impersonation_session_ended(uuid) to authenticated, service_role;
 
--- @@ function private.impersonation_live
 -- False only for a request made with the token of an ended session. Requests with other tokens
 -- (all but a handful) cost one string search.
 create or replace function private.impersonation_live() returns boolean
@@ -315,7 +302,6 @@ comment on function private.impersonation_live() is
   'False for a request made with the token of a stopped or expired impersonation session.';
 grant execute on function private.impersonation_live() to anon, authenticated, service_role;
 
--- @@ function private.refuse_ended_impersonation
 -- PostgREST's pre-request function: every request, reads included, of an ended session is a 401.
 create or replace function private.refuse_ended_impersonation() returns void
 language plpgsql stable
@@ -332,10 +318,9 @@ comment on function private.refuse_ended_impersonation() is
   'PostgREST db-pre-request (authenticator role setting pgrst.db_pre_request): 401 for a stopped or expired impersonation session.';
 grant execute on function private.refuse_ended_impersonation() to anon, authenticated, service_role;
 
--- @@ function private.begin_impersonated_request
--- =========================================================================================
+-- ---------------------------------------------------------------------------------------------
 -- /api: the session check and the request row, in one round trip
--- =========================================================================================
+-- ---------------------------------------------------------------------------------------------
 
 -- Called by /api before any route runs, with the caller's token: 401 when its session has
 -- ended; a mutating request (not GET/HEAD/OPTIONS) is recorded first. Nothing for other tokens.
@@ -369,7 +354,6 @@ end
 $$;
 grant execute on function private.begin_impersonated_request(text,text) to authenticated;
 
--- @@ function public.begin_impersonated_request
 create or replace function public.begin_impersonated_request(method text, path text) returns void
 language sql security invoker
 set search_path = ''
@@ -378,7 +362,6 @@ comment on function public.begin_impersonated_request(text, text) is
   'For /api: refuses (401) a stopped or expired impersonation session and records a mutating request before it runs; no-op for other tokens.';
 grant execute on function begin_impersonated_request(text,text) to authenticated, service_role;
 
--- @@ function private.is_impersonation_audited
 -- The tables that carry the trigger: every table that holds rows (plain tables and partitions,
 -- never a partitioned parent, which holds none) of the project's schemas (all but Postgres' and
 -- the platform's, the list of the schema lint) and storage.objects; not the audit tables
@@ -405,7 +388,6 @@ $$;
 comment on function private.is_impersonation_audited(oid) is
   'Whether a table must carry zz_record_impersonated_write: the project''s tables and storage.objects, not the audit tables.';
 
--- @@ function private.attach_impersonation_audit
 -- Attaches the trigger (once). The WHEN clause keeps ordinary writes off the trigger queue: only
 -- a request whose claims or headers name a session reaches the function.
 create or replace function private.attach_impersonation_audit(tbl regclass) returns boolean
@@ -427,7 +409,6 @@ $$;
 comment on function private.attach_impersonation_audit(regclass) is
   'Attaches the impersonation audit trigger to a table unless it has it.';
 
--- @@ function private.audit_new_tables
 -- Every table created (or moved into an audited schema) later gets the trigger in the same
 -- statement. On hosted Supabase the postgres role may create event triggers (supautils); they
 -- fire for its DDL (migrations, the SQL editor) and are skipped for superusers, which only the
@@ -467,10 +448,10 @@ create event trigger audit_impersonated_writes_on_new_tables on ddl_command_end
   when tag in ('CREATE TABLE', 'CREATE TABLE AS', 'SELECT INTO', 'ALTER TABLE')
   execute function private.audit_new_tables();
 
--- @@ policy storage.objects:storage.objects: nothing for an ended impersonation session
--- =========================================================================================
+-- ---------------------------------------------------------------------------------------------
 -- Storage: hosted Storage queries storage.objects with the caller's claims
--- =========================================================================================
+-- ---------------------------------------------------------------------------------------------
+
 create policy "storage.objects: nothing for an ended impersonation session" on storage.objects
   as restrictive for all to authenticated
   using ((select private.impersonation_live()))
@@ -478,10 +459,9 @@ create policy "storage.objects: nothing for an ended impersonation session" on s
 comment on policy "storage.objects: nothing for an ended impersonation session" on storage.objects is
   'Hosted Storage runs no PostgREST pre-request: a stopped or expired impersonation token lists, reads and writes nothing.';
 
--- @@ function private.refuse_while_impersonating
--- =========================================================================================
+-- ---------------------------------------------------------------------------------------------
 -- What an impersonator may not do: link outside accounts or start payments
--- =========================================================================================
+-- ---------------------------------------------------------------------------------------------
 
 -- A session is for seeing and fixing what the user sees, not for tying the user to accounts
 -- the impersonator controls: a music login completes at the provider after the session may
@@ -502,7 +482,6 @@ comment on function private.refuse_while_impersonating(text) is
   '403 inside an impersonation session (the token''s, or the api''s service role acting for one).';
 grant execute on function private.refuse_while_impersonating(text) to authenticated, service_role;
 
--- @@ function public.refuse_while_impersonating
 create or replace function public.refuse_while_impersonating(action text) returns void
 language sql stable security invoker
 set search_path = ''

@@ -1,5 +1,7 @@
--- @@ function private.require_trusted_caller
--- Labs (the experiment community) and super-admin tools (issue 13).
+-- =============================================================================================
+-- Labs
+-- =============================================================================================
+-- The experiment community and its super-admin tools:
 --
 -- 1. Submitted records: sponsors, opportunities, dream videos. Anyone signed in submits one;
 --    public listings show approved ones. Contact fields and decline reasons live in `private`
@@ -11,16 +13,16 @@
 -- 5. Sponsor outreach: capped messages (5 per 24 hours per sender per sponsor) whose bodies
 --    only the sender and the recipient read; weekly digests claimed once per sponsor and week.
 -- 6. Kit waitlist.
--- 7. Impersonation: an immutable audit trail, and every write made with an impersonation token
---    recorded with its impersonator.
--- 8. pg_cron job status for the admin health page.
+--
+-- Impersonation is in impersonation.sql, the pg_cron job status in admin.sql.
 --
 -- Every admin operation checks private.is_trusted_caller() (a super admin by profiles.role, the
 -- service role, or a direct database session) and raises 42501 (403) otherwise, before writing.
 
--- =========================================================================================
+-- ---------------------------------------------------------------------------------------------
 -- Shared helpers
--- =========================================================================================
+-- ---------------------------------------------------------------------------------------------
+
 create or replace function private.require_trusted_caller(action text) returns void
 language plpgsql stable
 set search_path = ''
@@ -34,7 +36,6 @@ $$;
 comment on function private.require_trusted_caller(text) is 'Raises 42501 unless the caller is a super admin, the service role or a direct session.';
 grant execute on function private.require_trusted_caller(text) to authenticated, service_role;
 
--- @@ function private.require_signed_in
 create or replace function private.require_signed_in() returns uuid
 language plpgsql stable
 set search_path = ''
@@ -50,7 +51,6 @@ end
 $$;
 grant execute on function private.require_signed_in() to authenticated, service_role;
 
--- @@ function private.required_text
 -- 22023 (400) naming the field when a required text is missing or too long.
 create or replace function private.required_text(value text, field text, max_length integer) returns text
 language plpgsql immutable
@@ -68,7 +68,6 @@ end
 $$;
 grant execute on function private.required_text(text,text,integer) to authenticated, service_role;
 
--- @@ function private.valid_email
 create or replace function private.valid_email(value text, field text) returns text
 language plpgsql immutable
 set search_path = ''
@@ -84,10 +83,10 @@ end
 $$;
 grant execute on function private.valid_email(text,text) to authenticated, service_role;
 
--- @@ table public.labs_sponsors
--- =========================================================================================
--- 1. Sponsors, opportunities, dream videos
--- =========================================================================================
+-- ---------------------------------------------------------------------------------------------
+-- Sponsors, opportunities, dream videos
+-- ---------------------------------------------------------------------------------------------
+
 create table public.labs_sponsors (
   id uuid primary key default gen_random_uuid(),
   name text not null check (char_length(name) between 1 and 200),
@@ -103,10 +102,8 @@ comment on table public.labs_sponsors is
 revoke all on public.labs_sponsors from anon, authenticated, service_role;
 grant select on public.labs_sponsors to anon, authenticated, service_role;
 
--- @@ index public.labs_sponsors_by_status
 create index labs_sponsors_by_status on public.labs_sponsors (status, applied_at desc, id desc);
 
--- @@ table private.labs_sponsor_private
 create table private.labs_sponsor_private (
   sponsor_id uuid primary key references public.labs_sponsors (id) on delete cascade,
   contact_email text not null,
@@ -117,7 +114,6 @@ create table private.labs_sponsor_private (
 comment on table private.labs_sponsor_private is
   'A sponsor''s applicant, contact fields and decline reason: super admins read them through the review RPCs only.';
 
--- @@ table public.labs_opportunities
 create table public.labs_opportunities (
   id uuid primary key default gen_random_uuid(),
   kind text not null check (kind in ('internship', 'scholarship', 'fellowship', 'mentorship')),
@@ -135,10 +131,8 @@ comment on table public.labs_opportunities is
 revoke all on public.labs_opportunities from anon, authenticated, service_role;
 grant select on public.labs_opportunities to anon, authenticated, service_role;
 
--- @@ index public.labs_opportunities_by_status
 create index labs_opportunities_by_status on public.labs_opportunities (status, applied_at desc, id desc);
 
--- @@ table private.labs_opportunity_private
 create table private.labs_opportunity_private (
   opportunity_id uuid primary key references public.labs_opportunities (id) on delete cascade,
   contact_email text not null,
@@ -149,7 +143,6 @@ create table private.labs_opportunity_private (
 comment on table private.labs_opportunity_private is
   'An opportunity''s submitter, contact fields and decline reason (super admins, through RPCs).';
 
--- @@ table public.labs_dream_videos
 create table public.labs_dream_videos (
   id uuid primary key default gen_random_uuid(),
   title text not null check (char_length(title) between 1 and 200),
@@ -166,10 +159,8 @@ comment on table public.labs_dream_videos is
 revoke all on public.labs_dream_videos from anon, authenticated, service_role;
 grant select on public.labs_dream_videos to anon, authenticated, service_role;
 
--- @@ index public.labs_dream_videos_by_status
 create index labs_dream_videos_by_status on public.labs_dream_videos (status, applied_at desc, id desc);
 
--- @@ table private.labs_dream_video_private
 create table private.labs_dream_video_private (
   video_id uuid primary key references public.labs_dream_videos (id) on delete cascade,
   decline_reason text,
@@ -177,7 +168,6 @@ create table private.labs_dream_video_private (
 );
 comment on table private.labs_dream_video_private is 'A dream video''s submitter and decline reason (super admins, through RPCs).';
 
--- @@ table public.labs_classroom_accounts
 -- Classroom accounts: a profile account type only super admins set.
 create table public.labs_classroom_accounts (
   user_id uuid primary key references public.profiles (id) on delete cascade,
@@ -190,10 +180,8 @@ comment on table public.labs_classroom_accounts is
 revoke all on public.labs_classroom_accounts from anon, authenticated, service_role;
 grant select on public.labs_classroom_accounts to authenticated, service_role;
 
--- @@ index public.labs_classroom_accounts_set_by
 create index labs_classroom_accounts_set_by on public.labs_classroom_accounts (set_by);
 
--- @@ function private.labs_is_classroom
 create or replace function private.labs_is_classroom(uid uuid) returns boolean
 language plpgsql stable security definer
 set search_path = ''
@@ -205,25 +193,20 @@ $$;
 comment on function private.labs_is_classroom(uuid) is 'Is the user a classroom account?';
 grant execute on function private.labs_is_classroom(uuid) to authenticated, service_role;
 
--- @@ policy public.labs_sponsors:labs_sponsors: anyone reads approved
 create policy "labs_sponsors: anyone reads approved" on public.labs_sponsors
   for select to anon using (status = 'approved');
 
--- @@ policy public.labs_opportunities:labs_opportunities: anyone reads approved
 create policy "labs_opportunities: anyone reads approved" on public.labs_opportunities
   for select to anon using (status = 'approved');
 
--- @@ policy public.labs_dream_videos:labs_dream_videos: anyone reads approved
 create policy "labs_dream_videos: anyone reads approved" on public.labs_dream_videos
   for select to anon using (status = 'approved');
 
--- @@ policy public.labs_classroom_accounts:labs_classroom_accounts: self or super admin
 create policy "labs_classroom_accounts: self or super admin" on public.labs_classroom_accounts
   for select to authenticated
   using (user_id = (select auth.uid()) or (select private.is_super_admin()));
 
--- @@ function private.labs_submit_sponsor
--- Supersedes private.labs_submit_sponsor of 20261122070000_labs.sql: the applicant goes to the private row.
+-- A sponsor application; the applicant and contact fields go to the private row.
 create or replace function private.labs_submit_sponsor(name text, tier text, contact_email text, contact_name text)
 returns public.labs_sponsors
 language plpgsql security definer
@@ -243,7 +226,6 @@ end
 $$;
 grant execute on function private.labs_submit_sponsor(text,text,text,text) to authenticated;
 
--- @@ function public.labs_submit_sponsor
 create or replace function public.labs_submit_sponsor(name text, tier text, contact_email text, contact_name text)
 returns public.labs_sponsors
 language sql security invoker
@@ -251,8 +233,7 @@ set search_path = ''
 as $$ select * from private.labs_submit_sponsor(name, tier, contact_email, contact_name) $$;
 grant execute on function labs_submit_sponsor(text,text,text,text) to authenticated, service_role;
 
--- @@ function private.labs_submit_opportunity
--- Supersedes private.labs_submit_opportunity of 20261122070000_labs.sql.
+-- An opportunity for the listing; the submitter and contact fields go to the private row.
 create or replace function private.labs_submit_opportunity(
   kind text, title text, description text, url text, contact_email text, contact_name text
 ) returns public.labs_opportunities
@@ -279,7 +260,6 @@ end
 $$;
 grant execute on function private.labs_submit_opportunity(text,text,text,text,text,text) to authenticated;
 
--- @@ function public.labs_submit_opportunity
 create or replace function public.labs_submit_opportunity(
   kind text, title text, description text, url text, contact_email text, contact_name text
 ) returns public.labs_opportunities
@@ -288,8 +268,7 @@ set search_path = ''
 as $$ select * from private.labs_submit_opportunity(kind, title, description, url, contact_email, contact_name) $$;
 grant execute on function labs_submit_opportunity(text,text,text,text,text,text) to authenticated, service_role;
 
--- @@ function private.labs_submit_dream_video
--- Supersedes private.labs_submit_dream_video of 20261122070000_labs.sql.
+-- A dream video; the submitter goes to the private row.
 create or replace function private.labs_submit_dream_video(title text, video_url text)
 returns public.labs_dream_videos
 language plpgsql security definer
@@ -314,7 +293,6 @@ end
 $$;
 grant execute on function private.labs_submit_dream_video(text,text) to authenticated;
 
--- @@ function public.labs_submit_dream_video
 create or replace function public.labs_submit_dream_video(title text, video_url text)
 returns public.labs_dream_videos
 language sql security invoker
@@ -322,9 +300,8 @@ set search_path = ''
 as $$ select * from private.labs_submit_dream_video(title, video_url) $$;
 grant execute on function labs_submit_dream_video(text,text) to authenticated, service_role;
 
--- @@ function private.labs_pending
--- Supersedes private.labs_pending of 20261122070000_labs.sql: the queue shows super admins the
--- submitter too.
+-- The review queue of one kind (super admins): pending records with their submitter, newest
+-- first.
 create or replace function private.labs_pending(
   kind text, page_size integer default 50, before_time timestamptz default null, before_id uuid default null
 ) returns table (id uuid, record jsonb, created_at timestamptz)
@@ -362,7 +339,6 @@ end
 $$;
 grant execute on function private.labs_pending(text,integer,timestamp with time zone,uuid) to authenticated, service_role;
 
--- @@ function public.labs_pending
 create or replace function public.labs_pending(
   kind text, page_size integer default 50, before_time timestamptz default null, before_id uuid default null
 ) returns table (id uuid, record jsonb, created_at timestamptz)
@@ -371,7 +347,6 @@ set search_path = ''
 as $$ select * from private.labs_pending(kind, page_size, before_time, before_id) $$;
 grant execute on function labs_pending(text,integer,timestamp with time zone,uuid) to authenticated, service_role;
 
--- @@ function private.labs_review
 -- Approve or decline (super admins). Only a pending record moves (409 otherwise); unknown id
 -- 404; a decline needs its reason (400), stored privately. Two admins at once: the row lock
 -- makes the second see the first's decision (409).
@@ -424,7 +399,6 @@ end
 $$;
 grant execute on function private.labs_review(text,uuid,text,text) to authenticated, service_role;
 
--- @@ function public.labs_review
 create or replace function public.labs_review(kind text, record_id uuid, decision text, reason text default null)
 returns table (id uuid, status text, reviewed_at timestamptz)
 language sql security invoker
@@ -432,7 +406,6 @@ set search_path = ''
 as $$ select * from private.labs_review(kind, record_id, decision, reason) $$;
 grant execute on function labs_review(text,uuid,text,text) to authenticated, service_role;
 
--- @@ function private.labs_feature_video
 -- Feature (or unfeature) an approved dream video on the public listing (super admins).
 create or replace function private.labs_feature_video(video_id uuid, is_featured boolean) returns public.labs_dream_videos
 language plpgsql security definer
@@ -458,14 +431,12 @@ end
 $$;
 grant execute on function private.labs_feature_video(uuid,boolean) to authenticated, service_role;
 
--- @@ function public.labs_feature_video
 create or replace function public.labs_feature_video(video_id uuid, is_featured boolean) returns public.labs_dream_videos
 language sql security invoker
 set search_path = ''
 as $$ select * from private.labs_feature_video(video_id, is_featured) $$;
 grant execute on function labs_feature_video(uuid,boolean) to authenticated, service_role;
 
--- @@ function private.labs_set_account_type
 -- Account type (super admins): standard or classroom.
 create or replace function private.labs_set_account_type(target_user_id uuid, account_type text) returns text
 language plpgsql security definer
@@ -490,17 +461,16 @@ end
 $$;
 grant execute on function private.labs_set_account_type(uuid,text) to authenticated, service_role;
 
--- @@ function public.labs_set_account_type
 create or replace function public.labs_set_account_type(target_user_id uuid, account_type text) returns text
 language sql security invoker
 set search_path = ''
 as $$ select private.labs_set_account_type(target_user_id, account_type) $$;
 grant execute on function labs_set_account_type(uuid,text) to authenticated, service_role;
 
--- @@ table public.labs_experiments
--- =========================================================================================
--- 3. Experiments: templates, clones, replications
--- =========================================================================================
+-- ---------------------------------------------------------------------------------------------
+-- Experiments: templates, clones, replications
+-- ---------------------------------------------------------------------------------------------
+
 create table public.labs_experiments (
   id uuid primary key default gen_random_uuid(),
   owner_id uuid not null default auth.uid() references public.profiles (id) on delete cascade,
@@ -531,22 +501,17 @@ grant select on public.labs_experiments to service_role;
 grant insert (title, calculator, inputs, is_template, is_public), update (title, inputs, is_public)
   on public.labs_experiments to authenticated;
 
--- @@ index public.labs_experiments_owner
 create index labs_experiments_owner on public.labs_experiments (owner_id, created_at desc);
 
--- @@ index public.labs_experiments_cloned_from
 create index labs_experiments_cloned_from on public.labs_experiments (cloned_from);
 
--- @@ index public.labs_experiments_public_templates
 create index labs_experiments_public_templates on public.labs_experiments (created_at desc, id desc)
   where is_template and is_public;
 
--- @@ index public.labs_experiments_unfinished_clones
 -- The step-prompt job: unfinished clones by owner.
 create index labs_experiments_unfinished_clones on public.labs_experiments (owner_id)
   where cloned_from is not null and completed_at is null;
 
--- @@ policy public.labs_experiments:labs_experiments: own, public templates, or super admin
 create policy "labs_experiments: own, public templates, or super admin" on public.labs_experiments
   for select to authenticated
   using (
@@ -558,23 +523,19 @@ create policy "labs_experiments: own, public templates, or super admin" on publi
 comment on policy "labs_experiments: own, public templates, or super admin" on public.labs_experiments is
   'Classroom accounts see public templates only when classroom_safe (SPEC Other admin rules 3).';
 
--- @@ policy public.labs_experiments:labs_experiments: owners create
 create policy "labs_experiments: owners create" on public.labs_experiments
   for insert to authenticated
   with check (owner_id = (select auth.uid()));
 
--- @@ policy public.labs_experiments:labs_experiments: owners edit
 create policy "labs_experiments: owners edit" on public.labs_experiments
   for update to authenticated
   using (owner_id = (select auth.uid()))
   with check (owner_id = (select auth.uid()));
 
--- @@ policy public.labs_experiments:labs_experiments: owners delete
 create policy "labs_experiments: owners delete" on public.labs_experiments
   for delete to authenticated
   using (owner_id = (select auth.uid()));
 
--- @@ table public.labs_activity_events
 -- What users do in labs, for competition scoring: one row per clone, completion, build and
 -- replication outcome. Written only by the RPCs below.
 create table public.labs_activity_events (
@@ -597,18 +558,14 @@ comment on column public.labs_activity_events.replication_id is
 revoke all on public.labs_activity_events from anon, authenticated, service_role;
 grant select on public.labs_activity_events to authenticated, service_role;
 
--- @@ index public.labs_activity_events_user
 create index labs_activity_events_user on public.labs_activity_events (user_id, created_at);
 
--- @@ index public.labs_activity_events_experiment
 create index labs_activity_events_experiment on public.labs_activity_events (experiment_id);
 
--- @@ policy public.labs_activity_events:labs_activity_events: own or super admin
 create policy "labs_activity_events: own or super admin" on public.labs_activity_events
   for select to authenticated
   using (user_id = (select auth.uid()) or (select private.is_super_admin()));
 
--- @@ table public.labs_replications
 create table public.labs_replications (
   id uuid primary key default gen_random_uuid(),
   clone_id uuid references public.labs_experiments (id) on delete set null,
@@ -629,23 +586,18 @@ comment on column public.labs_replications.clone_id is 'The clone it was reporte
 revoke all on public.labs_replications from anon, authenticated, service_role;
 grant select on public.labs_replications to authenticated, service_role;
 
--- @@ index public.labs_replications_clone
 create index labs_replications_clone on public.labs_replications (clone_id);
 
--- @@ index public.labs_replications_template
 create index labs_replications_template on public.labs_replications (template_id, created_at);
 
--- @@ index public.labs_replications_user
 create index labs_replications_user on public.labs_replications (user_id);
 
--- @@ policy public.labs_replications:labs_replications: own or super admin
 create policy "labs_replications: own or super admin" on public.labs_replications
   for select to authenticated
   using (user_id = (select auth.uid()) or (select private.is_super_admin()));
 
--- @@ function private.labs_predicted_value
--- Supersedes private.labs_predicted_value of 20261122070000_labs.sql: a stored prediction out of
--- bounds (from before they existed) is no prediction rather than an error.
+-- A template's predicted value from its golden spec; a stored prediction out of bounds is no
+-- prediction rather than an error.
 create or replace function private.labs_predicted_value(spec jsonb) returns double precision
 language sql immutable
 set search_path = ''
@@ -655,7 +607,6 @@ as $$
 $$;
 grant execute on function private.labs_predicted_value(jsonb) to authenticated, service_role;
 
--- @@ function private.labs_template_stats
 create or replace function private.labs_template_stats(template_ids uuid[])
 returns table (template_id uuid, replications integer, independent_confirmations integer, mean numeric,
                stddev numeric, anomalies integer, robust boolean)
@@ -681,8 +632,7 @@ comment on function private.labs_template_stats(uuid[]) is
   'anomalies (> 2 stddev from the mean) and robust (>= 50 confirmations). Numeric arithmetic: no stored value overflows it.';
 grant execute on function private.labs_template_stats(uuid[]) to authenticated, service_role;
 
--- @@ function private.labs_template_replications
--- Supersedes private.labs_template_replications of 20261122070000_labs.sql (numeric arithmetic).
+-- A template's replications with their anomaly flags (numeric arithmetic, no overflow).
 create or replace function private.labs_template_replications(template_id uuid)
 returns table (id uuid, measured_value double precision, confirmed boolean, is_anomaly boolean, created_at timestamptz)
 language sql stable security definer
@@ -701,7 +651,6 @@ as $$
 $$;
 grant execute on function private.labs_template_replications(uuid) to authenticated, service_role;
 
--- @@ function public.labs_template_list
 -- Templates the caller may see (RLS), with their convergence.
 create or replace function public.labs_template_list(
   page_size integer default 50, before_time timestamptz default null, before_id uuid default null
@@ -729,7 +678,6 @@ as $$
 $$;
 grant execute on function labs_template_list(integer,timestamp with time zone,uuid) to authenticated, service_role;
 
--- @@ function public.labs_template_details
 -- One template the caller may see, with its convergence and replications (404 otherwise).
 create or replace function public.labs_template_details(template_id uuid) returns jsonb
 language plpgsql stable security invoker
@@ -753,7 +701,6 @@ end
 $$;
 grant execute on function labs_template_details(uuid) to authenticated, service_role;
 
--- @@ function private.labs_record_activity
 create or replace function private.labs_record_activity(uid uuid, kind text, experiment uuid, template uuid, replication uuid default null)
 returns void
 language plpgsql security definer
@@ -774,8 +721,7 @@ begin
 end
 $$;
 
--- @@ function private.labs_clone_template
--- Supersedes private.labs_clone_template of 20261122070000_labs.sql (the template goes with the event).
+-- Clones a public template for the caller, recording the clone event with its template.
 create or replace function private.labs_clone_template(template_id uuid) returns public.labs_experiments
 language plpgsql security definer
 set search_path = ''
@@ -803,15 +749,13 @@ end
 $$;
 grant execute on function private.labs_clone_template(uuid) to authenticated;
 
--- @@ function public.labs_clone_template
 create or replace function public.labs_clone_template(template_id uuid) returns public.labs_experiments
 language sql security invoker
 set search_path = ''
 as $$ select * from private.labs_clone_template(template_id) $$;
 grant execute on function labs_clone_template(uuid) to authenticated, service_role;
 
--- @@ function private.labs_complete_clone
--- Supersedes private.labs_complete_clone of 20261122070000_labs.sql. A build is what the
+-- Marks a clone completed (and built). A build is what the
 -- completing user says (nothing in the system can verify a kit); it scores only with a scored
 -- completion's template, once per user and template.
 create or replace function private.labs_complete_clone(clone_id uuid, built boolean default false)
@@ -841,7 +785,6 @@ end
 $$;
 grant execute on function private.labs_complete_clone(uuid,boolean) to authenticated;
 
--- @@ function public.labs_complete_clone
 create or replace function public.labs_complete_clone(clone_id uuid, built boolean default false)
 returns public.labs_experiments
 language sql security invoker
@@ -849,7 +792,6 @@ set search_path = ''
 as $$ select * from private.labs_complete_clone(clone_id, built) $$;
 grant execute on function labs_complete_clone(uuid,boolean) to authenticated, service_role;
 
--- @@ function private.labs_report_replication
 create or replace function private.labs_report_replication(clone_id uuid, measured_value jsonb)
 returns public.labs_replications
 language plpgsql security definer
@@ -888,7 +830,6 @@ end
 $$;
 grant execute on function private.labs_report_replication(uuid,jsonb) to authenticated;
 
--- @@ function public.labs_report_replication
 create or replace function public.labs_report_replication(clone_id uuid, measured_value jsonb)
 returns public.labs_replications
 language sql security invoker
@@ -899,7 +840,6 @@ comment on function public.labs_report_replication(uuid, jsonb) is
   'unless 0; confirmed within 5 % of the prediction.';
 grant execute on function labs_report_replication(uuid,jsonb) to authenticated, service_role;
 
--- @@ function private.labs_set_template_safety
 -- Super admins: promote a template to classroom_safe (band required), reset it to adult_only.
 create or replace function private.labs_set_template_safety(template_id uuid, safety_level text, min_grade_band text default null)
 returns public.labs_experiments
@@ -933,7 +873,6 @@ end
 $$;
 grant execute on function private.labs_set_template_safety(uuid,text,text) to authenticated, service_role;
 
--- @@ function public.labs_set_template_safety
 create or replace function public.labs_set_template_safety(template_id uuid, safety_level text, min_grade_band text default null)
 returns public.labs_experiments
 language sql security invoker
@@ -941,8 +880,7 @@ set search_path = ''
 as $$ select * from private.labs_set_template_safety(template_id, safety_level, min_grade_band) $$;
 grant execute on function labs_set_template_safety(uuid,text,text) to authenticated, service_role;
 
--- @@ function private.labs_set_golden_spec
--- Supersedes private.labs_set_golden_spec of 20261122070000_labs.sql: every number bounded.
+-- Sets a template's golden spec (super admins); every number bounded.
 create or replace function private.labs_set_golden_spec(template_id uuid, spec jsonb) returns public.labs_experiments
 language plpgsql security definer
 set search_path = ''
@@ -993,14 +931,12 @@ end
 $$;
 grant execute on function private.labs_set_golden_spec(uuid,jsonb) to authenticated, service_role;
 
--- @@ function public.labs_set_golden_spec
 create or replace function public.labs_set_golden_spec(template_id uuid, spec jsonb) returns public.labs_experiments
 language sql security invoker
 set search_path = ''
 as $$ select * from private.labs_set_golden_spec(template_id, spec) $$;
 grant execute on function labs_set_golden_spec(uuid,jsonb) to authenticated, service_role;
 
--- @@ function private.labs_valid_scoring_config
 -- Competition weights: integers from 0 to 1000 (a larger one overflowed the recompute's
 -- integer arithmetic for every competition).
 create or replace function private.labs_valid_scoring_config(config jsonb) returns boolean
@@ -1015,10 +951,10 @@ as $$
 $$;
 grant execute on function private.labs_valid_scoring_config(jsonb) to authenticated, service_role;
 
--- @@ table public.labs_competitions
--- =========================================================================================
--- 4. Competitions and step prompts
--- =========================================================================================
+-- ---------------------------------------------------------------------------------------------
+-- Competitions and step prompts
+-- ---------------------------------------------------------------------------------------------
+
 create table public.labs_competitions (
   id uuid primary key default gen_random_uuid(),
   slug text not null unique check (slug ~ '^[a-z0-9][a-z0-9-]{0,79}$'),
@@ -1040,15 +976,12 @@ comment on table public.labs_competitions is
 revoke all on public.labs_competitions from anon, authenticated, service_role;
 grant select on public.labs_competitions to anon, authenticated, service_role;
 
--- @@ policy public.labs_competitions:labs_competitions: anyone reads active ones
 create policy "labs_competitions: anyone reads active ones" on public.labs_competitions
   for select to anon using (is_active);
 
--- @@ policy public.labs_competitions:labs_competitions: active ones, or all for super admins
 create policy "labs_competitions: active ones, or all for super admins" on public.labs_competitions
   for select to authenticated using (is_active or (select private.is_super_admin()));
 
--- @@ table public.labs_competition_participants
 create table public.labs_competition_participants (
   competition_id uuid not null references public.labs_competitions (id) on delete cascade,
   user_id uuid not null references public.profiles (id) on delete cascade,
@@ -1063,19 +996,15 @@ comment on table public.labs_competition_participants is
 revoke all on public.labs_competition_participants from anon, authenticated, service_role;
 grant select on public.labs_competition_participants to authenticated, service_role;
 
--- @@ index public.labs_competition_participants_user
 create index labs_competition_participants_user on public.labs_competition_participants (user_id);
 
--- @@ index public.labs_competition_participants_ranking
 create index labs_competition_participants_ranking on public.labs_competition_participants (competition_id, score desc, joined_at, user_id);
 
--- @@ policy public.labs_competition_participants:labs_competition_participants: own or super admin
 create policy "labs_competition_participants: own or super admin" on public.labs_competition_participants
   for select to authenticated
   using (user_id = (select auth.uid()) or (select private.is_super_admin()));
 
--- @@ function private.labs_create_competition
--- Supersedes private.labs_create_competition of 20261122070000_labs.sql: weights 0..1000.
+-- Creates a competition (super admins); weights are integers from 0 to 1000.
 create or replace function private.labs_create_competition(
   slug text, title text, starts_at timestamptz default null, ends_at timestamptz default null, scoring_config jsonb default null
 ) returns public.labs_competitions
@@ -1116,7 +1045,6 @@ end
 $$;
 grant execute on function private.labs_create_competition(text,text,timestamp with time zone,timestamp with time zone,jsonb) to authenticated, service_role;
 
--- @@ function public.labs_create_competition
 create or replace function public.labs_create_competition(
   slug text, title text, starts_at timestamptz default null, ends_at timestamptz default null, scoring_config jsonb default null
 ) returns public.labs_competitions
@@ -1125,7 +1053,6 @@ set search_path = ''
 as $$ select * from private.labs_create_competition(slug, title, starts_at, ends_at, scoring_config) $$;
 grant execute on function labs_create_competition(text,text,timestamp with time zone,timestamp with time zone,jsonb) to authenticated, service_role;
 
--- @@ function private.labs_update_competition
 create or replace function private.labs_update_competition(slug text, is_active boolean default null, entry_open boolean default null)
 returns public.labs_competitions
 language plpgsql security definer
@@ -1148,7 +1075,6 @@ end
 $$;
 grant execute on function private.labs_update_competition(text,boolean,boolean) to authenticated, service_role;
 
--- @@ function public.labs_update_competition
 create or replace function public.labs_update_competition(slug text, is_active boolean default null, entry_open boolean default null)
 returns public.labs_competitions
 language sql security invoker
@@ -1156,7 +1082,6 @@ set search_path = ''
 as $$ select * from private.labs_update_competition(slug, is_active, entry_open) $$;
 grant execute on function labs_update_competition(text,boolean,boolean) to authenticated, service_role;
 
--- @@ function private.labs_join_competition
 create or replace function private.labs_join_competition(slug text) returns public.labs_competition_participants
 language plpgsql security definer
 set search_path = ''
@@ -1181,14 +1106,12 @@ end
 $$;
 grant execute on function private.labs_join_competition(text) to authenticated;
 
--- @@ function public.labs_join_competition
 create or replace function public.labs_join_competition(slug text) returns public.labs_competition_participants
 language sql security invoker
 set search_path = ''
 as $$ select * from private.labs_join_competition(slug) $$;
 grant execute on function labs_join_competition(text) to authenticated, service_role;
 
--- @@ function private.labs_recompute_competitions
 -- Rescore every active, open competition in one statement per run: each participant's score
 -- is the weighted count of their activity events inside the competition's window. Concurrent
 -- runs queue on the competition rows (same result either way).
@@ -1226,7 +1149,6 @@ comment on function private.labs_recompute_competitions() is
   'The recompute-competitions job: rescores every active, open competition and sets last_scored_at.';
 grant execute on function private.labs_recompute_competitions() to authenticated, service_role;
 
--- @@ function public.labs_recompute_competitions
 create or replace function public.labs_recompute_competitions()
 returns table (slug text, participants integer, scored_at timestamptz)
 language sql security invoker
@@ -1234,7 +1156,6 @@ set search_path = ''
 as $$ select * from private.labs_recompute_competitions() $$;
 grant execute on function labs_recompute_competitions() to authenticated, service_role;
 
--- @@ function private.labs_leaderboard
 -- The leaderboard (default 50, SPEC Limits): rank, participant and score as last computed.
 create or replace function private.labs_leaderboard(slug text, page_size integer default 50)
 returns table (rank bigint, user_id uuid, full_name text, score integer, joined_at timestamptz)
@@ -1259,7 +1180,6 @@ end
 $$;
 grant execute on function private.labs_leaderboard(text,integer) to authenticated, service_role;
 
--- @@ function public.labs_leaderboard
 create or replace function public.labs_leaderboard(slug text, page_size integer default 50)
 returns table (rank bigint, user_id uuid, full_name text, score integer, joined_at timestamptz)
 language sql stable security invoker
@@ -1267,7 +1187,6 @@ set search_path = ''
 as $$ select * from private.labs_leaderboard(slug, page_size) $$;
 grant execute on function labs_leaderboard(text,integer) to authenticated, service_role;
 
--- @@ table private.labs_step_prompts
 -- Step prompts: one row per user and day a prompt went out (the claim, so side-by-side runs
 -- never prompt twice).
 create table private.labs_step_prompts (
@@ -1278,10 +1197,8 @@ create table private.labs_step_prompts (
 );
 comment on table private.labs_step_prompts is 'Step prompts sent (at most one per user per day).';
 
--- @@ index private.labs_step_prompts_latest
 create index labs_step_prompts_latest on private.labs_step_prompts (user_id, prompted_at desc);
 
--- @@ function private.labs_process_step_prompts
 -- Users with an unfinished clone and no prompt in the last 3 days get one notification
 -- (labs.step_prompt naming their oldest unfinished clone). A bounded batch per run; one
 -- user's failure is reported in errors and does not stop the others.
@@ -1336,17 +1253,16 @@ end
 $$;
 grant execute on function private.labs_process_step_prompts(integer) to authenticated, service_role;
 
--- @@ function public.labs_process_step_prompts
 create or replace function public.labs_process_step_prompts(batch_size integer default 1000) returns jsonb
 language sql security invoker
 set search_path = ''
 as $$ select private.labs_process_step_prompts(batch_size) $$;
 grant execute on function labs_process_step_prompts(integer) to authenticated, service_role;
 
--- @@ table public.labs_sponsor_messages
--- =========================================================================================
--- 5. Sponsor outreach
--- =========================================================================================
+-- ---------------------------------------------------------------------------------------------
+-- Sponsor outreach
+-- ---------------------------------------------------------------------------------------------
+
 create table public.labs_sponsor_messages (
   id uuid primary key default gen_random_uuid(),
   sponsor_id uuid not null references public.labs_sponsors (id) on delete cascade,
@@ -1362,15 +1278,12 @@ comment on table public.labs_sponsor_messages is
 revoke all on public.labs_sponsor_messages from anon, authenticated, service_role;
 grant select on public.labs_sponsor_messages to authenticated;
 
--- @@ index public.labs_sponsor_messages_cap
 -- The cap (per sender and sponsor, last 24 hours) and the FK on sender_id.
 create index labs_sponsor_messages_cap on public.labs_sponsor_messages (sender_id, sponsor_id, created_at);
 
--- @@ index public.labs_sponsor_messages_digest
 create index labs_sponsor_messages_digest on public.labs_sponsor_messages (sponsor_id, created_at);
 
--- @@ function private.labs_send_sponsor_message
--- Supersedes private.labs_send_sponsor_message of 20261122070000_labs.sql (no recipient column).
+-- Relays a message to an approved sponsor's applicant, who is never named to the sender.
 create or replace function private.labs_send_sponsor_message(sponsor_id uuid, body text) returns public.labs_sponsor_messages
 language plpgsql security definer
 set search_path = ''
@@ -1398,14 +1311,12 @@ end
 $$;
 grant execute on function private.labs_send_sponsor_message(uuid,text) to authenticated;
 
--- @@ function public.labs_send_sponsor_message
 create or replace function public.labs_send_sponsor_message(sponsor_id uuid, body text) returns public.labs_sponsor_messages
 language sql security invoker
 set search_path = ''
 as $$ select * from private.labs_send_sponsor_message(sponsor_id, body) $$;
 grant execute on function labs_send_sponsor_message(uuid,text) to authenticated, service_role;
 
--- @@ table private.labs_outreach_digests
 -- Weekly digests: one row per sponsor and week (the Monday starting the week the digest is sent
 -- in; it covers the 7 days before). 'sending' is a claim; 'sent' is final. A claim older than
 -- 15 minutes (a run that died) may be taken again.
@@ -1421,7 +1332,6 @@ create table private.labs_outreach_digests (
 );
 comment on table private.labs_outreach_digests is 'Sponsor outreach digests, once per sponsor and week.';
 
--- @@ function private.labs_claim_outreach_digests
 create or replace function private.labs_claim_outreach_digests(batch_size integer default 50, skip_sponsors uuid[] default '{}')
 returns table (sponsor_id uuid, week_start date, sponsor_name text, contact_email text, contact_name text, messages jsonb)
 language plpgsql security definer
@@ -1469,7 +1379,6 @@ comment on function private.labs_claim_outreach_digests(integer, uuid[]) is
   'skip_sponsors: those whose send failed earlier in the same run (released for the next run, not retried at once).';
 grant execute on function private.labs_claim_outreach_digests(integer,uuid[]) to service_role;
 
--- @@ function public.labs_claim_outreach_digests
 create or replace function public.labs_claim_outreach_digests(batch_size integer default 50, skip_sponsors uuid[] default '{}')
 returns table (sponsor_id uuid, week_start date, sponsor_name text, contact_email text, contact_name text, messages jsonb)
 language sql security invoker
@@ -1477,7 +1386,6 @@ set search_path = ''
 as $$ select * from private.labs_claim_outreach_digests(batch_size, skip_sponsors) $$;
 grant execute on function labs_claim_outreach_digests(integer,uuid[]) to service_role;
 
--- @@ function private.labs_finish_outreach_digest
 -- After the send: 'sent' with the provider's id, or the claim is released for the next run.
 create or replace function private.labs_finish_outreach_digest(sponsor_id uuid, week_start date, email_id text, message_count integer)
 returns void
@@ -1499,7 +1407,6 @@ end
 $$;
 grant execute on function private.labs_finish_outreach_digest(uuid,date,text,integer) to service_role;
 
--- @@ function public.labs_finish_outreach_digest
 create or replace function public.labs_finish_outreach_digest(sponsor_id uuid, week_start date, email_id text, message_count integer)
 returns void
 language sql security invoker
@@ -1507,10 +1414,10 @@ set search_path = ''
 as $$ select private.labs_finish_outreach_digest(sponsor_id, week_start, email_id, message_count) $$;
 grant execute on function labs_finish_outreach_digest(uuid,date,text,integer) to service_role;
 
--- @@ table public.labs_kit_waitlist
--- =========================================================================================
--- 6. Kit waitlist
--- =========================================================================================
+-- ---------------------------------------------------------------------------------------------
+-- Kit waitlist
+-- ---------------------------------------------------------------------------------------------
+
 create table public.labs_kit_waitlist (
   id uuid primary key default gen_random_uuid(),
   email text not null unique check (char_length(email) <= 320 and email = lower(email) and email ~ '^[^@\s]+@[^@\s]+\.[^@\s]+$'),
@@ -1528,25 +1435,19 @@ grant insert (email, user_id)
 grant insert (email, user_id)
   on public.labs_kit_waitlist to authenticated;
 
--- @@ index public.labs_kit_waitlist_user
 create index labs_kit_waitlist_user on public.labs_kit_waitlist (user_id);
 
--- @@ index public.labs_kit_waitlist_created
 create index labs_kit_waitlist_created on public.labs_kit_waitlist (created_at desc, id desc);
 
--- @@ policy public.labs_kit_waitlist:labs_kit_waitlist: anyone signs up (anonymously)
 create policy "labs_kit_waitlist: anyone signs up (anonymously)" on public.labs_kit_waitlist
   for insert to anon with check (user_id is null);
 
--- @@ policy public.labs_kit_waitlist:labs_kit_waitlist: signed-in users sign up as themselves
 create policy "labs_kit_waitlist: signed-in users sign up as themselves" on public.labs_kit_waitlist
   for insert to authenticated with check (user_id is null or user_id = (select auth.uid()));
 
--- @@ policy public.labs_kit_waitlist:labs_kit_waitlist: super admins read
 create policy "labs_kit_waitlist: super admins read" on public.labs_kit_waitlist
   for select to authenticated using ((select private.is_super_admin()));
 
--- @@ function private.labs_kit_waitlist_gate
 -- Signing up is an insert as the caller (anonymous or signed in) under the policies above,
 -- ON CONFLICT DO NOTHING: an address already on the list changes nothing, and the answer does
 -- not say which (no probing who signed up).
@@ -1572,7 +1473,6 @@ end
 $$;
 grant execute on function private.labs_kit_waitlist_gate(date) to authenticated, service_role;
 
--- @@ function public.labs_kit_waitlist_gate
 create or replace function public.labs_kit_waitlist_gate(launch_date date)
 returns table (total integer, within_launch_window integer, gate_met boolean)
 language sql stable security invoker
@@ -1580,16 +1480,12 @@ set search_path = ''
 as $$ select * from private.labs_kit_waitlist_gate(launch_date) $$;
 grant execute on function labs_kit_waitlist_gate(date) to authenticated, service_role;
 
--- @@ index private.labs_sponsor_private_applicant
 create index labs_sponsor_private_applicant on private.labs_sponsor_private (applicant_id);
 
--- @@ index private.labs_opportunity_private_submitter
 create index labs_opportunity_private_submitter on private.labs_opportunity_private (submitter_id);
 
--- @@ index private.labs_dream_video_private_submitter
 create index labs_dream_video_private_submitter on private.labs_dream_video_private (submitter_id);
 
--- @@ function private.labs_my_sponsor_ids
 -- The caller's own records, for the policies (computed once per statement).
 create or replace function private.labs_my_sponsor_ids() returns setof uuid
 language sql stable security definer
@@ -1598,7 +1494,6 @@ as $$ select p.sponsor_id from private.labs_sponsor_private p where p.applicant_
 comment on function private.labs_my_sponsor_ids() is 'Ids of the sponsors the caller applied for.';
 grant execute on function private.labs_my_sponsor_ids() to authenticated, service_role;
 
--- @@ function private.labs_my_opportunity_ids
 create or replace function private.labs_my_opportunity_ids() returns setof uuid
 language sql stable security definer
 set search_path = ''
@@ -1606,7 +1501,6 @@ as $$ select p.opportunity_id from private.labs_opportunity_private p where p.su
 comment on function private.labs_my_opportunity_ids() is 'Ids of the opportunities the caller submitted.';
 grant execute on function private.labs_my_opportunity_ids() to authenticated, service_role;
 
--- @@ function private.labs_my_video_ids
 create or replace function private.labs_my_video_ids() returns setof uuid
 language sql stable security definer
 set search_path = ''
@@ -1614,24 +1508,20 @@ as $$ select p.video_id from private.labs_dream_video_private p where p.submitte
 comment on function private.labs_my_video_ids() is 'Ids of the dream videos the caller submitted.';
 grant execute on function private.labs_my_video_ids() to authenticated, service_role;
 
--- @@ policy public.labs_sponsors:labs_sponsors: approved, own, or super admin
 create policy "labs_sponsors: approved, own, or super admin" on public.labs_sponsors
   for select to authenticated
   using (status = 'approved' or id in (select private.labs_my_sponsor_ids()) or (select private.is_super_admin()));
 comment on policy "labs_sponsors: approved, own, or super admin" on public.labs_sponsors is
   'Own: the applicant is in private.labs_sponsor_private, so no reader learns who applied for an approved sponsor.';
 
--- @@ policy public.labs_opportunities:labs_opportunities: approved, own, or super admin
 create policy "labs_opportunities: approved, own, or super admin" on public.labs_opportunities
   for select to authenticated
   using (status = 'approved' or id in (select private.labs_my_opportunity_ids()) or (select private.is_super_admin()));
 
--- @@ policy public.labs_dream_videos:labs_dream_videos: approved, own, or super admin
 create policy "labs_dream_videos: approved, own, or super admin" on public.labs_dream_videos
   for select to authenticated
   using (status = 'approved' or id in (select private.labs_my_video_ids()) or (select private.is_super_admin()));
 
--- @@ function private.labs_forget_sponsor
 -- A profile's deletion removes its private rows (foreign key); these take the public records
 -- with them, as the dropped columns' foreign keys did.
 create or replace function private.labs_forget_sponsor() returns trigger
@@ -1645,11 +1535,9 @@ end
 $$;
 comment on function private.labs_forget_sponsor() is 'After a sponsor''s private row goes (its applicant deleted), the sponsor goes too.';
 
--- @@ trigger private.labs_sponsor_private:labs_forget_sponsor
 create trigger labs_forget_sponsor after delete on private.labs_sponsor_private
   for each row execute function private.labs_forget_sponsor();
 
--- @@ function private.labs_forget_opportunity
 create or replace function private.labs_forget_opportunity() returns trigger
 language plpgsql security definer
 set search_path = ''
@@ -1661,11 +1549,9 @@ end
 $$;
 comment on function private.labs_forget_opportunity() is 'After an opportunity''s private row goes, the opportunity goes too.';
 
--- @@ trigger private.labs_opportunity_private:labs_forget_opportunity
 create trigger labs_forget_opportunity after delete on private.labs_opportunity_private
   for each row execute function private.labs_forget_opportunity();
 
--- @@ function private.labs_forget_video
 create or replace function private.labs_forget_video() returns trigger
 language plpgsql security definer
 set search_path = ''
@@ -1677,11 +1563,9 @@ end
 $$;
 comment on function private.labs_forget_video() is 'After a dream video''s private row goes, the video goes too.';
 
--- @@ trigger private.labs_dream_video_private:labs_forget_video
 create trigger labs_forget_video after delete on private.labs_dream_video_private
   for each row execute function private.labs_forget_video();
 
--- @@ function public.labs_my_submissions
 -- The caller's own submissions of each kind, newest first (at most 100 each), whatever their
 -- status; never a decline reason. Invoker: RLS shows the caller their own records.
 create or replace function public.labs_my_submissions() returns jsonb
@@ -1703,15 +1587,13 @@ comment on function public.labs_my_submissions() is
   'The caller''s sponsors, opportunities and dream videos with their status (no decline reason), newest first, 100 each.';
 grant execute on function labs_my_submissions() to authenticated, service_role;
 
--- @@ policy public.labs_sponsor_messages:labs_sponsor_messages: sender and the sponsor's applicant only
 create policy "labs_sponsor_messages: sender and the sponsor's applicant only" on public.labs_sponsor_messages
   for select to authenticated
   using (sender_id = (select auth.uid()) or sponsor_id in (select private.labs_my_sponsor_ids()));
 
--- @@ function private.labs_kit_waitlist_signup
--- =========================================================================================
--- 2. Kit waitlist: one answer whether or not the address is listed
--- =========================================================================================
+-- ---------------------------------------------------------------------------------------------
+-- Kit waitlist: one answer whether or not the address is listed
+-- ---------------------------------------------------------------------------------------------
 
 -- Before each insert, whoever writes it (PostgREST as anon or a user, /api, SQL): the checks
 -- that could fail run first and fail alike for a new and a listed address (the address is
@@ -1745,23 +1627,18 @@ comment on function private.labs_kit_waitlist_signup() is
   'BEFORE INSERT on labs_kit_waitlist: validates, then inserts the row itself unless the address is listed, and skips '
   'the statement''s row, so a listed address cannot be told from a new one (no probing who signed up).';
 
--- @@ trigger public.labs_kit_waitlist:labs_kit_waitlist_signup
 create trigger labs_kit_waitlist_signup before insert on public.labs_kit_waitlist
   for each row execute function private.labs_kit_waitlist_signup();
 
--- @@ index public.labs_activity_events_template
 create index labs_activity_events_template on public.labs_activity_events (template_id);
 
--- @@ index public.labs_activity_events_replication
 create index labs_activity_events_replication on public.labs_activity_events (replication_id);
 
--- @@ index public.labs_activity_events_once_per_template
 -- At most one scored event per user, template and kind (confirmed and refuted are one kind:
 -- the first replication a user reports on a template decides which).
 create unique index labs_activity_events_once_per_template on public.labs_activity_events
   (user_id, template_id, (case when kind in ('replication_confirmed', 'replication_refuted') then 'replication' else kind end));
 
--- @@ function private.labs_max_magnitude
 -- The largest magnitude a labs number may have: far beyond any quantity the six calculators
 -- measure (frequencies in Hz, voltages, Q factors), far below where squares and sums of
 -- double precision overflow.
@@ -1771,7 +1648,6 @@ set search_path = ''
 as $$ select 1e15::numeric $$;
 grant execute on function private.labs_max_magnitude() to authenticated, service_role;
 
--- @@ function private.labs_min_magnitude
 -- The smallest non-zero magnitude: double precision holds nothing much smaller (1e-400 would
 -- fail to convert, 1e-310 would lose its precision), and no calculator quantity comes near it.
 create or replace function private.labs_min_magnitude() returns numeric
@@ -1780,7 +1656,6 @@ set search_path = ''
 as $$ select 1e-300::numeric $$;
 grant execute on function private.labs_min_magnitude() to authenticated, service_role;
 
--- @@ function private.labs_plausible_number
 -- A JSON number within the bounds (false for any other JSON value, numeric strings included).
 create or replace function private.labs_plausible_number(value jsonb) returns boolean
 language sql immutable
@@ -1792,7 +1667,6 @@ as $$
 $$;
 grant execute on function private.labs_plausible_number(jsonb) to authenticated, service_role;
 
--- @@ table public.labs_replication_removals
 -- Removed replications: what was removed, by whom and why. Plain uuids, no foreign keys: a
 -- removal outlives the accounts and templates it names.
 create table public.labs_replication_removals (
@@ -1816,17 +1690,13 @@ comment on column public.labs_replication_removals.removed_by is 'The super admi
 revoke all on public.labs_replication_removals from anon, authenticated, service_role;
 grant select on public.labs_replication_removals to authenticated, service_role;
 
--- @@ index public.labs_replication_removals_template
 create index labs_replication_removals_template on public.labs_replication_removals (template_id, removed_at);
 
--- @@ index public.labs_replication_removals_newest
 create index labs_replication_removals_newest on public.labs_replication_removals (removed_at desc, id desc);
 
--- @@ policy public.labs_replication_removals:labs_replication_removals: super admins read
 create policy "labs_replication_removals: super admins read" on public.labs_replication_removals
   for select to authenticated using ((select private.is_super_admin()));
 
--- @@ function private.labs_remove_replication
 -- Super admins remove a replication with a reason (400 without; 404 unknown or already
 -- removed): the only way a replication goes, short of its template or its reporter's account.
 -- The removed report counts as never made: if it was the one that scored, its event goes and
@@ -1872,7 +1742,6 @@ end
 $$;
 grant execute on function private.labs_remove_replication(uuid,text) to authenticated, service_role;
 
--- @@ function public.labs_remove_replication
 create or replace function public.labs_remove_replication(replication_id uuid, reason text)
 returns public.labs_replication_removals
 language sql security invoker
@@ -1882,10 +1751,9 @@ comment on function public.labs_remove_replication(uuid, text) is
   'Super admins: remove a replication (reason required); recorded in labs_replication_removals.';
 grant execute on function labs_remove_replication(uuid,text) to authenticated, service_role;
 
--- @@ function private.labs_check_experiment_inputs
--- =========================================================================================
--- 5. The other numbers: template inputs, golden specs, competition weights
--- =========================================================================================
+-- ---------------------------------------------------------------------------------------------
+-- The other numbers: template inputs, golden specs, competition weights
+-- ---------------------------------------------------------------------------------------------
 
 -- Template and clone inputs, on every write (clients insert and update them through
 -- PostgREST): an object of name to number, each finite and of magnitude at most 1e15.
@@ -1913,8 +1781,6 @@ $$;
 comment on function private.labs_check_experiment_inputs() is
   'BEFORE INSERT/UPDATE on labs_experiments: each input is a number of magnitude at most 1e15 (22023 naming it).';
 
--- @@ trigger public.labs_experiments:labs_experiments_inputs
 create trigger labs_experiments_inputs before insert or update of inputs on public.labs_experiments
   for each row execute function private.labs_check_experiment_inputs();
-
 

@@ -1,9 +1,33 @@
+-- =============================================================================================
+-- Music: listening history
+-- =============================================================================================
+-- Listening history: a music account linked with OAuth PKCE, its tokens encrypted at rest where
+-- no client role can read them, plays and a track cache filled by the sync job, and journal
+-- entries linked to the track playing when they were written.
+--
+-- Who calls what:
+--   authenticated (the caller's token):
+--     public.music_begin_connect(state_hash, code_verifier)  a pending PKCE login (10 minutes, single use)
+--     public.music_disconnect(purge)                          removes link and tokens (and plays when purge)
+--     select on public.music_connections / music_plays (own rows), music_tracks (everyone)
+--   service_role only (the api function's jobs; tokens are decrypted only in these):
+--     public.music_take_state(state_hash)          consumes a pending login
+--     public.music_save_link(...)                  stores a new link with its tokens
+--     public.music_claim_links(max_links, ...)     a chunk of due links for sync-all (skip locked)
+--     public.music_claim_user(user_id, cooldown)   one user's link for POST /api/music/sync
+--     public.music_save_tokens(...)                a refreshed (and maybe rotated) token pair
+--     public.music_sync_failed(...)                releases a claim, records the failure
+--     public.music_store_sync(user_id, plays, tracks)  plays, tracks and entry relinking, one transaction
+--
+-- The key that encrypts tokens is the Vault secret music_token_key (created by a migration).
+
 -- Tokens are encrypted at rest with pgcrypto (pgp_sym_encrypt), its key in Vault.
 create extension if not exists pgcrypto with schema extensions;
 
--- @@ table public.music_connections
--- ---------------------------------------------------------------------------------------
+-- ---------------------------------------------------------------------------------------------
 -- Tables
+-- ---------------------------------------------------------------------------------------------
+
 create table public.music_connections (
   user_id uuid primary key references public.profiles (id) on delete cascade,
   music_user_id text not null check (char_length(music_user_id) between 1 and 200),
@@ -27,12 +51,10 @@ comment on column public.music_connections.manual_sync_at is 'Last POST /api/mus
 revoke all on public.music_connections from anon, authenticated;
 grant select on public.music_connections to authenticated;
 
--- @@ index public.music_connections_due
 -- sync-all's order: never synced first, then the oldest.
 create index music_connections_due on public.music_connections (last_synced_at asc nulls first)
   where not needs_reconnect;
 
--- @@ table private.music_tokens
 create table private.music_tokens (
   user_id uuid primary key references public.music_connections (user_id) on delete cascade,
   access_token bytea not null,
@@ -42,7 +64,6 @@ create table private.music_tokens (
 comment on table private.music_tokens is
   'Provider tokens, pgp_sym_encrypt''ed with the Vault secret music_token_key; read only inside the sync functions.';
 
--- @@ table private.music_oauth_states
 create table private.music_oauth_states (
   state_hash text primary key,
   user_id uuid not null references public.profiles (id) on delete cascade,
@@ -54,10 +75,8 @@ create table private.music_oauth_states (
 comment on table private.music_oauth_states is
   'Pending PKCE logins: sha256 of the state (the callback''s credential), the caller, the verifier; single use.';
 
--- @@ index private.music_oauth_states_user
 create index music_oauth_states_user on private.music_oauth_states (user_id);
 
--- @@ table public.music_tracks
 create table public.music_tracks (
   id text primary key check (char_length(id) between 1 and 100),
   name text not null,
@@ -76,7 +95,6 @@ comment on table public.music_tracks is
 revoke all on public.music_tracks from anon, authenticated;
 grant select on public.music_tracks to anon, authenticated;
 
--- @@ table public.music_plays
 create table public.music_plays (
   user_id uuid not null references public.profiles (id) on delete cascade,
   played_at timestamptz not null,
@@ -90,24 +108,21 @@ comment on table public.music_plays is
 revoke all on public.music_plays from anon, authenticated;
 grant select on public.music_plays to authenticated;
 
--- @@ index public.music_plays_track
 create index music_plays_track on public.music_plays (track_id);
 
--- @@ policy public.music_connections:music_connections: owner reads
 create policy "music_connections: owner reads" on public.music_connections
   for select to authenticated using (user_id = (select auth.uid()));
 
--- @@ policy public.music_plays:music_plays: owner reads
 create policy "music_plays: owner reads" on public.music_plays
   for select to authenticated using (user_id = (select auth.uid()));
 
--- @@ policy public.music_tracks:music_tracks: catalog data, readable by all
 create policy "music_tracks: catalog data, readable by all" on public.music_tracks
   for select to anon, authenticated using (true);
 
--- @@ function private.music_token_key
--- ---------------------------------------------------------------------------------------
+-- ---------------------------------------------------------------------------------------------
 -- Encryption
+-- ---------------------------------------------------------------------------------------------
+
 create or replace function private.music_token_key() returns text
 language plpgsql stable security definer
 set search_path = ''
@@ -124,20 +139,17 @@ end
 $$;
 comment on function private.music_token_key() is 'The key music tokens are encrypted with (Vault).';
 
--- @@ function private.music_encrypt
 create or replace function private.music_encrypt(token text) returns bytea
 language sql stable
 set search_path = ''
 as $$ select extensions.pgp_sym_encrypt(token, private.music_token_key(), 'cipher-algo=aes256') $$;
 
--- @@ function private.music_decrypt
 create or replace function private.music_decrypt(secret bytea) returns text
 language sql stable
 set search_path = ''
 as $$ select extensions.pgp_sym_decrypt(secret, private.music_token_key()) $$;
 
--- @@ function private.music_begin_connect
--- Supersedes private.music_begin_connect of 20261122060000_music.sql: refused while impersonating.
+-- A pending PKCE login for the caller (10 minutes, single use); refused while impersonating.
 create or replace function private.music_begin_connect(state_hash text, code_verifier text) returns timestamptz
 language plpgsql security definer
 set search_path = ''
@@ -172,7 +184,6 @@ end
 $$;
 grant execute on function private.music_begin_connect(text,text) to authenticated;
 
--- @@ function public.music_begin_connect
 create or replace function public.music_begin_connect(state_hash text, code_verifier text) returns timestamptz
 language sql
 set search_path = ''
@@ -181,7 +192,6 @@ comment on function public.music_begin_connect(text, text) is
   'Starts a PKCE login for the caller (the api''s POST /api/music/connect); returns its expiry.';
 grant execute on function music_begin_connect(text,text) to authenticated, service_role;
 
--- @@ function private.music_take_state
 /*
  * Consumes a pending login: exactly one caller gets outcome 'ok' with the user and verifier;
  * otherwise 'unknown', 'used' or 'expired'.
@@ -208,7 +218,6 @@ end
 $$;
 grant execute on function private.music_take_state(text) to service_role;
 
--- @@ function public.music_take_state
 create or replace function public.music_take_state(state_hash text)
 returns table (outcome text, user_id uuid, code_verifier text)
 language sql
@@ -217,7 +226,6 @@ as $$ select * from private.music_take_state($1) $$;
 comment on function public.music_take_state(text) is 'Service role: consumes a pending music login (callback).';
 grant execute on function music_take_state(text) to service_role;
 
--- @@ function private.music_save_link
 /* Stores a new (or renewed) link and its tokens, encrypted, in one statement pair. */
 create or replace function private.music_save_link(
   user_id uuid, music_user_id text, scope text, access_token text, refresh_token text, expires_at timestamptz
@@ -250,7 +258,6 @@ end
 $$;
 grant execute on function private.music_save_link(uuid,text,text,text,text,timestamp with time zone) to service_role;
 
--- @@ function public.music_save_link
 create or replace function public.music_save_link(
   user_id uuid, music_user_id text, scope text, access_token text, refresh_token text, expires_at timestamptz
 ) returns public.music_connections
@@ -261,7 +268,6 @@ comment on function public.music_save_link(uuid, text, text, text, text, timesta
   'Service role: stores a user''s music link with its tokens (encrypted).';
 grant execute on function music_save_link(uuid,text,text,text,text,timestamp with time zone) to service_role;
 
--- @@ function private.music_disconnect
 /* The caller removes their link and tokens; their plays too when purge. */
 create or replace function private.music_disconnect(purge boolean) returns jsonb
 language plpgsql security definer
@@ -287,7 +293,6 @@ end
 $$;
 grant execute on function private.music_disconnect(boolean) to authenticated;
 
--- @@ function public.music_disconnect
 create or replace function public.music_disconnect(purge boolean default false) returns jsonb
 language sql
 set search_path = ''
@@ -296,9 +301,9 @@ comment on function public.music_disconnect(boolean) is
   'The caller''s music link and tokens removed (plays stay unless purge): {disconnected, plays_removed}.';
 grant execute on function music_disconnect(boolean) to authenticated, service_role;
 
--- @@ function private.music_sync_work
--- ---------------------------------------------------------------------------------------
+-- ---------------------------------------------------------------------------------------------
 -- Syncing: claims, tokens, results
+-- ---------------------------------------------------------------------------------------------
 
 /*
  * What a sync of one link needs: decrypted tokens and where to resume (ms since epoch): after
@@ -319,7 +324,6 @@ as $$
    where t.user_id = link.user_id
 $$;
 
--- @@ function private.music_claim_links
 /*
  * Claims up to max_links due links (never synced first, then the oldest), skipping links
  * another run holds (row locks or an unexpired claim), so runs side by side share the work.
@@ -373,7 +377,6 @@ end
 $$;
 grant execute on function private.music_claim_links(integer,integer,integer) to service_role;
 
--- @@ function public.music_claim_links
 create or replace function public.music_claim_links(max_links integer default 50, lease_seconds integer default 300,
                                                     min_interval_seconds integer default 600)
 returns table (user_id uuid, music_user_id text, access_token text, refresh_token text,
@@ -385,7 +388,6 @@ comment on function public.music_claim_links(integer, integer, integer) is
   'Service role (sync-all): claims a chunk of due links with their decrypted tokens; remaining = due links left unclaimed.';
 grant execute on function music_claim_links(integer,integer,integer) to service_role;
 
--- @@ function private.music_claim_user
 /*
  * Claims one user's link for a sync they asked for. outcome: 'ok' (with the work),
  * 'not_connected', 'needs_reconnect', 'busy' (another run holds it) or 'cooldown' (with
@@ -433,7 +435,6 @@ end
 $$;
 grant execute on function private.music_claim_user(uuid,integer,integer) to service_role;
 
--- @@ function public.music_claim_user
 create or replace function public.music_claim_user(user_id uuid, cooldown_seconds integer default 60, lease_seconds integer default 300)
 returns table (outcome text, retry_after integer, music_user_id text, access_token text, refresh_token text,
                token_expires_at timestamptz, after_ms bigint)
@@ -444,7 +445,6 @@ comment on function public.music_claim_user(uuid, integer, integer) is
   'Service role (POST /api/music/sync): claims one user''s link, with its per-user cooldown.';
 grant execute on function music_claim_user(uuid,integer,integer) to service_role;
 
--- @@ function private.music_save_tokens
 /* A refreshed access token; the refresh token only when the provider rotated it. */
 create or replace function private.music_save_tokens(user_id uuid, access_token text, refresh_token text, expires_at timestamptz)
 returns void
@@ -466,7 +466,6 @@ end
 $$;
 grant execute on function private.music_save_tokens(uuid,text,text,timestamp with time zone) to service_role;
 
--- @@ function public.music_save_tokens
 create or replace function public.music_save_tokens(user_id uuid, access_token text, refresh_token text, expires_at timestamptz)
 returns void
 language sql
@@ -476,7 +475,6 @@ comment on function public.music_save_tokens(uuid, text, text, timestamptz) is
   'Service role: stores a refreshed token pair (refresh_token null keeps the stored one).';
 grant execute on function music_save_tokens(uuid,text,text,timestamp with time zone) to service_role;
 
--- @@ function private.music_sync_failed
 /*
  * A sync that failed (or was never started): releases the claim and records why. With
  * needs_reconnect the tokens are dropped (the provider refused them) and syncing stops.
@@ -499,7 +497,6 @@ end
 $$;
 grant execute on function private.music_sync_failed(uuid,text,boolean) to service_role;
 
--- @@ function public.music_sync_failed
 create or replace function public.music_sync_failed(user_id uuid, error text default null, needs_reconnect boolean default false)
 returns void
 language sql
@@ -509,9 +506,9 @@ comment on function public.music_sync_failed(uuid, text, boolean) is
   'Service role: releases a sync claim; error null releases it without a failure (a run out of time).';
 grant execute on function music_sync_failed(uuid,text,boolean) to service_role;
 
--- @@ function private.link_entry_track
--- ---------------------------------------------------------------------------------------
+-- ---------------------------------------------------------------------------------------------
 -- Linking entries
+-- ---------------------------------------------------------------------------------------------
 
 -- Clients cannot write music_track_id (it is not in their column grants), so a value present
 -- on insert was set by a trusted session and is kept.
@@ -533,11 +530,9 @@ begin
 end
 $$;
 
--- @@ trigger public.journal_entries:journal_entries_track_link
 create trigger journal_entries_track_link before insert on public.journal_entries
   for each row execute function private.link_entry_track();
 
--- @@ function private.music_store_sync
 /*
  * One sync's results in one transaction: tracks upserted (full objects), plays inserted
  * idempotently, the entries whose link the new plays change relinked, the link marked synced.
@@ -613,7 +608,6 @@ end
 $$;
 grant execute on function private.music_store_sync(uuid,jsonb,jsonb) to service_role;
 
--- @@ function public.music_store_sync
 create or replace function public.music_store_sync(user_id uuid, plays jsonb, tracks jsonb)
 returns table (plays_added integer, plays_skipped integer, entries_linked integer)
 language sql

@@ -1,7 +1,25 @@
--- @@ table public.subscriptions
--- Subscriptions (who is premium) and the monthly drops award: 30 drops, 250 for premium
--- users, at most once per user per calendar month (UTC), enforced by a primary key so two
--- concurrent runs award once.
+-- =============================================================================================
+-- Payments (Stripe) and e-mail (Resend)
+-- =============================================================================================
+-- Payments: `subscriptions` mirrors Stripe's view of each subscription (status, period end,
+-- cancel-at-period-end). The webhook hands every verified event to ONE function,
+-- public.apply_stripe_event, which in one transaction records the event id (a replay changes
+-- nothing) and applies the event only when it is newer than the state stored, so events
+-- arriving twice or out of order never move a subscription back. Premium stays derived:
+-- private.is_premium(user) (drops_ledger.sql) reads `subscriptions` and is what the
+-- monthly award uses; nothing copies it.
+--
+-- E-mail: every send is logged in `email_messages` (senders read their own), through
+-- public.begin_email_send, which applies the recipient rule, the suppression list and the daily
+-- cap as the caller. Provider events (delivered, bounced, complained, inbound) are stored once
+-- by their Svix id; bounced and complained addresses are suppressed.
+
+-- ---------------------------------------------------------------------------------------------
+-- Subscriptions
+-- ---------------------------------------------------------------------------------------------
+
+-- Stripe's view of each subscription; a user is premium while one is active (which the monthly
+-- drops award reads: 30 drops, 250 for premium users).
 create table public.subscriptions (
   id uuid primary key default gen_random_uuid(),
   -- Null until the user is known: a subscription event may arrive before the checkout that
@@ -32,33 +50,15 @@ revoke all on public.subscriptions from anon, authenticated;
 grant select (id, user_id, status, created_at, updated_at, current_period_end, cancel_at_period_end, last_payment_failed_at)
   on public.subscriptions to authenticated;
 
--- @@ index public.subscriptions_user_status
 create index subscriptions_user_status on public.subscriptions (user_id, status);
 
--- @@ policy public.subscriptions:subscriptions: owners and super admins read
 create policy "subscriptions: owners and super admins read" on public.subscriptions
   for select to authenticated
   using (user_id = (select auth.uid()) or (select private.is_super_admin()));
 
--- @@ table private.stripe_customers
--- Payments (Stripe) and e-mail (Resend).
---
--- Payments: `subscriptions` mirrors Stripe's view of each subscription (status, period end,
--- cancel-at-period-end). The webhook hands every verified event to ONE function,
--- public.apply_stripe_event, which in one transaction records the event id (a replay changes
--- nothing) and applies the event only when it is newer than the state stored, so events
--- arriving twice or out of order never move a subscription back. Premium stays derived:
--- private.is_premium(user) (monthly_drops migration) reads `subscriptions` and is what the
--- monthly award uses; nothing copies it.
---
--- E-mail: every send is logged in `email_messages` (senders read their own), through
--- public.begin_email_send, which applies the recipient rule, the suppression list and the daily
--- cap as the caller. Provider events (delivered, bounced, complained, inbound) are stored once
--- by their Svix id; bounced and complained addresses are suppressed.
-
--- =========================================================================================
+-- ---------------------------------------------------------------------------------------------
 -- Payments
--- =========================================================================================
+-- ---------------------------------------------------------------------------------------------
 
 -- The Stripe customer of each user: created once, reused by every checkout. A secret (no
 -- client role reads it), written only by the payment endpoint through the service role.
@@ -70,7 +70,6 @@ create table private.stripe_customers (
 comment on table private.stripe_customers is
   'The Stripe customer of each user (created once, reused); never readable by clients.';
 
--- @@ table private.stripe_events
 -- Every Stripe event applied, once: the primary key makes a replay a no-op.
 create table private.stripe_events (
   event_id text primary key,
@@ -88,7 +87,6 @@ comment on column private.stripe_events.event_id is
 comment on column private.stripe_events.reason is
   'Why the event was ignored (malformed, unknown to Stripe, refused by the database); null when applied or stale.';
 
--- @@ function private.subscription_status_rank
 -- How settled a status is. At the same event second, a more settled status wins (a subscription
 -- goes incomplete -> active -> canceled, never back), so ties resolve the same way in any order.
 create or replace function private.subscription_status_rank(status text) returns integer
@@ -102,7 +100,6 @@ as $$
   end
 $$;
 
--- @@ function private.stripe_event_user
 -- The user a Stripe object belongs to: the stored customer's user first, else the user id the
 -- checkout put in metadata / client_reference_id (only if that profile exists).
 create or replace function private.stripe_event_user(customer_id text, claimed_user_id text) returns uuid
@@ -116,14 +113,12 @@ as $$
         and p.id = stripe_event_user.claimed_user_id::uuid))
 $$;
 
--- @@ function private.apply_stripe_event
--- =========================================================================================
+-- ---------------------------------------------------------------------------------------------
 -- Stripe
--- =========================================================================================
+-- ---------------------------------------------------------------------------------------------
 
 /*
- * Applies one verified Stripe event in one transaction (supersedes the 20261122030000 version,
- * which ordered events by their own time, status rank and id). `details`, built by
+ * Applies one verified Stripe event in one transaction. `details`, built by
  * functions/_shared/payments.ts from Stripe's CURRENT subscription (retrieved when the event
  * arrived) plus what the event itself adds:
  *   {subscription_id, customer_id, user_id, status, current_period_end, cancel_at_period_end,
@@ -243,7 +238,6 @@ end
 $$;
 grant execute on function private.apply_stripe_event(text,text,timestamp with time zone,jsonb) to service_role;
 
--- @@ function public.apply_stripe_event
 -- The webhook's RPC (service role only: the Stripe signature is the credential, checked by the
 -- edge function before it calls this).
 create or replace function public.apply_stripe_event(
@@ -254,7 +248,6 @@ set search_path = ''
 as $$ select private.apply_stripe_event(event_id, event_type, event_created, details) $$;
 grant execute on function apply_stripe_event(text,text,timestamp with time zone,jsonb) to service_role;
 
--- @@ function private.stripe_customer_of
 -- The caller's Stripe customer, for the checkout endpoint (service role, on behalf of the
 -- verified caller): the stored one, or null.
 create or replace function private.stripe_customer_of(target_user_id uuid) returns text
@@ -263,14 +256,12 @@ set search_path = ''
 as $$ select c.stripe_customer_id from private.stripe_customers c where c.user_id = target_user_id $$;
 grant execute on function private.stripe_customer_of(uuid) to service_role;
 
--- @@ function public.stripe_customer_of
 create or replace function public.stripe_customer_of(target_user_id uuid) returns text
 language sql stable security invoker
 set search_path = ''
 as $$ select private.stripe_customer_of(target_user_id) $$;
 grant execute on function stripe_customer_of(uuid) to service_role;
 
--- @@ function private.remember_stripe_customer
 -- Stores a newly created customer unless one is stored already; returns the stored one, so
 -- two concurrent first checkouts end up with one customer.
 create or replace function private.remember_stripe_customer(target_user_id uuid, customer_id text) returns text
@@ -288,14 +279,12 @@ end
 $$;
 grant execute on function private.remember_stripe_customer(uuid,text) to service_role;
 
--- @@ function public.remember_stripe_customer
 create or replace function public.remember_stripe_customer(target_user_id uuid, customer_id text) returns text
 language sql security invoker
 set search_path = ''
 as $$ select private.remember_stripe_customer(target_user_id, customer_id) $$;
 grant execute on function remember_stripe_customer(uuid,text) to service_role;
 
--- @@ function private.replace_stripe_customer
 -- Replaces a stored customer Stripe no longer knows (deleted in the dashboard, or the account
 -- switched from test to live keys), only if it is still the stored one; returns the stored one.
 create or replace function private.replace_stripe_customer(target_user_id uuid, old_customer_id text, new_customer_id text)
@@ -314,7 +303,6 @@ end
 $$;
 grant execute on function private.replace_stripe_customer(uuid,text,text) to service_role;
 
--- @@ function public.replace_stripe_customer
 create or replace function public.replace_stripe_customer(target_user_id uuid, old_customer_id text, new_customer_id text)
 returns text
 language sql security invoker
@@ -322,7 +310,6 @@ set search_path = ''
 as $$ select private.replace_stripe_customer(target_user_id, old_customer_id, new_customer_id) $$;
 grant execute on function replace_stripe_customer(uuid,text,text) to service_role;
 
--- @@ function private.caller_is_premium
 -- Whether the caller is premium, for the subscription endpoint and any client that asks: the
 -- same helper the monthly award uses (private.is_premium), asked about oneself only.
 create or replace function private.caller_is_premium() returns boolean
@@ -331,17 +318,15 @@ set search_path = ''
 as $$ select coalesce(private.is_premium((select auth.uid())), false) $$;
 grant execute on function private.caller_is_premium() to authenticated;
 
--- @@ function public.caller_is_premium
 create or replace function public.caller_is_premium() returns boolean
 language sql stable security invoker
 set search_path = ''
 as $$ select private.caller_is_premium() $$;
 grant execute on function caller_is_premium() to authenticated, service_role;
 
--- @@ table private.email_settings
--- =========================================================================================
+-- ---------------------------------------------------------------------------------------------
 -- E-mail
--- =========================================================================================
+-- ---------------------------------------------------------------------------------------------
 
 -- One row: the per-user cap on sends in any 24 hours. Change it in the SQL dashboard:
 --   update private.email_settings set daily_cap = 50;
@@ -351,7 +336,6 @@ create table private.email_settings (
 );
 comment on table private.email_settings is 'E-mail settings (one row): daily_cap = sends per user in any 24 hours.';
 
--- @@ table public.email_messages
 create table public.email_messages (
   id uuid primary key default gen_random_uuid(),
   user_id uuid not null references public.profiles (id) on delete cascade,
@@ -374,19 +358,15 @@ revoke all on public.email_messages from anon, authenticated;
 grant select (id, user_id, to_address, subject, provider_id, status, error, created_at, updated_at)
   on public.email_messages to authenticated;
 
--- @@ index public.email_messages_user_created
 -- The cap counts a user's recent sends; the list reads them newest first.
 create index email_messages_user_created on public.email_messages (user_id, created_at desc);
 
--- @@ index public.email_messages_provider_id
 create index email_messages_provider_id on public.email_messages (provider_id) where provider_id is not null;
 
--- @@ policy public.email_messages:email_messages: senders and super admins read
 create policy "email_messages: senders and super admins read" on public.email_messages
   for select to authenticated
   using (user_id = (select auth.uid()) or (select private.is_super_admin()));
 
--- @@ table private.email_suppressions
 -- Addresses that bounced (hard) or complained: later sends to them are refused.
 create table private.email_suppressions (
   address text primary key check (address = lower(address)),
@@ -396,7 +376,6 @@ create table private.email_suppressions (
 );
 comment on table private.email_suppressions is 'Addresses that hard-bounced or complained; e-mail to them is refused.';
 
--- @@ table private.email_events
 -- Every Resend webhook event, once by its Svix id.
 create table private.email_events (
   svix_id text primary key,
@@ -412,7 +391,6 @@ comment on column private.email_events.outcome is
   'stored: applied (status, suppression, inbound mail); ignored: malformed, kept only for inspection (payload as received).';
 comment on column private.email_events.reason is 'Why the event was ignored; null when stored.';
 
--- @@ table private.inbound_emails
 -- Mail received by the product's inbound address (email.received), body fetched from Resend.
 create table private.inbound_emails (
   email_id text primary key,
@@ -427,10 +405,8 @@ create table private.inbound_emails (
 );
 comment on table private.inbound_emails is 'Inbound e-mail (metadata from the event, body fetched from Resend); super admins read it in SQL.';
 
--- @@ index private.inbound_emails_svix_id
 create index inbound_emails_svix_id on private.inbound_emails (svix_id);
 
--- @@ function private.email_status_rank
 -- How far a message got; a status only moves forward (events may arrive out of order).
 create or replace function private.email_status_rank(status text) returns integer
 language sql immutable
@@ -441,7 +417,6 @@ as $$
     when 'delivered' then 4 when 'bounced' then 5 when 'complained' then 6 else 0 end
 $$;
 
--- @@ function private.begin_email_send
 /*
  * Before an e-mail goes to the provider: the rules, as the caller, and the log row.
  *   - the same idempotency key again returns the row logged for it (409 if the request differs);
@@ -513,7 +488,6 @@ end
 $$;
 grant execute on function private.begin_email_send(text,text,text,text) to authenticated;
 
--- @@ function public.begin_email_send
 create or replace function public.begin_email_send(
   to_address text, subject text, idempotency_key text, request_hash text
 ) returns table (message public.email_messages, existing boolean)
@@ -522,7 +496,6 @@ set search_path = ''
 as $$ select * from private.begin_email_send(to_address, subject, idempotency_key, request_hash) $$;
 grant execute on function begin_email_send(text,text,text,text) to authenticated, service_role;
 
--- @@ function private.finish_email_send
 -- The provider's answer for a logged send (service role: the endpoint, after Resend replied).
 -- A status only moves forward, so a webhook that was faster than this call is not undone.
 create or replace function private.finish_email_send(message_id uuid, provider_id text, status text, error text)
@@ -550,7 +523,6 @@ end
 $$;
 grant execute on function private.finish_email_send(uuid,text,text,text) to service_role;
 
--- @@ function public.finish_email_send
 create or replace function public.finish_email_send(message_id uuid, provider_id text, status text, error text)
 returns public.email_messages
 language sql security invoker
@@ -558,14 +530,12 @@ set search_path = ''
 as $$ select private.finish_email_send(message_id, provider_id, status, error) $$;
 grant execute on function finish_email_send(uuid,text,text,text) to service_role;
 
--- @@ function private.record_email_event
--- =========================================================================================
+-- ---------------------------------------------------------------------------------------------
 -- E-mail (Resend)
--- =========================================================================================
+-- ---------------------------------------------------------------------------------------------
 
 /*
- * One verified Resend webhook event, once by its Svix id (supersedes the 20261122030000
- * version, which cast times without checking them). 'replay' when seen before, else 'stored'.
+ * One verified Resend webhook event, once by its Svix id. 'replay' when seen before, else 'stored'.
  * Delivery events move the logged message's status forward; bounced (unless transient) and
  * complained suppress the recipients; email.received stores the inbound mail (`inbound`: the
  * body fetched from Resend, or null). Values Resend never sends raise class-22 errors naming
@@ -669,7 +639,6 @@ end
 $$;
 grant execute on function private.record_email_event(text,jsonb,jsonb) to service_role;
 
--- @@ function public.record_email_event
 create or replace function public.record_email_event(svix_id text, payload jsonb, inbound jsonb)
 returns text
 language sql security invoker
@@ -677,10 +646,9 @@ set search_path = ''
 as $$ select private.record_email_event(svix_id, payload, inbound) $$;
 grant execute on function record_email_event(text,jsonb,jsonb) to service_role;
 
--- @@ function private.webhook_string
--- =========================================================================================
+-- ---------------------------------------------------------------------------------------------
 -- Input checks shared by both webhooks
--- =========================================================================================
+-- ---------------------------------------------------------------------------------------------
 
 -- A string field of a webhook payload: null when absent or JSON null; 22023 naming the field
 -- when it is another JSON type, longer than `max_length` or does not match `pattern`.
@@ -707,7 +675,6 @@ begin
 end
 $$;
 
--- @@ function private.webhook_time
 -- A time from a webhook payload: an ISO-8601 / Postgres timestamp (not 'now', 'epoch' or
 -- 'infinity'), a real calendar date, between 2000-01-01 and `latest`. 22007 when it is not a
 -- time, 22008 when out of range.
@@ -737,7 +704,6 @@ begin
 end
 $$;
 
--- @@ function private.webhook_time_field
 -- A time field of a webhook payload (string or absent), checked as above.
 create or replace function private.webhook_time_field(payload jsonb, field text, latest timestamptz, label text default null)
 returns timestamptz
@@ -752,7 +718,6 @@ begin
 end
 $$;
 
--- @@ function private.record_ignored_stripe_event
 /*
  * Records a signed Stripe event the webhook could not apply (malformed, unknown to Stripe, or
  * refused by private.apply_stripe_event) as 'ignored' with the reason. `event_key` is the event
@@ -782,7 +747,6 @@ end
 $$;
 grant execute on function private.record_ignored_stripe_event(text,text,timestamp with time zone,text) to service_role;
 
--- @@ function public.record_ignored_stripe_event
 create or replace function public.record_ignored_stripe_event(
   event_key text, event_type text, event_created timestamptz, reason text
 ) returns text
@@ -791,7 +755,6 @@ set search_path = ''
 as $$ select private.record_ignored_stripe_event(event_key, event_type, event_created, reason) $$;
 grant execute on function record_ignored_stripe_event(text,text,timestamp with time zone,text) to service_role;
 
--- @@ function private.record_ignored_email_event
 /*
  * Records a signed Resend event the webhook could not apply as 'ignored', with the reason and
  * the payload as received (so nothing Resend sent is lost: an inbound mail can be recovered by
@@ -819,7 +782,6 @@ end
 $$;
 grant execute on function private.record_ignored_email_event(text,text,jsonb,text) to service_role;
 
--- @@ function public.record_ignored_email_event
 create or replace function public.record_ignored_email_event(svix_id text, event_type text, payload jsonb, reason text)
 returns text
 language sql security invoker

@@ -1,5 +1,7 @@
--- @@ table public.tone_packs
--- Tone packs (issue 8, SPEC "Tone pack", "Drops currency" rule 3): themed sets of images, one
+-- =============================================================================================
+-- Tone packs
+-- =============================================================================================
+-- Tone packs (SPEC "Tone pack", "Drops currency" rule 3): themed sets of images, one
 -- per tone, that clients show as small icons on entries whose mood matches. Packs are owned,
 -- shared with users, made public, activated (profiles.preferences.active_tone_pack_id) and
 -- bought with drops through the ledger.
@@ -17,6 +19,11 @@
 --                   and its sharees, but kept (with its images) for its buyers, whose purchase
 --                   and ledger rows are their history. An owner can unpublish a pack, never
 --                   take it back from a buyer.
+
+-- ---------------------------------------------------------------------------------------------
+-- Packs, their images, shares and purchases
+-- ---------------------------------------------------------------------------------------------
+
 create table public.tone_packs (
   id uuid primary key default gen_random_uuid(),
   owner_id uuid not null default auth.uid() references public.profiles (id) on delete cascade,
@@ -45,14 +52,11 @@ grant select on public.tone_packs to authenticated, service_role;
 grant insert (owner_id, name, description, theme, is_public, price_drops), update (name, description, theme, is_public, price_drops)
   on public.tone_packs to authenticated;
 
--- @@ index public.tone_packs_by_owner
 create index tone_packs_by_owner on public.tone_packs (owner_id, created_at desc, id desc);
 
--- @@ index public.tone_packs_public_newest
 create index tone_packs_public_newest on public.tone_packs (created_at desc, id desc)
   where is_public and retired_at is null;
 
--- @@ table public.tone_pack_images
 create table public.tone_pack_images (
   pack_id uuid not null references public.tone_packs (id) on delete cascade,
   tone text not null check (tone in ('joyful', 'grateful', 'excited', 'hopeful', 'content', 'peaceful', 'optimistic',
@@ -70,7 +74,6 @@ comment on table public.tone_pack_images is
 revoke all on public.tone_pack_images from anon, authenticated, service_role;
 grant select on public.tone_pack_images to authenticated, service_role;
 
--- @@ table public.tone_pack_shares
 create table public.tone_pack_shares (
   pack_id uuid not null references public.tone_packs (id) on delete cascade,
   user_id uuid not null references public.profiles (id) on delete cascade,
@@ -82,10 +85,8 @@ comment on table public.tone_pack_shares is 'Users a pack''s owner shared it wit
 revoke all on public.tone_pack_shares from anon, authenticated, service_role;
 grant select on public.tone_pack_shares to authenticated, service_role;
 
--- @@ index public.tone_pack_shares_by_user
 create index tone_pack_shares_by_user on public.tone_pack_shares (user_id, pack_id);
 
--- @@ table public.tone_pack_purchases
 create table public.tone_pack_purchases (
   id uuid primary key default gen_random_uuid(),
   pack_id uuid references public.tone_packs (id) on delete set null,
@@ -108,15 +109,15 @@ comment on column public.tone_pack_purchases.idempotency_key is 'The Idempotency
 revoke all on public.tone_pack_purchases from anon, authenticated, service_role;
 grant select on public.tone_pack_purchases to authenticated, service_role;
 
--- @@ index public.tone_pack_purchases_by_user
 create index tone_pack_purchases_by_user on public.tone_pack_purchases (user_id, created_at desc, id desc);
 
--- @@ index public.tone_pack_purchases_one_per_key
 create unique index tone_pack_purchases_one_per_key on public.tone_pack_purchases (user_id, idempotency_key)
   where idempotency_key is not null;
 
--- @@ function private.my_shared_tone_pack_ids
--- ---------------------------------------------------------------------------------------
+-- ---------------------------------------------------------------------------------------------
+-- Who relates to a pack
+-- ---------------------------------------------------------------------------------------------
+
 -- Who relates to a pack (definer helpers: the sets policies match against, computed once per
 -- statement; and the single-pack checks the functions below use).
 create or replace function private.my_shared_tone_pack_ids() returns setof uuid
@@ -125,21 +126,18 @@ set search_path = ''
 as $$ select s.pack_id from public.tone_pack_shares s where s.user_id = (select auth.uid()) $$;
 grant execute on function private.my_shared_tone_pack_ids() to authenticated;
 
--- @@ function private.my_purchased_tone_pack_ids
 create or replace function private.my_purchased_tone_pack_ids() returns setof uuid
 language sql stable security definer
 set search_path = ''
 as $$ select b.pack_id from public.tone_pack_purchases b where b.user_id = (select auth.uid()) and b.pack_id is not null $$;
 grant execute on function private.my_purchased_tone_pack_ids() to authenticated;
 
--- @@ function private.my_tone_pack_ids
 create or replace function private.my_tone_pack_ids() returns setof uuid
 language sql stable security definer
 set search_path = ''
 as $$ select p.id from public.tone_packs p where p.owner_id = (select auth.uid()) and p.retired_at is null $$;
 grant execute on function private.my_tone_pack_ids() to authenticated;
 
--- @@ function private.can_see_tone_pack
 -- May this user see the pack (read it, its images)? The policies' rule, for one pack.
 create or replace function private.can_see_tone_pack(pack public.tone_packs, viewer uuid) returns boolean
 language sql stable security definer
@@ -151,7 +149,6 @@ as $$
       or exists (select 1 from public.profiles a where a.id = viewer and a.role = 'super_admin')
 $$;
 
--- @@ function private.can_use_tone_pack
 -- May this user use the pack (activate it, see its icons on entries)?
 create or replace function private.can_use_tone_pack(pack_id uuid, viewer uuid) returns boolean
 language sql stable security definer
@@ -165,7 +162,6 @@ as $$
             or exists (select 1 from public.tone_pack_purchases b where b.pack_id = p.id and b.user_id = $2)))
 $$;
 
--- @@ policy public.tone_packs:tone_packs: owners, sharees, buyers, the public and super admin
 create policy "tone_packs: owners, sharees, buyers, the public and super admins read" on public.tone_packs
   for select to authenticated
   using ((retired_at is null and (owner_id = (select auth.uid()) or is_public
@@ -173,37 +169,31 @@ create policy "tone_packs: owners, sharees, buyers, the public and super admins 
          or id in (select private.my_purchased_tone_pack_ids())
          or (select private.is_super_admin()));
 
--- @@ policy public.tone_packs:tone_packs: users create their own
 create policy "tone_packs: users create their own" on public.tone_packs
   for insert to authenticated
   with check (owner_id = (select auth.uid()));
 
--- @@ policy public.tone_packs:tone_packs: owners update
 create policy "tone_packs: owners update" on public.tone_packs
   for update to authenticated
   using (owner_id = (select auth.uid()) and retired_at is null)
   with check (owner_id = (select auth.uid()) and retired_at is null);
 
--- @@ policy public.tone_pack_images:tone_pack_images: readable with their pack
 create policy "tone_pack_images: readable with their pack" on public.tone_pack_images
   for select to authenticated
   using (exists (select 1 from public.tone_packs p where p.id = pack_id));
 comment on policy "tone_pack_images: readable with their pack" on public.tone_pack_images is
   'The subquery runs under tone_packs'' own policy: an image is visible exactly when its pack is.';
 
--- @@ policy public.tone_pack_shares:tone_pack_shares: the pack's owner, the sharee and super admins
 create policy "tone_pack_shares: the pack's owner, the sharee and super admins read" on public.tone_pack_shares
   for select to authenticated
   using (user_id = (select auth.uid()) or pack_id in (select private.my_tone_pack_ids())
          or (select private.is_super_admin()));
 
--- @@ policy public.tone_pack_purchases:tone_pack_purchases: buyers and super admins read
 create policy "tone_pack_purchases: buyers and super admins read" on public.tone_pack_purchases
   for select to authenticated
   using (user_id = (select auth.uid()) or (select private.is_super_admin()));
 
--- @@ function private.stamp_tone_pack
--- Supersedes private.stamp_tone_pack of 20261122020000_tone_packs.sql: also stamps price changes.
+-- Keeps updated_at and price_changed_at; clients cannot set either.
 create or replace function private.stamp_tone_pack() returns trigger
 language plpgsql
 set search_path = ''
@@ -222,13 +212,11 @@ begin
 end
 $$;
 
--- @@ trigger public.tone_packs:tone_packs_stamp
 create trigger tone_packs_stamp before insert or update on public.tone_packs
   for each row execute function private.stamp_tone_pack();
 
--- @@ function private.tone_pack_json
--- Supersedes private.tone_pack_json of 20261122020000_tone_packs.sql: a buyer sees the images
--- they hold; everyone else the pack's current images.
+-- A pack as the api shows it to `viewer`: a buyer sees the images they hold; everyone else the
+-- pack's current images.
 create or replace function private.tone_pack_json(pack public.tone_packs, viewer uuid) returns jsonb
 language sql stable security definer
 set search_path = ''
@@ -257,7 +245,6 @@ as $$
                (select b.id from public.tone_pack_purchases b where b.pack_id = pack.id and b.user_id = viewer) as purchase_id) r
 $$;
 
--- @@ function private.list_tone_packs
 /*
  * GET /api/tone-packs: a page of the packs the caller owns, was shared, bought, or that are
  * public, newest first by (created_at, id), each once. Four branches, each limited to the
@@ -304,7 +291,6 @@ end
 $$;
 grant execute on function private.list_tone_packs(timestamp with time zone,uuid,integer) to authenticated;
 
--- @@ function public.list_tone_packs
 create or replace function public.list_tone_packs(
   before_created_at timestamptz default null, before_id uuid default null, page_size integer default 50
 ) returns table (id uuid, created_at timestamptz, pack jsonb)
@@ -315,7 +301,6 @@ comment on function public.list_tone_packs(timestamptz, uuid, integer) is
   'Packs the caller owns, was shared, bought, or that are public, newest first (keyset by created_at, id), each with its images and the caller''s relation to it.';
 grant execute on function list_tone_packs(timestamp with time zone,uuid,integer) to authenticated, service_role;
 
--- @@ function private.list_tone_pack_purchases
 -- The purchased section: the caller's purchases, newest first, each with its pack.
 create or replace function private.list_tone_pack_purchases(before_created_at timestamptz, before_id uuid, page_size integer)
 returns table (id uuid, created_at timestamptz, purchase jsonb)
@@ -346,7 +331,6 @@ end
 $$;
 grant execute on function private.list_tone_pack_purchases(timestamp with time zone,uuid,integer) to authenticated;
 
--- @@ function public.list_tone_pack_purchases
 create or replace function public.list_tone_pack_purchases(
   before_created_at timestamptz default null, before_id uuid default null, page_size integer default 50
 ) returns table (id uuid, created_at timestamptz, purchase jsonb)
@@ -357,7 +341,6 @@ comment on function public.list_tone_pack_purchases(timestamptz, uuid, integer) 
   'The caller''s tone pack purchases, newest first (keyset by created_at, id), each with its pack (null if it no longer exists).';
 grant execute on function list_tone_pack_purchases(timestamp with time zone,uuid,integer) to authenticated, service_role;
 
--- @@ function private.get_tone_pack
 -- The pack for GET /api/tone-packs/:id; not found unless the caller may see it.
 create or replace function private.get_tone_pack(pack_id uuid) returns jsonb
 language plpgsql stable security definer
@@ -376,7 +359,6 @@ end
 $$;
 grant execute on function private.get_tone_pack(uuid) to authenticated;
 
--- @@ function public.get_tone_pack
 create or replace function public.get_tone_pack(pack_id uuid) returns jsonb
 language sql stable
 set search_path = ''
@@ -385,7 +367,6 @@ comment on function public.get_tone_pack(uuid) is
   'A pack with its images and the caller''s relation to it (is_owner, is_shared, is_purchased, can_use, can_buy, is_active); 404 unless the caller may see it.';
 grant execute on function get_tone_pack(uuid) to authenticated, service_role;
 
--- @@ function private.owned_tone_pack
 -- The pack the caller is about to change: theirs, else 403 when they may see it, else 404.
 create or replace function private.owned_tone_pack(pack_id uuid, lock boolean) returns public.tone_packs
 language plpgsql security definer
@@ -410,9 +391,8 @@ begin
 end
 $$;
 
--- @@ function private.delete_tone_pack
--- Supersedes private.delete_tone_pack of 20261122020000_tone_packs.sql: a pack nobody bought
--- goes with every object in its folder (earlier images left by a failed request included).
+-- Deletes a pack (owner): a pack nobody bought goes with every object in its folder (images
+-- left by a failed request included); a pack someone bought is retired instead.
 create or replace function private.delete_tone_pack(pack_id uuid) returns jsonb
 language plpgsql security definer
 set search_path = ''
@@ -435,7 +415,6 @@ end
 $$;
 grant execute on function private.delete_tone_pack(uuid) to authenticated;
 
--- @@ function public.delete_tone_pack
 create or replace function public.delete_tone_pack(pack_id uuid) returns jsonb
 language sql
 set search_path = ''
@@ -444,14 +423,11 @@ comment on function public.delete_tone_pack(uuid) is
   'Owner only: removes a pack nobody bought (returns the storage objects to delete), or retires one someone bought (kept for its buyers).';
 grant execute on function delete_tone_pack(uuid) to authenticated, service_role;
 
--- @@ policy storage.objects:tone-packs bucket: users read their own folder
 create policy "tone-packs bucket: users read their own folder" on storage.objects
   for select to authenticated
   using (bucket_id = 'tone-packs' and (storage.foldername(name))[1] = (select auth.uid())::text);
 
--- @@ function private.set_tone_pack_image
--- Supersedes private.set_tone_pack_image of 20261122020000_tone_packs.sql. Same checks; in
--- addition a tone the pack did not have reaches every buyer, and the replaced object is
+-- Sets the image of one tone (owner). A tone the pack did not have reaches every buyer, and the replaced object is
 -- returned for deletion only when no buyer holds it. The pack row is locked, so a purchase
 -- (which key-shares it) records the images either before or after, never halfway.
 create or replace function private.set_tone_pack_image(owner_id uuid, pack_id uuid, tone text, object_name text, url text)
@@ -508,7 +484,6 @@ end
 $$;
 grant execute on function private.set_tone_pack_image(uuid,uuid,text,text,text) to service_role;
 
--- @@ function public.set_tone_pack_image
 create or replace function public.set_tone_pack_image(owner_id uuid, pack_id uuid, tone text, object_name text, url text)
 returns jsonb
 language sql
@@ -518,8 +493,10 @@ comment on function public.set_tone_pack_image(uuid, uuid, text, text, text) is
   'Service role (the api) only: makes a stored object (bucket tone-packs, {userId}/{packId}/{tone}-...) the owner''s pack image for a tone; returns {previous_object, tone, url, updated_at}.';
 grant execute on function set_tone_pack_image(uuid,uuid,text,text,text) to service_role;
 
--- @@ function private.share_tone_pack
--- ---------------------------------------------------------------------------------------
+-- ---------------------------------------------------------------------------------------------
+-- Sharing
+-- ---------------------------------------------------------------------------------------------
+
 -- Sharing (owner only). A user is named by id or by e-mail; an unknown one is "user not
 -- found" either way, and only the pack's owner ever gets that far. A new sharee is notified
 -- (tone_pack.shared).
@@ -564,7 +541,6 @@ end
 $$;
 grant execute on function private.share_tone_pack(uuid,uuid,text) to authenticated;
 
--- @@ function public.share_tone_pack
 create or replace function public.share_tone_pack(pack_id uuid, user_id uuid default null, email text default null) returns jsonb
 language sql
 set search_path = ''
@@ -573,7 +549,6 @@ comment on function public.share_tone_pack(uuid, uuid, text) is
   'Owner only: shares a pack with a user named by id or e-mail ({pack_id, user_id, created_at, created}); 404 for an unknown user.';
 grant execute on function share_tone_pack(uuid,uuid,text) to authenticated, service_role;
 
--- @@ function private.unshare_tone_pack
 create or replace function private.unshare_tone_pack(pack_id uuid, user_id uuid) returns boolean
 language plpgsql security definer
 set search_path = ''
@@ -590,7 +565,6 @@ end
 $$;
 grant execute on function private.unshare_tone_pack(uuid,uuid) to authenticated;
 
--- @@ function public.unshare_tone_pack
 create or replace function public.unshare_tone_pack(pack_id uuid, user_id uuid) returns boolean
 language sql
 set search_path = ''
@@ -598,8 +572,10 @@ as $$ select private.unshare_tone_pack($1, $2) $$;
 comment on function public.unshare_tone_pack(uuid, uuid) is 'Owner only: stops sharing a pack with a user (404 if it was not shared with them).';
 grant execute on function unshare_tone_pack(uuid,uuid) to authenticated, service_role;
 
--- @@ function private.check_active_tone_pack
--- ---------------------------------------------------------------------------------------
+-- ---------------------------------------------------------------------------------------------
+-- Activation
+-- ---------------------------------------------------------------------------------------------
+
 -- Activation: preferences.active_tone_pack_id names a pack its user may use, by any path
 -- (this function, PUT /api/user/profile, a PostgREST PATCH).
 create or replace function private.check_active_tone_pack() returns trigger
@@ -618,14 +594,12 @@ begin
 end
 $$;
 
--- @@ trigger public.profiles:profiles_active_tone_pack_usable
 create trigger profiles_active_tone_pack_usable before update of preferences on public.profiles
   for each row
   when (new.preferences ->> 'active_tone_pack_id' is not null
         and new.preferences ->> 'active_tone_pack_id' is distinct from old.preferences ->> 'active_tone_pack_id')
   execute function private.check_active_tone_pack();
 
--- @@ function private.activate_tone_pack
 create or replace function private.activate_tone_pack(pack_id uuid) returns jsonb
 language plpgsql security definer
 set search_path = ''
@@ -650,7 +624,6 @@ end
 $$;
 grant execute on function private.activate_tone_pack(uuid) to authenticated;
 
--- @@ function public.activate_tone_pack
 create or replace function public.activate_tone_pack(pack_id uuid) returns jsonb
 language sql
 set search_path = ''
@@ -659,7 +632,6 @@ comment on function public.activate_tone_pack(uuid) is
   'Sets the caller''s preferences.active_tone_pack_id to a pack they own, were shared, bought, or that is public and free ({active_tone_pack_id, preferences}).';
 grant execute on function activate_tone_pack(uuid) to authenticated, service_role;
 
--- @@ function private.active_tone_icon_url
 create or replace function private.active_tone_icon_url(mood text) returns text
 language plpgsql stable security definer
 set search_path = ''
@@ -670,7 +642,6 @@ end
 $$;
 grant execute on function private.active_tone_icon_url(text) to authenticated;
 
--- @@ function private.purchase_tone_pack
 create or replace function private.purchase_tone_pack(pack_id uuid, idempotency_key text, expected_price_drops integer)
 returns jsonb
 language plpgsql security definer
@@ -755,7 +726,6 @@ end
 $$;
 grant execute on function private.purchase_tone_pack(uuid,text,integer) to authenticated;
 
--- @@ function public.purchase_tone_pack
 create or replace function public.purchase_tone_pack(
   pack_id uuid, idempotency_key text default null, expected_price_drops integer default null
 ) returns jsonb
@@ -766,9 +736,7 @@ comment on function public.purchase_tone_pack(uuid, text, integer) is
   'Buys a pack (public, or shared with the caller; not their own; once): a purchase ledger row of -price_drops and the purchase, in one transaction; the buyer keeps the images as they are now. {purchase, balance, replayed}. 402 insufficient drops; 409 own, already bought, or the price is not expected_price_drops (without it: the price ever changed since the pack was created); the same idempotency_key returns the first purchase.';
 grant execute on function purchase_tone_pack(uuid,text,integer) to authenticated, service_role;
 
--- @@ function private.viewer_tone_icons
--- Supersedes private.viewer_tone_icons of 20261122080000_feed_page_decorations.sql (the one
--- rule behind tone_icon_url, the entry view and the feed): a buyer's icons are the ones they
+-- The caller's tone icons (the one rule behind tone_icon_url, the entry view and the feed): a buyer's icons are the ones they
 -- hold; otherwise the pack's current ones while the viewer may use it.
 create or replace function private.viewer_tone_icons() returns jsonb
 language plpgsql stable security definer
@@ -801,8 +769,10 @@ comment on function private.viewer_tone_icons() is
   'The signed-in viewer''s icons by mood ({tone: url}) from their active tone pack while they may use it; null otherwise.';
 grant execute on function private.viewer_tone_icons() to authenticated;
 
--- @@ table public.tone_pack_purchase_images
--- ---------------------------------------------------------------------------------------
+-- ---------------------------------------------------------------------------------------------
+-- What each buyer holds
+-- ---------------------------------------------------------------------------------------------
+
 -- What each buyer holds: the pack's images as of the purchase, plus tones added later.
 create table public.tone_pack_purchase_images (
   purchase_id uuid not null references public.tone_pack_purchases (id) on delete cascade,
@@ -819,10 +789,8 @@ comment on column public.tone_pack_purchase_images.updated_at is 'When the owner
 revoke all on public.tone_pack_purchase_images from anon, authenticated, service_role;
 grant select on public.tone_pack_purchase_images to authenticated, service_role;
 
--- @@ index public.tone_pack_purchase_images_by_object
 create index tone_pack_purchase_images_by_object on public.tone_pack_purchase_images (object_name);
 
--- @@ policy public.tone_pack_purchase_images:tone_pack_purchase_images: readable with their purchase
 create policy "tone_pack_purchase_images: readable with their purchase" on public.tone_pack_purchase_images
   for select to authenticated
   using (purchase_id in (select b.id from public.tone_pack_purchases b));

@@ -1,5 +1,26 @@
--- @@ function private.is_valid_timezone
--- Supersedes 20261122050000_workout.sql: IANA names only (that one let POSIX strings through).
+-- =============================================================================================
+-- Workout windows
+-- =============================================================================================
+-- A 2-hour daily window per user, a private location, daily chains (before/after neighbours),
+-- squads and red/blue teams, photo check-ins that earn battle chips, weekly battles, a daily
+-- mosaic and synthetic (AI) users.
+--
+-- Who sees what: a user reads and writes their own window and location (super admins read
+-- all). Locations never leave the database except to their owner: matching uses them inside
+-- security definer SQL only. Chains, squads and check-ins are written only by the functions
+-- below; their readers get other users' id, name, avatar and window, never a location.
+-- Battles and mosaics are readable by every signed-in user.
+--
+-- Time: a window's start on a date is `(date + window_start_time) at time zone timezone`, an
+-- instant; its end is two hours later (so a window may cross midnight). A check-in belongs to
+-- the date whose window it is nearest to in the user's own timezone (see
+-- private.workout_checkin_date). Zones are IANA names only, on every write path.
+
+-- ---------------------------------------------------------------------------------------------
+-- Small helpers
+-- ---------------------------------------------------------------------------------------------
+
+-- Whether a name is an IANA time zone name (POSIX strings and offsets are not).
 create or replace function private.is_valid_timezone(name text) returns boolean
 language sql stable
 set search_path = ''
@@ -7,7 +28,6 @@ as $$ select private.canonical_timezone(name) is not null $$;
 comment on function private.is_valid_timezone(text) is 'True for an IANA time zone name (no POSIX strings, no offsets).';
 grant execute on function private.is_valid_timezone(text) to authenticated, service_role;
 
--- @@ function private.haversine_km
 create or replace function private.haversine_km(lat1 numeric, lng1 numeric, lat2 numeric, lng2 numeric)
 returns double precision
 language sql immutable parallel safe
@@ -21,7 +41,6 @@ $$;
 comment on function private.haversine_km(numeric, numeric, numeric, numeric) is
   'Great-circle distance in km (Haversine, mean Earth radius); null when a coordinate is null.';
 
--- @@ function private.workout_window_start
 -- The instant a window starts on a local date.
 create or replace function private.workout_window_start(local_date date, start_time time, tz text)
 returns timestamptz
@@ -29,17 +48,16 @@ language sql stable parallel safe
 set search_path = ''
 as $$ select (local_date + start_time) at time zone tz $$;
 
--- @@ function private.seeded_fraction
 -- A deterministic number in [0, 1) from a text seed (jobs that must repeat exactly).
 create or replace function private.seeded_fraction(seed text) returns double precision
 language sql immutable parallel safe
 set search_path = ''
 as $$ select ('x' || substr(md5(seed), 1, 8))::bit(32)::bigint / 4294967296.0 $$;
 
--- @@ table public.workout_windows
--- =======================================================================================
+-- ---------------------------------------------------------------------------------------------
 -- Windows and locations
--- =======================================================================================
+-- ---------------------------------------------------------------------------------------------
+
 create table public.workout_windows (
   user_id uuid primary key references public.profiles (id) on delete cascade,
   activity_type text not null
@@ -62,7 +80,6 @@ comment on column public.workout_windows.timezone is 'IANA zone the window''s ti
 revoke all on public.workout_windows from anon, authenticated;
 grant select, insert, update, delete on public.workout_windows to authenticated;
 
--- @@ table public.workout_locations
 create table public.workout_locations (
   user_id uuid primary key references public.profiles (id) on delete cascade,
   ip_address inet,
@@ -80,8 +97,7 @@ comment on table public.workout_locations is
 revoke all on public.workout_locations from anon, authenticated;
 grant select, insert, update, delete on public.workout_locations to authenticated;
 
--- @@ function private.check_workout_timezone
--- Supersedes 20261122050000_workout.sql: the same check, IANA names only.
+-- 22023 unless the zone is an IANA name (null passes).
 create or replace function private.check_workout_timezone(tz text) returns void
 language plpgsql stable
 set search_path = ''
@@ -94,9 +110,7 @@ end
 $$;
 grant execute on function private.check_workout_timezone(text) to authenticated, service_role;
 
--- @@ function private.prepare_workout_window
--- Supersedes 20261122050000_workout.sql's triggers: the zone is checked (IANA names only) and
--- stored as IANA spells it, on insert and whenever it changes, whoever writes (PostgREST, the
+-- A window's zone is checked (IANA names only) and stored as IANA spells it, on insert and whenever it changes, whoever writes (PostgREST, the
 -- RPCs, the api, synthetic user generation).
 create or replace function private.prepare_workout_window() returns trigger
 language plpgsql
@@ -112,11 +126,9 @@ begin
 end
 $$;
 
--- @@ trigger public.workout_windows:workout_windows_prepare
 create trigger workout_windows_prepare before insert or update on public.workout_windows
   for each row execute function private.prepare_workout_window();
 
--- @@ function private.prepare_workout_location
 create or replace function private.prepare_workout_location() returns trigger
 language plpgsql
 set search_path = ''
@@ -131,43 +143,33 @@ begin
 end
 $$;
 
--- @@ trigger public.workout_locations:workout_locations_prepare
 create trigger workout_locations_prepare before insert or update on public.workout_locations
   for each row execute function private.prepare_workout_location();
 
--- @@ policy public.workout_windows:workout_windows: owners and super admins read
 create policy "workout_windows: owners and super admins read" on public.workout_windows
   for select to authenticated using (user_id = (select auth.uid()) or (select private.is_super_admin()));
 
--- @@ policy public.workout_windows:workout_windows: owners add theirs
 create policy "workout_windows: owners add theirs" on public.workout_windows
   for insert to authenticated with check (user_id = (select auth.uid()));
 
--- @@ policy public.workout_windows:workout_windows: owners change theirs
 create policy "workout_windows: owners change theirs" on public.workout_windows
   for update to authenticated using (user_id = (select auth.uid())) with check (user_id = (select auth.uid()));
 
--- @@ policy public.workout_windows:workout_windows: owners remove theirs
 create policy "workout_windows: owners remove theirs" on public.workout_windows
   for delete to authenticated using (user_id = (select auth.uid()));
 
--- @@ policy public.workout_locations:workout_locations: owners and super admins read
 create policy "workout_locations: owners and super admins read" on public.workout_locations
   for select to authenticated using (user_id = (select auth.uid()) or (select private.is_super_admin()));
 
--- @@ policy public.workout_locations:workout_locations: owners add theirs
 create policy "workout_locations: owners add theirs" on public.workout_locations
   for insert to authenticated with check (user_id = (select auth.uid()));
 
--- @@ policy public.workout_locations:workout_locations: owners change theirs
 create policy "workout_locations: owners change theirs" on public.workout_locations
   for update to authenticated using (user_id = (select auth.uid())) with check (user_id = (select auth.uid()));
 
--- @@ policy public.workout_locations:workout_locations: owners remove theirs
 create policy "workout_locations: owners remove theirs" on public.workout_locations
   for delete to authenticated using (user_id = (select auth.uid()));
 
--- @@ function public.setup_workout_window
 -- POST /api/workout-window/setup: one window per user; setting up again replaces it.
 create or replace function public.setup_workout_window(
   activity_type text,
@@ -192,7 +194,6 @@ comment on function public.setup_workout_window(text, text, time, time, text) is
   'The caller''s window (created or replaced). The table''s checks refuse anything but a 2-hour window.';
 grant execute on function setup_workout_window(text,text,time without time zone,time without time zone,text) to authenticated, service_role;
 
--- @@ function public.update_workout_location
 -- PUT /api/workout-window/update-location: the fields given replace the stored ones.
 create or replace function public.update_workout_location(patch jsonb) returns public.workout_locations
 language plpgsql
@@ -224,10 +225,10 @@ comment on function public.update_workout_location(jsonb) is
   'Creates or updates the caller''s location; keys: ipAddress, latitude, longitude, city, region, country, timezone.';
 grant execute on function update_workout_location(jsonb) to authenticated, service_role;
 
--- @@ table public.workout_squads
--- =======================================================================================
+-- ---------------------------------------------------------------------------------------------
 -- Chains, squads, check-ins
--- =======================================================================================
+-- ---------------------------------------------------------------------------------------------
+
 create table public.workout_squads (
   id uuid primary key default gen_random_uuid(),
   date date not null,
@@ -244,7 +245,6 @@ comment on table public.workout_squads is
 revoke all on public.workout_squads from anon, authenticated;
 grant select on public.workout_squads to authenticated;
 
--- @@ table public.workout_chains
 create table public.workout_chains (
   id uuid primary key default gen_random_uuid(),
   date date not null,
@@ -273,10 +273,8 @@ grant select, delete, truncate, references, trigger on public.workout_chains to 
 grant update (before_user_id, after_user_id, team_color, squad_id)
   on public.workout_chains to service_role;
 
--- @@ index public.workout_chains_by_date
 create index workout_chains_by_date on public.workout_chains (date, team_color);
 
--- @@ table public.workout_checkins
 create table public.workout_checkins (
   id uuid primary key default gen_random_uuid(),
   user_id uuid not null references public.profiles (id) on delete cascade,
@@ -310,34 +308,26 @@ comment on column public.workout_checkins.timezone is
 revoke all on public.workout_checkins from anon, authenticated;
 grant select on public.workout_checkins to authenticated;
 
--- @@ index public.workout_checkins_by_date
 create index workout_checkins_by_date on public.workout_checkins (date, status);
 
--- @@ index public.workout_checkins_review
 create index workout_checkins_review on public.workout_checkins (status, created_at desc, id desc) where status = 'pending';
 
--- @@ index public.workout_checkins_chain
 create index workout_checkins_chain on public.workout_checkins (chain_id);
 
--- @@ index public.workout_checkins_reviewer
 create index workout_checkins_reviewer on public.workout_checkins (reviewed_by);
 
--- @@ policy public.workout_chains:workout_chains: members and super admins read
 create policy "workout_chains: members and super admins read" on public.workout_chains
   for select to authenticated using (user_id = (select auth.uid()) or (select private.is_super_admin()));
 comment on policy "workout_chains: members and super admins read" on public.workout_chains is
   'Neighbours and squad mates are read through the chain/squad functions, which show no location.';
 
--- @@ policy public.workout_squads:workout_squads: members and super admins read
 create policy "workout_squads: members and super admins read" on public.workout_squads
   for select to authenticated
   using ((select auth.uid()) in (user_1_id, user_2_id, user_3_id) or (select private.is_super_admin()));
 
--- @@ policy public.workout_checkins:workout_checkins: owners and super admins read
 create policy "workout_checkins: owners and super admins read" on public.workout_checkins
   for select to authenticated using (user_id = (select auth.uid()) or (select private.is_super_admin()));
 
--- @@ function private.workout_participants
 create function private.workout_participants(target date)
 returns table (user_id uuid, grp text, start_utc timestamptz, x double precision, y double precision, z double precision)
 language sql stable
@@ -358,7 +348,6 @@ $$;
 comment on function private.workout_participants(date) is
   'Who is matched on a date, with their group, window start in UTC and position as a unit vector.';
 
--- @@ function private.workout_chain_plan
 create function private.workout_chain_plan(target date)
 returns table (user_id uuid, before_user_id uuid, after_user_id uuid, team_color text,
                squad_id uuid, squad_members uuid[], is_new boolean, frozen boolean)
@@ -464,10 +453,10 @@ $$;
 comment on function private.workout_chain_plan(date) is
   'The chain plan for a date (read only): neighbours for everyone, team and squad for users without a row yet.';
 
--- @@ function private.generate_workout_chains
--- =======================================================================================
+-- ---------------------------------------------------------------------------------------------
 -- Applying the plan
--- =======================================================================================
+-- ---------------------------------------------------------------------------------------------
+
 create or replace function private.generate_workout_chains(target date)
 returns jsonb
 language plpgsql security definer
@@ -534,8 +523,7 @@ $$;
 comment on function private.generate_workout_chains(date) is
   'Daily chains, squads and teams for a date; repeatable (adds newcomers, never duplicates, keeps checked-in links).';
 
--- @@ function public.generate_workout_chains
--- Supersedes 20261122050000_workout.sql: the date rules above, and today in the caller's zone by default.
+-- Generates a date's chains under the date rules above; today in the caller's zone by default.
 create or replace function public.generate_workout_chains(target date default null)
 returns jsonb
 language sql
@@ -546,10 +534,9 @@ comment on function public.generate_workout_chains(date) is
   'Users: today and tomorrow only; super admins, the service role and pg_cron: any date within a year of today.';
 grant execute on function generate_workout_chains(date) to authenticated, service_role;
 
--- @@ function private.workout_user_card
--- =======================================================================================
+-- ---------------------------------------------------------------------------------------------
 -- Reading chains, squads and the day's state
--- =======================================================================================
+-- ---------------------------------------------------------------------------------------------
 
 -- What others may see of a participant: id, name, avatar, AI flag and window (never a location).
 create or replace function private.workout_user_card(target_user uuid)
@@ -568,10 +555,10 @@ as $$
    where p.id = target_user
 $$;
 
--- @@ function private.workout_checkin_json
--- =======================================================================================
+-- ---------------------------------------------------------------------------------------------
 -- Reading check-ins: locations and review reasons for their owner and super admins only
--- =======================================================================================
+-- ---------------------------------------------------------------------------------------------
+
 create or replace function private.workout_checkin_json(k public.workout_checkins, full_view boolean)
 returns jsonb
 language sql stable
@@ -586,7 +573,7 @@ as $$
     'chainContinued', k.chain_continued, 'streakDays', k.streak_days,
     'battleChipsEarned', k.battle_chips_earned, 'createdAt', k.created_at)
 $$;
--- Supersedes 20261122050000_workout.sql: the one-argument form now shows what the caller may see.
+-- A check-in as the caller may see it (location and review reason for its owner and super admins).
 create or replace function private.workout_checkin_json(k public.workout_checkins)
 returns jsonb
 language sql stable
@@ -597,7 +584,6 @@ comment on function private.workout_checkin_json(public.workout_checkins, boolea
 comment on function private.workout_checkin_json(public.workout_checkins) is
   'A check-in as the caller may see it: its location and review reason for its owner and trusted callers only.';
 
--- @@ function private.workout_day_status
 -- Day status of a user on a date (SPEC): completed (a check-in that is not rejected),
 -- not_started (before the window), pending (during it), failed (after it, no check-in).
 create or replace function private.workout_day_status(target_user uuid, target date, at timestamptz default now())
@@ -616,7 +602,6 @@ as $$
     left join public.workout_windows w on w.user_id = target_user
 $$;
 
--- @@ function private.workout_squad_json
 create or replace function private.workout_squad_json(target_squad uuid)
 returns jsonb
 language sql stable security definer
@@ -629,8 +614,7 @@ as $$
     from public.workout_squads s where s.id = target_squad
 $$;
 
--- @@ function private.workout_checkins_of
--- Supersedes 20261122050000_workout.sql (chains and squads): others' check-ins without location
+-- The check-ins of some users on a date (chains and squads): others' check-ins without location
 -- or review reason.
 create or replace function private.workout_checkins_of(users uuid[], target date)
 returns jsonb
@@ -643,7 +627,6 @@ as $$
    where k.user_id = any (users) and k.date = target
 $$;
 
--- @@ function private.workout_chain
 create or replace function private.workout_chain(target date)
 returns jsonb
 language plpgsql stable security definer
@@ -673,13 +656,11 @@ end
 $$;
 grant execute on function private.workout_chain(date) to authenticated;
 
--- @@ function public.workout_chain
 create or replace function public.workout_chain(target date) returns jsonb
 language sql stable set search_path = '' as $$ select private.workout_chain(target) $$;
 comment on function public.workout_chain(date) is 'The caller''s chain on a date: neighbours, team, squad and their check-ins.';
 grant execute on function workout_chain(date) to authenticated, service_role;
 
--- @@ function private.workout_squad
 create or replace function private.workout_squad(target date)
 returns jsonb
 language plpgsql stable security definer
@@ -704,13 +685,11 @@ end
 $$;
 grant execute on function private.workout_squad(date) to authenticated;
 
--- @@ function public.workout_squad
 create or replace function public.workout_squad(target date) returns jsonb
 language sql stable set search_path = '' as $$ select private.workout_squad(target) $$;
 comment on function public.workout_squad(date) is 'The caller''s squad on a date and its check-ins.';
 grant execute on function workout_squad(date) to authenticated, service_role;
 
--- @@ function private.workout_day_board
 -- Each participant of a date with team and day status (the team stats, the mosaic, admin teams).
 create or replace function private.workout_day_board(target date, at timestamptz default now())
 returns table (user_id uuid, team_color text, squad_id uuid, status text, chips integer, start_utc timestamptz)
@@ -730,7 +709,6 @@ as $$
    where c.date = target
 $$;
 
--- @@ function private.workout_team_stats
 create or replace function private.workout_team_stats(target date)
 returns jsonb
 language plpgsql stable security definer
@@ -758,14 +736,12 @@ end
 $$;
 grant execute on function private.workout_team_stats(date) to authenticated, service_role;
 
--- @@ function public.workout_team_stats
 create or replace function public.workout_team_stats(target date) returns jsonb
 language sql stable set search_path = '' as $$ select private.workout_team_stats(target) $$;
 comment on function public.workout_team_stats(date) is
   'Per team on a date: totalMembers, completed, failed (window over, no check-in), pending, completionRate (percent), totalChips.';
 grant execute on function workout_team_stats(date) to authenticated, service_role;
 
--- @@ function private.workout_checkin_date
 -- The date a check-in made at `at` counts for: the local date, or the day before while a
 -- window that crossed midnight is still running.
 create or replace function private.workout_checkin_date(w public.workout_windows, at timestamptz)
@@ -779,12 +755,11 @@ as $$
               else (at at time zone w.timezone)::date end
 $$;
 
--- @@ function private.workout_photo_rules
--- =======================================================================================
+-- ---------------------------------------------------------------------------------------------
 -- Writing a check-in
--- =======================================================================================
+-- ---------------------------------------------------------------------------------------------
 
--- Supersedes 20261122050000_workout.sql: adds the receipt and clock rules (see the top).
+-- The photo rules a check-in is held to, with the receipt and clock rules (see the top).
 create or replace function private.workout_photo_rules() returns jsonb
 language sql immutable
 set search_path = ''
@@ -794,7 +769,6 @@ comment on function private.workout_photo_rules() is
   'before its receipt a photo may be taken, how far a camera clock may run ahead, and within how many bits of 64 '
   'two pictures'' difference hashes count as the same picture.';
 
--- @@ function private.record_workout_checkin
 create function private.record_workout_checkin(
   checkin_user uuid,
   activity_type text,
@@ -950,7 +924,6 @@ $$;
 comment on function private.record_workout_checkin(uuid, text, text, text, timestamp, integer, numeric, numeric, numeric, numeric, timestamptz, text, timestamptz, bigint[], boolean) is
   'Writes one check-in with its chips and validation and tells the after user; not granted to clients.';
 
--- @@ function private.workout_checkin
 create function private.workout_checkin(activity_type text, photo_object text, latitude numeric, longitude numeric)
 returns jsonb
 language plpgsql security definer
@@ -982,7 +955,6 @@ end
 $$;
 grant execute on function private.workout_checkin(text,text,numeric,numeric) to authenticated;
 
--- @@ function public.workout_checkin
 create function public.workout_checkin(activity_type text, photo_object text, latitude numeric default null, longitude numeric default null)
 returns jsonb
 language sql
@@ -993,7 +965,6 @@ comment on function public.workout_checkin(text, text, numeric, numeric) is
   'for them (once); latitude and longitude are the optional position of the SPEC''s form.';
 grant execute on function workout_checkin(text,text,numeric,numeric) to authenticated, service_role;
 
--- @@ function private.my_workout_checkin
 create or replace function private.my_workout_checkin(target date)
 returns jsonb
 language plpgsql stable security definer
@@ -1013,16 +984,14 @@ end
 $$;
 grant execute on function private.my_workout_checkin(date) to authenticated;
 
--- @@ function public.my_workout_checkin
 create or replace function public.my_workout_checkin(target date) returns jsonb
 language sql stable set search_path = '' as $$ select private.my_workout_checkin(target) $$;
 comment on function public.my_workout_checkin(date) is
   'The caller''s check-in on a date and the day status: pending, completed, failed or not_started.';
 grant execute on function my_workout_checkin(date) to authenticated, service_role;
 
--- @@ function private.workout_day_checkins
--- Supersedes 20261122050000_workout.sql: the day's list shows a location and review reason
--- only on the caller's own check-in (all of them to super admins).
+-- A date's check-ins, newest first: a location and review reason only on the caller's own
+-- check-in (on all of them for super admins).
 create or replace function private.workout_day_checkins(target date, page_size integer default 100, before_created_at timestamptz default null)
 returns jsonb
 language plpgsql stable security definer
@@ -1051,7 +1020,6 @@ end
 $$;
 grant execute on function private.workout_day_checkins(date,integer,timestamp with time zone) to authenticated;
 
--- @@ function public.workout_day_checkins
 create or replace function public.workout_day_checkins(target date, page_size integer default 100, before_created_at timestamptz default null)
 returns jsonb
 language sql stable set search_path = '' as $$ select private.workout_day_checkins(target, page_size, before_created_at) $$;
@@ -1059,8 +1027,7 @@ comment on function public.workout_day_checkins(date, integer, timestamptz) is
   'A page of the date''s check-ins, newest first, and {total, completed, failed} over the date''s participants.';
 grant execute on function workout_day_checkins(date,integer,timestamp with time zone) to authenticated, service_role;
 
--- @@ function private.workout_review_queue
--- Supersedes 20261122050000_workout.sql: trusted callers only, so everything, computed once.
+-- The check-ins waiting for review (or of another status): trusted callers only, so everything, computed once.
 create or replace function private.workout_review_queue(review_status text, page_size integer, before_created_at timestamptz)
 returns jsonb
 language plpgsql stable security definer
@@ -1083,14 +1050,12 @@ end
 $$;
 grant execute on function private.workout_review_queue(text,integer,timestamp with time zone) to authenticated, service_role;
 
--- @@ function public.workout_review_queue
 create or replace function public.workout_review_queue(review_status text default 'pending', page_size integer default 50, before_created_at timestamptz default null)
 returns jsonb
 language sql stable set search_path = '' as $$ select private.workout_review_queue(review_status, page_size, before_created_at) $$;
 comment on function public.workout_review_queue(text, integer, timestamptz) is 'Super admins: check-ins by status, newest first.';
 grant execute on function workout_review_queue(text,integer,timestamp with time zone) to authenticated, service_role;
 
--- @@ function private.recompute_later_streaks
 -- After a review, the user's check-ins on the following consecutive days get their streak
 -- (and the seventh-day bonus of their chips) recomputed from the reviewed one: a rejected day
 -- breaks the streak. Stops at the first gap or the first streak that is already right.
@@ -1119,7 +1084,6 @@ begin
 end
 $$;
 
--- @@ function private.review_workout_checkin
 create or replace function private.review_workout_checkin(checkin_id uuid, verdict text, reason text)
 returns jsonb
 language plpgsql security definer
@@ -1155,17 +1119,16 @@ end
 $$;
 grant execute on function private.review_workout_checkin(uuid,text,text) to authenticated, service_role;
 
--- @@ function public.review_workout_checkin
 create or replace function public.review_workout_checkin(checkin_id uuid, verdict text, reason text default null)
 returns jsonb
 language sql set search_path = '' as $$ select private.review_workout_checkin(checkin_id, verdict, reason) $$;
 comment on function public.review_workout_checkin(uuid, text, text) is 'Super admins: verify or reject (with a reason) a check-in.';
 grant execute on function review_workout_checkin(uuid,text,text) to authenticated, service_role;
 
--- @@ table public.workout_battles
--- =======================================================================================
+-- ---------------------------------------------------------------------------------------------
 -- Weekly battles (planned rows; rule 4)
--- =======================================================================================
+-- ---------------------------------------------------------------------------------------------
+
 create table public.workout_battles (
   id uuid primary key default gen_random_uuid(),
   week_start_date date not null unique check (extract(isodow from week_start_date) = 1),
@@ -1187,11 +1150,9 @@ comment on table public.workout_battles is
 revoke all on public.workout_battles from anon, authenticated;
 grant select on public.workout_battles to authenticated;
 
--- @@ policy public.workout_battles:workout_battles: signed-in users read
 create policy "workout_battles: signed-in users read" on public.workout_battles
   for select to authenticated using (true);
 
--- @@ function private.robot_power
 -- floor(chips*10 + members*5 + (chips/members)*20); 0 for the last term without members.
 create or replace function private.robot_power(chips integer, members integer) returns integer
 language sql immutable parallel safe
@@ -1202,7 +1163,6 @@ as $$
 $$;
 comment on function private.robot_power(integer, integer) is 'Planned robot power: floor(chips*10 + members*5 + (chips/members)*20).';
 
--- @@ function private.assert_monday
 create or replace function private.assert_monday(week_start date) returns void
 language plpgsql immutable
 set search_path = ''
@@ -1214,7 +1174,6 @@ begin
 end
 $$;
 
--- @@ function private.workout_week_totals
 -- The week's teams: chips of non-rejected check-ins by the team of that day's chain row.
 create or replace function private.workout_week_totals(week_start date)
 returns jsonb
@@ -1254,7 +1213,6 @@ as $$
                      from generate_series(week_start, week_start + 6, interval '1 day') g(day)))
 $$;
 
--- @@ function private.battle_json
 create or replace function private.battle_json(b public.workout_battles) returns jsonb
 language sql stable
 set search_path = ''
@@ -1266,7 +1224,6 @@ as $$
     'createdAt', b.created_at, 'executedAt', b.executed_at)
 $$;
 
--- @@ function private.generate_weekly_battle
 -- The weekly job: creates the week's battle (idempotent). Monday of the current UTC week by default.
 create or replace function private.generate_weekly_battle(week_start date)
 returns jsonb
@@ -1294,14 +1251,12 @@ end
 $$;
 grant execute on function private.generate_weekly_battle(date) to authenticated, service_role;
 
--- @@ function public.generate_weekly_battle
 create or replace function public.generate_weekly_battle(week_start date default null) returns jsonb
 language sql set search_path = ''
 as $$ select private.generate_weekly_battle(coalesce(week_start, date_trunc('week', now() at time zone 'UTC')::date)) $$;
 comment on function public.generate_weekly_battle(date) is 'Creates the week''s battle (scheduler, service role, super admins); idempotent.';
 grant execute on function generate_weekly_battle(date) to authenticated, service_role;
 
--- @@ function private.workout_battle_week
 create or replace function private.workout_battle_week(week_start date)
 returns jsonb
 language plpgsql stable security definer
@@ -1321,13 +1276,11 @@ end
 $$;
 grant execute on function private.workout_battle_week(date) to authenticated, service_role;
 
--- @@ function public.workout_battle_week
 create or replace function public.workout_battle_week(week_start date) returns jsonb
 language sql stable set search_path = '' as $$ select private.workout_battle_week(week_start) $$;
 comment on function public.workout_battle_week(date) is 'A week''s battle (or null) with live team totals, robot power and daily chips.';
 grant execute on function workout_battle_week(date) to authenticated, service_role;
 
--- @@ function private.execute_workout_battle
 -- Executes a week's battle once: 3 to 5 rounds against a common opponent whose power is the
 -- two teams' mean plus 50 (so it grows with them, and a small team still lands hits). A team's
 -- round damage is its power spread over the rounds times 0.75..1.25, capped at 40 percent of
@@ -1404,13 +1357,11 @@ end
 $$;
 grant execute on function private.execute_workout_battle(date) to authenticated, service_role;
 
--- @@ function public.execute_workout_battle
 create or replace function public.execute_workout_battle(week_start date) returns jsonb
 language sql set search_path = '' as $$ select private.execute_workout_battle(week_start) $$;
 comment on function public.execute_workout_battle(date) is 'Super admins and the Sunday-evening job: runs a week''s battle once (deterministic).';
 grant execute on function execute_workout_battle(date) to authenticated, service_role;
 
--- @@ function private.refresh_workout_battle_standing
 -- Battle update: stores the week's live standing on its (not yet completed) battle and, only
 -- when chips or robot power changed since the last store, tells that week's participants.
 -- Idempotent: a second run without new chips changes nothing and sends nothing. Run daily
@@ -1463,7 +1414,6 @@ end
 $$;
 grant execute on function private.refresh_workout_battle_standing(date) to authenticated, service_role;
 
--- @@ function public.refresh_workout_battle_standing
 create or replace function public.refresh_workout_battle_standing(week_start date default null) returns jsonb
 language sql set search_path = ''
 as $$ select private.refresh_workout_battle_standing(coalesce(week_start, date_trunc('week', now() at time zone 'UTC')::date)) $$;
@@ -1471,7 +1421,6 @@ comment on function public.refresh_workout_battle_standing(date) is
   'Daily job (scheduler, service role, super admins): stores the week''s standing and sends workout.battle_update when it changed.';
 grant execute on function refresh_workout_battle_standing(date) to authenticated, service_role;
 
--- @@ function private.workout_battle_history
 create or replace function private.workout_battle_history(page_size integer)
 returns jsonb
 language plpgsql stable security definer
@@ -1503,17 +1452,16 @@ end
 $$;
 grant execute on function private.workout_battle_history(integer) to authenticated;
 
--- @@ function public.workout_battle_history
 create or replace function public.workout_battle_history(page_size integer default 52) returns jsonb
 language sql stable set search_path = '' as $$ select private.workout_battle_history(page_size) $$;
 comment on function public.workout_battle_history(integer) is
   'Battles newest first and the caller''s totalChipsContributed, battlesWon and longestChain (consecutive check-in days).';
 grant execute on function workout_battle_history(integer) to authenticated, service_role;
 
--- @@ table public.workout_mosaics
--- =======================================================================================
+-- ---------------------------------------------------------------------------------------------
 -- The daily mosaic (planned rows): the api function draws the PNG; SQL keeps the record.
--- =======================================================================================
+-- ---------------------------------------------------------------------------------------------
+
 create table public.workout_mosaics (
   date date primary key,
   image_url text not null check (char_length(image_url) <= 2048),
@@ -1532,11 +1480,9 @@ comment on table public.workout_mosaics is
 revoke all on public.workout_mosaics from anon, authenticated;
 grant select on public.workout_mosaics to authenticated;
 
--- @@ policy public.workout_mosaics:workout_mosaics: signed-in users read
 create policy "workout_mosaics: signed-in users read" on public.workout_mosaics
   for select to authenticated using (true);
 
--- @@ function private.workout_mosaic_participants
 -- The tiles to draw: every participant of the date by team, then window start.
 create or replace function private.workout_mosaic_participants(target date)
 returns jsonb
@@ -1555,13 +1501,11 @@ end
 $$;
 grant execute on function private.workout_mosaic_participants(date) to authenticated, service_role;
 
--- @@ function public.workout_mosaic_participants
 create or replace function public.workout_mosaic_participants(target date) returns jsonb
 language sql stable set search_path = '' as $$ select private.workout_mosaic_participants(target) $$;
 comment on function public.workout_mosaic_participants(date) is 'Super admins, the scheduler: the tiles of a date''s mosaic (red first).';
 grant execute on function workout_mosaic_participants(date) to authenticated, service_role;
 
--- @@ function private.mosaic_json
 create or replace function private.mosaic_json(m public.workout_mosaics) returns jsonb
 language sql stable
 set search_path = ''
@@ -1572,7 +1516,6 @@ as $$
     'updatedAt', m.updated_at)
 $$;
 
--- @@ function private.save_workout_mosaic
 -- Stores (or replaces) a date's mosaic; returns it and the object it replaced (to delete).
 create or replace function private.save_workout_mosaic(target date, image_url text, object_name text, sections jsonb)
 returns jsonb
@@ -1604,17 +1547,16 @@ end
 $$;
 grant execute on function private.save_workout_mosaic(date,text,text,jsonb) to authenticated, service_role;
 
--- @@ function public.save_workout_mosaic
 create or replace function public.save_workout_mosaic(target date, image_url text, object_name text, sections jsonb)
 returns jsonb
 language sql set search_path = '' as $$ select private.save_workout_mosaic(target, image_url, object_name, sections) $$;
 comment on function public.save_workout_mosaic(date, text, text, jsonb) is 'Super admins, the scheduler: stores a drawn mosaic.';
 grant execute on function save_workout_mosaic(date,text,text,jsonb) to authenticated, service_role;
 
--- @@ table public.workout_ai_users
--- =======================================================================================
+-- ---------------------------------------------------------------------------------------------
 -- Synthetic (AI) users (super admins; rule 5)
--- =======================================================================================
+-- ---------------------------------------------------------------------------------------------
+
 create table public.workout_ai_users (
   user_id uuid primary key references public.profiles (id) on delete cascade,
   region text not null check (char_length(region) <= 50),
@@ -1634,11 +1576,9 @@ comment on table public.workout_ai_users is
 revoke all on public.workout_ai_users from anon, authenticated;
 grant select on public.workout_ai_users to authenticated;
 
--- @@ policy public.workout_ai_users:workout_ai_users: super admins read
 create policy "workout_ai_users: super admins read" on public.workout_ai_users
   for select to authenticated using ((select private.is_super_admin()));
 
--- @@ table private.workout_ai_cities
 -- Cities each generated region draws from.
 create table private.workout_ai_cities (
   region text not null,
@@ -1651,7 +1591,6 @@ create table private.workout_ai_cities (
 );
 comment on table private.workout_ai_cities is 'Cities synthetic users are placed in, per generation region.';
 
--- @@ function private.ai_generation_defaults
 -- SPEC rule 5's default distributions (percent weights); a config key replaces its default.
 create or replace function private.ai_generation_defaults() returns jsonb
 language sql immutable
@@ -1663,7 +1602,6 @@ as $$ select '{
   "checkInProbability": 0.85
 }'::jsonb $$;
 
--- @@ function private.weighted_pick
 -- The key of a weighted distribution {key: weight} at fraction f in [0, 1).
 create or replace function private.weighted_pick(distribution jsonb, f double precision) returns text
 language sql immutable
@@ -1675,7 +1613,6 @@ as $$
    where upto > f order by upto limit 1
 $$;
 
--- @@ function private.ai_generation_config
 -- Checks a partial config and merges it over the defaults.
 create or replace function private.ai_generation_config(config jsonb) returns jsonb
 language plpgsql immutable
@@ -1724,7 +1661,6 @@ begin
 end
 $$;
 
--- @@ function private.ai_user_plan
 -- The users one generation creates: deterministic from its seed, so every statement below
 -- reads the same plan (one statement per table, no per-user round trip).
 create or replace function private.ai_user_plan(how_many integer, config jsonb, seed text)
@@ -1756,7 +1692,6 @@ as $$
        limit 1) c
 $$;
 
--- @@ function private.generate_ai_users
 create or replace function private.generate_ai_users(how_many integer, config jsonb)
 returns jsonb
 language plpgsql security definer
@@ -1803,7 +1738,6 @@ end
 $$;
 grant execute on function private.generate_ai_users(integer,jsonb) to authenticated, service_role;
 
--- @@ function private.ai_user_json
 create or replace function private.ai_user_json(target_user uuid) returns jsonb
 language sql stable
 set search_path = ''
@@ -1816,14 +1750,12 @@ as $$
    where a.user_id = target_user
 $$;
 
--- @@ function public.generate_ai_users
 create or replace function public.generate_ai_users(how_many integer, config jsonb default null) returns jsonb
 language sql set search_path = '' as $$ select private.generate_ai_users(how_many, config) $$;
 comment on function public.generate_ai_users(integer, jsonb) is
   'Super admins: creates 1..1000 synthetic users (account, profile, window, location) in bulk from SPEC''s distributions.';
 grant execute on function generate_ai_users(integer,jsonb) to authenticated, service_role;
 
--- @@ function private.list_ai_users
 create or replace function private.list_ai_users(page_size integer, after_id uuid)
 returns jsonb
 language plpgsql stable security definer
@@ -1840,13 +1772,11 @@ end
 $$;
 grant execute on function private.list_ai_users(integer,uuid) to authenticated, service_role;
 
--- @@ function public.list_ai_users
 create or replace function public.list_ai_users(page_size integer default 1000, after_id uuid default null) returns jsonb
 language sql stable set search_path = '' as $$ select private.list_ai_users(page_size, after_id) $$;
 comment on function public.list_ai_users(integer, uuid) is 'Super admins: synthetic users with their profiles, by id.';
 grant execute on function list_ai_users(integer,uuid) to authenticated, service_role;
 
--- @@ function private.delete_ai_user
 create or replace function private.delete_ai_user(target_user uuid)
 returns void
 language plpgsql security definer
@@ -1866,13 +1796,11 @@ end
 $$;
 grant execute on function private.delete_ai_user(uuid) to authenticated, service_role;
 
--- @@ function public.delete_ai_user
 create or replace function public.delete_ai_user(target_user uuid) returns void
 language sql set search_path = '' as $$ select private.delete_ai_user(target_user) $$;
 comment on function public.delete_ai_user(uuid) is 'Super admins: removes a synthetic user and all their data (real users: 404).';
 grant execute on function delete_ai_user(uuid) to authenticated, service_role;
 
--- @@ function private.toggle_ai_user
 create or replace function private.toggle_ai_user(target_user uuid, active boolean)
 returns jsonb
 language plpgsql security definer
@@ -1896,13 +1824,11 @@ end
 $$;
 grant execute on function private.toggle_ai_user(uuid,boolean) to authenticated, service_role;
 
--- @@ function public.toggle_ai_user
 create or replace function public.toggle_ai_user(target_user uuid, active boolean) returns jsonb
 language sql set search_path = '' as $$ select private.toggle_ai_user(target_user, active) $$;
 comment on function public.toggle_ai_user(uuid, boolean) is 'Super admins: activates or pauses a synthetic user (and its matching).';
 grant execute on function toggle_ai_user(uuid,boolean) to authenticated, service_role;
 
--- @@ function private.admin_workout_teams
 create or replace function private.admin_workout_teams(target date)
 returns jsonb
 language plpgsql stable security definer
@@ -1933,20 +1859,18 @@ end
 $$;
 grant execute on function private.admin_workout_teams(date) to authenticated, service_role;
 
--- @@ function public.admin_workout_teams
 create or replace function public.admin_workout_teams(target date) returns jsonb
 language sql stable set search_path = '' as $$ select private.admin_workout_teams(target) $$;
 comment on function public.admin_workout_teams(date) is 'Super admins: a date''s teams and squads with AI versus real members.';
 grant execute on function admin_workout_teams(date) to authenticated, service_role;
 
--- @@ index public.workout_squads_by_date
 create index workout_squads_by_date on public.workout_squads (date, team_color);
 
--- @@ function private.workout_stock_photo_url
--- =======================================================================================
+-- ---------------------------------------------------------------------------------------------
 -- The five-minute job: synthetic users' check-ins, reminders 30 minutes before a window, and
 -- "chain broken" for the after user of a window that ended without a check-in (Events 3).
--- =======================================================================================
+-- ---------------------------------------------------------------------------------------------
+
 create or replace function private.workout_stock_photo_url() returns text
 language sql stable security definer
 set search_path = ''
@@ -1956,7 +1880,6 @@ as $$
 $$;
 comment on function private.workout_stock_photo_url() is 'The stock image synthetic users check in with (stored by the api).';
 
--- @@ function private.run_workout_jobs
 create or replace function private.run_workout_jobs(at timestamptz default now())
 returns jsonb
 language plpgsql security definer
@@ -2041,7 +1964,6 @@ $$;
 comment on function private.run_workout_jobs(timestamptz) is
   'Every 5 minutes: synthetic users'' check-ins (seeded), check-in reminders and chain-broken notifications.';
 
--- @@ function private.wait_for_workout_generation
 -- Generation and deletion take turns: a generator holds this lock shared for its whole run,
 -- a statement deleting profiles takes it exclusively before it touches a row. Without the
 -- foreign keys, a user deleted while a run was writing could otherwise be left as a neighbour
@@ -2060,11 +1982,9 @@ $$;
 comment on function private.wait_for_workout_generation() is
   'Before a statement deletes profiles: waits for running chain generations, and holds them off until commit.';
 
--- @@ trigger public.profiles:profiles_wait_for_workout_generation
 create trigger profiles_wait_for_workout_generation before delete on public.profiles
   for each statement execute function private.wait_for_workout_generation();
 
--- @@ function private.forget_workout_squads_of
 -- Before a profile goes (while its chain rows still say which squads it was in).
 create or replace function private.forget_workout_squads_of() returns trigger
 language plpgsql security definer
@@ -2085,11 +2005,9 @@ $$;
 comment on function private.forget_workout_squads_of() is
   'Before a profile is deleted: the squads the user was in go, and their other members lose them.';
 
--- @@ trigger public.profiles:profiles_forget_workout_squads
 create trigger profiles_forget_workout_squads before delete on public.profiles
   for each row execute function private.forget_workout_squads_of();
 
--- @@ function private.forget_workout_links_to
 -- After profiles are deleted, once for the statement: links to them on recent and future dates.
 create or replace function private.forget_workout_links_to() returns trigger
 language plpgsql security definer
@@ -2107,12 +2025,10 @@ $$;
 comment on function private.forget_workout_links_to() is
   'After profiles are deleted: chain links to them on recent and future dates are cleared.';
 
--- @@ trigger public.profiles:profiles_forget_workout_links
 create trigger profiles_forget_workout_links after delete on public.profiles
   referencing old table as gone
   for each statement execute function private.forget_workout_links_to();
 
--- @@ function private.forget_workout_chains_of
 -- After a profile goes, its chain rows go (the cascade's job). After the row, so that
 -- profiles_forget_workout_squads, before it, still finds the user's squads through them.
 create or replace function private.forget_workout_chains_of() returns trigger
@@ -2127,11 +2043,9 @@ $$;
 comment on function private.forget_workout_chains_of() is
   'After a profile is deleted: the user''s chain rows go.';
 
--- @@ trigger public.profiles:profiles_forget_workout_chains
 create trigger profiles_forget_workout_chains after delete on public.profiles
   for each row execute function private.forget_workout_chains_of();
 
--- @@ function private.require_read_committed
 create or replace function private.require_read_committed() returns trigger
 language plpgsql
 set search_path = ''
@@ -2148,19 +2062,17 @@ $$;
 comment on function private.require_read_committed() is
   'Statement trigger: refuses a write outside read committed isolation (see 20261124020000_workout_chain_owner.sql).';
 
--- @@ trigger public.profiles:profiles_delete_read_committed
 -- Fires before profiles_wait_for_workout_generation (triggers of a kind fire in name order).
 create trigger profiles_delete_read_committed before delete on public.profiles
   for each statement execute function private.require_read_committed();
 
--- @@ trigger public.workout_chains:workout_chains_insert_read_committed
 create trigger workout_chains_insert_read_committed before insert on public.workout_chains
   for each statement execute function private.require_read_committed();
 
--- @@ table private.workout_photos
--- =======================================================================================
+-- ---------------------------------------------------------------------------------------------
 -- Photos the api read and stored
--- =======================================================================================
+-- ---------------------------------------------------------------------------------------------
+
 create table private.workout_photos (
   object_name text primary key check (char_length(object_name) <= 500),
   user_id uuid not null references public.profiles (id) on delete cascade,
@@ -2186,10 +2098,8 @@ comment on column private.workout_photos.dhash_as_sent is
   'dHash of the picture as sent, before its EXIF orientation turned it (null unless it did): compared too, so a '
   'stored photo given an orientation tag is still the same picture.';
 
--- @@ index private.workout_photos_by_user
 create index workout_photos_by_user on private.workout_photos (user_id, received_at);
 
--- @@ index private.workout_photos_used_band_0
 -- Finding the used pictures within 7 bits of a hash: split into four 16-bit bands, two hashes
 -- within 7 bits agree on some band to within one bit (else each band differs in 2 or more),
 -- so each band's value and its 16 one-bit neighbours are looked up (68 index probes, each
@@ -2198,16 +2108,12 @@ create index workout_photos_by_user on private.workout_photos (user_id, received
 -- 2,100 candidates, 0.3-0.6 ms.
 create index workout_photos_used_band_0 on private.workout_photos (((dhash >> 48) & 65535)) include (dhash) where checkin_id is not null;
 
--- @@ index private.workout_photos_used_band_1
 create index workout_photos_used_band_1 on private.workout_photos (((dhash >> 32) & 65535)) include (dhash) where checkin_id is not null;
 
--- @@ index private.workout_photos_used_band_2
 create index workout_photos_used_band_2 on private.workout_photos (((dhash >> 16) & 65535)) include (dhash) where checkin_id is not null;
 
--- @@ index private.workout_photos_used_band_3
 create index workout_photos_used_band_3 on private.workout_photos ((dhash & 65535)) include (dhash) where checkin_id is not null;
 
--- @@ function private.register_workout_photo
 -- POST /api/workout-window/checkin, after storing the stripped photo: records what the api read
 -- from the original. The service role only (a direct database session too): the facts are the
 -- server's, never a client's.
@@ -2239,7 +2145,6 @@ comment on function private.register_workout_photo(text, uuid, text, bigint, big
   'The api (service role): records a stored check-in photo with the facts it read from the original file.';
 grant execute on function private.register_workout_photo(text,uuid,text,bigint,bigint,timestamp without time zone,integer,numeric,numeric) to service_role;
 
--- @@ function public.register_workout_photo
 create or replace function public.register_workout_photo(
   object_name text, owner_id uuid, photo_url text, dhash bigint, dhash_as_sent bigint,
   taken_local timestamp default null, offset_minutes integer default null,
@@ -2253,7 +2158,6 @@ comment on function public.register_workout_photo(text, uuid, text, bigint, bigi
   'Service role only (the api): records a check-in photo it stored and read; clients cannot call it.';
 grant execute on function register_workout_photo(text,uuid,text,bigint,bigint,timestamp without time zone,integer,numeric,numeric) to service_role;
 
--- @@ function private.workout_picture_used
 -- Whether a picture within samePictureBits (at most 7: see the band indexes) of this dHash
 -- already served a check-in, anyone's.
 create or replace function private.workout_picture_used(hash bigint) returns boolean
@@ -2287,14 +2191,13 @@ $$;
 comment on function private.workout_picture_used(bigint) is
   'True when a photo whose picture is within samePictureBits of this dHash already served a check-in.';
 
--- @@ function private.checked_workout_chains
--- =======================================================================================
+-- ---------------------------------------------------------------------------------------------
 -- Chain generation: which dates a caller may generate
--- =======================================================================================
+-- ---------------------------------------------------------------------------------------------
 
 -- The date a caller asked for (or today in their window's zone, UTC without a window), checked:
 -- within a year of today (UTC) for everyone; for users who are not trusted, only today or
--- tomorrow in their window's zone. Then the generator (20261124010000) runs.
+-- tomorrow in their window's zone. Then the generator runs.
 create or replace function private.checked_workout_chains(target date)
 returns jsonb
 language plpgsql security definer
@@ -2333,10 +2236,9 @@ comment on function private.checked_workout_chains(date) is
   'Chain generation with its date rules: users today and tomorrow (their window''s zone), trusted callers any date within a year.';
 grant execute on function private.checked_workout_chains(date) to authenticated, service_role;
 
--- @@ table private.time_zone_names
--- =======================================================================================
+-- ---------------------------------------------------------------------------------------------
 -- Time zones: IANA names only, on every write path
--- =======================================================================================
+-- ---------------------------------------------------------------------------------------------
 
 -- The names a window or location may use: IANA zones (Europe/Paris, America/New_York, UTC,
 -- Etc/GMT-14), whose offsets stay within -12 and +14 hours. Postgres also accepts POSIX
@@ -2349,11 +2251,9 @@ comment on table private.time_zone_names is
   'IANA time zone names Postgres knows (from pg_timezone_names when the migration ran): the zones a workout window '
   'or location may use. After a tzdata upgrade that adds zones, insert the new names.';
 
--- @@ index private.time_zone_names_by_lower_name
 -- Postgres reads zone names case-insensitively; the name is stored as IANA spells it.
 create unique index time_zone_names_by_lower_name on private.time_zone_names (lower(name));
 
--- @@ function private.canonical_timezone
 -- The IANA spelling of a zone name, or null when it is none (a POSIX string, an offset, a typo).
 create or replace function private.canonical_timezone(tz text) returns text
 language sql stable security definer
@@ -2363,7 +2263,6 @@ comment on function private.canonical_timezone(text) is
   'The IANA spelling of a time zone name, or null when it is not one (POSIX strings and offsets are not).';
 grant execute on function private.canonical_timezone(text) to authenticated, service_role;
 
--- @@ function private.repair_workout_time_zones
 -- Rows written before this rule with a zone that is no IANA name (none expected): a window
 -- falls back to UTC (its times stay; its owner sees the zone and can set theirs), a location
 -- forgets its zone, and a check-in counted in such a zone goes back to review (its date may
