@@ -10,8 +10,8 @@ import {
   compareFacts,
   describePlan,
   diffPlan,
-  MIGRATIONS_DIR,
   migrationFiles,
+  MIGRATIONS_DIR,
   MIGRATIONS_ONLY,
   planSql,
 } from './lib/schemas.ts'
@@ -20,7 +20,9 @@ import { ROOT, StackError } from './lib/proc.ts'
 const usage = 'Usage: npm run db:diff -- <name>   (lower case letters, digits and _, e.g. add_goal_reminders)'
 const name = Deno.args[0]
 if (!name || Deno.args.length > 1) {
-  console.error(name ? `One name only, got: ${Deno.args.join(' ')}\n${usage}` : `The migration needs a name.\n${usage}`)
+  console.error(
+    name ? `One name only, got: ${Deno.args.join(' ')}\n${usage}` : `The migration needs a name.\n${usage}`,
+  )
   Deno.exit(2)
 }
 if (!/^[a-z][a-z0-9_]{0,62}$/.test(name) || name.endsWith('_') || name.includes('__')) {
@@ -30,7 +32,9 @@ if (!/^[a-z][a-z0-9_]{0,62}$/.test(name) || name.endsWith('_') || name.includes(
 const existing = migrationFiles().map((f) => f.slice(f.lastIndexOf('/') + 1))
 const clash = existing.find((f) => f.replace(/^\d+_/, '').replace(/\.sql$/, '') === name)
 if (clash) {
-  console.error(`A migration named "${name}" exists already: supabase/migrations/${clash}. Pick another name.`)
+  console.error(
+    `A migration named "${name}" exists already: supabase/migrations/${clash}. Pick another name.`,
+  )
   Deno.exit(2)
 }
 
@@ -43,7 +47,10 @@ function nextVersion(): string {
 
 console.log('Building a database from supabase/migrations and one from supabase/schemas ...')
 const started = Date.now()
-const built = await Promise.allSettled([buildDatabase({ kind: 'migrations' }), buildDatabase({ kind: 'schemas' })])
+const built = await Promise.allSettled([
+  buildDatabase({ kind: 'migrations' }),
+  buildDatabase({ kind: 'schemas' }),
+])
 const [migrated, declared] = built.map((b) => b.status === 'fulfilled' ? b.value : undefined)
 let exitCode = 0
 try {
@@ -92,7 +99,9 @@ async function diff(): Promise<number> {
   console.log(`\nWrote ${file.replace(`${ROOT}/`, '')} (${lines.length} statement(s)):`)
   for (const l of lines) console.log(`  ${l}`)
   if (lines.some((l) => l.endsWith('[destructive]'))) {
-    console.log('\nSome statements drop objects or data: check that each drop is meant (a rename shows as drop + create).')
+    console.log(
+      '\nSome statements drop objects or data: check that each drop is meant (a rename shows as drop + create).',
+    )
   }
   console.log(
     '\nNext: read the file; add what schemas cannot hold if the change needs it (' +

@@ -6,15 +6,15 @@
 import { strict as assert } from 'node:assert'
 import postgres from 'postgres'
 import {
-  type BuiltDatabase,
   buildDatabase,
+  type BuiltDatabase,
   catalogFacts,
   compareFacts,
   definitionProblems,
   describePlan,
   diffPlan,
-  SCHEMAS_DIR,
   schemaFiles,
+  SCHEMAS_DIR,
 } from '../scripts/lib/schemas.ts'
 
 /** A copy of supabase/schemas with `edits` made ([file, text, replacement]), in a temp folder. */
@@ -26,7 +26,10 @@ async function driftedCopy(edits: [string, string, string][]): Promise<{ dir: st
     let text = await Deno.readTextFile(file)
     for (const [target, from, to] of edits) {
       if (target !== name) continue
-      assert.ok(text.includes(from), `${name} no longer contains ${JSON.stringify(from)}: choose another drift for this test`)
+      assert.ok(
+        text.includes(from),
+        `${name} no longer contains ${JSON.stringify(from)}: choose another drift for this test`,
+      )
       text = text.replace(from, to)
     }
     await Deno.writeTextFile(`${dir}/${name}`, text)
@@ -38,11 +41,15 @@ async function driftedCopy(edits: [string, string, string][]): Promise<{ dir: st
 
 // The drift: one function body and one policy changed in the schemas, no migration written.
 const DRIFT: [string, string, string][] = [
-  ['drops_ledger.sql', 'set drops_balance = p.drops_balance + d.total', 'set drops_balance = p.drops_balance + 2 * d.total'],
+  [
+    'drops_ledger.sql',
+    'set drops_balance = p.drops_balance + d.total',
+    'set drops_balance = p.drops_balance + 2 * d.total',
+  ],
   [
     'goals.sql',
     'for delete to authenticated using (user_id = (select auth.uid()));',
-    'for delete to authenticated using (user_id = (select auth.uid()) and status <> \'done\');',
+    "for delete to authenticated using (user_id = (select auth.uid()) and status <> 'done');",
   ],
 ]
 
@@ -58,7 +65,9 @@ Deno.test({
       buildDatabase({ kind: 'schemas' }),
       buildDatabase({ kind: 'schemas', files: drifted.files }, 'drifted-schemas'),
     ])
-    const [migrated, declared, driftedDb] = built.map((b) => b.status === 'fulfilled' ? b.value : undefined) as BuiltDatabase[]
+    const [migrated, declared, driftedDb] = built.map((b) =>
+      b.status === 'fulfilled' ? b.value : undefined
+    ) as BuiltDatabase[]
     try {
       for (const b of built) if (b.status === 'rejected') throw b.reason
 
@@ -68,30 +77,43 @@ Deno.test({
           catalogFacts(migrated.url),
           catalogFacts(declared.url),
         ])
-        assert.deepEqual(describePlan(plan), [], 'the schemas differ from the migrations: `npm run db:diff -- <name>` writes the migration')
+        assert.deepEqual(
+          describePlan(plan),
+          [],
+          'the schemas differ from the migrations: `npm run db:diff -- <name>` writes the migration',
+        )
         assert.deepEqual(compareFacts(migratedFacts, declaredFacts), [])
-        assert.ok(migratedFacts.size > 2000, `only ${migratedFacts.size} catalog facts: is the comparison reading the right database?`)
+        assert.ok(
+          migratedFacts.size > 2000,
+          `only ${migratedFacts.size} catalog facts: is the comparison reading the right database?`,
+        )
       })
 
-      await t.step('each function (each signature), table, view, policy and trigger is defined exactly once in supabase/schemas', async () => {
-        assert.deepEqual(await definitionProblems(migrated.url), [])
-      })
+      await t.step(
+        'each function (each signature), table, view, policy and trigger is defined exactly once in supabase/schemas',
+        async () => {
+          assert.deepEqual(await definitionProblems(migrated.url), [])
+        },
+      )
 
-      await t.step('a drift is caught: a schema whose function body and policy changed, with no migration', async () => {
-        const [plan, migratedFacts, driftedFacts] = await Promise.all([
-          diffPlan(migrated.url, driftedDb.url),
-          catalogFacts(migrated.url),
-          catalogFacts(driftedDb.url),
-        ])
-        const planned = describePlan(plan).join('\n')
-        assert.match(planned, /CREATE OR REPLACE FUNCTION private\.apply_drops_deltas\(\)/)
-        assert.match(planned, /CREATE POLICY "goals: owners delete" ON "public"\."goals"/)
-        const differences = compareFacts(migratedFacts, driftedFacts).map((d) => d.split('\n')[0])
-        assert.deepEqual(differences, [
-          'function private.apply_drops_deltas(): differs',
-          'policy goals.goals: owners delete: differs',
-        ])
-      })
+      await t.step(
+        'a drift is caught: a schema whose function body and policy changed, with no migration',
+        async () => {
+          const [plan, migratedFacts, driftedFacts] = await Promise.all([
+            diffPlan(migrated.url, driftedDb.url),
+            catalogFacts(migrated.url),
+            catalogFacts(driftedDb.url),
+          ])
+          const planned = describePlan(plan).join('\n')
+          assert.match(planned, /CREATE OR REPLACE FUNCTION private\.apply_drops_deltas\(\)/)
+          assert.match(planned, /CREATE POLICY "goals: owners delete" ON "public"\."goals"/)
+          const differences = compareFacts(migratedFacts, driftedFacts).map((d) => d.split('\n')[0])
+          assert.deepEqual(differences, [
+            'function private.apply_drops_deltas(): differs',
+            'policy goals.goals: owners delete: differs',
+          ])
+        },
+      )
 
       await t.step('a drift is caught: a migration whose change the schemas lack', async () => {
         const sql = postgres(migrated.url, { max: 1, onnotice: () => {} })

@@ -16,7 +16,8 @@ export const MIGRATIONS_DIR = `${ROOT}/supabase/migrations`
 const LOCAL_DIR = `${ROOT}/sql/local`
 
 const sortedSql = (dir: string) =>
-  [...Deno.readDirSync(dir)].filter((e) => e.isFile && e.name.endsWith('.sql')).map((e) => `${dir}/${e.name}`).sort()
+  [...Deno.readDirSync(dir)].filter((e) => e.isFile && e.name.endsWith('.sql')).map((e) => `${dir}/${e.name}`)
+    .sort()
 
 /** The migrations, in the order they deploy. */
 export const migrationFiles = () => sortedSql(MIGRATIONS_DIR)
@@ -39,7 +40,9 @@ export function schemaFiles(configPath = `${ROOT}/supabase/config.toml`): string
       continue
     }
     const dir = path.replace(/\/[^/]*$/, '')
-    const pattern = new RegExp(`^${path.slice(dir.length + 1).replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')}$`)
+    const pattern = new RegExp(
+      `^${path.slice(dir.length + 1).replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')}$`,
+    )
     files.push(...sortedSql(dir).filter((f) => pattern.test(f.slice(dir.length + 1))))
   }
   return [...new Set(files)]
@@ -106,7 +109,12 @@ export async function buildDatabase(source: Source, label: string = source.kind)
       }
     } else {
       const files = source.files ?? schemaFiles()
-      await psql(['--single-transaction', '-c', 'set check_function_bodies = off', ...files.flatMap((f) => ['-f', f])])
+      await psql([
+        '--single-transaction',
+        '-c',
+        'set check_function_bodies = off',
+        ...files.flatMap((f) => ['-f', f]),
+      ])
         .catch((e) => {
           throw new StackError(`${label}: loading supabase/schemas failed:\n${(e as Error).message}`)
         })
@@ -128,12 +136,24 @@ export async function buildDatabase(source: Source, label: string = source.kind)
  * the catalog, never a table's contents); the rest is left out by name below.
  */
 export const MIGRATIONS_ONLY = [
-  ['pg_cron schedules', 'rows of cron.job (cron.schedule, private.schedule_edge_function_job): data of the pg_cron extension'],
+  [
+    'pg_cron schedules',
+    'rows of cron.job (cron.schedule, private.schedule_edge_function_job): data of the pg_cron extension',
+  ],
   ['Vault secrets', 'rows of vault.secrets (music_token_key): generated once per project, never in a file'],
-  ['seed and reference rows', 'storage buckets, AI usage types and prices, e-mail settings, encouragement config and badges, the AI users, workout cities, time zone names'],
+  [
+    'seed and reference rows',
+    'storage buckets, AI usage types and prices, e-mail settings, encouragement config and badges, the AI users, workout cities, time zone names',
+  ],
   ['data fixes and backfills', 'update/insert/delete on existing rows when a column or rule changes'],
-  ['role settings', 'alter role anon/authenticated set jit, authenticator set pgrst.db_pre_request: roles are the platform\'s, not the database\'s'],
-  ['publication membership', 'notifications in supabase_realtime: that publication exists only on hosted Supabase'],
+  [
+    'role settings',
+    "alter role anon/authenticated set jit, authenticator set pgrst.db_pre_request: roles are the platform's, not the database's",
+  ],
+  [
+    'publication membership',
+    'notifications in supabase_realtime: that publication exists only on hosted Supabase',
+  ],
 ] as const
 
 /** The audit trigger private.attach_impersonation_audit gives every audited table (impersonation.sql). */
@@ -170,7 +190,9 @@ export function planSql(p: Plan): string {
   const rendered = renderPlanFiles(p, { allowDrops: true })
   if (rendered.files.length === 1) return rendered.files[0].contents.trim() + '\n'
   return rendered.files.map((f, i) =>
-    `-- Part ${i + 1} of ${rendered.files.length}${f.transactional ? '' : ' (cannot run inside a transaction)'}\n` +
+    `-- Part ${i + 1} of ${rendered.files.length}${
+      f.transactional ? '' : ' (cannot run inside a transaction)'
+    }\n` +
     f.contents.trim()
   ).join('\n\n') + '\n'
 }
@@ -190,7 +212,8 @@ export function describePlan(p: Plan): string[] {
 
 // Every object the project could own: all schemas but Postgres' own, without what extensions
 // bring. (sql/local's stand-ins are the same on both sides, so they compare equal.)
-const OWN_NAMESPACE = `n.nspname not in ('pg_catalog', 'information_schema', 'pg_toast') and n.nspname !~ '^pg_temp'`
+const OWN_NAMESPACE =
+  `n.nspname not in ('pg_catalog', 'information_schema', 'pg_toast') and n.nspname !~ '^pg_temp'`
 const NOT_EXTENSION = (classid: string, objid: string) =>
   `not exists (select 1 from pg_depend d where d.classid = '${classid}'::regclass and d.objid = ${objid} and d.deptype = 'e')`
 const ACL = (acl: string, kind: string, owner: string) =>
@@ -198,17 +221,23 @@ const ACL = (acl: string, kind: string, owner: string) =>
 
 const CATALOG_FACTS = `
 select 'schema ' || n.nspname as key,
-       concat_ws(' | ', pg_get_userbyid(n.nspowner), ${ACL('n.nspacl', "'n'", 'n.nspowner')}, obj_description(n.oid, 'pg_namespace')) as value
+       concat_ws(' | ', pg_get_userbyid(n.nspowner), ${
+  ACL('n.nspacl', "'n'", 'n.nspowner')
+}, obj_description(n.oid, 'pg_namespace')) as value
   from pg_namespace n where ${OWN_NAMESPACE} and ${NOT_EXTENSION('pg_namespace', 'n.oid')}
 union all
 select 'extension ' || e.extname, e.extnamespace::regnamespace::text from pg_extension e
 union all
 select 'relation ' || c.oid::regclass::text, concat_ws(' | ', c.relkind, 'rls=' || c.relrowsecurity, 'force=' || c.relforcerowsecurity,
        'replica identity=' || c.relreplident::text,
-       c.reloptions::text, ${ACL('c.relacl', "(case c.relkind when 'S' then 's' else 'r' end)::\"char\"", 'c.relowner')},
+       c.reloptions::text, ${
+  ACL('c.relacl', "(case c.relkind when 'S' then 's' else 'r' end)::\"char\"", 'c.relowner')
+},
        obj_description(c.oid, 'pg_class'), case when c.relkind in ('v', 'm') then pg_get_viewdef(c.oid) end)
   from pg_class c join pg_namespace n on n.oid = c.relnamespace
- where ${OWN_NAMESPACE} and c.relkind in ('r', 'p', 'v', 'm', 'S', 'f') and ${NOT_EXTENSION('pg_class', 'c.oid')}
+ where ${OWN_NAMESPACE} and c.relkind in ('r', 'p', 'v', 'm', 'S', 'f') and ${
+  NOT_EXTENSION('pg_class', 'c.oid')
+}
 union all
 select 'column ' || c.oid::regclass::text || '.' || a.attname,
        concat_ws(' | ', 'position ' || row_number() over (partition by c.oid order by a.attnum), format_type(a.atttypid, a.atttypmod),
@@ -232,7 +261,9 @@ select 'index ' || i.indexrelid::regclass::text, concat_ws(' | ', pg_get_indexde
  where ${OWN_NAMESPACE} and ${NOT_EXTENSION('pg_class', 'i.indrelid')}
 union all
 select 'function ' || p.oid::regprocedure::text,
-       concat_ws(' | ', pg_get_userbyid(p.proowner), ${ACL('p.proacl', "'f'", 'p.proowner')}, obj_description(p.oid, 'pg_proc'),
+       concat_ws(' | ', pg_get_userbyid(p.proowner), ${
+  ACL('p.proacl', "'f'", 'p.proowner')
+}, obj_description(p.oid, 'pg_proc'),
        case when p.prokind in ('f', 'p', 'w') then pg_get_functiondef(p.oid) else p.prokind::text end)
   from pg_proc p join pg_namespace n on n.oid = p.pronamespace
  where ${OWN_NAMESPACE} and ${NOT_EXTENSION('pg_proc', 'p.oid')}
@@ -281,7 +312,11 @@ export async function catalogFacts(url: string): Promise<Map<string, string>> {
 }
 
 /** The objects whose facts differ, each with both sides. */
-export function compareFacts(a: Map<string, string>, b: Map<string, string>, names = ['migrations', 'schemas']): string[] {
+export function compareFacts(
+  a: Map<string, string>,
+  b: Map<string, string>,
+  names = ['migrations', 'schemas'],
+): string[] {
   const out: string[] = []
   for (const key of [...new Set([...a.keys(), ...b.keys()])].sort()) {
     const x = a.get(key)
@@ -366,12 +401,44 @@ function qualified(name: string, parts = 2): string {
 const IDENT = String.raw`(?:"(?:[^"]|"")*"|[A-Za-z_][\w$]*)`
 const QNAME = String.raw`${IDENT}(?:\s*\.\s*${IDENT})?`
 const STATEMENTS: [DefinitionKind, RegExp, (m: RegExpMatchArray) => string][] = [
-  ['function', new RegExp(String.raw`^create\s+(?:or\s+replace\s+)?(?:function|procedure)\s+(${QNAME})\s*\(`, 'i'), (m) => qualified(m[1])],
-  ['table', new RegExp(String.raw`^create\s+(?:unlogged\s+)?table\s+(?:if\s+not\s+exists\s+)?(${QNAME})`, 'i'), (m) => qualified(m[1])],
-  ['view', new RegExp(String.raw`^create\s+(?:or\s+replace\s+)?(?:materialized\s+)?view\s+(?:if\s+not\s+exists\s+)?(${QNAME})`, 'i'), (m) => qualified(m[1])],
-  ['policy', new RegExp(String.raw`^create\s+policy\s+(${IDENT})\s+on\s+(${QNAME})`, 'i'), (m) => `${qualified(m[2])}.${qualified(m[1], 1)}`],
-  ['event trigger', new RegExp(String.raw`^create\s+event\s+trigger\s+(${IDENT})`, 'i'), (m) => qualified(m[1], 1)],
-  ['trigger', new RegExp(String.raw`^create\s+(?:or\s+replace\s+)?(?:constraint\s+)?trigger\s+(${IDENT})\s[\s\S]*?\son\s+(${QNAME})`, 'i'), (m) => `${qualified(m[2])}.${qualified(m[1], 1)}`],
+  [
+    'function',
+    new RegExp(String.raw`^create\s+(?:or\s+replace\s+)?(?:function|procedure)\s+(${QNAME})\s*\(`, 'i'),
+    (m) => qualified(m[1]),
+  ],
+  [
+    'table',
+    new RegExp(String.raw`^create\s+(?:unlogged\s+)?table\s+(?:if\s+not\s+exists\s+)?(${QNAME})`, 'i'),
+    (m) => qualified(m[1]),
+  ],
+  [
+    'view',
+    new RegExp(
+      String
+        .raw`^create\s+(?:or\s+replace\s+)?(?:materialized\s+)?view\s+(?:if\s+not\s+exists\s+)?(${QNAME})`,
+      'i',
+    ),
+    (m) => qualified(m[1]),
+  ],
+  [
+    'policy',
+    new RegExp(String.raw`^create\s+policy\s+(${IDENT})\s+on\s+(${QNAME})`, 'i'),
+    (m) => `${qualified(m[2])}.${qualified(m[1], 1)}`,
+  ],
+  [
+    'event trigger',
+    new RegExp(String.raw`^create\s+event\s+trigger\s+(${IDENT})`, 'i'),
+    (m) => qualified(m[1], 1),
+  ],
+  [
+    'trigger',
+    new RegExp(
+      String
+        .raw`^create\s+(?:or\s+replace\s+)?(?:constraint\s+)?trigger\s+(${IDENT})\s[\s\S]*?\son\s+(${QNAME})`,
+      'i',
+    ),
+    (m) => `${qualified(m[2])}.${qualified(m[1], 1)}`,
+  ],
 ]
 
 /** Every function, table, view, policy, trigger and event trigger the files create, in order. */
@@ -410,7 +477,9 @@ export async function databaseObjects(url: string): Promise<Map<string, number>>
       union all
       select case when c.relkind in ('v', 'm') then 'view ' else 'table ' end || n.nspname || '.' || c.relname, 1
         from pg_class c join pg_namespace n on n.oid = c.relnamespace
-       where ${OWN_NAMESPACE} and c.relkind in ('r', 'p', 'v', 'm', 'f') and ${NOT_EXTENSION('pg_class', 'c.oid')}
+       where ${OWN_NAMESPACE} and c.relkind in ('r', 'p', 'v', 'm', 'f') and ${
+      NOT_EXTENSION('pg_class', 'c.oid')
+    }
       union all
       select 'policy ' || n.nspname || '.' || c.relname || '.' || po.polname, 1
         from pg_policy po join pg_class c on c.oid = po.polrelid join pg_namespace n on n.oid = c.relnamespace
@@ -420,7 +489,9 @@ export async function databaseObjects(url: string): Promise<Map<string, number>>
         from pg_trigger tg join pg_class c on c.oid = tg.tgrelid join pg_namespace n on n.oid = c.relnamespace
        where not tg.tgisinternal and ${OWN_NAMESPACE} and ${NOT_EXTENSION('pg_class', 'c.oid')}
       union all
-      select 'event trigger ' || e.evtname, 1 from pg_event_trigger e where ${NOT_EXTENSION('pg_event_trigger', 'e.oid')}`)
+      select 'event trigger ' || e.evtname, 1 from pg_event_trigger e where ${
+      NOT_EXTENSION('pg_event_trigger', 'e.oid')
+    }`)
     return new Map(rows.map((r) => [r.key as string, r.n as number]))
   } finally {
     await sql.end()
@@ -451,7 +522,11 @@ export async function definitionProblems(url: string, files = schemaFiles()): Pr
     }
   }
   for (const [key, where] of defined) {
-    if (!inDatabase.has(key)) problems.push(`${key}: defined at ${where.map((d) => `${d.file}:${d.line}`).join(', ')}, not in the database`)
+    if (!inDatabase.has(key)) {
+      problems.push(
+        `${key}: defined at ${where.map((d) => `${d.file}:${d.line}`).join(', ')}, not in the database`,
+      )
+    }
   }
   return problems
 }
