@@ -56,6 +56,8 @@ grant select on public.role_changes to authenticated, service_role;
 create policy "role_changes: super admins read" on public.role_changes
   for select to authenticated using ((select private.is_super_admin()));
 
+-- Before a role change on profiles: refuses to demote the last super admin (serialized, so two
+-- demotions cannot both pass).
 create or replace function private.guard_last_super_admin() returns trigger
 language plpgsql security definer
 set search_path = ''
@@ -76,6 +78,8 @@ $$;
 create trigger profiles_guard_last_super_admin before update of role on public.profiles
   for each row execute function private.guard_last_super_admin();
 
+-- After a role change on profiles: records who changed whose role, from what to what, in
+-- role_changes.
 create or replace function private.audit_role_change() returns trigger
 language plpgsql security definer
 set search_path = ''
@@ -120,6 +124,8 @@ comment on function public.set_user_role(uuid, text) is
   'Super admins: change a user''s role (user, super_admin); audited in role_changes; the last super admin cannot be demoted (409).';
 grant execute on function set_user_role(uuid,text) to authenticated, service_role;
 
+-- Super admins: users newest first with e-mail, role, flags, drops balance and this month's AI
+-- usage (keyset pages; search on e-mail or name).
 create or replace function private.admin_list_users(
   search text, before_created_at timestamptz, before_id uuid, page_size integer
 ) returns table (
@@ -191,6 +197,8 @@ grant execute on function admin_list_users(text,timestamp with time zone,uuid,in
 -- pg_cron jobs for the admin health page
 -- ---------------------------------------------------------------------------------------------
 
+-- Super admins: each pg_cron job with its schedule and its last run (status, times, message),
+-- for the health page.
 create or replace function private.cron_job_status()
 returns table (job_name text, schedule text, active boolean, last_status text, last_started_at timestamptz,
                last_finished_at timestamptz, last_message text)

@@ -155,6 +155,8 @@ $$;
 create trigger ai_usage_price before insert on public.ai_usage
   for each row execute function private.price_ai_usage();
 
+-- ai_usage is append-only: updates and deletes are refused, except the cascade when a user is
+-- deleted.
 create or replace function private.forbid_usage_changes() returns trigger
 language plpgsql security definer
 set search_path = ''
@@ -193,6 +195,9 @@ grant select on public.ai_usage_monthly to authenticated, service_role;
 create policy "ai_usage_monthly: owners and super admins read" on public.ai_usage_monthly
   for select to authenticated
   using (user_id = (select auth.uid()) or (select private.is_super_admin()));
+
+-- After each insert statement on ai_usage: adds the new calls to the monthly aggregates
+-- (ai_usage_monthly).
 create or replace function private.add_usage_to_months() returns trigger
 language plpgsql security definer
 set search_path = ''
@@ -294,6 +299,9 @@ as $$
 $$;
 comment on function private.usage_summary(uuid, date) is
   'One user''s month from ai_usage_monthly: totals and the breakdown per category. No access check: callers check.';
+
+-- A user's AI usage in a calendar month (UTC), by kind; one's own, or anyone's for super
+-- admins.
 create or replace function private.monthly_token_usage(target_user_id uuid, year integer, month integer) returns jsonb
 language plpgsql stable security definer
 set search_path = ''
@@ -521,6 +529,8 @@ grant execute on function public.current_token_conversion_rate() to authenticate
 -- Which mood came from the analyzer (journal_entries.mood_detected), so an explicit mood (one
 -- a user chose) is never overwritten by a later analysis.
 
+-- Keeps journal_entries.mood_detected true only for a mood the tone analysis applied; a mood
+-- the user sets clears it.
 create or replace function private.track_mood_source() returns trigger
 language plpgsql
 set search_path = ''
@@ -538,6 +548,7 @@ $$;
 create trigger journal_entries_mood_source before update of mood, mood_detected on public.journal_entries
   for each row execute function private.track_mood_source();
 
+-- Hex SHA-256 of a text (the content hash tone analysis compares).
 create or replace function private.sha256_hex(body text) returns text
 language sql immutable
 set search_path = ''

@@ -235,6 +235,7 @@ create policy "monthly_drop_awards: owners and super admins read" on public.mont
   for select to authenticated
   using (user_id = (select auth.uid()) or (select private.is_super_admin()));
 
+-- The month (UTC) the monthly drops award is for now.
 create or replace function private.current_award_month() returns date
 language sql stable
 set search_path = ''
@@ -323,6 +324,8 @@ $$;
 comment on function private.award_everyone_monthly_drops() is
   'The monthly job: every user''s award at once (scheduler, service role, super admins).';
 grant execute on function private.award_everyone_monthly_drops() to authenticated, service_role;
+
+-- pg_cron's monthly job: awards the month's drops to every user not yet awarded.
 create or replace function public.award_monthly_drops_all()
 returns table (awarded integer, skipped integer, award_month date)
 language sql security invoker

@@ -73,6 +73,8 @@ create index encouragement_config_changes_by on public.encouragement_config_chan
 create policy "encouragement_config_changes: super admins read" on public.encouragement_config_changes
   for select to authenticated using ((select private.is_super_admin()));
 
+-- Super admins: changes some settings of the one configuration row (bounded integers); the
+-- change is recorded.
 create or replace function private.update_encouragement_config(patch jsonb) returns public.encouragement_config
 language plpgsql security definer
 set search_path = ''
@@ -170,6 +172,7 @@ create policy "encouragement_templates: super admins update" on public.encourage
 create policy "encouragement_templates: super admins delete" on public.encouragement_templates
   for delete to authenticated using ((select private.is_super_admin()));
 
+-- Keeps a template's created_by, created_at and updated_at; clients cannot set them.
 create or replace function private.stamp_encouragement_template() returns trigger
 language plpgsql
 set search_path = ''
@@ -539,6 +542,7 @@ comment on function public.encouragement_badges_of(uuid[]) is
   'Badges of up to 100 users with their display name, avatar and badge definition (signed-in users).';
 grant execute on function encouragement_badges_of(uuid[]) to authenticated, service_role;
 
+-- Top encouragers: engagement increases, then success rate; ties by user id.
 create or replace function private.encouragement_leaderboard(max_rows integer)
 returns table (
   rank bigint, user_id uuid, full_name text, avatar_url text, level integer, name text, emoji text, color text,
@@ -584,6 +588,8 @@ grant execute on function encouragement_leaderboard(integer) to authenticated, s
 -- Sending
 -- ---------------------------------------------------------------------------------------------
 
+-- Sends a drop as the caller within today's allowance (and custom cap); counts the template,
+-- notifies the recipient, recalculates the badge.
 create or replace function private.send_encouragement_drop(
   recipient_id uuid, drop_type text, template_id uuid, content text, entry_id uuid
 ) returns public.encouragement_sent_drops
@@ -749,6 +755,7 @@ comment on function public.received_encouragement_drops(boolean, timestamptz, uu
   'The caller''s received drops, newest first (keyset by date_sent, id), optionally unread only, with the sender''s name and avatar.';
 grant execute on function received_encouragement_drops(boolean,timestamp with time zone,uuid,integer) to authenticated, service_role;
 
+-- Marks one of the caller's received drops read (the first time is kept).
 create or replace function private.mark_encouragement_drop_read(drop_id uuid) returns public.encouragement_sent_drops
 language plpgsql security definer
 set search_path = ''
@@ -1004,6 +1011,7 @@ begin
 end
 $$;
 
+-- How many of today's users an AI job still has to do (pending or running).
 create or replace function private.ai_job_remaining(job_name text) returns integer
 language sql stable security definer
 set search_path = ''
@@ -1085,6 +1093,7 @@ comment on function public.claim_ai_job_chunk(text, integer) is
   'Edge jobs (service role): claims up to chunk_size of today''s due users of analyze-notes or generate-daily-drops; {users, remaining}.';
 grant execute on function claim_ai_job_chunk(text,integer) to service_role;
 
+-- Records the outcome of one user's item of an AI job today (done or failed, with the error).
 create or replace function private.finish_ai_job_item(job_name text, target_user uuid, outcome text, failure text) returns void
 language sql security definer
 set search_path = ''

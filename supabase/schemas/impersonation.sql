@@ -64,6 +64,7 @@ create policy "impersonation_audit: super admins read" on public.impersonation_a
 create policy "impersonation_writes: super admins read" on public.impersonation_writes
   for select to authenticated using ((select private.is_super_admin()));
 
+-- The audit tables are immutable: any update, delete or truncate is refused, whoever asks.
 create or replace function private.refuse_audit_change() returns trigger
 language plpgsql
 set search_path = ''

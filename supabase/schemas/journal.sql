@@ -22,6 +22,7 @@
 -- Levels and tags
 -- ---------------------------------------------------------------------------------------------
 
+-- The visibility levels an entry or notebook may have.
 create or replace function private.valid_visibility(level text) returns boolean
 language sql immutable
 set search_path = ''
@@ -33,6 +34,8 @@ language sql immutable
 set search_path = ''
 as $$ select case level when 'team' then team when 'org' then org end $$;
 grant execute on function private.scope_of(text, uuid, uuid) to authenticated, service_role;
+
+-- Tags: at most 20, each 1 to 50 characters.
 create or replace function private.valid_tags(tags text[]) returns boolean
 language sql immutable
 set search_path = ''
@@ -1127,6 +1130,8 @@ create policy "journal_entry_mentions: visible where the content is" on public.j
   for select to authenticated
   using (exists (select 1 from public.journal_entry_contents c where c.entry_id = journal_entry_mentions.entry_id));
 
+-- Replaces an entry's indexed mentions (@[name](user id) in its text) and stamps the text as
+-- indexed.
 create or replace function private.index_mentions(target_entry uuid, body text) returns void
 language sql
 set search_path = ''
@@ -1138,6 +1143,8 @@ as $$
     join public.profiles p on p.id::text = lower(m[1]);
   update public.journal_entry_contents set mentions_indexed_at = now() where entry_id = target_entry;
 $$;
+
+-- After a text is written: indexes its mentions.
 create or replace function private.reindex_mentions() returns trigger
 language plpgsql security definer
 set search_path = ''

@@ -36,6 +36,7 @@ $$;
 comment on function private.require_trusted_caller(text) is 'Raises 42501 unless the caller is a super admin, the service role or a direct session.';
 grant execute on function private.require_trusted_caller(text) to authenticated, service_role;
 
+-- The caller's id; 42501 when nobody is signed in.
 create or replace function private.require_signed_in() returns uuid
 language plpgsql stable
 set search_path = ''
@@ -68,6 +69,7 @@ end
 $$;
 grant execute on function private.required_text(text,text,integer) to authenticated, service_role;
 
+-- 22023 naming the field unless the value looks like an e-mail address; returns it in lower case.
 create or replace function private.valid_email(value text, field text) returns text
 language plpgsql immutable
 set search_path = ''
@@ -701,6 +703,8 @@ end
 $$;
 grant execute on function labs_template_details(uuid) to authenticated, service_role;
 
+-- Records a scoring activity event: only on others' curated public templates, at most one per
+-- user, template and kind.
 create or replace function private.labs_record_activity(uid uuid, kind text, experiment uuid, template uuid, replication uuid default null)
 returns void
 language plpgsql security definer
@@ -792,6 +796,8 @@ set search_path = ''
 as $$ select * from private.labs_complete_clone(clone_id, built) $$;
 grant execute on function labs_complete_clone(uuid,boolean) to authenticated, service_role;
 
+-- Reports a measured value on one's own clone; confirmed when within 5 % of the template's
+-- prediction.
 create or replace function private.labs_report_replication(clone_id uuid, measured_value jsonb)
 returns public.labs_replications
 language plpgsql security definer
@@ -1053,6 +1059,7 @@ set search_path = ''
 as $$ select * from private.labs_create_competition(slug, title, starts_at, ends_at, scoring_config) $$;
 grant execute on function labs_create_competition(text,text,timestamp with time zone,timestamp with time zone,jsonb) to authenticated, service_role;
 
+-- Super admins: opens or closes a competition or its entries.
 create or replace function private.labs_update_competition(slug text, is_active boolean default null, entry_open boolean default null)
 returns public.labs_competitions
 language plpgsql security definer
@@ -1082,6 +1089,7 @@ set search_path = ''
 as $$ select * from private.labs_update_competition(slug, is_active, entry_open) $$;
 grant execute on function labs_update_competition(text,boolean,boolean) to authenticated, service_role;
 
+-- Joins the caller to an active competition open for entries (once).
 create or replace function private.labs_join_competition(slug text) returns public.labs_competition_participants
 language plpgsql security definer
 set search_path = ''

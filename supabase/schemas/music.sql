@@ -139,11 +139,13 @@ end
 $$;
 comment on function private.music_token_key() is 'The key music tokens are encrypted with (Vault).';
 
+-- Encrypts a provider token with the Vault key (pgp_sym_encrypt).
 create or replace function private.music_encrypt(token text) returns bytea
 language sql stable
 set search_path = ''
 as $$ select extensions.pgp_sym_encrypt(token, private.music_token_key(), 'cipher-algo=aes256') $$;
 
+-- Decrypts a stored provider token with the Vault key.
 create or replace function private.music_decrypt(secret bytea) returns text
 language sql stable
 set search_path = ''

@@ -95,6 +95,8 @@ create index team_members_by_org on public.team_members (org_id, user_id);
 -- so the plan is cached per session: policies call these many times per query. Used as
 -- `x in (select private.my_org_ids())` they are computed once per statement.
 
+-- The organizations the caller belongs to (definer: policies ask without recursing into
+-- organization_members' own policies).
 create or replace function private.my_org_ids() returns setof uuid
 language plpgsql stable security definer
 set search_path = ''
@@ -105,6 +107,8 @@ begin
 end
 $$;
 grant execute on function private.my_org_ids() to authenticated, service_role;
+
+-- The teams the caller belongs to (definer, as my_org_ids).
 create or replace function private.my_team_ids() returns setof uuid
 language plpgsql stable security definer
 set search_path = ''
@@ -143,6 +147,7 @@ comment on function private.my_org_id_array() is
   'The caller''s organization ids as one array (for policies: one InitPlan per scan instead of a hashed subplan).';
 grant execute on function private.my_org_id_array() to authenticated, service_role;
 
+-- The caller's role in an organization (null: not a member).
 create or replace function private.org_role(target_org uuid) returns text
 language sql stable security definer
 set search_path = ''
@@ -150,16 +155,22 @@ as $$
   select role from public.organization_members where org_id = target_org and user_id = (select auth.uid())
 $$;
 grant execute on function private.org_role(uuid) to authenticated, service_role;
+
+-- Whether the caller belongs to an organization.
 create or replace function private.is_org_member(target_org uuid) returns boolean
 language sql stable security definer
 set search_path = ''
 as $$ select private.org_role(target_org) is not null $$;
 grant execute on function private.is_org_member(uuid) to authenticated, service_role;
+
+-- Whether the caller owns an organization.
 create or replace function private.is_org_owner(target_org uuid) returns boolean
 language sql stable security definer
 set search_path = ''
 as $$ select private.org_role(target_org) = 'owner' $$;
 grant execute on function private.is_org_owner(uuid) to authenticated, service_role;
+
+-- The organization a team belongs to.
 create or replace function private.team_org(target_team uuid) returns uuid
 language sql stable security definer
 set search_path = ''
@@ -176,6 +187,8 @@ as $$
   )
 $$;
 grant execute on function private.is_team_admin(uuid) to authenticated, service_role;
+
+-- Whether the caller belongs to a team.
 create or replace function private.is_team_member(target_team uuid) returns boolean
 language sql stable security definer
 set search_path = ''

@@ -126,12 +126,14 @@ set search_path = ''
 as $$ select s.pack_id from public.tone_pack_shares s where s.user_id = (select auth.uid()) $$;
 grant execute on function private.my_shared_tone_pack_ids() to authenticated;
 
+-- The packs the caller bought.
 create or replace function private.my_purchased_tone_pack_ids() returns setof uuid
 language sql stable security definer
 set search_path = ''
 as $$ select b.pack_id from public.tone_pack_purchases b where b.user_id = (select auth.uid()) and b.pack_id is not null $$;
 grant execute on function private.my_purchased_tone_pack_ids() to authenticated;
 
+-- The packs the caller owns.
 create or replace function private.my_tone_pack_ids() returns setof uuid
 language sql stable security definer
 set search_path = ''
@@ -549,6 +551,7 @@ comment on function public.share_tone_pack(uuid, uuid, text) is
   'Owner only: shares a pack with a user named by id or e-mail ({pack_id, user_id, created_at, created}); 404 for an unknown user.';
 grant execute on function share_tone_pack(uuid,uuid,text) to authenticated, service_role;
 
+-- Owner only: stops sharing a pack with a user (404 if it was not shared with them).
 create or replace function private.unshare_tone_pack(pack_id uuid, user_id uuid) returns boolean
 language plpgsql security definer
 set search_path = ''
@@ -600,6 +603,7 @@ create trigger profiles_active_tone_pack_usable before update of preferences on 
         and new.preferences ->> 'active_tone_pack_id' is distinct from old.preferences ->> 'active_tone_pack_id')
   execute function private.check_active_tone_pack();
 
+-- Sets the caller's active pack to one they may use (own, shared, bought, or public and free).
 create or replace function private.activate_tone_pack(pack_id uuid) returns jsonb
 language plpgsql security definer
 set search_path = ''
@@ -632,6 +636,7 @@ comment on function public.activate_tone_pack(uuid) is
   'Sets the caller''s preferences.active_tone_pack_id to a pack they own, were shared, bought, or that is public and free ({active_tone_pack_id, preferences}).';
 grant execute on function activate_tone_pack(uuid) to authenticated, service_role;
 
+-- The caller's icon for a mood from their active pack (null: none).
 create or replace function private.active_tone_icon_url(mood text) returns text
 language plpgsql stable security definer
 set search_path = ''
@@ -642,6 +647,8 @@ end
 $$;
 grant execute on function private.active_tone_icon_url(text) to authenticated;
 
+-- Buys a pack for drops in one transaction: a purchase ledger row and the purchase with its
+-- images; a replayed idempotency key returns the first purchase.
 create or replace function private.purchase_tone_pack(pack_id uuid, idempotency_key text, expected_price_drops integer)
 returns jsonb
 language plpgsql security definer

@@ -129,6 +129,8 @@ $$;
 create trigger workout_windows_prepare before insert or update on public.workout_windows
   for each row execute function private.prepare_workout_window();
 
+-- A location's zone is checked (IANA names only) and stored as IANA spells it; last_updated is
+-- stamped.
 create or replace function private.prepare_workout_location() returns trigger
 language plpgsql
 set search_path = ''
@@ -602,6 +604,7 @@ as $$
     left join public.workout_windows w on w.user_id = target_user
 $$;
 
+-- A squad with its members as others may see them (never a location).
 create or replace function private.workout_squad_json(target_squad uuid)
 returns jsonb
 language sql stable security definer
@@ -627,6 +630,7 @@ as $$
    where k.user_id = any (users) and k.date = target
 $$;
 
+-- The caller's chain on a date: neighbours, team, squad and their check-ins.
 create or replace function private.workout_chain(target date)
 returns jsonb
 language plpgsql stable security definer
@@ -661,6 +665,7 @@ language sql stable set search_path = '' as $$ select private.workout_chain(targ
 comment on function public.workout_chain(date) is 'The caller''s chain on a date: neighbours, team, squad and their check-ins.';
 grant execute on function workout_chain(date) to authenticated, service_role;
 
+-- The caller's squad on a date and its check-ins.
 create or replace function private.workout_squad(target date)
 returns jsonb
 language plpgsql stable security definer
@@ -709,6 +714,7 @@ as $$
    where c.date = target
 $$;
 
+-- Per team on a date: members, completed, failed, pending, completion rate and chips.
 create or replace function private.workout_team_stats(target date)
 returns jsonb
 language plpgsql stable security definer
@@ -924,6 +930,8 @@ $$;
 comment on function private.record_workout_checkin(uuid, text, text, text, timestamp, integer, numeric, numeric, numeric, numeric, timestamptz, text, timestamptz, bigint[], boolean) is
   'Writes one check-in with its chips and validation and tells the after user; not granted to clients.';
 
+-- The caller's check-in for the current window date, with a photo the api stored for them (used
+-- once).
 create function private.workout_checkin(activity_type text, photo_object text, latitude numeric, longitude numeric)
 returns jsonb
 language plpgsql security definer
@@ -965,6 +973,7 @@ comment on function public.workout_checkin(text, text, numeric, numeric) is
   'for them (once); latitude and longitude are the optional position of the SPEC''s form.';
 grant execute on function workout_checkin(text,text,numeric,numeric) to authenticated, service_role;
 
+-- The caller's check-in on a date and the day's status.
 create or replace function private.my_workout_checkin(target date)
 returns jsonb
 language plpgsql stable security definer
@@ -1084,6 +1093,7 @@ begin
 end
 $$;
 
+-- Super admins: verify or reject (with a reason) a check-in.
 create or replace function private.review_workout_checkin(checkin_id uuid, verdict text, reason text)
 returns jsonb
 language plpgsql security definer
@@ -1163,6 +1173,7 @@ as $$
 $$;
 comment on function private.robot_power(integer, integer) is 'Planned robot power: floor(chips*10 + members*5 + (chips/members)*20).';
 
+-- 22023 unless the date is a Monday (battle weeks start on Mondays).
 create or replace function private.assert_monday(week_start date) returns void
 language plpgsql immutable
 set search_path = ''
@@ -1213,6 +1224,7 @@ as $$
                      from generate_series(week_start, week_start + 6, interval '1 day') g(day)))
 $$;
 
+-- A battle as the api shows it.
 create or replace function private.battle_json(b public.workout_battles) returns jsonb
 language sql stable
 set search_path = ''
@@ -1257,6 +1269,7 @@ as $$ select private.generate_weekly_battle(coalesce(week_start, date_trunc('wee
 comment on function public.generate_weekly_battle(date) is 'Creates the week''s battle (scheduler, service role, super admins); idempotent.';
 grant execute on function generate_weekly_battle(date) to authenticated, service_role;
 
+-- A week's battle (or null) with live team totals, robot power and daily chips.
 create or replace function private.workout_battle_week(week_start date)
 returns jsonb
 language plpgsql stable security definer
@@ -1421,6 +1434,7 @@ comment on function public.refresh_workout_battle_standing(date) is
   'Daily job (scheduler, service role, super admins): stores the week''s standing and sends workout.battle_update when it changed.';
 grant execute on function refresh_workout_battle_standing(date) to authenticated, service_role;
 
+-- Battles newest first and the caller's chips contributed, battles won and longest chain.
 create or replace function private.workout_battle_history(page_size integer)
 returns jsonb
 language plpgsql stable security definer
@@ -1506,6 +1520,7 @@ language sql stable set search_path = '' as $$ select private.workout_mosaic_par
 comment on function public.workout_mosaic_participants(date) is 'Super admins, the scheduler: the tiles of a date''s mosaic (red first).';
 grant execute on function workout_mosaic_participants(date) to authenticated, service_role;
 
+-- A mosaic as the api shows it.
 create or replace function private.mosaic_json(m public.workout_mosaics) returns jsonb
 language sql stable
 set search_path = ''
@@ -1692,6 +1707,7 @@ as $$
        limit 1) c
 $$;
 
+-- Super admins: creates synthetic users (account, profile, window, location) in bulk.
 create or replace function private.generate_ai_users(how_many integer, config jsonb)
 returns jsonb
 language plpgsql security definer
@@ -1738,6 +1754,7 @@ end
 $$;
 grant execute on function private.generate_ai_users(integer,jsonb) to authenticated, service_role;
 
+-- A synthetic user with their profile, as the admin pages show it.
 create or replace function private.ai_user_json(target_user uuid) returns jsonb
 language sql stable
 set search_path = ''
@@ -1756,6 +1773,7 @@ comment on function public.generate_ai_users(integer, jsonb) is
   'Super admins: creates 1..1000 synthetic users (account, profile, window, location) in bulk from SPEC''s distributions.';
 grant execute on function generate_ai_users(integer,jsonb) to authenticated, service_role;
 
+-- Super admins: synthetic users with their profiles, by id.
 create or replace function private.list_ai_users(page_size integer, after_id uuid)
 returns jsonb
 language plpgsql stable security definer
@@ -1777,6 +1795,7 @@ language sql stable set search_path = '' as $$ select private.list_ai_users(page
 comment on function public.list_ai_users(integer, uuid) is 'Super admins: synthetic users with their profiles, by id.';
 grant execute on function list_ai_users(integer,uuid) to authenticated, service_role;
 
+-- Super admins: removes a synthetic user and all their data (a real user: 404).
 create or replace function private.delete_ai_user(target_user uuid)
 returns void
 language plpgsql security definer
@@ -1801,6 +1820,7 @@ language sql set search_path = '' as $$ select private.delete_ai_user(target_use
 comment on function public.delete_ai_user(uuid) is 'Super admins: removes a synthetic user and all their data (real users: 404).';
 grant execute on function delete_ai_user(uuid) to authenticated, service_role;
 
+-- Super admins: activates or pauses a synthetic user (and its matching).
 create or replace function private.toggle_ai_user(target_user uuid, active boolean)
 returns jsonb
 language plpgsql security definer
@@ -1829,6 +1849,7 @@ language sql set search_path = '' as $$ select private.toggle_ai_user(target_use
 comment on function public.toggle_ai_user(uuid, boolean) is 'Super admins: activates or pauses a synthetic user (and its matching).';
 grant execute on function toggle_ai_user(uuid,boolean) to authenticated, service_role;
 
+-- Super admins: a date's teams and squads with AI versus real members.
 create or replace function private.admin_workout_teams(target date)
 returns jsonb
 language plpgsql stable security definer
