@@ -298,6 +298,11 @@ union all
 select 'default privileges ' || pg_get_userbyid(d.defaclrole) || ' ' || coalesce(d.defaclnamespace::regnamespace::text, 'all schemas')
        || ' ' || d.defaclobjtype::text, (select string_agg(a::text, ',' order by a::text) from unnest(d.defaclacl) a)
   from pg_default_acl d
+union all
+select 'publication ' || p.pubname, concat_ws(' | ', 'all tables=' || p.puballtables,
+       'insert=' || p.pubinsert || ' update=' || p.pubupdate || ' delete=' || p.pubdelete || ' truncate=' || p.pubtruncate,
+       (select string_agg(t.schemaname || '.' || t.tablename, ',' order by 1) from pg_publication_tables t where t.pubname = p.pubname))
+  from pg_publication p
 `
 
 /** Every catalog fact of the project's objects, by object: definition, grants, comment. */
