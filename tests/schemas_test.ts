@@ -19,8 +19,7 @@ import {
 
 /** A copy of supabase/schemas with `edits` made ([file, text, replacement]), in a temp folder. */
 async function driftedCopy(edits: [string, string, string][]): Promise<{ dir: string; files: string[] }> {
-  const dir = await Deno.makeTempDir({ prefix: 'journal-drifted-schemas-' })
-  const files: string[] = []
+  const texts = new Map<string, string>()
   for (const file of schemaFiles()) {
     const name = file.slice(SCHEMAS_DIR.length + 1)
     let text = await Deno.readTextFile(file)
@@ -32,11 +31,12 @@ async function driftedCopy(edits: [string, string, string][]): Promise<{ dir: st
       )
       text = text.replace(from, to)
     }
-    await Deno.writeTextFile(`${dir}/${name}`, text)
-    files.push(`${dir}/${name}`)
+    texts.set(name, text)
   }
+  const dir = await Deno.makeTempDir({ prefix: 'journal-drifted-schemas-' })
   await Deno.chmod(dir, 0o755)
-  return { dir, files }
+  for (const [name, text] of texts) await Deno.writeTextFile(`${dir}/${name}`, text)
+  return { dir, files: [...texts.keys()].map((name) => `${dir}/${name}`) }
 }
 
 const firstLine = (difference: string) => difference.split('\n')[0]
