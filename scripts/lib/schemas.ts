@@ -143,7 +143,7 @@ export const MIGRATIONS_ONLY = [
   ['Vault secrets', 'rows of vault.secrets (music_token_key): generated once per project, never in a file'],
   [
     'seed and reference rows',
-    'storage buckets, AI usage types and prices, e-mail settings, encouragement config and badges, the AI users, workout cities, time zone names',
+    "storage buckets, AI usage types and prices, e-mail settings, encouragement config and badges, the assistant's account, workout cities, time zone names",
   ],
   ['data fixes and backfills', 'update/insert/delete on existing rows when a column or rule changes'],
   [
