@@ -469,6 +469,114 @@ set search_path = ''
 as $$ select private.labs_set_account_type(target_user_id, account_type) $$;
 grant execute on function labs_set_account_type(uuid,text) to authenticated, service_role;
 
+-- Who submitted what is in the private rows: the caller's own records come from there.
+create index labs_sponsor_private_applicant on private.labs_sponsor_private (applicant_id);
+
+create index labs_opportunity_private_submitter on private.labs_opportunity_private (submitter_id);
+
+create index labs_dream_video_private_submitter on private.labs_dream_video_private (submitter_id);
+
+-- The caller's own records, for the policies (computed once per statement).
+create or replace function private.labs_my_sponsor_ids() returns setof uuid
+language sql stable security definer
+set search_path = ''
+as $$ select p.sponsor_id from private.labs_sponsor_private p where p.applicant_id = (select auth.uid()) $$;
+comment on function private.labs_my_sponsor_ids() is 'Ids of the sponsors the caller applied for.';
+grant execute on function private.labs_my_sponsor_ids() to authenticated, service_role;
+
+create or replace function private.labs_my_opportunity_ids() returns setof uuid
+language sql stable security definer
+set search_path = ''
+as $$ select p.opportunity_id from private.labs_opportunity_private p where p.submitter_id = (select auth.uid()) $$;
+comment on function private.labs_my_opportunity_ids() is 'Ids of the opportunities the caller submitted.';
+grant execute on function private.labs_my_opportunity_ids() to authenticated, service_role;
+
+create or replace function private.labs_my_video_ids() returns setof uuid
+language sql stable security definer
+set search_path = ''
+as $$ select p.video_id from private.labs_dream_video_private p where p.submitter_id = (select auth.uid()) $$;
+comment on function private.labs_my_video_ids() is 'Ids of the dream videos the caller submitted.';
+grant execute on function private.labs_my_video_ids() to authenticated, service_role;
+
+create policy "labs_sponsors: approved, own, or super admin" on public.labs_sponsors
+  for select to authenticated
+  using (status = 'approved' or id in (select private.labs_my_sponsor_ids()) or (select private.is_super_admin()));
+comment on policy "labs_sponsors: approved, own, or super admin" on public.labs_sponsors is
+  'Own: the applicant is in private.labs_sponsor_private, so no reader learns who applied for an approved sponsor.';
+
+create policy "labs_opportunities: approved, own, or super admin" on public.labs_opportunities
+  for select to authenticated
+  using (status = 'approved' or id in (select private.labs_my_opportunity_ids()) or (select private.is_super_admin()));
+
+create policy "labs_dream_videos: approved, own, or super admin" on public.labs_dream_videos
+  for select to authenticated
+  using (status = 'approved' or id in (select private.labs_my_video_ids()) or (select private.is_super_admin()));
+
+-- A profile's deletion removes its private rows (foreign key); these take the public records
+-- with them (the public tables name no user to cascade from).
+create or replace function private.labs_forget_sponsor() returns trigger
+language plpgsql security definer
+set search_path = ''
+as $$
+begin
+  delete from public.labs_sponsors where id = old.sponsor_id;
+  return null;
+end
+$$;
+comment on function private.labs_forget_sponsor() is 'After a sponsor''s private row goes (its applicant deleted), the sponsor goes too.';
+
+create trigger labs_forget_sponsor after delete on private.labs_sponsor_private
+  for each row execute function private.labs_forget_sponsor();
+
+create or replace function private.labs_forget_opportunity() returns trigger
+language plpgsql security definer
+set search_path = ''
+as $$
+begin
+  delete from public.labs_opportunities where id = old.opportunity_id;
+  return null;
+end
+$$;
+comment on function private.labs_forget_opportunity() is 'After an opportunity''s private row goes, the opportunity goes too.';
+
+create trigger labs_forget_opportunity after delete on private.labs_opportunity_private
+  for each row execute function private.labs_forget_opportunity();
+
+create or replace function private.labs_forget_video() returns trigger
+language plpgsql security definer
+set search_path = ''
+as $$
+begin
+  delete from public.labs_dream_videos where id = old.video_id;
+  return null;
+end
+$$;
+comment on function private.labs_forget_video() is 'After a dream video''s private row goes, the video goes too.';
+
+create trigger labs_forget_video after delete on private.labs_dream_video_private
+  for each row execute function private.labs_forget_video();
+
+-- The caller's own submissions of each kind, newest first (at most 100 each), whatever their
+-- status; never a decline reason. Invoker: RLS shows the caller their own records.
+create or replace function public.labs_my_submissions() returns jsonb
+language sql stable security invoker
+set search_path = ''
+as $$
+  select jsonb_build_object(
+    'sponsors', coalesce((select jsonb_agg(to_jsonb(s) order by s.applied_at desc, s.id desc)
+                            from (select * from public.labs_sponsors x where x.id in (select private.labs_my_sponsor_ids())
+                                   order by x.applied_at desc, x.id desc limit 100) s), '[]'::jsonb),
+    'opportunities', coalesce((select jsonb_agg(to_jsonb(o) order by o.applied_at desc, o.id desc)
+                                 from (select * from public.labs_opportunities x where x.id in (select private.labs_my_opportunity_ids())
+                                        order by x.applied_at desc, x.id desc limit 100) o), '[]'::jsonb),
+    'videos', coalesce((select jsonb_agg(to_jsonb(v) order by v.applied_at desc, v.id desc)
+                          from (select * from public.labs_dream_videos x where x.id in (select private.labs_my_video_ids())
+                                 order by x.applied_at desc, x.id desc limit 100) v), '[]'::jsonb))
+$$;
+comment on function public.labs_my_submissions() is
+  'The caller''s sponsors, opportunities and dream videos with their status (no decline reason), newest first, 100 each.';
+grant execute on function labs_my_submissions() to authenticated, service_role;
+
 -- ---------------------------------------------------------------------------------------------
 -- Experiments: templates, clones, replications
 -- ---------------------------------------------------------------------------------------------
@@ -563,6 +671,15 @@ grant select on public.labs_activity_events to authenticated, service_role;
 create index labs_activity_events_user on public.labs_activity_events (user_id, created_at);
 
 create index labs_activity_events_experiment on public.labs_activity_events (experiment_id);
+
+create index labs_activity_events_template on public.labs_activity_events (template_id);
+
+create index labs_activity_events_replication on public.labs_activity_events (replication_id);
+
+-- At most one scored event per user, template and kind (confirmed and refuted are one kind:
+-- the first replication a user reports on a template decides which).
+create unique index labs_activity_events_once_per_template on public.labs_activity_events
+  (user_id, template_id, (case when kind in ('replication_confirmed', 'replication_refuted') then 'replication' else kind end));
 
 create policy "labs_activity_events: own or super admin" on public.labs_activity_events
   for select to authenticated
@@ -943,6 +1060,150 @@ set search_path = ''
 as $$ select * from private.labs_set_golden_spec(template_id, spec) $$;
 grant execute on function labs_set_golden_spec(uuid,jsonb) to authenticated, service_role;
 
+-- Numbers: every labs number (template inputs, golden specs, measured values) is a finite JSON
+-- number within fixed bounds.
+
+-- The largest magnitude a labs number may have: far beyond any quantity the six calculators
+-- measure (frequencies in Hz, voltages, Q factors), far below where squares and sums of
+-- double precision overflow.
+create or replace function private.labs_max_magnitude() returns numeric
+language sql immutable
+set search_path = ''
+as $$ select 1e15::numeric $$;
+grant execute on function private.labs_max_magnitude() to authenticated, service_role;
+
+-- The smallest non-zero magnitude: double precision holds nothing much smaller (1e-400 would
+-- fail to convert, 1e-310 would lose its precision), and no calculator quantity comes near it.
+create or replace function private.labs_min_magnitude() returns numeric
+language sql immutable
+set search_path = ''
+as $$ select 1e-300::numeric $$;
+grant execute on function private.labs_min_magnitude() to authenticated, service_role;
+
+-- A JSON number within the bounds (false for any other JSON value, numeric strings included).
+create or replace function private.labs_plausible_number(value jsonb) returns boolean
+language sql immutable
+set search_path = ''
+as $$
+  select coalesce(jsonb_typeof(value) = 'number'
+                  and abs((value #>> '{}')::numeric) <= private.labs_max_magnitude()
+                  and (abs((value #>> '{}')::numeric) >= private.labs_min_magnitude() or (value #>> '{}')::numeric = 0), false)
+$$;
+grant execute on function private.labs_plausible_number(jsonb) to authenticated, service_role;
+
+-- Removed replications: what was removed, by whom and why. Plain uuids, no foreign keys: a
+-- removal outlives the accounts and templates it names.
+create table public.labs_replication_removals (
+  id bigint generated always as identity primary key,
+  replication_id uuid not null,
+  template_id uuid not null,
+  clone_id uuid,
+  user_id uuid not null,
+  measured_value double precision not null,
+  confirmed boolean,
+  reported_at timestamptz not null,
+  removed_by uuid,
+  reason text not null check (char_length(reason) between 1 and 1000),
+  removed_at timestamptz not null default now()
+);
+alter table public.labs_replication_removals enable row level security;
+comment on table public.labs_replication_removals is
+  'Replications a super admin removed (the row as it was, who removed it and the mandatory reason). Super admins read; '
+  'nobody updates or deletes (a trigger refuses it, whoever asks).';
+comment on column public.labs_replication_removals.removed_by is 'The super admin; null for a direct database session.';
+revoke all on public.labs_replication_removals from anon, authenticated, service_role;
+grant select on public.labs_replication_removals to authenticated, service_role;
+
+create index labs_replication_removals_template on public.labs_replication_removals (template_id, removed_at);
+
+create index labs_replication_removals_newest on public.labs_replication_removals (removed_at desc, id desc);
+
+create policy "labs_replication_removals: super admins read" on public.labs_replication_removals
+  for select to authenticated using ((select private.is_super_admin()));
+
+-- Super admins remove a replication with a reason (400 without; 404 unknown or already
+-- removed): the only way a replication goes, short of its template or its reporter's account.
+-- The removed report counts as never made: if it was the one that scored, its event goes and
+-- the reporter's earliest remaining report on the template (if any) scores in its place, so
+-- the next recompute reflects the reports that stand.
+create or replace function private.labs_remove_replication(replication_id uuid, reason text)
+returns public.labs_replication_removals
+language plpgsql security definer
+set search_path = ''
+as $$
+declare
+  why text;
+  r public.labs_replications;
+  removal public.labs_replication_removals;
+  was_scored boolean;
+begin
+  perform private.require_trusted_caller('remove replications');
+  why := private.required_text(reason, 'reason', 1000);
+  select * into r from public.labs_replications x where x.id = replication_id for update;
+  if r.id is null then
+    raise exception 'no replication %', replication_id using errcode = 'PT404';
+  end if;
+  -- The event first: deleting the replication would only set its replication_id to null.
+  delete from public.labs_activity_events e where e.replication_id = r.id;
+  was_scored := found;
+  delete from public.labs_replications x where x.id = r.id;
+  if was_scored then
+    insert into public.labs_activity_events (user_id, kind, experiment_id, template_id, replication_id, created_at)
+    select r.user_id, case when x.confirmed then 'replication_confirmed' else 'replication_refuted' end, x.clone_id, r.template_id,
+           x.id, x.created_at
+      from public.labs_replications x
+     where x.user_id = r.user_id and x.template_id = r.template_id and x.confirmed is not null
+     order by x.created_at, x.id
+     limit 1
+    on conflict do nothing;
+  end if;
+  insert into public.labs_replication_removals (replication_id, template_id, clone_id, user_id, measured_value, confirmed,
+                                                reported_at, removed_by, reason)
+  values (r.id, r.template_id, r.clone_id, r.user_id, r.measured_value, r.confirmed, r.created_at, (select auth.uid()), why)
+  returning * into removal;
+  return removal;
+end
+$$;
+grant execute on function private.labs_remove_replication(uuid,text) to authenticated, service_role;
+
+create or replace function public.labs_remove_replication(replication_id uuid, reason text)
+returns public.labs_replication_removals
+language sql security invoker
+set search_path = ''
+as $$ select * from private.labs_remove_replication(replication_id, reason) $$;
+comment on function public.labs_remove_replication(uuid, text) is
+  'Super admins: remove a replication (reason required); recorded in labs_replication_removals.';
+grant execute on function labs_remove_replication(uuid,text) to authenticated, service_role;
+
+-- Template and clone inputs, on every write (clients insert and update them through
+-- PostgREST): an object of name to number, each finite and of magnitude at most 1e15.
+create or replace function private.labs_check_experiment_inputs() returns trigger
+language plpgsql
+set search_path = ''
+as $$
+declare
+  k text;
+begin
+  if tg_op = 'UPDATE' and new.inputs is not distinct from old.inputs then
+    return new;
+  end if;
+  if jsonb_typeof(new.inputs) is distinct from 'object' then
+    raise exception 'inputs: an object of name to number' using errcode = '22023';
+  end if;
+  for k in select jsonb_object_keys(new.inputs) loop
+    if not private.labs_plausible_number(new.inputs -> k) then
+      raise exception 'inputs.%: a number of magnitude at most 1e15', k using errcode = '22023';
+    end if;
+  end loop;
+  return new;
+end
+$$;
+comment on function private.labs_check_experiment_inputs() is
+  'BEFORE INSERT/UPDATE on labs_experiments: each input is a number of magnitude at most 1e15 (22023 naming it).';
+
+create trigger labs_experiments_inputs before insert or update of inputs on public.labs_experiments
+  for each row execute function private.labs_check_experiment_inputs();
+
 -- Competition weights: integers from 0 to 1000 (a larger one overflowed the recompute's
 -- integer arithmetic for every competition).
 create or replace function private.labs_valid_scoring_config(config jsonb) returns boolean
@@ -1291,6 +1552,10 @@ create index labs_sponsor_messages_cap on public.labs_sponsor_messages (sender_i
 
 create index labs_sponsor_messages_digest on public.labs_sponsor_messages (sponsor_id, created_at);
 
+create policy "labs_sponsor_messages: sender and the sponsor's applicant only" on public.labs_sponsor_messages
+  for select to authenticated
+  using (sender_id = (select auth.uid()) or sponsor_id in (select private.labs_my_sponsor_ids()));
+
 -- Relays a message to an approved sponsor's applicant, who is never named to the sender.
 create or replace function private.labs_send_sponsor_message(sponsor_id uuid, body text) returns public.labs_sponsor_messages
 language plpgsql security definer
@@ -1488,121 +1753,6 @@ set search_path = ''
 as $$ select * from private.labs_kit_waitlist_gate(launch_date) $$;
 grant execute on function labs_kit_waitlist_gate(date) to authenticated, service_role;
 
-create index labs_sponsor_private_applicant on private.labs_sponsor_private (applicant_id);
-
-create index labs_opportunity_private_submitter on private.labs_opportunity_private (submitter_id);
-
-create index labs_dream_video_private_submitter on private.labs_dream_video_private (submitter_id);
-
--- The caller's own records, for the policies (computed once per statement).
-create or replace function private.labs_my_sponsor_ids() returns setof uuid
-language sql stable security definer
-set search_path = ''
-as $$ select p.sponsor_id from private.labs_sponsor_private p where p.applicant_id = (select auth.uid()) $$;
-comment on function private.labs_my_sponsor_ids() is 'Ids of the sponsors the caller applied for.';
-grant execute on function private.labs_my_sponsor_ids() to authenticated, service_role;
-
-create or replace function private.labs_my_opportunity_ids() returns setof uuid
-language sql stable security definer
-set search_path = ''
-as $$ select p.opportunity_id from private.labs_opportunity_private p where p.submitter_id = (select auth.uid()) $$;
-comment on function private.labs_my_opportunity_ids() is 'Ids of the opportunities the caller submitted.';
-grant execute on function private.labs_my_opportunity_ids() to authenticated, service_role;
-
-create or replace function private.labs_my_video_ids() returns setof uuid
-language sql stable security definer
-set search_path = ''
-as $$ select p.video_id from private.labs_dream_video_private p where p.submitter_id = (select auth.uid()) $$;
-comment on function private.labs_my_video_ids() is 'Ids of the dream videos the caller submitted.';
-grant execute on function private.labs_my_video_ids() to authenticated, service_role;
-
-create policy "labs_sponsors: approved, own, or super admin" on public.labs_sponsors
-  for select to authenticated
-  using (status = 'approved' or id in (select private.labs_my_sponsor_ids()) or (select private.is_super_admin()));
-comment on policy "labs_sponsors: approved, own, or super admin" on public.labs_sponsors is
-  'Own: the applicant is in private.labs_sponsor_private, so no reader learns who applied for an approved sponsor.';
-
-create policy "labs_opportunities: approved, own, or super admin" on public.labs_opportunities
-  for select to authenticated
-  using (status = 'approved' or id in (select private.labs_my_opportunity_ids()) or (select private.is_super_admin()));
-
-create policy "labs_dream_videos: approved, own, or super admin" on public.labs_dream_videos
-  for select to authenticated
-  using (status = 'approved' or id in (select private.labs_my_video_ids()) or (select private.is_super_admin()));
-
--- A profile's deletion removes its private rows (foreign key); these take the public records
--- with them, as the dropped columns' foreign keys did.
-create or replace function private.labs_forget_sponsor() returns trigger
-language plpgsql security definer
-set search_path = ''
-as $$
-begin
-  delete from public.labs_sponsors where id = old.sponsor_id;
-  return null;
-end
-$$;
-comment on function private.labs_forget_sponsor() is 'After a sponsor''s private row goes (its applicant deleted), the sponsor goes too.';
-
-create trigger labs_forget_sponsor after delete on private.labs_sponsor_private
-  for each row execute function private.labs_forget_sponsor();
-
-create or replace function private.labs_forget_opportunity() returns trigger
-language plpgsql security definer
-set search_path = ''
-as $$
-begin
-  delete from public.labs_opportunities where id = old.opportunity_id;
-  return null;
-end
-$$;
-comment on function private.labs_forget_opportunity() is 'After an opportunity''s private row goes, the opportunity goes too.';
-
-create trigger labs_forget_opportunity after delete on private.labs_opportunity_private
-  for each row execute function private.labs_forget_opportunity();
-
-create or replace function private.labs_forget_video() returns trigger
-language plpgsql security definer
-set search_path = ''
-as $$
-begin
-  delete from public.labs_dream_videos where id = old.video_id;
-  return null;
-end
-$$;
-comment on function private.labs_forget_video() is 'After a dream video''s private row goes, the video goes too.';
-
-create trigger labs_forget_video after delete on private.labs_dream_video_private
-  for each row execute function private.labs_forget_video();
-
--- The caller's own submissions of each kind, newest first (at most 100 each), whatever their
--- status; never a decline reason. Invoker: RLS shows the caller their own records.
-create or replace function public.labs_my_submissions() returns jsonb
-language sql stable security invoker
-set search_path = ''
-as $$
-  select jsonb_build_object(
-    'sponsors', coalesce((select jsonb_agg(to_jsonb(s) order by s.applied_at desc, s.id desc)
-                            from (select * from public.labs_sponsors x where x.id in (select private.labs_my_sponsor_ids())
-                                   order by x.applied_at desc, x.id desc limit 100) s), '[]'::jsonb),
-    'opportunities', coalesce((select jsonb_agg(to_jsonb(o) order by o.applied_at desc, o.id desc)
-                                 from (select * from public.labs_opportunities x where x.id in (select private.labs_my_opportunity_ids())
-                                        order by x.applied_at desc, x.id desc limit 100) o), '[]'::jsonb),
-    'videos', coalesce((select jsonb_agg(to_jsonb(v) order by v.applied_at desc, v.id desc)
-                          from (select * from public.labs_dream_videos x where x.id in (select private.labs_my_video_ids())
-                                 order by x.applied_at desc, x.id desc limit 100) v), '[]'::jsonb))
-$$;
-comment on function public.labs_my_submissions() is
-  'The caller''s sponsors, opportunities and dream videos with their status (no decline reason), newest first, 100 each.';
-grant execute on function labs_my_submissions() to authenticated, service_role;
-
-create policy "labs_sponsor_messages: sender and the sponsor's applicant only" on public.labs_sponsor_messages
-  for select to authenticated
-  using (sender_id = (select auth.uid()) or sponsor_id in (select private.labs_my_sponsor_ids()));
-
--- ---------------------------------------------------------------------------------------------
--- Kit waitlist: one answer whether or not the address is listed
--- ---------------------------------------------------------------------------------------------
-
 -- Before each insert, whoever writes it (PostgREST as anon or a user, /api, SQL): the checks
 -- that could fail run first and fail alike for a new and a listed address (the address is
 -- normalised, a user may only name themselves); then the trigger writes the row itself with
@@ -1637,158 +1787,3 @@ comment on function private.labs_kit_waitlist_signup() is
 
 create trigger labs_kit_waitlist_signup before insert on public.labs_kit_waitlist
   for each row execute function private.labs_kit_waitlist_signup();
-
-create index labs_activity_events_template on public.labs_activity_events (template_id);
-
-create index labs_activity_events_replication on public.labs_activity_events (replication_id);
-
--- At most one scored event per user, template and kind (confirmed and refuted are one kind:
--- the first replication a user reports on a template decides which).
-create unique index labs_activity_events_once_per_template on public.labs_activity_events
-  (user_id, template_id, (case when kind in ('replication_confirmed', 'replication_refuted') then 'replication' else kind end));
-
--- The largest magnitude a labs number may have: far beyond any quantity the six calculators
--- measure (frequencies in Hz, voltages, Q factors), far below where squares and sums of
--- double precision overflow.
-create or replace function private.labs_max_magnitude() returns numeric
-language sql immutable
-set search_path = ''
-as $$ select 1e15::numeric $$;
-grant execute on function private.labs_max_magnitude() to authenticated, service_role;
-
--- The smallest non-zero magnitude: double precision holds nothing much smaller (1e-400 would
--- fail to convert, 1e-310 would lose its precision), and no calculator quantity comes near it.
-create or replace function private.labs_min_magnitude() returns numeric
-language sql immutable
-set search_path = ''
-as $$ select 1e-300::numeric $$;
-grant execute on function private.labs_min_magnitude() to authenticated, service_role;
-
--- A JSON number within the bounds (false for any other JSON value, numeric strings included).
-create or replace function private.labs_plausible_number(value jsonb) returns boolean
-language sql immutable
-set search_path = ''
-as $$
-  select coalesce(jsonb_typeof(value) = 'number'
-                  and abs((value #>> '{}')::numeric) <= private.labs_max_magnitude()
-                  and (abs((value #>> '{}')::numeric) >= private.labs_min_magnitude() or (value #>> '{}')::numeric = 0), false)
-$$;
-grant execute on function private.labs_plausible_number(jsonb) to authenticated, service_role;
-
--- Removed replications: what was removed, by whom and why. Plain uuids, no foreign keys: a
--- removal outlives the accounts and templates it names.
-create table public.labs_replication_removals (
-  id bigint generated always as identity primary key,
-  replication_id uuid not null,
-  template_id uuid not null,
-  clone_id uuid,
-  user_id uuid not null,
-  measured_value double precision not null,
-  confirmed boolean,
-  reported_at timestamptz not null,
-  removed_by uuid,
-  reason text not null check (char_length(reason) between 1 and 1000),
-  removed_at timestamptz not null default now()
-);
-alter table public.labs_replication_removals enable row level security;
-comment on table public.labs_replication_removals is
-  'Replications a super admin removed (the row as it was, who removed it and the mandatory reason). Super admins read; '
-  'nobody updates or deletes (a trigger refuses it, whoever asks).';
-comment on column public.labs_replication_removals.removed_by is 'The super admin; null for a direct database session.';
-revoke all on public.labs_replication_removals from anon, authenticated, service_role;
-grant select on public.labs_replication_removals to authenticated, service_role;
-
-create index labs_replication_removals_template on public.labs_replication_removals (template_id, removed_at);
-
-create index labs_replication_removals_newest on public.labs_replication_removals (removed_at desc, id desc);
-
-create policy "labs_replication_removals: super admins read" on public.labs_replication_removals
-  for select to authenticated using ((select private.is_super_admin()));
-
--- Super admins remove a replication with a reason (400 without; 404 unknown or already
--- removed): the only way a replication goes, short of its template or its reporter's account.
--- The removed report counts as never made: if it was the one that scored, its event goes and
--- the reporter's earliest remaining report on the template (if any) scores in its place, so
--- the next recompute reflects the reports that stand.
-create or replace function private.labs_remove_replication(replication_id uuid, reason text)
-returns public.labs_replication_removals
-language plpgsql security definer
-set search_path = ''
-as $$
-declare
-  why text;
-  r public.labs_replications;
-  removal public.labs_replication_removals;
-  was_scored boolean;
-begin
-  perform private.require_trusted_caller('remove replications');
-  why := private.required_text(reason, 'reason', 1000);
-  select * into r from public.labs_replications x where x.id = replication_id for update;
-  if r.id is null then
-    raise exception 'no replication %', replication_id using errcode = 'PT404';
-  end if;
-  -- The event first: deleting the replication would only set its replication_id to null.
-  delete from public.labs_activity_events e where e.replication_id = r.id;
-  was_scored := found;
-  delete from public.labs_replications x where x.id = r.id;
-  if was_scored then
-    insert into public.labs_activity_events (user_id, kind, experiment_id, template_id, replication_id, created_at)
-    select r.user_id, case when x.confirmed then 'replication_confirmed' else 'replication_refuted' end, x.clone_id, r.template_id,
-           x.id, x.created_at
-      from public.labs_replications x
-     where x.user_id = r.user_id and x.template_id = r.template_id and x.confirmed is not null
-     order by x.created_at, x.id
-     limit 1
-    on conflict do nothing;
-  end if;
-  insert into public.labs_replication_removals (replication_id, template_id, clone_id, user_id, measured_value, confirmed,
-                                                reported_at, removed_by, reason)
-  values (r.id, r.template_id, r.clone_id, r.user_id, r.measured_value, r.confirmed, r.created_at, (select auth.uid()), why)
-  returning * into removal;
-  return removal;
-end
-$$;
-grant execute on function private.labs_remove_replication(uuid,text) to authenticated, service_role;
-
-create or replace function public.labs_remove_replication(replication_id uuid, reason text)
-returns public.labs_replication_removals
-language sql security invoker
-set search_path = ''
-as $$ select * from private.labs_remove_replication(replication_id, reason) $$;
-comment on function public.labs_remove_replication(uuid, text) is
-  'Super admins: remove a replication (reason required); recorded in labs_replication_removals.';
-grant execute on function labs_remove_replication(uuid,text) to authenticated, service_role;
-
--- ---------------------------------------------------------------------------------------------
--- The other numbers: template inputs, golden specs, competition weights
--- ---------------------------------------------------------------------------------------------
-
--- Template and clone inputs, on every write (clients insert and update them through
--- PostgREST): an object of name to number, each finite and of magnitude at most 1e15.
-create or replace function private.labs_check_experiment_inputs() returns trigger
-language plpgsql
-set search_path = ''
-as $$
-declare
-  k text;
-begin
-  if tg_op = 'UPDATE' and new.inputs is not distinct from old.inputs then
-    return new;
-  end if;
-  if jsonb_typeof(new.inputs) is distinct from 'object' then
-    raise exception 'inputs: an object of name to number' using errcode = '22023';
-  end if;
-  for k in select jsonb_object_keys(new.inputs) loop
-    if not private.labs_plausible_number(new.inputs -> k) then
-      raise exception 'inputs.%: a number of magnitude at most 1e15', k using errcode = '22023';
-    end if;
-  end loop;
-  return new;
-end
-$$;
-comment on function private.labs_check_experiment_inputs() is
-  'BEFORE INSERT/UPDATE on labs_experiments: each input is a number of magnitude at most 1e15 (22023 naming it).';
-
-create trigger labs_experiments_inputs before insert or update of inputs on public.labs_experiments
-  for each row execute function private.labs_check_experiment_inputs();
-
