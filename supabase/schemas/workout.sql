@@ -2302,7 +2302,7 @@ comment on function private.canonical_timezone(text) is
   'The IANA spelling of a time zone name, or null when it is not one (POSIX strings and offsets are not).';
 grant execute on function private.canonical_timezone(text) to authenticated, service_role;
 
--- Repairs rows whose zone is no IANA name (none expected; run once when the rule came): a window
+-- Repairs rows whose zone is no IANA name (none expected; a migration runs it): a window
 -- falls back to UTC (its times stay; its owner sees the zone and can set theirs), a location
 -- forgets its zone, and a check-in counted in such a zone goes back to review (its date may
 -- have been moved) and keeps UTC as its zone. Returns how many rows of each it changed.
