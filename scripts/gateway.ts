@@ -3,6 +3,8 @@
 //   /functions/v1/<fn>/* -> the function's handler (a function named `api` sees /api/...)
 //   /storage/v1/*       -> the local object store (scripts/lib/storage.ts)
 //   /realtime/v1/*      -> the Realtime stand-in (scripts/lib/realtime/): WebSocket, REST broadcast
+//   /auth/v1/*          -> the local Auth stand-in (scripts/lib/auth/), its e-mails to the
+//                          local inbox served on INBOX_PORT
 //   /docs               -> Swagger UI for /functions/v1/api/openapi.json
 // Anything else, including look-alikes such as /rest/v1foo or /rest/v1@host, is 404.
 // and the worker that sends what net.http_post/net.http_get queued (pg_net's job).
@@ -14,6 +16,9 @@ import { ROOT } from './lib/proc.ts'
 import { BodyTooLarge } from './lib/body.ts'
 import { proxyRest, restTarget } from './lib/proxy.ts'
 import { createRealtime } from './lib/realtime/server.ts'
+import { type AuthContext, handleAuth } from './lib/auth/index.ts'
+import { loadAuthConfig } from './lib/auth/config.ts'
+import { handleInbox } from './lib/auth/inbox.ts'
 
 const env = (k: string) => {
   const v = Deno.env.get(k)
@@ -24,6 +29,22 @@ const port = Number(env('GATEWAY_PORT'))
 const postgrestUrl = env('POSTGREST_URL')
 const sql = postgres(env('SUPABASE_DB_URL'), { max: 5, onnotice: () => {} })
 const realtime = createRealtime({ dbUrl: env('SUPABASE_DB_URL'), jwtSecret: env('JWT_SECRET') })
+
+// Auth connects as supabase_auth_admin, as GoTrue does on Supabase (triggers and the
+// access-token hook run with that role's rights).
+const authDbUrl = new URL(env('SUPABASE_DB_URL'))
+authDbUrl.username = 'supabase_auth_admin'
+authDbUrl.password = 'postgres'
+const authSql = postgres(authDbUrl.toString(), { max: 5, onnotice: () => {} })
+const auth: AuthContext = {
+  sql: authSql,
+  config: await loadAuthConfig(),
+  apiUrl: env('SUPABASE_URL'),
+  jwtSecret: env('JWT_SECRET'),
+  anonKey: env('SUPABASE_ANON_KEY'),
+  serviceRoleKey: env('SUPABASE_SERVICE_ROLE_KEY'),
+  inboxSender: 'Supabase Auth <noreply@mail.app.supabase.io>',
+}
 
 type Handler = (req: Request) => Response | Promise<Response>
 const functions = new Map<string, Handler>()
@@ -36,9 +57,15 @@ for await (const entry of Deno.readDir(`${ROOT}/functions`)) {
 const json = (status: number, body: unknown) =>
   new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } })
 
-async function route(req: Request): Promise<Response> {
+async function route(req: Request, clientIp: string): Promise<Response> {
   const url = new URL(req.url)
   const p = url.pathname
+  if (p === '/auth/v1' || p.startsWith('/auth/v1/')) {
+    // The peer address (for Auth's per-IP rate limits) in a header no client can set.
+    const headers = new Headers(req.headers)
+    headers.set('x-local-client-ip', clientIp)
+    return await handleAuth(auth, new Request(req, { headers }), p.slice('/auth/v1'.length) || '/')
+  }
   if (p === '/rest/v1' || p.startsWith('/rest/v1/')) {
     const target = restTarget(postgrestUrl, url)
     if (!target) return json(404, { error: `No route for ${p}` })
@@ -67,13 +94,23 @@ async function route(req: Request): Promise<Response> {
   return json(404, { error: `No route for ${p}` })
 }
 
-Deno.serve({ hostname: '127.0.0.1', port, onListen: () => console.log(`gateway on :${port}`) }, async (req) => {
+Deno.serve({ hostname: '127.0.0.1', port, onListen: () => console.log(`gateway on :${port}`) }, async (req, info) => {
   try {
-    return await route(req)
+    return await route(req, (info.remoteAddr as Deno.NetAddr).hostname)
   } catch (e) {
     if (e instanceof BodyTooLarge) return json(413, { error: e.message })
     console.error('gateway error', e)
     return json(502, { error: 'Gateway error' })
+  }
+})
+
+const inboxPort = Number(env('INBOX_PORT'))
+Deno.serve({ hostname: '127.0.0.1', port: inboxPort, onListen: () => console.log(`inbox on :${inboxPort}`) }, async (req) => {
+  try {
+    return await handleInbox(authSql, req)
+  } catch (e) {
+    console.error('inbox error', e)
+    return json(500, { error: 'Inbox error' })
   }
 })
 

@@ -105,7 +105,7 @@ await Deno.chmod(dataDir, 0o755)
 console.log(`Starting a throw-away stack in ${dataDir}`)
 let stack
 try {
-  stack = await startStack({ ...TEST, dataDir, throwaway: true, env: { JWKS_URL: jwksUrl, ...fakeEnv }, log: (s) => console.log(`  ${s}`) })
+  stack = await startStack({ ...TEST, dataDir, throwaway: true, env: { JWKS_URL: jwksUrl, GOTRUE_EXTERNAL_ANONYMOUS_USERS_ENABLED: 'true', ...fakeEnv }, log: (s) => console.log(`  ${s}`) })
 } catch (e) {
   console.error(e instanceof StackError ? e.message : e)
   console.log('0 passed, 1 failed')

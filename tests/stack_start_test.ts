@@ -26,10 +26,10 @@ test('npm start prints tokens for the seed\'s demo users only, not for every use
   const cronSecrets = { DROPS_CRON_SECRET: env('DROPS_CRON_SECRET'), CHAT_CRON_SECRET: env('CHAT_CRON_SECRET') }
   const stack = {
     apiUrl: API_URL, dbUrl: env('SUPABASE_DB_URL'), anonKey: ANON_KEY, serviceRoleKey: SERVICE_ROLE_KEY,
-    jwtSecret: JWT_SECRET, cronSecrets,
+    jwtSecret: JWT_SECRET, cronSecrets, inboxUrl: env('INBOX_URL'),
   } as unknown as Stack
   const text = statusText(stack, tokens, '/somewhere/logs/')
-  for (const v of [API_URL, env('SUPABASE_DB_URL'), ANON_KEY, SERVICE_ROLE_KEY, JWT_SECRET, ...Object.values(cronSecrets), ...tokens.map((t) => t.token)]) {
+  for (const v of [API_URL, `${API_URL}/auth/v1`, env('INBOX_URL'), env('SUPABASE_DB_URL'), ANON_KEY, SERVICE_ROLE_KEY, JWT_SECRET, ...Object.values(cronSecrets), ...tokens.map((t) => t.token)]) {
     assert.ok(text.includes(v), `npm start's output lacks ${v}`)
   }
   for (const label of ['API URL', 'DB URL', 'JWT secret', 'anon key', 'service_role key', 'DROPS_CRON_SECRET']) {

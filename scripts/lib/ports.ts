@@ -3,7 +3,7 @@
 // connection could hold the port. TEST_PORT_BASE moves the test stack.
 import { ROOT } from './proc.ts'
 
-export const DEV = { dataDir: `${ROOT}/.local`, apiPort: 54321, dbPort: 54322, restPort: 54330 }
+export const DEV = { dataDir: `${ROOT}/.local`, apiPort: 54321, dbPort: 54322, restPort: 54330, inboxPort: 54324 }
 
 const base = Number(Deno.env.get('TEST_PORT_BASE') ?? 25321)
-export const TEST = { apiPort: base, dbPort: base + 1, restPort: base + 9 }
+export const TEST = { apiPort: base, dbPort: base + 1, restPort: base + 9, inboxPort: base + 3 }

@@ -13,6 +13,7 @@ export interface StackOptions {
   apiPort: number // the gateway: /rest/v1, /functions/v1, /storage/v1
   dbPort: number
   restPort: number // PostgREST itself, behind the gateway
+  inboxPort?: number // the local inbox of Auth's e-mails (default apiPort + 3: 54324 beside 54321)
   throwaway?: boolean
   env?: Record<string, string> // extra variables for the edge functions
   log?: (line: string) => void
@@ -30,6 +31,7 @@ export type PartName = 'Postgres' | 'PostgREST' | 'the gateway'
 export interface Stack {
   apiUrl: string
   dbUrl: string
+  inboxUrl: string
   anonKey: string
   serviceRoleKey: string
   jwtSecret: string
@@ -63,7 +65,10 @@ export async function startStack(o: StackOptions): Promise<Stack> {
   const log = o.log ?? ((s: string) => console.log(s))
   const maxRestarts = o.maxRestarts ?? 3
   const restartDelayMs = o.restartDelayMs ?? 1000
-  for (const [what, port] of [['gateway', o.apiPort], ['Postgres', o.dbPort], ['PostgREST', o.restPort]] as const) {
+  const inboxPort = o.inboxPort ?? o.apiPort + 3
+  for (
+    const [what, port] of [['gateway', o.apiPort], ['Postgres', o.dbPort], ['PostgREST', o.restPort], ['inbox', inboxPort]] as const
+  ) {
     if (portInUse(port)) {
       throw new StackError(
         `Port ${port} (${what}) is already taken. Another stack may be running: \`npm run stop\`, ` +
@@ -74,6 +79,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
   await Deno.mkdir(`${o.dataDir}/logs`, { recursive: true })
   const cluster: Cluster = { dataDir: `${o.dataDir}/db`, logFile: `${o.dataDir}/logs/postgres.log`, port: o.dbPort }
   const apiUrl = `http://127.0.0.1:${o.apiPort}`
+  const inboxUrl = `http://127.0.0.1:${inboxPort}`
   const logs: Record<PartName, string> = {
     Postgres: cluster.logFile,
     PostgREST: `${o.dataDir}/logs/postgrest.err.log`,
@@ -186,6 +192,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
         GATEWAY_PORT: String(o.apiPort),
         POSTGREST_URL: `http://127.0.0.1:${o.restPort}`,
         STORAGE_DIR: `${o.dataDir}/storage`,
+        INBOX_PORT: String(inboxPort),
       },
       stdout: 'piped',
       stderr: 'piped',
@@ -268,6 +275,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
       // go through SUPABASE_URL/rest/v1).
       SUPABASE_REST_URL: `http://127.0.0.1:${o.restPort}`,
       JWT_SECRET: LOCAL_JWT_SECRET,
+      INBOX_URL: inboxUrl,
       COMMIT_SHA: await commitId(),
       ...LOCAL_CRON_SECRETS,
       ...Object.fromEntries(Object.keys(LOCAL_CRON_SECRETS).flatMap((k) => {
@@ -290,6 +298,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     return {
       apiUrl,
       dbUrl: dbUrl(o.dbPort),
+      inboxUrl,
       anonKey: LOCAL_ANON_KEY,
       serviceRoleKey: LOCAL_SERVICE_ROLE_KEY,
       jwtSecret: LOCAL_JWT_SECRET,

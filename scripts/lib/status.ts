@@ -44,6 +44,8 @@ Local stack is up.
   ${pad('REST')}${stack.apiUrl}/rest/v1
   ${pad('Functions')}${stack.apiUrl}/functions/v1/api/...   ${stack.apiUrl}/functions/v1/health
   ${pad('Storage')}${stack.apiUrl}/storage/v1
+  ${pad('Auth')}${stack.apiUrl}/auth/v1
+  ${pad('Inbox')}${stack.inboxUrl}   (e-mails Auth sends: confirmations, magic links, resets)
   ${pad('API reference')}${stack.apiUrl}/docs
   ${pad('DB URL')}${stack.dbUrl}
   ${pad('JWT secret')}${stack.jwtSecret}

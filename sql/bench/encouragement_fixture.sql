@@ -1,9 +1,9 @@
--- Benchmark fixture for encouragement drops (issue 10): 100,000 users and 1,000,000 sent
+-- Benchmark fixture for encouragement drops: 100,000 users and 1,000,000 sent
 -- drops over the last 30 days. 900,000 are already judged (30 % of them successful); the
 -- newest 100,000 were sent 25 to 48 hours ago and are due for engagement processing; half
 -- of their recipients wrote a journal entry three hours after receipt. Loaded in bulk with
 -- triggers off; badges are then computed by the bench itself (timed).
--- Baselines (issue 20): accounts are 90 days old except every tenth (3 days: too new to have
+-- Baselines: accounts are 90 days old except every tenth (3 days: too new to have
 -- a baseline); four in five users wrote an entry 20 days ago (history before the baseline
 -- period), and every fourth user also wrote once a day in the week before their drops (one
 -- entry after a drop is then their usual pace, not more engagement).

@@ -74,3 +74,146 @@ $$;
 
 grant execute on function auth.jwt(), auth.uid(), auth.role(), auth.email()
   to anon, authenticated, service_role, supabase_auth_admin;
+
+-- ---- What the local Auth stand-in (scripts/lib/auth/) reads and writes: the rest of
+-- Supabase Auth's (GoTrue's) tables, with GoTrue's column names, so a query written against
+-- hosted auth.* works here too.
+create extension if not exists pgcrypto with schema extensions; -- crypt()/gen_salt('bf'): bcrypt as GoTrue
+
+alter table auth.users add column if not exists email_change_token_new varchar(255);
+alter table auth.users add column if not exists email_change_token_current varchar(255) default '';
+alter table auth.users add column if not exists email_change_confirm_status smallint default 0;
+alter table auth.users add column if not exists phone_change text default '';
+alter table auth.users add column if not exists phone_change_token varchar(255) default '';
+alter table auth.users add column if not exists phone_change_sent_at timestamptz;
+alter table auth.users add column if not exists reauthentication_token varchar(255) default '';
+alter table auth.users add column if not exists reauthentication_sent_at timestamptz;
+do $$
+begin
+  if not exists (select 1 from information_schema.columns
+                 where table_schema = 'auth' and table_name = 'users' and column_name = 'confirmed_at') then
+    alter table auth.users add column confirmed_at timestamptz
+      generated always as (least(email_confirmed_at, phone_confirmed_at)) stored;
+  end if;
+  if not exists (select 1 from pg_type t join pg_namespace n on n.oid = t.typnamespace
+                 where n.nspname = 'auth' and t.typname = 'aal_level') then
+    create type auth.aal_level as enum ('aal1', 'aal2', 'aal3');
+  end if;
+end
+$$;
+
+create table if not exists auth.identities (
+  provider_id text not null,
+  user_id uuid not null references auth.users (id) on delete cascade,
+  identity_data jsonb not null,
+  provider text not null,
+  last_sign_in_at timestamptz,
+  created_at timestamptz,
+  updated_at timestamptz,
+  email text generated always as (lower(identity_data ->> 'email')) stored,
+  id uuid not null default gen_random_uuid() primary key,
+  constraint identities_provider_id_provider_unique unique (provider_id, provider)
+);
+create index if not exists identities_user_id_idx on auth.identities (user_id);
+
+create table if not exists auth.sessions (
+  id uuid not null primary key,
+  user_id uuid not null references auth.users (id) on delete cascade,
+  created_at timestamptz,
+  updated_at timestamptz,
+  factor_id uuid,
+  aal auth.aal_level,
+  not_after timestamptz,
+  refreshed_at timestamp without time zone,
+  user_agent text,
+  ip inet,
+  tag text
+);
+create index if not exists sessions_user_id_idx on auth.sessions (user_id);
+
+create table if not exists auth.refresh_tokens (
+  instance_id uuid,
+  id bigserial primary key,
+  token varchar(255) unique,
+  user_id varchar(255),
+  revoked boolean,
+  created_at timestamptz,
+  updated_at timestamptz,
+  parent varchar(255),
+  session_id uuid references auth.sessions (id) on delete cascade
+);
+create index if not exists refresh_tokens_session_id_revoked_idx on auth.refresh_tokens (session_id, revoked);
+
+-- The amr claim of a session's access tokens: how (and when) it was authenticated.
+create table if not exists auth.mfa_amr_claims (
+  session_id uuid not null references auth.sessions (id) on delete cascade,
+  created_at timestamptz not null,
+  updated_at timestamptz not null,
+  authentication_method text not null,
+  id uuid not null primary key,
+  constraint mfa_amr_claims_session_id_authentication_method_pkey unique (session_id, authentication_method)
+);
+
+do $$
+declare t text;
+begin
+  foreach t in array array['identities', 'sessions', 'refresh_tokens', 'mfa_amr_claims'] loop
+    execute format('alter table auth.%I owner to supabase_auth_admin', t);
+    execute format('grant all on auth.%I to postgres', t);
+  end loop;
+end
+$$;
+alter sequence auth.refresh_tokens_id_seq owner to supabase_auth_admin;
+grant usage on schema extensions to supabase_auth_admin;
+
+-- ---- Local only (no such schema on Supabase): the stand-in's e-mail inbox and its rate-limit
+-- counters, kept in the database so they survive a gateway restart and tests can read them.
+create schema if not exists local_auth authorization supabase_auth_admin;
+create table if not exists local_auth.inbox (
+  id bigserial primary key,
+  created_at timestamptz not null default now(),
+  sender text not null,
+  recipient text not null,
+  subject text not null,
+  html text not null,
+  text text not null,
+  read boolean not null default false
+);
+create table if not exists local_auth.rate_limit_hits (
+  id bigserial primary key,
+  kind text not null,
+  key text not null,
+  at timestamptz not null default now()
+);
+create index if not exists rate_limit_hits_kind_key_at_idx on local_auth.rate_limit_hits (kind, key, at);
+alter table local_auth.inbox owner to supabase_auth_admin;
+alter table local_auth.rate_limit_hits owner to supabase_auth_admin;
+
+-- PKCE (flowType 'pkce', @supabase/ssr's default): the code challenge a sign-up, magic link,
+-- recovery or e-mail change started with, exchanged later at /token?grant_type=pkce.
+do $$
+begin
+  if not exists (select 1 from pg_type t join pg_namespace n on n.oid = t.typnamespace
+                 where n.nspname = 'auth' and t.typname = 'code_challenge_method') then
+    create type auth.code_challenge_method as enum ('s256', 'plain');
+  end if;
+end
+$$;
+create table if not exists auth.flow_state (
+  id uuid primary key,
+  user_id uuid,
+  auth_code text not null,
+  code_challenge_method auth.code_challenge_method not null,
+  code_challenge text not null,
+  provider_type text not null,
+  provider_access_token text,
+  provider_refresh_token text,
+  created_at timestamptz,
+  updated_at timestamptz,
+  authentication_method text not null,
+  auth_code_issued_at timestamptz
+);
+create index if not exists idx_auth_code on auth.flow_state (auth_code);
+create index if not exists idx_user_id_auth_method on auth.flow_state (user_id, authentication_method);
+alter table auth.flow_state owner to supabase_auth_admin;
+grant all on auth.flow_state to postgres;

@@ -1,0 +1,166 @@
+// auth.users rows as GoTrue reads, writes and serializes them, and the e-mail identity each
+// e-mail user has in auth.identities.
+import { timingSafeEqual } from 'node:crypto'
+import type postgres from 'postgres'
+import { type AuthConfig } from './config.ts'
+import { unprocessable, validationFailed, weakPassword } from './errors.ts'
+
+export type Sql = postgres.Sql | postgres.TransactionSql
+export type UserRow = Record<string, any> & { id: string; email: string | null }
+
+const iso = (v: unknown) => (v instanceof Date ? v.toISOString() : v ?? undefined)
+const nonEmpty = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined)
+
+export async function identitiesOf(sql: Sql, userId: string) {
+  const rows = await sql`select * from auth.identities where user_id = ${userId} order by created_at`
+  return rows.map((i) => ({
+    identity_id: i.id,
+    id: i.provider_id,
+    user_id: i.user_id,
+    identity_data: i.identity_data,
+    provider: i.provider,
+    last_sign_in_at: iso(i.last_sign_in_at),
+    created_at: iso(i.created_at),
+    updated_at: iso(i.updated_at),
+    email: i.email ?? undefined,
+  }))
+}
+
+/** The user as GoTrue's JSON shows it (fields GoTrue omits when empty are left out). */
+export async function userJson(sql: Sql, u: UserRow) {
+  const out: Record<string, unknown> = {
+    id: u.id,
+    aud: u.aud ?? '',
+    role: u.role ?? '',
+    email: u.email ?? '',
+    email_confirmed_at: iso(u.email_confirmed_at),
+    invited_at: iso(u.invited_at),
+    phone: u.phone ?? '',
+    phone_confirmed_at: iso(u.phone_confirmed_at),
+    confirmation_sent_at: iso(u.confirmation_sent_at),
+    confirmed_at: iso(u.confirmed_at),
+    recovery_sent_at: iso(u.recovery_sent_at),
+    new_email: nonEmpty(u.email_change),
+    email_change_sent_at: iso(u.email_change_sent_at),
+    new_phone: nonEmpty(u.phone_change),
+    phone_change_sent_at: iso(u.phone_change_sent_at),
+    reauthentication_sent_at: iso(u.reauthentication_sent_at),
+    last_sign_in_at: iso(u.last_sign_in_at),
+    app_metadata: u.raw_app_meta_data ?? {},
+    user_metadata: u.raw_user_meta_data ?? {},
+    identities: await identitiesOf(sql, u.id),
+    created_at: iso(u.created_at),
+    updated_at: iso(u.updated_at),
+    banned_until: iso(u.banned_until),
+    deleted_at: iso(u.deleted_at),
+    is_anonymous: u.is_anonymous ?? false,
+  }
+  for (const k of Object.keys(out)) if (out[k] === undefined) delete out[k]
+  return out
+}
+
+export async function userById(sql: Sql, id: string, forUpdate = false): Promise<UserRow | null> {
+  if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) return null
+  const [u] = forUpdate
+    ? await sql`select * from auth.users where id = ${id} for update`
+    : await sql`select * from auth.users where id = ${id}`
+  return (u as UserRow) ?? null
+}
+
+export async function userByEmail(sql: Sql, email: string): Promise<UserRow | null> {
+  const [u] =
+    await sql`select * from auth.users where lower(email) = ${email.toLowerCase()} and is_sso_user = false
+                        order by created_at limit 1`
+  return (u as UserRow) ?? null
+}
+
+/** GoTrue's e-mail check: a lower-cased address of a plausible form, at most 255 characters. */
+export function normalizeEmail(raw: unknown): string {
+  if (typeof raw !== 'string') throw validationFailed('Unable to validate email address: invalid format')
+  const email = raw.trim().toLowerCase()
+  if (email.length > 255 || !/^[^\s@<>()\[\],;:"]+@[^\s@<>()\[\],;:"]+\.[^\s@<>()\[\],;:".]+$/.test(email)) {
+    throw validationFailed('Unable to validate email address: invalid format')
+  }
+  return email
+}
+
+/** The password rules of [auth] minimum_password_length (GoTrue's checkPasswordStrength). */
+export function checkPassword(password: unknown, config: AuthConfig): string {
+  if (typeof password !== 'string') throw unprocessable('validation_failed', 'Password is required')
+  if (password.length > 72) {
+    throw unprocessable('validation_failed', 'Password cannot be longer than 72 characters')
+  }
+  if (password.length < config.minimumPasswordLength) {
+    throw weakPassword(`Password should be at least ${config.minimumPasswordLength} characters.`, ['length'])
+  }
+  return password
+}
+
+/** A bcrypt ($2a$, cost 10) hash, as GoTrue stores in encrypted_password. */
+export async function hashPassword(sql: Sql, password: string): Promise<string> {
+  const [{ hash }] = await sql`select extensions.crypt(${password}, extensions.gen_salt('bf', 10)) as hash`
+  return hash
+}
+
+/** Whether the password matches the stored bcrypt hash, compared in constant time. */
+export async function passwordMatches(sql: Sql, password: string, stored: string | null): Promise<boolean> {
+  if (!stored || !stored.startsWith('$2')) return false
+  const [{ hash }] = await sql`select extensions.crypt(${password}, ${stored}) as hash`
+  const a = new TextEncoder().encode(hash ?? '')
+  const b = new TextEncoder().encode(stored)
+  return a.length === b.length && timingSafeEqual(a, b)
+}
+
+/** Inserts an e-mail user (or an anonymous one) with GoTrue's defaults and its identity. */
+export async function insertUser(sql: Sql, o: {
+  email: string | null
+  passwordHash?: string
+  userMetadata?: Record<string, unknown>
+  appMetadata?: Record<string, unknown>
+  confirmed: boolean
+  anonymous?: boolean
+  role?: string
+}): Promise<UserRow> {
+  const provider = o.anonymous ? null : 'email'
+  const appMeta = { ...(provider ? { provider, providers: [provider] } : {}), ...(o.appMetadata ?? {}) }
+  const [u] = await sql`
+    insert into auth.users (instance_id, aud, role, email, encrypted_password, email_confirmed_at,
+                            raw_app_meta_data, raw_user_meta_data, is_anonymous, created_at, updated_at)
+    values ('00000000-0000-0000-0000-000000000000', 'authenticated', ${o.role ?? 'authenticated'}, ${o.email},
+            ${o.passwordHash ?? ''}, ${o.confirmed ? sql`now()` : null}, ${sql.json(appMeta as any)},
+            ${sql.json((o.userMetadata ?? {}) as any)}, ${o.anonymous ?? false}, now(), now())
+    returning *`
+  if (o.email) await insertEmailIdentity(sql, u as UserRow)
+  return u as UserRow
+}
+
+export async function insertEmailIdentity(sql: Sql, u: UserRow) {
+  const data = {
+    sub: u.id,
+    email: u.email,
+    email_verified: !!u.email_confirmed_at,
+    phone_verified: false,
+  }
+  await sql`insert into auth.identities (provider_id, user_id, identity_data, provider, created_at, updated_at)
+            values (${u.id}, ${u.id}, ${sql.json(data)}, 'email', now(), now())
+            on conflict (provider_id, provider) do update
+              set identity_data = excluded.identity_data, updated_at = now()`
+  // app_metadata names the user's providers (an anonymous user has none until now).
+  await sql`update auth.users set raw_app_meta_data = coalesce(raw_app_meta_data, '{}'::jsonb) || jsonb_build_object(
+              'provider', coalesce(raw_app_meta_data ->> 'provider', 'email'),
+              'providers', (select jsonb_agg(distinct p) from (
+                 select jsonb_array_elements_text(coalesce(raw_app_meta_data -> 'providers', '[]'::jsonb)) as p
+                 union select 'email') providers))
+            where id = ${u.id}`
+}
+
+/** Merges a metadata patch as GoTrue does: top-level keys replaced, a null value removes the key. */
+export function mergeMetadata(current: Record<string, unknown> | null, patch: unknown) {
+  const out: Record<string, unknown> = { ...(current ?? {}) }
+  if (!patch || typeof patch !== 'object' || Array.isArray(patch)) return out
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k]
+    else out[k] = v
+  }
+  return out
+}

@@ -1,0 +1,127 @@
+-- =============================================================================================
+-- Conventions
+-- =============================================================================================
+-- What every other schema file relies on:
+--   * `private`, the schema the API does not expose: security definer helpers, RLS helpers and
+--     tables no client role may read live there;
+--   * no function is executable by anon or authenticated unless a grant says so;
+--   * pg_cron (in pg_catalog, as on Supabase) and the helpers scheduled jobs share.
+-- pg_net, the job schedules and the Vault secrets they read stay in migrations (README
+-- "Database"): they are platform state and rows, not schema.
+
+create schema if not exists private;
+comment on schema private is 'Helpers for policies and jobs; not exposed through the API.';
+revoke all on schema private from public;
+grant usage on schema private to anon, authenticated, service_role;
+
+-- Postgres grants EXECUTE on new functions to PUBLIC, and Supabase adds anon/authenticated in
+-- public: every function here is granted on purpose instead.
+alter default privileges revoke execute on functions from public;
+alter default privileges in schema public revoke execute on functions from anon, authenticated;
+
+create extension if not exists pg_cron with schema pg_catalog;
+
+-- ---------------------------------------------------------------------------------------------
+-- Small helpers
+-- ---------------------------------------------------------------------------------------------
+
+-- The caller's role as PostgREST set it; null for a direct database session (SQL dashboard, jobs).
+create or replace function private.request_role() returns text
+language sql stable
+set search_path = ''
+as $$
+  select nullif(current_setting('request.jwt.claims', true), '')::jsonb ->> 'role'
+$$;
+comment on function private.request_role() is
+  'Role claim of the API request (anon, authenticated, service_role), or null outside the API.';
+grant execute on function private.request_role() to authenticated, service_role;
+
+-- BEFORE UPDATE trigger of every table with an updated_at column.
+create or replace function private.touch_updated_at() returns trigger
+language plpgsql
+set search_path = ''
+as $$
+begin
+  new.updated_at := now();
+  return new;
+end
+$$;
+
+-- ---------------------------------------------------------------------------------------------
+-- Scheduled jobs
+-- ---------------------------------------------------------------------------------------------
+
+-- Schedules (or reschedules) a pg_cron job that POSTs to an edge-function path with the
+-- x-cron-secret read from Vault at run time, exactly as on Supabase. A job is one line of a
+-- migration:
+--   select private.schedule_edge_function_job('music-sync-all', '0 * * * *',
+--     '/api/music/sync-all', 'MUSIC_SYNC_CRON_SECRET');
+-- Vault must hold `project_url` (e.g. https://<ref>.supabase.co) and the named secret.
+create or replace function private.schedule_edge_function_job(
+  job_name text,
+  schedule text,
+  function_path text,
+  secret_name text
+) returns bigint
+language plpgsql
+set search_path = ''
+as $$
+begin
+  if function_path !~ '^/[A-Za-z0-9/_-]+$' then
+    raise exception 'function_path must look like /api/area/job, got %', function_path using errcode = '22023';
+  end if;
+  if secret_name !~ '^[A-Z0-9_]+$' then
+    raise exception 'secret_name must be an upper-case variable name, got %', secret_name using errcode = '22023';
+  end if;
+  return cron.schedule(job_name, schedule, format(
+    $job$select net.http_post(
+      url := (select decrypted_secret from vault.decrypted_secrets where name = 'project_url') || '/functions/v1' || %L,
+      headers := jsonb_build_object(
+        'Content-Type', 'application/json',
+        'x-cron-secret', (select decrypted_secret from vault.decrypted_secrets where name = %L)),
+      body := jsonb_build_object('scheduled_at', now()),
+      timeout_milliseconds := 60000
+    )$job$,
+    function_path, secret_name));
+end
+$$;
+comment on function private.schedule_edge_function_job(text, text, text, text) is
+  'One-line scheduling of an edge-function cron job; the URL and secret come from Vault.';
+
+-- One row per run of a scheduled job, written by the job itself (SQL jobs directly, edge jobs
+-- through public.record_job_run); the admin health page reads the latest runs.
+create table private.job_runs (
+  id bigint generated always as identity primary key,
+  job text not null,
+  started_at timestamptz not null,
+  finished_at timestamptz not null default now(),
+  succeeded integer not null default 0,
+  failed integer not null default 0,
+  remaining integer,
+  details jsonb not null default '{}'::jsonb
+);
+comment on table private.job_runs is 'One row per scheduled-job run (SPEC Events 4): start, end, success and failure counts.';
+create index job_runs_by_job on private.job_runs (job, started_at desc);
+
+-- Logs one run; only the scheduler (a trusted caller) may.
+create or replace function private.record_job_run(job text, started_at timestamptz, succeeded integer, failed integer,
+                                                  remaining integer, details jsonb) returns void
+language plpgsql security definer
+set search_path = ''
+as $$
+begin
+  if not private.is_trusted_caller() then
+    raise exception 'only the scheduler may log job runs' using errcode = '42501';
+  end if;
+  insert into private.job_runs (job, started_at, succeeded, failed, remaining, details)
+  values (job, started_at, coalesce(succeeded, 0), coalesce(failed, 0), remaining, coalesce(details, '{}'::jsonb));
+end
+$$;
+grant execute on function private.record_job_run(text, timestamptz, integer, integer, integer, jsonb) to service_role;
+create or replace function public.record_job_run(job text, started_at timestamptz, succeeded integer, failed integer,
+                                                 remaining integer, details jsonb default '{}'::jsonb) returns void
+language sql
+set search_path = ''
+as $$ select private.record_job_run(job, started_at, succeeded, failed, remaining, details) $$;
+comment on function public.record_job_run(text, timestamptz, integer, integer, integer, jsonb) is
+  'Edge jobs (service role): logs one run (SPEC Events 4) in private.job_runs.';

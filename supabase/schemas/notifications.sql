@@ -1,0 +1,90 @@
+-- =============================================================================================
+-- Notifications
+-- =============================================================================================
+-- A general inbox: one row per recipient and event, written only by security definer SQL
+-- (private.notify) when something happens to a user that they did not do themselves (added
+-- to an organization or a team, handed its ownership, ...). Recipients read theirs and mark
+-- them read.
+
+create table public.notifications (
+  id uuid primary key default gen_random_uuid(),
+  user_id uuid not null references public.profiles (id) on delete cascade,
+  type text not null check (char_length(type) <= 100 and type ~ '^[a-z][a-z_]*(\.[a-z][a-z_]*)+$'),
+  payload jsonb not null default '{}'::jsonb check (jsonb_typeof(payload) = 'object' and pg_column_size(payload) <= 8192),
+  created_at timestamptz not null default now(),
+  read_at timestamptz
+);
+alter table public.notifications enable row level security;
+comment on table public.notifications is
+  'Things a user is told: one row per recipient and event. Written only by security definer SQL '
+  '(private.notify); recipients read theirs and mark them read. Reused by later features '
+  '(workout baton pass, check-in reminders, labs step prompts).';
+comment on column public.notifications.type is
+  'What happened, as area.event (organization.member_added, team.member_added, organization.ownership_received, ...).';
+comment on column public.notifications.payload is
+  'The event''s details (ids and names the recipient may see), a JSON object of at most 8 KB.';
+comment on column public.notifications.read_at is 'When the recipient marked it read; null while unread.';
+revoke all on public.notifications from anon, authenticated, service_role;
+grant select on public.notifications to authenticated, service_role;
+grant update (read_at)
+  on public.notifications to authenticated;
+
+-- The inbox, newest first (and the foreign key).
+create index notifications_inbox on public.notifications (user_id, created_at desc, id desc);
+create policy "notifications: recipients read their own" on public.notifications
+  for select to authenticated
+  using (user_id = (select auth.uid()));
+create policy "notifications: recipients mark their own read" on public.notifications
+  for update to authenticated
+  using (user_id = (select auth.uid()))
+  with check (user_id = (select auth.uid()));
+comment on policy "notifications: recipients mark their own read" on public.notifications is
+  'Only read_at is granted; private.stamp_notification_read sets its value.';
+
+-- Marking read records the server's time (the first one), whatever time the client sent;
+-- setting null marks it unread again.
+create or replace function private.stamp_notification_read() returns trigger
+language plpgsql
+set search_path = ''
+as $$
+begin
+  if new.read_at is not null then
+    new.read_at := coalesce(old.read_at, now());
+  end if;
+  return new;
+end
+$$;
+create trigger notifications_stamp_read before update of read_at on public.notifications
+  for each row execute function private.stamp_notification_read();
+
+-- The one writer: security definer SQL (triggers, jobs) calls it; no client role may.
+create or replace function private.notify(recipient uuid, kind text, details jsonb default '{}'::jsonb)
+returns uuid
+language sql security definer
+set search_path = ''
+as $$
+  insert into public.notifications (user_id, type, payload)
+  values (recipient, kind, coalesce(details, '{}'::jsonb))
+  returning id
+$$;
+comment on function private.notify(uuid, text, jsonb) is
+  'Adds a notification for one user. Call it from security definer SQL; it is granted to no client role.';
+
+-- RPC: mark some (or all) of the caller's notifications read; returns how many changed.
+create or replace function public.mark_notifications_read(notification_ids uuid[] default null)
+returns integer
+language sql security invoker
+set search_path = ''
+as $$
+  with marked as (
+    update public.notifications set read_at = now()
+     where user_id = (select auth.uid())
+       and read_at is null
+       and (notification_ids is null or id = any (notification_ids))
+    returning 1
+  )
+  select count(*)::integer from marked
+$$;
+comment on function public.mark_notifications_read(uuid[]) is
+  'Marks the caller''s notifications read (the given ids, or all when null); returns how many were unread.';
+grant execute on function public.mark_notifications_read(uuid[]) to authenticated;
