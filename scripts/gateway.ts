@@ -1,14 +1,14 @@
 // The local stand-in for Supabase's API gateway:
 //   /rest/v1/*          -> PostgREST
 //   /functions/v1/<fn>/* -> the function's handler (a function named `api` sees /api/...)
-//   /storage/v1/*       -> the local object store (scripts/lib/storage.ts)
+//   /storage/v1/*       -> the local object store (scripts/lib/storage/)
 //   /docs               -> Swagger UI for /functions/v1/api/openapi.json
 // Anything else, including look-alikes such as /rest/v1foo or /rest/v1@host, is 404.
 // and the worker that sends what net.http_post/net.http_get queued (pg_net's job).
 import postgres from 'postgres'
 import { drainNetQueue } from './lib/net_queue.ts'
 import { handleDocs } from './lib/docs.ts'
-import { handleStorage } from './lib/storage.ts'
+import { handleStorage } from './lib/storage/mod.ts'
 import { ROOT } from './lib/proc.ts'
 import { BodyTooLarge } from './lib/body.ts'
 import { proxyRest, restTarget } from './lib/proxy.ts'
