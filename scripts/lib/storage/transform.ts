@@ -36,6 +36,7 @@ const WRITE_FORMAT: Record<string, [MagickFormat, string]> = {
   'image/avif': [MagickFormat.Avif, 'image/avif'],
 }
 export const DEFAULT_QUALITY = 80
+const LOSSY = new Set(['image/jpeg', 'image/webp', 'image/avif'])
 
 /** The refused image's reason; the caller answers 422 as Storage passes on imgproxy's 422. */
 export class UnrenderableImage extends Error {}
@@ -96,7 +97,8 @@ export async function transformImage(
         image.crop(new MagickGeometry(crop.w, crop.h), Gravity.Center)
         image.resetPage() // drop the crop's canvas offset, which GIF and PNG would keep
       }
-      image.quality = o.quality ?? DEFAULT_QUALITY
+      // Quality is for the lossy encoders; for PNG and GIF ImageMagick would read it as zlib settings.
+      if (LOSSY.has(contentType)) image.quality = o.quality ?? DEFAULT_QUALITY
       let out: Uint8Array | undefined
       image.write(format, (data) => {
         out = new Uint8Array(data) // a copy: data lives in the module's memory
