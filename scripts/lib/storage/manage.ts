@@ -6,7 +6,8 @@
 import { asCaller, type Claims, callerWriter, ownerUuid } from './caller.ts'
 import { fail, json } from './errors.ts'
 import { checkKey, filePath, parentDir, pruneEmptyDirs, type StorageContext } from './keys.ts'
-import { bucketSettings, publicObject, servedType, visibleObject, writeObject } from './objects.ts'
+import { bucketSettings } from './buckets.ts'
+import { publicObject, servedType, visibleObject, writeObject } from './objects.ts'
 
 function moveBody(body: any) {
   const bucketId = body?.bucketId

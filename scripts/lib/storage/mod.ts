@@ -1,5 +1,5 @@
 // A local copy of Supabase Storage's HTTP API (what supabase-js's storage client uses), served
-// by the gateway at /storage/v1: buckets (read), objects (upload, download, list, remove, move,
+// by the gateway at /storage/v1: buckets, objects (upload, download, list, remove, move,
 // copy, info, exists), signed download and upload URLs, and image transformations. Files live
 // on disk under <rootDir>/<bucket>/<name>, rows in storage.objects; every row is read or
 // written as the caller (caller.ts), so storage policies apply as on Supabase.
@@ -9,7 +9,8 @@ import { errorResponse, fail, json } from './errors.ts'
 import { readJson, splitPath, type StorageContext } from './keys.ts'
 import { list } from './list.ts'
 import { copy, head, info, move } from './manage.ts'
-import { download, downloadPublic, getBucket, listBuckets, removeMany, removeOne, upload } from './objects.ts'
+import { createBucket, deleteBucket, emptyBucket, getBucket, listBuckets, updateBucket } from './buckets.ts'
+import { download, downloadPublic, removeMany, removeOne, upload } from './objects.ts'
 import { renderImage } from './render.ts'
 import { downloadSigned, signMany, signOne, signUpload, uploadSigned } from './signed.ts'
 
@@ -44,10 +45,10 @@ async function route(req: Request, path: string, ctx: StorageContext): Promise<R
       const caller = await identify(req, ctx)
       return rest.length ? getBucket(ctx, caller, rest[0]) : listBuckets(ctx, caller, new URL(req.url).searchParams)
     }
-    if (['POST', 'PUT', 'DELETE'].includes(m)) {
-      fail(501, 'not_implemented', 'Creating, changing, emptying and deleting buckets is not supported locally; ' +
-        'buckets come from migrations (insert into storage.buckets)')
-    }
+    if (m === 'POST' && rest.length === 0) return createBucket(ctx, await identify(req, ctx), await readJson(req))
+    if (m === 'PUT' && rest.length === 1) return updateBucket(ctx, await identify(req, ctx), rest[0], await readJson(req))
+    if (m === 'POST' && rest.length === 2 && rest[1] === 'empty') return emptyBucket(ctx, await identify(req, ctx), rest[0])
+    if (m === 'DELETE' && rest.length === 1) return deleteBucket(ctx, await identify(req, ctx), rest[0])
   }
 
   if (area === 'render' && rest[0] === 'image' && read && rest.length >= 4) {

@@ -1,51 +1,16 @@
-// Buckets and objects: list and read buckets, upload, download, delete and list objects.
+// Objects: upload, download and delete.
 // Files live on disk under <rootDir>/<bucket>/<name>, rows in storage.objects. Bucket settings
-// (limits, public) are read as the superuser, as Supabase Storage does, so uploads need no
-// bucket policy.
+// (limits, public) are read as the superuser (buckets.ts).
 import { createHash } from 'node:crypto'
 import { BodyTooLarge, readLimited } from '../body.ts'
 import { parseMultipart } from '../multipart.ts'
 import { asCaller, type Claims, ownerUuid, type Tx, type Writer } from './caller.ts'
+import { bucketSettings } from './buckets.ts'
 import { fail, json } from './errors.ts'
-import { checkKey, checkSearch, filePath, intParam, likeEscape, parentDir, pruneEmptyDirs, type StorageContext } from './keys.ts'
+import { checkKey, filePath, parentDir, pruneEmptyDirs, type StorageContext } from './keys.ts'
 
 const GLOBAL_SIZE_LIMIT = 50 * 1024 * 1024 // Supabase's default global upload limit (50 MiB)
 const MULTIPART_ENVELOPE = 64 * 1024 // room for a form's boundaries, part headers and small fields
-
-// ---- buckets --------------------------------------------------------------------------
-
-const bucketColumns = (tx: Tx) =>
-  tx`id, name, owner, owner_id, public, file_size_limit::float8 as file_size_limit, allowed_mime_types,
-     created_at, updated_at, 'STANDARD' as type`
-
-export async function listBuckets(ctx: StorageContext, c: Claims, q: URLSearchParams) {
-  const column = ['id', 'name', 'created_at', 'updated_at'].find((k) => k === q.get('sortColumn')) ?? 'name'
-  const search = checkSearch(q.get('search'))
-  const rows = await asCaller(ctx, c, (tx) =>
-    tx`
-    select ${bucketColumns(tx)} from storage.buckets
-    where ${search ? tx`name ilike ${'%' + likeEscape(search) + '%'}` : tx`true`}
-    order by ${tx(column)} ${q.get('sortOrder') === 'desc' ? tx`desc` : tx`asc`}
-    limit ${intParam(q.get('limit'), 1000)} offset ${intParam(q.get('offset'), 0)}`)
-  return json(200, rows)
-}
-
-export async function getBucket(ctx: StorageContext, c: Claims, id: string) {
-  const [row] = await asCaller(
-    ctx,
-    c,
-    (tx) => tx`select ${bucketColumns(tx)} from storage.buckets where id = ${id}`,
-  )
-  return row ? json(200, row) : fail(404, 'Bucket not found', 'Bucket not found')
-}
-
-/** A bucket's settings, read as the superuser (as Storage does); 404 when there is none. */
-export async function bucketSettings(ctx: StorageContext, bucketId: string) {
-  const [b] = await ctx.sql`
-    select public, file_size_limit::float8 as size_limit, allowed_mime_types from storage.buckets where id = ${bucketId}`
-  if (!b) fail(404, 'Bucket not found', 'Bucket not found')
-  return b as { public: boolean; size_limit: number | null; allowed_mime_types: string[] | null }
-}
 
 // ---- upload ---------------------------------------------------------------------------
 
@@ -69,20 +34,27 @@ async function readUpload(req: Request, limit: number) {
     if (e instanceof BodyTooLarge) tooLarge()
     throw e
   })
+  const xMetadata = req.headers.get('x-metadata')
   let file = {
     bytes: body as Uint8Array,
     mimetype: type,
     cacheControl: req.headers.get('cache-control')?.match(/max-age=(\d+)/)?.[1],
+    userMetadata: xMetadata === null ? undefined : userMetadataOf(fromBase64(xMetadata)),
   }
   if (boundary) {
     const parts = parseMultipart(body, boundary, () => fail(400, 'InvalidRequest', 'Malformed multipart body'))
     const part = parts.find((p) => p.filename !== undefined) ?? parts.find((p) => p.name === '')
     if (!part) return fail(400, 'InvalidRequest', 'No file in the multipart body')
-    const cache = parts.find((p) => p.name === 'cacheControl' && p.filename === undefined)
+    const field = (name: string) => {
+      const p = parts.find((p) => p.name === name && p.filename === undefined)
+      return p && new TextDecoder().decode(p.content)
+    }
+    const metadata = field('metadata')
     file = {
       bytes: part.content,
       mimetype: part.type ?? '',
-      cacheControl: cache && new TextDecoder().decode(cache.content),
+      cacheControl: field('cacheControl'),
+      userMetadata: metadata === undefined ? undefined : userMetadataOf(metadata),
     }
   }
   if (file.bytes.length > limit) tooLarge()
@@ -91,6 +63,26 @@ async function readUpload(req: Request, limit: number) {
     mimetype: file.mimetype || 'application/octet-stream',
     cacheControl: file.cacheControl || '3600',
   }
+}
+
+function fromBase64(s: string): string {
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(Uint8Array.from(atob(s), (c) => c.charCodeAt(0)))
+  } catch {
+    return fail(400, 'InvalidRequest', 'x-metadata must be base64-encoded JSON')
+  }
+}
+
+/** The object's own metadata (storage-js `metadata`: a form field, or the x-metadata header). */
+function userMetadataOf(text: string): Record<string, unknown> {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch { /* refused below */ }
+  if (!value || typeof value !== 'object' || Array.isArray(value)) {
+    fail(400, 'InvalidRequest', 'metadata must be a JSON object')
+  }
+  return value as Record<string, unknown>
 }
 
 export const md5ETag = (bytes: Uint8Array) => `"${createHash('md5').update(bytes).digest('hex')}"`
@@ -124,18 +116,20 @@ export async function upload(
   }
   const owner = ownerUuid(w.sub)
   const id = await writeObject(ctx, w, bucketId, name, (temp) => Deno.writeFile(temp, file.bytes), async (tx) => {
+    const userMetadata = file.userMetadata === undefined ? null : tx.json(file.userMetadata as never)
     const rows = o.mode === 'update'
       ? await tx`update storage.objects
-                 set metadata = ${tx.json(metadata)}, owner = ${owner}, owner_id = ${w.sub}, updated_at = now(),
-                     version = gen_random_uuid()::text
+                 set metadata = ${tx.json(metadata)}, user_metadata = ${userMetadata}, owner = ${owner},
+                     owner_id = ${w.sub}, updated_at = now(), version = gen_random_uuid()::text
                  where bucket_id = ${bucketId} and name = ${name} returning id`
-      : await tx`insert into storage.objects (bucket_id, name, owner, owner_id, metadata, version)
-                 values (${bucketId}, ${name}, ${owner}, ${w.sub}, ${tx.json(metadata)}, gen_random_uuid()::text)
+      : await tx`insert into storage.objects (bucket_id, name, owner, owner_id, metadata, user_metadata, version)
+                 values (${bucketId}, ${name}, ${owner}, ${w.sub}, ${tx.json(metadata)}, ${userMetadata},
+                         gen_random_uuid()::text)
                  ${
         o.upsert
           ? tx`on conflict (bucket_id, name) do update
-                   set metadata = excluded.metadata, owner = excluded.owner, owner_id = excluded.owner_id,
-                       version = excluded.version, updated_at = now()`
+                   set metadata = excluded.metadata, user_metadata = excluded.user_metadata, owner = excluded.owner,
+                       owner_id = excluded.owner_id, version = excluded.version, updated_at = now()`
           : tx``
       }
                  returning id`
@@ -208,18 +202,80 @@ export async function openObject(ctx: StorageContext, bucket: string, name: stri
 
 export async function serveFile(req: Request, ctx: StorageContext, bucket: string, name: string, meta: any) {
   const file = await openObject(ctx, bucket, name)
+  const size = (await file.stat()).size
   const headers: Record<string, string> = {
     'content-type': servedType(meta?.mimetype),
-    'content-length': String((await file.stat()).size),
+    'content-length': String(size),
     'cache-control': meta?.cacheControl ?? 'no-cache',
+    'accept-ranges': 'bytes',
     // Browsers take the declared type as it is, never a guess from the bytes.
     'x-content-type-options': 'nosniff',
     ...downloadHeader(req, name),
   }
   if (meta?.eTag) headers.etag = meta.eTag
   if (meta?.lastModified) headers['last-modified'] = new Date(meta.lastModified).toUTCString()
-  if (req.method === 'HEAD') file.close()
-  return new Response(req.method === 'HEAD' ? null : file.readable, { status: 200, headers })
+  const done = (status: number, body: BodyInit | null = null) => {
+    if (body === null) file.close()
+    return new Response(body, { status, headers })
+  }
+  // A browser's cached copy is still good: 304 without a body.
+  const ifNoneMatch = req.headers.get('if-none-match')
+  if (meta?.eTag && ifNoneMatch && ifNoneMatch.split(',').some((t) => t.trim().replace(/^W\//, '') === meta.eTag)) {
+    delete headers['content-length']
+    return done(304)
+  }
+  const range = req.headers.get('range')
+  if (range && req.method !== 'HEAD') {
+    const r = byteRange(range, size)
+    if (r === 'unsatisfiable') {
+      file.close()
+      return json(416, { statusCode: '416', error: 'InvalidRange', message: 'The requested range is not satisfiable' }, {
+        'content-range': `bytes */${size}`,
+      })
+    }
+    if (r) {
+      headers['content-range'] = `bytes ${r.start}-${r.end}/${size}`
+      headers['content-length'] = String(r.end - r.start + 1)
+      await file.seek(r.start, Deno.SeekMode.Start)
+      return done(206, limitStream(file.readable, r.end - r.start + 1))
+    }
+  }
+  return done(200, req.method === 'HEAD' ? null : file.readable)
+}
+
+/** One `bytes=` range (a list of several is served whole, as a server may); null to ignore it. */
+function byteRange(header: string, size: number): { start: number; end: number } | 'unsatisfiable' | null {
+  const m = header.trim().match(/^bytes=(\d*)-(\d*)$/)
+  if (!m || (m[1] === '' && m[2] === '')) return null
+  if (m[1] === '') {
+    const suffix = Number(m[2])
+    if (suffix === 0) return 'unsatisfiable'
+    return { start: Math.max(0, size - suffix), end: size - 1 }
+  }
+  const start = Number(m[1])
+  const end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1)
+  if (start >= size || end < start) return 'unsatisfiable'
+  return { start, end }
+}
+
+/** The first `length` bytes of a stream, then it is cancelled (closing the file). */
+function limitStream(stream: ReadableStream<Uint8Array>, length: number): ReadableStream<Uint8Array> {
+  const reader = stream.getReader()
+  let left = length
+  return new ReadableStream({
+    async pull(controller) {
+      const { done, value } = await reader.read()
+      if (done) return controller.close()
+      const chunk = value.length > left ? value.subarray(0, left) : value
+      left -= chunk.length
+      controller.enqueue(chunk)
+      if (left === 0) {
+        controller.close()
+        await reader.cancel()
+      }
+    },
+    cancel: () => reader.cancel(),
+  })
 }
 
 /** The object's row read as the superuser, in a public bucket only (400 otherwise, as Supabase answers). */

@@ -8,7 +8,8 @@ import { errors, jwtVerify, SignJWT } from 'jose'
 import { asCaller, type Claims, callerWriter, ownerUuid, superuserWriter, testAsCaller } from './caller.ts'
 import { fail, json } from './errors.ts'
 import { checkKey, type StorageContext } from './keys.ts'
-import { bucketSettings, serveFile, upload, visibleObject } from './objects.ts'
+import { bucketSettings } from './buckets.ts'
+import { serveFile, upload, visibleObject } from './objects.ts'
 import { transformationsOf } from './transform_options.ts'
 
 /** How long a signed upload URL lasts: Storage's default (2 hours). */
