@@ -155,3 +155,24 @@ test('storage list: limit, offset, sortBy and search as storage-js sends them; f
     await buckets.cleanup()
   }
 })
+
+test('storage: what is not served locally answers 501 with the reason (docs/local_stack.md)', async () => {
+  const A = await createUser({ prefix: 'st-501' })
+  const storage = clientAs(A.token).storage
+  const v2 = await storage.from('any-bucket').listV2({ prefix: '' })
+  assert.equal((v2.error as any).statusCode, '501')
+  assert.match(v2.error!.message, /listV2.*not supported locally/)
+  const STORAGE = `${Deno.env.get('SUPABASE_URL')}/storage/v1`
+  for (const [path, reason] of [
+    ['/upload/resumable/any-bucket', /resumable \(TUS\) uploads/],
+    ['/object/upload/resumable', /resumable \(TUS\) uploads/],
+    ['/s3/any-bucket', /S3 protocol/],
+    ['/iceberg/bucket', /analytics \(Iceberg\)/],
+    ['/vector/ListVectorBuckets', /vector buckets/],
+  ] as const) {
+    const res = await fetch(`${STORAGE}${path}`, { method: 'POST', headers: { authorization: `Bearer ${A.token}` } })
+    const body = await res.json()
+    assert.deepEqual([res.status, body.statusCode, body.error], [501, '501', 'not_implemented'], path)
+    assert.match(body.message, reason, path)
+  }
+})

@@ -21,6 +21,13 @@ const NOT_SERVED: Record<string, string> = {
   'list-v2': 'listV2 (cursor-paged listing) is not supported locally; use list() with limit and offset',
   'upload/resumable': 'resumable (TUS) uploads are not supported locally; upload() takes files up to 50 MB',
 }
+/** Whole Storage APIs this store answers 501 to. */
+const NOT_SERVED_AREAS: Record<string, string> = {
+  upload: NOT_SERVED['upload/resumable'], // TUS's own endpoint, /upload/resumable
+  s3: 'the S3 protocol is not supported locally; use the Storage API (supabase.storage)',
+  iceberg: 'analytics (Iceberg) buckets are not supported locally',
+  vector: 'vector buckets are not supported locally',
+}
 
 /** Answers a request under /storage/v1 (`path` is what follows it), CORS included. */
 export async function handleStorage(req: Request, path: string, ctx: StorageContext): Promise<Response> {
@@ -36,6 +43,7 @@ export async function handleStorage(req: Request, path: string, ctx: StorageCont
 
 async function route(req: Request, path: string, ctx: StorageContext): Promise<Response> {
   const [area, ...rest] = splitPath(path)
+  if (NOT_SERVED_AREAS[area]) fail(501, 'not_implemented', NOT_SERVED_AREAS[area])
   const m = req.method
   const read = m === 'GET' || m === 'HEAD'
   const name = (segs: string[]) => segs.join('/')
