@@ -164,6 +164,17 @@ test('storage signed upload URLs: uploadToSignedUrl writes as the signer, within
     assert.equal((late.error as any).statusCode, '400')
     assert.equal(late.error!.message, 'jwt expired')
     assert.equal((await sql`select count(*)::int as n from storage.objects where bucket_id = ${buckets.priv}`)[0].n, 1)
+
+    // Each kind of token for its own URL only: an upload token downloads nothing, a download
+    // token uploads nothing.
+    const upload = await a.createSignedUploadUrl(path, { upsert: true })
+    const asDownload = await fetch(`${STORAGE}/object/sign/${buckets.priv}/${path}?token=${upload.data!.token}`)
+    assert.deepEqual([asDownload.status, (await asDownload.json()).error], [400, 'InvalidSignature'])
+    const download = await a.createSignedUrl(path, 60)
+    const downloadToken = new URL(download.data!.signedUrl).searchParams.get('token')!
+    const asUpload = await anon.uploadToSignedUrl(path, downloadToken, text('overwrite'), { upsert: true })
+    assert.equal((asUpload.error as any).statusCode, '400')
+    assert.equal(await (await a.download(path)).data!.text(), 'raw body')
   } finally {
     await buckets.cleanup()
   }

@@ -16,6 +16,8 @@ import { fromTransformations, parseTransform, type TransformOptions } from './tr
 /** The largest object rendered: Storage's imgproxy refuses sources past its own limit too. */
 export const RENDER_SOURCE_LIMIT = 25 * 1024 * 1024
 export const RENDER_TIMEOUT_MS = 20_000
+/** Images waiting for the worker at most; past that a request is turned away (each holds its source). */
+export const RENDER_QUEUE_LIMIT = 20
 
 export type RenderAccess =
   | { kind: 'public' }
@@ -130,6 +132,9 @@ function next() {
 }
 
 async function render(bytes: Uint8Array, source: string, options: TransformOptions, accept: string | null) {
+  if (waiting.length >= RENDER_QUEUE_LIMIT) {
+    fail(503, 'SlowDown', 'Too many images are being transformed; try again shortly')
+  }
   try {
     return await new Promise<Rendered>((resolve, reject) => {
       waiting.push({ message: { bytes, source, options, accept }, resolve, reject })

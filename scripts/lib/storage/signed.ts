@@ -28,8 +28,19 @@ async function signToken(ctx: StorageContext, payload: Record<string, unknown>, 
     .sign(secret(ctx))
 }
 
-/** The claims of a signed URL's token for <bucket>/<name>; Storage's 400s otherwise. */
-export async function verifySigned(ctx: StorageContext, req: Request, bucket: string, name: string) {
+/**
+ * The claims of a signed URL's token for <bucket>/<name>; Storage's 400s otherwise. A token is
+ * good for what it was made for only (stricter than Storage, which takes either kind at
+ * either URL): an upload token (it carries `upsert`) never downloads, a download token never
+ * uploads.
+ */
+export async function verifySigned(
+  ctx: StorageContext,
+  req: Request,
+  bucket: string,
+  name: string,
+  purpose: 'download' | 'upload' = 'download',
+) {
   const token = new URL(req.url).searchParams.get('token')
   if (!token) return fail(400, 'Error', "querystring must have required property 'token'")
   let payload: Record<string, unknown> = {}
@@ -48,6 +59,9 @@ export async function verifySigned(ctx: StorageContext, req: Request, bucket: st
     fail(400, 'InvalidJWT', message)
   }
   if (payload.url !== `${bucket}/${name}`) fail(400, 'InvalidSignature', 'The url do not match the signature')
+  if ((typeof payload.upsert === 'boolean') !== (purpose === 'upload')) {
+    fail(400, 'InvalidSignature', `This is not a signed ${purpose} URL`)
+  }
   return payload
 }
 
@@ -122,7 +136,7 @@ export async function signUpload(req: Request, ctx: StorageContext, c: Claims, b
 
 /** PUT /object/upload/sign/<bucket>/<name>?token=… : stores the file for the URL's signer. */
 export async function uploadSigned(req: Request, ctx: StorageContext, bucket: string, name: string) {
-  const payload = await verifySigned(ctx, req, bucket, name)
+  const payload = await verifySigned(ctx, req, bucket, name, 'upload')
   const owner = typeof payload.owner === 'string' ? payload.owner : null
   const res = await upload(req, ctx, superuserWriter(ctx, owner), bucket, name, {
     mode: 'insert',
