@@ -5,7 +5,7 @@
 import { strict as assert } from 'node:assert'
 import { clientAs, createUser, test } from './_helpers.ts'
 import { makeBuckets, png, STORAGE } from './_storage.ts'
-import { dimensions, jpegDeclaring, photoLikeJpeg } from './_workout_photos.ts'
+import { dimensions, jpegDeclaring, jpegWithExif, photoLikeJpeg, profilesOf, solidGif } from './_workout_photos.ts'
 
 const blob = (bytes: Uint8Array, type = 'image/png') => new Blob([bytes as Uint8Array<ArrayBuffer>], { type })
 const ascii = (bytes: Uint8Array, from: number, to: number) => String.fromCharCode(...bytes.slice(from, to))
@@ -87,6 +87,17 @@ test('storage render: getPublicUrl with a transform gives the size, mode, format
     assert.equal(huge.status, 422)
     assert.match(hugeBody.message, /megapixels/)
     assert.equal((await fetch(url(`${A.id}/missing.png`, { width: 64 })).then((r) => r.status)), 404)
+
+    // A camera's sideways JPEG comes out upright and without its EXIF; a GIF as its first frame.
+    const sideways = `${A.id}/sideways.jpg` // 16x8 pixels, EXIF orientation 6 (turned 90°)
+    assert.equal((await pub.upload(sideways, blob(jpegWithExif({ taken: '2026:01:02 10:00:00', orientation: 6, gps: { lat: 1, lng: 2 } }), 'image/jpeg'))).error, null)
+    const upright = await image(url(sideways, { width: 4 }))
+    assert.deepEqual([upright.size, upright.format], [[4, 8], 'jpeg'])
+    assert.deepEqual(profilesOf(upright.bytes).filter((p) => p === 'exif' || p === 'xmp'), [])
+    const gif = `${A.id}/anim.gif`
+    assert.equal((await pub.upload(gif, blob(solidGif(100, 60, [{ width: 100, height: 60 }, { width: 100, height: 60 }]), 'image/gif'))).error, null)
+    const still = await image(url(gif, { width: 30, height: 30 }))
+    assert.deepEqual([still.size, still.type], [[30, 30], 'image/gif'])
   } finally {
     await buckets.cleanup()
   }

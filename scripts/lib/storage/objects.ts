@@ -6,7 +6,7 @@ import { BodyTooLarge, readLimited } from '../body.ts'
 import { parseMultipart } from '../multipart.ts'
 import { asCaller, type Claims, ownerUuid, type Tx, type Writer } from './caller.ts'
 import { bucketSettings } from './buckets.ts'
-import { fail, json } from './errors.ts'
+import { fail, json, StorageError } from './errors.ts'
 import { checkKey, filePath, parentDir, pruneEmptyDirs, type StorageContext } from './keys.ts'
 
 const GLOBAL_SIZE_LIMIT = 50 * 1024 * 1024 // Supabase's default global upload limit (50 MiB)
@@ -164,9 +164,10 @@ export async function writeObject<T>(
     return await w.run(async (tx) => {
       const result = await statement(tx)
       // Retry once: a concurrent delete may have pruned the folder between mkdir and write.
-      await write().catch(write).catch(() =>
+      await write().catch(write).catch((e) => {
+        if (e instanceof StorageError) throw e // the content's own refusal (a copy's missing source)
         fail(409, 'InvalidKey', `The key ${name} conflicts with an existing object or folder`)
-      )
+      })
       return result
     })
   } catch (e) {
