@@ -19,11 +19,16 @@ export async function makeBuckets(prefix: string): Promise<TestBuckets> {
   const priv = `${prefix}-priv-${run}`
   const pub = `${prefix}-pub-${run}`
   await sql`insert into storage.buckets (id, name, public) values (${priv}, ${priv}, false), (${pub}, ${pub}, true)`
-  const own = (b: string) => `bucket_id = '${b}' and (storage.foldername(name))[1] = (select auth.uid())::text`
+  const own = (b: string) =>
+    `bucket_id = '${b}' and (storage.foldername(name))[1] = (select auth.uid())::text`
   // Bucket ids are generated above ([a-z0-9-]), so inlining them is safe.
   await sql.unsafe(`
-    create policy "${run}_priv_own" on storage.objects for all to authenticated using (${own(priv)}) with check (${own(priv)});
-    create policy "${run}_pub_own" on storage.objects for all to authenticated using (${own(pub)}) with check (${own(pub)});
+    create policy "${run}_priv_own" on storage.objects for all to authenticated using (${
+    own(priv)
+  }) with check (${own(priv)});
+    create policy "${run}_pub_own" on storage.objects for all to authenticated using (${
+    own(pub)
+  }) with check (${own(pub)});
     create policy "${run}_pub_read" on storage.objects for select to anon, authenticated using (bucket_id = '${pub}');`)
   return {
     priv,
@@ -31,7 +36,9 @@ export async function makeBuckets(prefix: string): Promise<TestBuckets> {
     async cleanup() {
       const service = clientAs(SERVICE_ROLE_KEY).storage
       for (const b of [priv, pub]) {
-        const names = (await sql`select name from storage.objects where bucket_id = ${b}`).map((r) => r.name as string)
+        const names = (await sql`select name from storage.objects where bucket_id = ${b}`).map((r) =>
+          r.name as string
+        )
         if (names.length) await service.from(b).remove(names) // takes the files off the gateway's disk too
       }
       await sql.unsafe(`
@@ -81,10 +88,18 @@ export function browserFetch(log: string[] = []): typeof fetch {
       if (!pre.ok) fail(`preflight answered ${pre.status}`)
       const origin = pre.headers.get('access-control-allow-origin')
       if (origin !== '*' && origin !== PAGE_ORIGIN) fail(`preflight allows origin ${origin}`)
-      const methods = (pre.headers.get('access-control-allow-methods') ?? '').split(',').map((s) => s.trim().toUpperCase())
-      if (!simpleMethod && !methods.includes(req.method) && !methods.includes('*')) fail(`method ${req.method} not allowed`)
-      const allowed = (pre.headers.get('access-control-allow-headers') ?? '').split(',').map((s) => s.trim().toLowerCase())
-      for (const h of unsafe) if (!allowed.includes(h) && !allowed.includes('*')) fail(`header ${h} not allowed`)
+      const methods = (pre.headers.get('access-control-allow-methods') ?? '').split(',').map((s) =>
+        s.trim().toUpperCase()
+      )
+      if (!simpleMethod && !methods.includes(req.method) && !methods.includes('*')) {
+        fail(`method ${req.method} not allowed`)
+      }
+      const allowed = (pre.headers.get('access-control-allow-headers') ?? '').split(',').map((s) =>
+        s.trim().toLowerCase()
+      )
+      for (const h of unsafe) {
+        if (!allowed.includes(h) && !allowed.includes('*')) fail(`header ${h} not allowed`)
+      }
     }
     const headers = new Headers(req.headers)
     headers.set('origin', PAGE_ORIGIN)

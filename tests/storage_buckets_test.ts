@@ -9,7 +9,11 @@ test('storage buckets: the service role creates, updates, empties and deletes; a
   const id = `st-admin-${crypto.randomUUID().slice(0, 8)}`
   const service = clientAs(SERVICE_ROLE_KEY).storage
   try {
-    const created = await service.createBucket(id, { public: false, fileSizeLimit: '1KB', allowedMimeTypes: ['text/plain'] })
+    const created = await service.createBucket(id, {
+      public: false,
+      fileSizeLimit: '1KB',
+      allowedMimeTypes: ['text/plain'],
+    })
     assert.deepEqual(created, { data: { name: id }, error: null })
     const got = await service.getBucket(id)
     assert.deepEqual(
@@ -18,16 +22,33 @@ test('storage buckets: the service role creates, updates, empties and deletes; a
     )
     assert.equal(((await service.createBucket(id)).error as any).statusCode, '409')
     assert.equal(((await service.createBucket('../escape')).error as any).statusCode, '400')
-    assert.equal(((await service.createBucket(id + '-x', { public: false, fileSizeLimit: 'lots' })).error as any).statusCode, '400')
+    assert.equal(
+      ((await service.createBucket(id + '-x', { public: false, fileSizeLimit: 'lots' })).error as any)
+        .statusCode,
+      '400',
+    )
 
     // The bucket's limits hold for uploads at once.
     const big = await service.from(id).upload('big.txt', new Blob(['x'.repeat(1025)], { type: 'text/plain' }))
     assert.equal((big.error as any).statusCode, '413')
-    const updated = await service.updateBucket(id, { public: true, fileSizeLimit: 4096, allowedMimeTypes: ['text/*'] })
+    const updated = await service.updateBucket(id, {
+      public: true,
+      fileSizeLimit: 4096,
+      allowedMimeTypes: ['text/*'],
+    })
     assert.deepEqual(updated, { data: { message: 'Successfully updated' }, error: null })
-    assert.equal((await service.from(id).upload('big.txt', new Blob(['x'.repeat(1025)], { type: 'text/plain' }))).error, null)
-    assert.equal((await service.from(id).upload('dir/a.txt', new Blob(['a'], { type: 'text/plain' }))).error, null)
-    assert.equal(await (await fetch(service.from(id).getPublicUrl('big.txt').data.publicUrl)).text(), 'x'.repeat(1025))
+    assert.equal(
+      (await service.from(id).upload('big.txt', new Blob(['x'.repeat(1025)], { type: 'text/plain' }))).error,
+      null,
+    )
+    assert.equal(
+      (await service.from(id).upload('dir/a.txt', new Blob(['a'], { type: 'text/plain' }))).error,
+      null,
+    )
+    assert.equal(
+      await (await fetch(service.from(id).getPublicUrl('big.txt').data.publicUrl)).text(),
+      'x'.repeat(1025),
+    )
 
     // A user: no policy on storage.buckets lets them create, change or delete one.
     const user = clientAs((await createUser({ prefix: 'st-admin' })).token).storage
@@ -38,10 +59,16 @@ test('storage buckets: the service role creates, updates, empties and deletes; a
 
     // Not empty: refused; emptied: deleted, files and all.
     assert.equal(((await service.deleteBucket(id)).error as any).statusCode, '409')
-    assert.deepEqual(await service.emptyBucket(id), { data: { message: 'Successfully emptied' }, error: null })
+    assert.deepEqual(await service.emptyBucket(id), {
+      data: { message: 'Successfully emptied' },
+      error: null,
+    })
     assert.equal((await sql`select count(*)::int as n from storage.objects where bucket_id = ${id}`)[0].n, 0)
     assert.equal(((await user.deleteBucket(id)).error as any).statusCode, '404')
-    assert.deepEqual(await service.deleteBucket(id), { data: { message: 'Successfully deleted' }, error: null })
+    assert.deepEqual(await service.deleteBucket(id), {
+      data: { message: 'Successfully deleted' },
+      error: null,
+    })
     assert.equal((await service.getBucket(id)).data, null)
   } finally {
     await sql`delete from storage.objects where bucket_id like ${id + '%'}`
@@ -55,7 +82,9 @@ test('storage objects: user metadata, byte ranges and conditional requests', asy
     const A = await createUser({ prefix: 'st-http' })
     const a = clientAs(A.token).storage.from(buckets.priv)
     const key = `${A.id}/data.txt`
-    const form = await a.upload(key, new Blob(['0123456789'], { type: 'text/plain' }), { metadata: { label: 'ten digits' } })
+    const form = await a.upload(key, new Blob(['0123456789'], { type: 'text/plain' }), {
+      metadata: { label: 'ten digits' },
+    })
     assert.equal(form.error, null)
     assert.deepEqual((await a.info(key)).data!.metadata, { label: 'ten digits' })
     const raw = await a.upload(`${A.id}/raw.txt`, 'raw', { contentType: 'text/plain', metadata: { n: 1 } })
@@ -63,7 +92,11 @@ test('storage objects: user metadata, byte ranges and conditional requests', asy
     assert.deepEqual((await a.info(`${A.id}/raw.txt`)).data!.metadata, { n: 1 })
     const bad = await fetch(`${STORAGE}/object/${buckets.priv}/${A.id}/bad.txt`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${A.token}`, 'content-type': 'text/plain', 'x-metadata': btoa('[1,2]') },
+      headers: {
+        authorization: `Bearer ${A.token}`,
+        'content-type': 'text/plain',
+        'x-metadata': btoa('[1,2]'),
+      },
       body: 'x',
     })
     assert.deepEqual([bad.status, (await bad.json()).statusCode], [400, '400'])
@@ -71,7 +104,11 @@ test('storage objects: user metadata, byte ranges and conditional requests', asy
     const url = `${STORAGE}/object/authenticated/${buckets.priv}/${key}`
     const auth = { authorization: `Bearer ${A.token}` }
     const part = await fetch(url, { headers: { ...auth, range: 'bytes=2-5' } })
-    assert.deepEqual([part.status, part.headers.get('content-range'), await part.text()], [206, 'bytes 2-5/10', '2345'])
+    assert.deepEqual([part.status, part.headers.get('content-range'), await part.text()], [
+      206,
+      'bytes 2-5/10',
+      '2345',
+    ])
     const tail = await fetch(url, { headers: { ...auth, range: 'bytes=-3' } })
     assert.deepEqual([tail.status, await tail.text()], [206, '789'])
     const open = await fetch(url, { headers: { ...auth, range: 'bytes=7-' } })

@@ -6,11 +6,23 @@ import { createUser, sql, test } from './_helpers.ts'
 import { browserClientAs, browserFetch, makeBuckets, PAGE_ORIGIN, STORAGE } from './_storage.ts'
 
 test('storage CORS: a preflight is answered with the origin, methods and every header storage-js sends', async () => {
-  const asked = 'authorization,apikey,x-client-info,content-type,x-upsert,cache-control,x-metadata,x-my-app-header'
-  for (const path of ['/object/some-bucket/a/b.png', '/object/sign/some-bucket', '/render/image/public/b/x.png', '/bucket']) {
+  const asked =
+    'authorization,apikey,x-client-info,content-type,x-upsert,cache-control,x-metadata,x-my-app-header'
+  for (
+    const path of [
+      '/object/some-bucket/a/b.png',
+      '/object/sign/some-bucket',
+      '/render/image/public/b/x.png',
+      '/bucket',
+    ]
+  ) {
     const res = await fetch(`${STORAGE}${path}`, {
       method: 'OPTIONS',
-      headers: { origin: PAGE_ORIGIN, 'access-control-request-method': 'PUT', 'access-control-request-headers': asked },
+      headers: {
+        origin: PAGE_ORIGIN,
+        'access-control-request-method': 'PUT',
+        'access-control-request-headers': asked,
+      },
     })
     await res.body?.cancel()
     assert.ok(res.status === 200 || res.status === 204, `${path}: ${res.status}`)
@@ -35,7 +47,16 @@ test('storage CORS: every answer, errors included, allows the page and exposes t
   await res.body?.cancel()
   assert.equal(res.headers.get('access-control-allow-origin'), '*')
   const exposed = res.headers.get('access-control-expose-headers')!.toLowerCase()
-  for (const h of ['content-length', 'content-type', 'etag', 'last-modified', 'cache-control', 'content-disposition']) {
+  for (
+    const h of [
+      'content-length',
+      'content-type',
+      'etag',
+      'last-modified',
+      'cache-control',
+      'content-disposition',
+    ]
+  ) {
     assert.ok(exposed.includes(h), h)
   }
 })
@@ -49,7 +70,10 @@ test('storage CORS: supabase-js storage from a page on localhost:3000 works end 
     const key = `${a.id}/hello.txt`
     const up = await page.from(buckets.priv).upload(key, new Blob(['hello'], { type: 'text/plain' }))
     assert.equal(up.error, null)
-    const again = await page.from(buckets.priv).upload(key, 'replaced', { upsert: true, contentType: 'text/plain' })
+    const again = await page.from(buckets.priv).upload(key, 'replaced', {
+      upsert: true,
+      contentType: 'text/plain',
+    })
     assert.equal(again.error, null)
     const dl = await page.from(buckets.priv).download(key)
     assert.equal(await dl.data?.text(), 'replaced')
@@ -71,12 +95,18 @@ test('storage CORS: supabase-js storage from a page on localhost:3000 works end 
 
     // A public object URL: fetch() from the page, no headers at all.
     const pubKey = `${a.id}/pixel.txt`
-    assert.equal((await page.from(buckets.pub).upload(pubKey, new Blob(['pub'], { type: 'text/plain' }))).error, null)
+    assert.equal(
+      (await page.from(buckets.pub).upload(pubKey, new Blob(['pub'], { type: 'text/plain' }))).error,
+      null,
+    )
     const url = page.from(buckets.pub).getPublicUrl(pubKey).data.publicUrl
     const pub = await browserFetch()(url)
     assert.equal(pub.status, 200)
     assert.equal(await pub.text(), 'pub')
-    assert.equal((await sql`select count(*)::int as n from storage.objects where bucket_id = ${buckets.priv}`)[0].n, 0)
+    assert.equal(
+      (await sql`select count(*)::int as n from storage.objects where bucket_id = ${buckets.priv}`)[0].n,
+      0,
+    )
   } finally {
     await buckets.cleanup()
   }

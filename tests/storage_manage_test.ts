@@ -8,7 +8,7 @@ const text = (s: string) => new Blob([s], { type: 'text/plain' })
 const rowOf = async (bucket: string, name: string) =>
   (await sql`select id, owner_id from storage.objects where bucket_id = ${bucket} and name = ${name}`)[0]
 
-test('storage move and copy: the caller\'s policies decide, files follow', async () => {
+test("storage move and copy: the caller's policies decide, files follow", async () => {
   const buckets = await makeBuckets('st-move')
   try {
     const A = await createUser({ prefix: 'st-move-a' })
@@ -43,7 +43,9 @@ test('storage move and copy: the caller\'s policies decide, files follow', async
     assert.equal((await b.move(`${A.id}/missing.txt`, `${A.id}/x.txt`)).error!.message, 'Object not found')
 
     // Into another bucket: the public one, where anyone reads it.
-    const across = await a.move(`${A.id}/sub/moved.txt`, `${A.id}/shared.txt`, { destinationBucket: buckets.pub })
+    const across = await a.move(`${A.id}/sub/moved.txt`, `${A.id}/shared.txt`, {
+      destinationBucket: buckets.pub,
+    })
     assert.equal(across.error, null)
     const pubUrl = a.getPublicUrl(`${A.id}/shared.txt`).data.publicUrl.replace(buckets.priv, buckets.pub)
     assert.equal(await (await fetch(pubUrl)).text(), 'alpha')
@@ -54,8 +56,14 @@ test('storage move and copy: the caller\'s policies decide, files follow', async
     assert.equal(copied.data!.path, `${buckets.priv}/${A.id}/copies/other.txt`)
     assert.equal(await (await a.download(`${A.id}/copies/other.txt`)).data!.text(), 'other')
     assert.equal(await (await a.download(`${A.id}/other.txt`)).data!.text(), 'other')
-    assert.notEqual((await rowOf(buckets.priv, `${A.id}/copies/other.txt`)).id, (await rowOf(buckets.priv, `${A.id}/other.txt`)).id)
-    assert.equal(((await a.copy(`${A.id}/other.txt`, `${A.id}/copies/other.txt`)).error as any).statusCode, '409')
+    assert.notEqual(
+      (await rowOf(buckets.priv, `${A.id}/copies/other.txt`)).id,
+      (await rowOf(buckets.priv, `${A.id}/other.txt`)).id,
+    )
+    assert.equal(
+      ((await a.copy(`${A.id}/other.txt`, `${A.id}/copies/other.txt`)).error as any).statusCode,
+      '409',
+    )
     assert.equal(((await b.copy(`${A.id}/other.txt`, `${B.id}/mine-now.txt`)).error as any).statusCode, '404')
     assert.equal(((await a.copy(`${A.id}/other.txt`, `${B.id}/gift.txt`)).error as any).statusCode, '403')
     // What a stranger may read (the public bucket) they may copy into their own folder.
@@ -69,7 +77,7 @@ test('storage move and copy: the caller\'s policies decide, files follow', async
   }
 })
 
-test('storage info and exists: Storage\'s fields, private objects only for who may read them', async () => {
+test("storage info and exists: Storage's fields, private objects only for who may read them", async () => {
   const buckets = await makeBuckets('st-info')
   try {
     const A = await createUser({ prefix: 'st-info-a' })
@@ -83,7 +91,11 @@ test('storage info and exists: Storage\'s fields, private objects only for who m
     const { data, error } = await a.info(key)
     assert.equal(error, null)
     assert.deepEqual(
-      { ...data, lastModified: new Date(data!.lastModified!).toISOString(), createdAt: new Date(data!.createdAt!).toISOString() },
+      {
+        ...data,
+        lastModified: new Date(data!.lastModified!).toISOString(),
+        createdAt: new Date(data!.createdAt!).toISOString(),
+      },
       {
         id: row.id,
         name: key,
@@ -136,14 +148,39 @@ test('storage list: limit, offset, sortBy and search as storage-js sends them; f
     assert.deepEqual(await names(undefined), ['a.txt', 'b.txt', 'c.txt', 'docs', 'pics'])
     assert.deepEqual(await names({ limit: 2 }), ['a.txt', 'b.txt'])
     assert.deepEqual(await names({ limit: 2, offset: 2 }), ['c.txt', 'docs'])
-    assert.deepEqual(await names({ sortBy: { column: 'name', order: 'desc' } }), ['pics', 'docs', 'c.txt', 'b.txt', 'a.txt'])
+    assert.deepEqual(await names({ sortBy: { column: 'name', order: 'desc' } }), [
+      'pics',
+      'docs',
+      'c.txt',
+      'b.txt',
+      'a.txt',
+    ])
     // Folders have no dates: they sort as nulls do (last ascending, first descending).
-    assert.deepEqual(await names({ sortBy: { column: 'created_at', order: 'asc' } }), ['b.txt', 'a.txt', 'c.txt', 'docs', 'pics'])
-    assert.deepEqual(await names({ sortBy: { column: 'created_at', order: 'desc' } }), ['docs', 'pics', 'c.txt', 'a.txt', 'b.txt'])
+    assert.deepEqual(await names({ sortBy: { column: 'created_at', order: 'asc' } }), [
+      'b.txt',
+      'a.txt',
+      'c.txt',
+      'docs',
+      'pics',
+    ])
+    assert.deepEqual(await names({ sortBy: { column: 'created_at', order: 'desc' } }), [
+      'docs',
+      'pics',
+      'c.txt',
+      'a.txt',
+      'b.txt',
+    ])
     assert.deepEqual(await names({ search: 'd' }), ['docs'])
     assert.deepEqual(await names({ search: 'zzz' }), [])
     const { data } = await a.list(A.id, { search: 'docs' })
-    assert.deepEqual(data, [{ name: 'docs', id: null, updated_at: null, created_at: null, last_accessed_at: null, metadata: null }])
+    assert.deepEqual(data, [{
+      name: 'docs',
+      id: null,
+      updated_at: null,
+      created_at: null,
+      last_accessed_at: null,
+      metadata: null,
+    }])
     const file = (await a.list(`${A.id}/docs`)).data!
     assert.deepEqual(file.map((e) => e.name), ['one.txt', 'two.txt'])
     assert.equal(typeof file[0].id, 'string')
@@ -163,14 +200,19 @@ test('storage: what is not served locally answers 501 with the reason (docs/loca
   assert.equal((v2.error as any).statusCode, '501')
   assert.match(v2.error!.message, /listV2.*not supported locally/)
   const STORAGE = `${Deno.env.get('SUPABASE_URL')}/storage/v1`
-  for (const [path, reason] of [
-    ['/upload/resumable/any-bucket', /resumable \(TUS\) uploads/],
-    ['/object/upload/resumable', /resumable \(TUS\) uploads/],
-    ['/s3/any-bucket', /S3 protocol/],
-    ['/iceberg/bucket', /analytics \(Iceberg\)/],
-    ['/vector/ListVectorBuckets', /vector buckets/],
-  ] as const) {
-    const res = await fetch(`${STORAGE}${path}`, { method: 'POST', headers: { authorization: `Bearer ${A.token}` } })
+  for (
+    const [path, reason] of [
+      ['/upload/resumable/any-bucket', /resumable \(TUS\) uploads/],
+      ['/object/upload/resumable', /resumable \(TUS\) uploads/],
+      ['/s3/any-bucket', /S3 protocol/],
+      ['/iceberg/bucket', /analytics \(Iceberg\)/],
+      ['/vector/ListVectorBuckets', /vector buckets/],
+    ] as const
+  ) {
+    const res = await fetch(`${STORAGE}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${A.token}` },
+    })
     const body = await res.json()
     assert.deepEqual([res.status, body.statusCode, body.error], [501, '501', 'not_implemented'], path)
     assert.match(body.message, reason, path)

@@ -5,7 +5,14 @@
 import { strict as assert } from 'node:assert'
 import { clientAs, createUser, test } from './_helpers.ts'
 import { makeBuckets, png, STORAGE } from './_storage.ts'
-import { dimensions, jpegDeclaring, jpegWithExif, photoLikeJpeg, profilesOf, solidGif } from './_workout_photos.ts'
+import {
+  dimensions,
+  jpegDeclaring,
+  jpegWithExif,
+  photoLikeJpeg,
+  profilesOf,
+  solidGif,
+} from './_workout_photos.ts'
 
 const blob = (bytes: Uint8Array, type = 'image/png') => new Blob([bytes as Uint8Array<ArrayBuffer>], { type })
 const ascii = (bytes: Uint8Array, from: number, to: number) => String.fromCharCode(...bytes.slice(from, to))
@@ -21,7 +28,13 @@ async function image(url: string, init?: RequestInit) {
   const res = await fetch(url, init)
   const bytes = new Uint8Array(await res.arrayBuffer())
   if (res.status !== 200) throw new Error(`${res.status} ${new TextDecoder().decode(bytes)} for ${url}`)
-  return { bytes, type: res.headers.get('content-type'), format: formatOf(bytes), size: dimensions(bytes), headers: res.headers }
+  return {
+    bytes,
+    type: res.headers.get('content-type'),
+    format: formatOf(bytes),
+    size: dimensions(bytes),
+    headers: res.headers,
+  }
 }
 
 test('storage render: getPublicUrl with a transform gives the size, mode, format and quality asked', async () => {
@@ -39,7 +52,10 @@ test('storage render: getPublicUrl with a transform gives the size, mode, format
 
     // A 64-px tone icon instead of the 1024x1024 original, in the original's format.
     const icon = await image(url(square, { width: 64, height: 64 }))
-    assert.equal(url(square, { width: 64, height: 64 }), `${STORAGE}/render/image/public/${buckets.pub}/${square}?width=64&height=64`)
+    assert.equal(
+      url(square, { width: 64, height: 64 }),
+      `${STORAGE}/render/image/public/${buckets.pub}/${square}?width=64&height=64`,
+    )
     assert.deepEqual([icon.size, icon.type, icon.format], [[64, 64], 'image/png', 'png'])
     assert.ok(icon.bytes.length < original.length / 10, `${icon.bytes.length} bytes`)
     assert.equal(icon.headers.get('access-control-allow-origin'), '*')
@@ -59,9 +75,13 @@ test('storage render: getPublicUrl with a transform gives the size, mode, format
     assert.deepEqual([webp.size, webp.type, webp.format], [[64, 64], 'image/webp', 'webp'])
     const avif = await image(url(square, { width: 48, height: 48, format: 'avif' }))
     assert.deepEqual([avif.size, avif.type, avif.format], [[48, 48], 'image/avif', 'avif'])
-    const accepted = await image(url(square, { width: 64 }), { headers: { accept: 'image/avif,image/webp,*/*' } })
+    const accepted = await image(url(square, { width: 64 }), {
+      headers: { accept: 'image/avif,image/webp,*/*' },
+    })
     assert.deepEqual([accepted.format, accepted.headers.get('vary')], ['webp', 'Accept'])
-    const origin = await image(url(square, { width: 64, format: 'origin' }), { headers: { accept: 'image/webp' } })
+    const origin = await image(url(square, { width: 64, format: 'origin' }), {
+      headers: { accept: 'image/webp' },
+    })
     assert.equal(origin.format, 'png')
 
     // Quality: lower is smaller (on a photo-like JPEG, kept a JPEG).
@@ -78,24 +98,45 @@ test('storage render: getPublicUrl with a transform gives the size, mode, format
       const body = await res.json()
       assert.deepEqual([res.status, body.statusCode], [400, '400'], q)
     }
-    assert.equal((await pub.upload(`${A.id}/notes.txt`, new Blob(['not an image'], { type: 'text/plain' }))).error, null)
+    assert.equal(
+      (await pub.upload(`${A.id}/notes.txt`, new Blob(['not an image'], { type: 'text/plain' }))).error,
+      null,
+    )
     const notImage = await fetch(url(`${A.id}/notes.txt`, { width: 64 }))
     assert.deepEqual([notImage.status, (await notImage.json()).statusCode], [422, '422'])
-    assert.equal((await pub.upload(`${A.id}/huge.jpg`, blob(jpegDeclaring(6000, 6000), 'image/jpeg'))).error, null)
+    assert.equal(
+      (await pub.upload(`${A.id}/huge.jpg`, blob(jpegDeclaring(6000, 6000), 'image/jpeg'))).error,
+      null,
+    )
     const huge = await fetch(url(`${A.id}/huge.jpg`, { width: 64 }))
     const hugeBody = await huge.json()
     assert.equal(huge.status, 422)
     assert.match(hugeBody.message, /megapixels/)
-    assert.equal((await fetch(url(`${A.id}/missing.png`, { width: 64 })).then((r) => r.status)), 404)
+    assert.equal(await fetch(url(`${A.id}/missing.png`, { width: 64 })).then((r) => r.status), 404)
 
     // A camera's sideways JPEG comes out upright and without its EXIF; a GIF as its first frame.
     const sideways = `${A.id}/sideways.jpg` // 16x8 pixels, EXIF orientation 6 (turned 90°)
-    assert.equal((await pub.upload(sideways, blob(jpegWithExif({ taken: '2026:01:02 10:00:00', orientation: 6, gps: { lat: 1, lng: 2 } }), 'image/jpeg'))).error, null)
+    assert.equal(
+      (await pub.upload(
+        sideways,
+        blob(
+          jpegWithExif({ taken: '2026:01:02 10:00:00', orientation: 6, gps: { lat: 1, lng: 2 } }),
+          'image/jpeg',
+        ),
+      )).error,
+      null,
+    )
     const upright = await image(url(sideways, { width: 4 }))
     assert.deepEqual([upright.size, upright.format], [[4, 8], 'jpeg'])
     assert.deepEqual(profilesOf(upright.bytes).filter((p) => p === 'exif' || p === 'xmp'), [])
     const gif = `${A.id}/anim.gif`
-    assert.equal((await pub.upload(gif, blob(solidGif(100, 60, [{ width: 100, height: 60 }, { width: 100, height: 60 }]), 'image/gif'))).error, null)
+    assert.equal(
+      (await pub.upload(
+        gif,
+        blob(solidGif(100, 60, [{ width: 100, height: 60 }, { width: 100, height: 60 }]), 'image/gif'),
+      )).error,
+      null,
+    )
     const still = await image(url(gif, { width: 30, height: 30 }))
     assert.deepEqual([still.size, still.type], [[30, 30], 'image/gif'])
   } finally {
@@ -121,13 +162,20 @@ test('storage render: private images only for who may read them, signed image UR
     const mine = await a.download(key, { transform: { width: 64, height: 64 } })
     assert.equal(mine.error, null)
     assert.deepEqual(dimensions(new Uint8Array(await mine.data!.arrayBuffer())), [64, 64])
-    const theirs = await clientAs(B.token).storage.from(buckets.priv).download(key, { transform: { width: 64 } })
+    const theirs = await clientAs(B.token).storage.from(buckets.priv).download(key, {
+      transform: { width: 64 },
+    })
     assert.equal(theirs.data, null)
-    assert.equal((await clientAs().storage.from(buckets.priv).download(key, { transform: { width: 64 } })).data, null)
+    assert.equal(
+      (await clientAs().storage.from(buckets.priv).download(key, { transform: { width: 64 } })).data,
+      null,
+    )
 
     // A signed URL with a transform points at /render/image/sign and renders for anyone holding it.
     // storage-js types `format` as 'origin' only; Storage takes webp and avif too.
-    const signed = await a.createSignedUrl(key, 60, { transform: { width: 40, height: 40, format: 'webp' as never } })
+    const signed = await a.createSignedUrl(key, 60, {
+      transform: { width: 40, height: 40, format: 'webp' as never },
+    })
     assert.equal(signed.error, null)
     const signedUrl = new URL(signed.data!.signedUrl)
     assert.equal(signedUrl.pathname, `/storage/v1/render/image/sign/${buckets.priv}/${key}`)
@@ -136,9 +184,16 @@ test('storage render: private images only for who may read them, signed image UR
     // The transform is the token's: query parameters added to the URL change nothing.
     assert.deepEqual((await image(`${signed.data!.signedUrl}&width=200`)).size, [40, 40])
     const token = signedUrl.searchParams.get('token')!
-    const tampered = await fetch(`${STORAGE}/render/image/sign/${buckets.priv}/${key}?token=${token.slice(0, -2)}xx`)
+    const tampered = await fetch(
+      `${STORAGE}/render/image/sign/${buckets.priv}/${key}?token=${token.slice(0, -2)}xx`,
+    )
     assert.deepEqual([tampered.status, (await tampered.json()).error], [400, 'InvalidJWT'])
-    assert.equal((await clientAs(B.token).storage.from(buckets.priv).createSignedUrl(key, 60, { transform: { width: 40 } })).data, null)
+    assert.equal(
+      (await clientAs(B.token).storage.from(buckets.priv).createSignedUrl(key, 60, {
+        transform: { width: 40 },
+      })).data,
+      null,
+    )
   } finally {
     await buckets.cleanup()
   }

@@ -80,7 +80,10 @@ test('storage signed URLs: download, batch, expiry and tampering', async () => {
     ])
     assert.equal(batch.data![1].signedUrl, null)
     assert.equal(await (await fetch(batch.data![0].signedUrl)).text(), 'second')
-    assert.equal(decodeJwt(new URL(batch.data![2].signedUrl).searchParams.get('token')!).url, `${buckets.priv}/${key}`)
+    assert.equal(
+      decodeJwt(new URL(batch.data![2].signedUrl).searchParams.get('token')!).url,
+      `${buckets.priv}/${key}`,
+    )
     const theirs = await b.createSignedUrls([key, key2], 60)
     assert.deepEqual(theirs.data!.map((d) => d.signedUrl), [null, null])
 
@@ -88,9 +91,16 @@ test('storage signed URLs: download, batch, expiry and tampering', async () => {
     const short = await a.createSignedUrl(key, 1)
     await new Promise((r) => setTimeout(r, 2100))
     const late = await get(short.data!.signedUrl)
-    assert.deepEqual([late.status, late.body], [400, { statusCode: '400', error: 'InvalidJWT', message: 'jwt expired' }])
+    assert.deepEqual([late.status, late.body], [400, {
+      statusCode: '400',
+      error: 'InvalidJWT',
+      message: 'jwt expired',
+    }])
     const old = await sign({ url: `${buckets.priv}/${key}`, iat: now() - 100, exp: now() - 10 })
-    assert.equal((await get(`${STORAGE}/object/sign/${buckets.priv}/${key}?token=${old}`)).body.message, 'jwt expired')
+    assert.equal(
+      (await get(`${STORAGE}/object/sign/${buckets.priv}/${key}?token=${old}`)).body.message,
+      'jwt expired',
+    )
 
     // Tampered: a changed signature, a token for another object, another secret, a session token.
     const flipped = token.slice(0, -3) + (token.slice(-3) === 'AAA' ? 'BBB' : 'AAA')
@@ -102,13 +112,27 @@ test('storage signed URLs: download, batch, expiry and tampering', async () => {
       error: 'InvalidSignature',
       message: 'The url do not match the signature',
     }])
-    const forged = await sign({ url: `${buckets.priv}/${key}`, iat: now(), exp: now() + 60 }, 'another-secret-another-secret-1234')
-    assert.equal((await get(`${STORAGE}/object/sign/${buckets.priv}/${key}?token=${forged}`)).body.message, 'invalid signature')
-    assert.equal((await get(`${STORAGE}/object/sign/${buckets.priv}/${key}?token=${A.token}`)).body.error, 'InvalidSignature')
+    const forged = await sign(
+      { url: `${buckets.priv}/${key}`, iat: now(), exp: now() + 60 },
+      'another-secret-another-secret-1234',
+    )
+    assert.equal(
+      (await get(`${STORAGE}/object/sign/${buckets.priv}/${key}?token=${forged}`)).body.message,
+      'invalid signature',
+    )
+    assert.equal(
+      (await get(`${STORAGE}/object/sign/${buckets.priv}/${key}?token=${A.token}`)).body.error,
+      'InvalidSignature',
+    )
     assert.equal((await get(`${STORAGE}/object/sign/${buckets.priv}/${key}?token=garbage`)).status, 400)
     assert.equal((await get(`${STORAGE}/object/sign/${buckets.priv}/${key}`)).status, 400)
     // A signed-URL token is no access token.
-    assert.equal((await get(`${STORAGE}/object/${buckets.priv}/${key}`, { headers: { authorization: `Bearer ${token}` } })).status, 403)
+    assert.equal(
+      (await get(`${STORAGE}/object/${buckets.priv}/${key}`, {
+        headers: { authorization: `Bearer ${token}` },
+      })).status,
+      403,
+    )
   } finally {
     await buckets.cleanup()
   }
@@ -135,7 +159,8 @@ test('storage signed upload URLs: uploadToSignedUrl writes as the signer, within
     const up = await anon.uploadToSignedUrl(path, data!.token, text('via signed url'))
     assert.equal(up.error, null)
     assert.deepEqual(up.data, { path, fullPath: `${buckets.priv}/${path}` })
-    const [row] = await sql`select owner, owner_id, metadata from storage.objects where bucket_id = ${buckets.priv} and name = ${path}`
+    const [row] =
+      await sql`select owner, owner_id, metadata from storage.objects where bucket_id = ${buckets.priv} and name = ${path}`
     assert.deepEqual([row.owner, row.owner_id, row.metadata.mimetype], [A.id, A.id, 'text/plain'])
     assert.equal(await (await a.download(path)).data!.text(), 'via signed url')
 
@@ -143,7 +168,11 @@ test('storage signed upload URLs: uploadToSignedUrl writes as the signer, within
     const again = await anon.uploadToSignedUrl(path, data!.token, text('again'))
     assert.equal((again.error as any).statusCode, '409')
     const replace = await a.createSignedUploadUrl(path, { upsert: true })
-    assert.equal((await anon.uploadToSignedUrl(path, replace.data!.token, 'raw body', { contentType: 'text/plain' })).error, null)
+    assert.equal(
+      (await anon.uploadToSignedUrl(path, replace.data!.token, 'raw body', { contentType: 'text/plain' }))
+        .error,
+      null,
+    )
     assert.equal(await (await a.download(path)).data!.text(), 'raw body')
     // Without upsert, a URL for an existing object is refused when asked for.
     assert.equal(((await a.createSignedUploadUrl(path)).error as any).statusCode, '409')
@@ -153,22 +182,36 @@ test('storage signed upload URLs: uploadToSignedUrl writes as the signer, within
     const intruder = await b.createSignedUploadUrl(`${A.id}/uploads/evil.txt`)
     assert.equal(intruder.data, null)
     assert.equal((intruder.error as any).statusCode, '403')
-    assert.equal((await clientAs().storage.from(buckets.priv).createSignedUploadUrl(`${A.id}/x.txt`)).data, null)
+    assert.equal(
+      (await clientAs().storage.from(buckets.priv).createSignedUploadUrl(`${A.id}/x.txt`)).data,
+      null,
+    )
 
     // A URL is for its own path only, and not past its expiry.
     const other = await a.createSignedUploadUrl(`${A.id}/uploads/one.txt`)
     const elsewhere = await anon.uploadToSignedUrl(`${A.id}/uploads/two.txt`, other.data!.token, text('x'))
     assert.equal((elsewhere.error as any).statusCode, '400')
-    const expired = await sign({ owner: A.id, url: `${buckets.priv}/${A.id}/uploads/late.txt`, upsert: false, iat: now() - 100, exp: now() - 1 })
+    const expired = await sign({
+      owner: A.id,
+      url: `${buckets.priv}/${A.id}/uploads/late.txt`,
+      upsert: false,
+      iat: now() - 100,
+      exp: now() - 1,
+    })
     const late = await anon.uploadToSignedUrl(`${A.id}/uploads/late.txt`, expired, text('late'))
     assert.equal((late.error as any).statusCode, '400')
     assert.equal(late.error!.message, 'jwt expired')
-    assert.equal((await sql`select count(*)::int as n from storage.objects where bucket_id = ${buckets.priv}`)[0].n, 1)
+    assert.equal(
+      (await sql`select count(*)::int as n from storage.objects where bucket_id = ${buckets.priv}`)[0].n,
+      1,
+    )
 
     // Each kind of token for its own URL only: an upload token downloads nothing, a download
     // token uploads nothing.
     const upload = await a.createSignedUploadUrl(path, { upsert: true })
-    const asDownload = await fetch(`${STORAGE}/object/sign/${buckets.priv}/${path}?token=${upload.data!.token}`)
+    const asDownload = await fetch(
+      `${STORAGE}/object/sign/${buckets.priv}/${path}?token=${upload.data!.token}`,
+    )
     assert.deepEqual([asDownload.status, (await asDownload.json()).error], [400, 'InvalidSignature'])
     const download = await a.createSignedUrl(path, 60)
     const downloadToken = new URL(download.data!.signedUrl).searchParams.get('token')!

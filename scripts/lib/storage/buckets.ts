@@ -4,7 +4,15 @@
 // uploads need no bucket policy.
 import { asCaller, type Claims, ownerUuid, type Tx } from './caller.ts'
 import { fail, json } from './errors.ts'
-import { bucketDir, checkSearch, checkSegment, filePath, intParam, likeEscape, type StorageContext } from './keys.ts'
+import {
+  bucketDir,
+  checkSearch,
+  checkSegment,
+  filePath,
+  intParam,
+  likeEscape,
+  type StorageContext,
+} from './keys.ts'
 
 const bucketColumns = (tx: Tx) =>
   tx`id, name, owner, owner_id, public, file_size_limit::float8 as file_size_limit, allowed_mime_types,
@@ -76,10 +84,16 @@ export async function createBucket(ctx: StorageContext, c: Claims, body: any) {
   const name = bucketName(body?.name)
   const id = body?.id === undefined ? name : bucketName(body.id)
   const owner = typeof c.sub === 'string' ? c.sub : null
-  await asCaller(ctx, c, (tx) =>
-    tx`insert into storage.buckets (id, name, owner, owner_id, public, file_size_limit, allowed_mime_types)
+  await asCaller(
+    ctx,
+    c,
+    (tx) =>
+      tx`insert into storage.buckets (id, name, owner, owner_id, public, file_size_limit, allowed_mime_types)
        values (${id}, ${name}, ${ownerUuid(owner)}, ${owner},
-               ${body?.public === true}, ${sizeLimit(body?.file_size_limit) ?? null}, ${mimeTypes(body?.allowed_mime_types) ?? null})`)
+               ${body?.public === true}, ${sizeLimit(body?.file_size_limit) ?? null}, ${
+        mimeTypes(body?.allowed_mime_types) ?? null
+      })`,
+  )
   return json(200, { name: id })
 }
 
@@ -94,13 +108,19 @@ export async function updateBucket(ctx: StorageContext, c: Claims, id: string, b
          allowed_mime_types = ${types === undefined ? tx`allowed_mime_types` : tx`${types}::text[]`},
          updated_at = now()
        where id = ${id} returning id`)
-  return rows.length ? json(200, { message: 'Successfully updated' }) : fail(404, 'Bucket not found', 'Bucket not found')
+  return rows.length
+    ? json(200, { message: 'Successfully updated' })
+    : fail(404, 'Bucket not found', 'Bucket not found')
 }
 
 /** POST /bucket/<id>/empty: deletes the objects the caller may delete, and their files. */
 export async function emptyBucket(ctx: StorageContext, c: Claims, id: string) {
   await bucketSettings(ctx, id)
-  const rows = await asCaller(ctx, c, (tx) => tx`delete from storage.objects where bucket_id = ${id} returning name`)
+  const rows = await asCaller(
+    ctx,
+    c,
+    (tx) => tx`delete from storage.objects where bucket_id = ${id} returning name`,
+  )
   for (const r of rows) {
     try {
       await Deno.remove(filePath(ctx, id, r.name))

@@ -43,7 +43,9 @@ export async function identify(req: Request, ctx: StorageContext): Promise<Claim
   if (claims.role !== 'authenticated' && claims.aud !== undefined) {
     fail(403, 'Unauthorized', `A ${claims.role} token carries no audience`)
   }
-  const caller = Object.assign(claims as Claims, { [HEADERS]: JSON.stringify(Object.fromEntries(req.headers)) })
+  const caller = Object.assign(claims as Claims, {
+    [HEADERS]: JSON.stringify(Object.fromEntries(req.headers)),
+  })
   // The same check as PostgREST's pre-request function, reads included (one round trip, only
   // for impersonation tokens).
   if (typeof caller.impersonation_session === 'string') {

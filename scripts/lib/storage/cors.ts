@@ -8,8 +8,17 @@ const ALLOWED_HEADERS =
   'authorization, apikey, x-client-info, content-type, x-upsert, cache-control, x-metadata, range, ' +
   'if-none-match, if-modified-since, accept, accept-profile, content-profile, prefer, x-supabase-api-version'
 const EXPOSED_HEADERS = [
-  'content-length', 'content-type', 'content-range', 'content-disposition', 'content-location',
-  'cache-control', 'etag', 'last-modified', 'expires', 'accept-ranges', 'x-transformations',
+  'content-length',
+  'content-type',
+  'content-range',
+  'content-disposition',
+  'content-location',
+  'cache-control',
+  'etag',
+  'last-modified',
+  'expires',
+  'accept-ranges',
+  'x-transformations',
 ].join(', ')
 
 const corsHeaders = {

@@ -43,7 +43,8 @@ export function checkKey(key: unknown, allowEmpty = false): string {
   return key
 }
 
-export const bucketDir = (ctx: StorageContext, bucket: string) => `${ctx.rootDir.replace(/\/+$/, '')}/${bucket}`
+export const bucketDir = (ctx: StorageContext, bucket: string) =>
+  `${ctx.rootDir.replace(/\/+$/, '')}/${bucket}`
 
 export function filePath(ctx: StorageContext, bucket: string, name: string): string {
   // Belt and braces: the segments were checked already, but never leave the root.
@@ -67,7 +68,9 @@ export const likeEscape = (s: string) => s.replace(/[\\%_]/g, (ch) => `\\${ch}`)
 /** A search term (bucket and object lists): no control characters (Postgres refuses a NUL). */
 export function checkSearch<T extends string | null>(search: T): T {
   // deno-lint-ignore no-control-regex
-  if (search && /[\x00-\x1f\x7f]/.test(search)) fail(400, 'InvalidRequest', 'search: must not contain control characters')
+  if (search && /[\x00-\x1f\x7f]/.test(search)) {
+    fail(400, 'InvalidRequest', 'search: must not contain control characters')
+  }
   return search
 }
 

@@ -3,7 +3,7 @@
 // one); a copy needs to read the source (select) and to insert the destination (insert, and
 // update as well with x-upsert). Each runs as the caller, so RLS decides; the file follows
 // inside the same transaction.
-import { asCaller, type Claims, callerWriter, ownerUuid } from './caller.ts'
+import { asCaller, callerWriter, type Claims, ownerUuid } from './caller.ts'
 import { fail, json } from './errors.ts'
 import { checkKey, filePath, parentDir, pruneEmptyDirs, type StorageContext } from './keys.ts'
 import { bucketSettings } from './buckets.ts'
@@ -11,7 +11,9 @@ import { publicObject, servedType, visibleObject, writeObject } from './objects.
 
 function moveBody(body: any) {
   const bucketId = body?.bucketId
-  if (typeof bucketId !== 'string' || !bucketId) fail(400, 'Error', "body must have required property 'bucketId'")
+  if (typeof bucketId !== 'string' || !bucketId) {
+    fail(400, 'Error', "body must have required property 'bucketId'")
+  }
   for (const k of ['sourceKey', 'destinationKey']) {
     if (typeof body?.[k] !== 'string') fail(400, 'Error', `body must have required property '${k}'`)
   }
@@ -36,7 +38,9 @@ export async function move(ctx: StorageContext, c: Claims, body: any) {
   const id = await asCaller(ctx, c, async (tx) => {
     const [row] = await tx`
       update storage.objects
-      set bucket_id = ${destinationBucket}, name = ${destinationKey}, owner = ${ownerUuid(sub)}, owner_id = ${sub},
+      set bucket_id = ${destinationBucket}, name = ${destinationKey}, owner = ${
+      ownerUuid(sub)
+    }, owner_id = ${sub},
           version = gen_random_uuid()::text, updated_at = now()
       where bucket_id = ${bucketId} and name = ${sourceKey}
       returning id`
@@ -74,7 +78,9 @@ export async function copy(req: Request, ctx: StorageContext, c: Claims, body: a
       const [row] = await tx`
         insert into storage.objects (bucket_id, name, owner, owner_id, metadata, user_metadata, version)
         values (${destinationBucket}, ${destinationKey}, ${ownerUuid(w.sub)}, ${w.sub}, ${tx.json(metadata)},
-                ${source.user_metadata === null ? null : tx.json(source.user_metadata)}, gen_random_uuid()::text)
+                ${
+        source.user_metadata === null ? null : tx.json(source.user_metadata)
+      }, gen_random_uuid()::text)
         ${
         upsert
           ? tx`on conflict (bucket_id, name) do update

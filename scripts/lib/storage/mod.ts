@@ -51,11 +51,19 @@ async function route(req: Request, path: string, ctx: StorageContext): Promise<R
   if (area === 'bucket') {
     if (m === 'GET' && rest.length <= 1) {
       const caller = await identify(req, ctx)
-      return rest.length ? getBucket(ctx, caller, rest[0]) : listBuckets(ctx, caller, new URL(req.url).searchParams)
+      return rest.length
+        ? getBucket(ctx, caller, rest[0])
+        : listBuckets(ctx, caller, new URL(req.url).searchParams)
     }
-    if (m === 'POST' && rest.length === 0) return createBucket(ctx, await identify(req, ctx), await readJson(req))
-    if (m === 'PUT' && rest.length === 1) return updateBucket(ctx, await identify(req, ctx), rest[0], await readJson(req))
-    if (m === 'POST' && rest.length === 2 && rest[1] === 'empty') return emptyBucket(ctx, await identify(req, ctx), rest[0])
+    if (m === 'POST' && rest.length === 0) {
+      return createBucket(ctx, await identify(req, ctx), await readJson(req))
+    }
+    if (m === 'PUT' && rest.length === 1) {
+      return updateBucket(ctx, await identify(req, ctx), rest[0], await readJson(req))
+    }
+    if (m === 'POST' && rest.length === 2 && rest[1] === 'empty') {
+      return emptyBucket(ctx, await identify(req, ctx), rest[0])
+    }
     if (m === 'DELETE' && rest.length === 1) return deleteBucket(ctx, await identify(req, ctx), rest[0])
   }
 
@@ -76,7 +84,9 @@ async function route(req: Request, path: string, ctx: StorageContext): Promise<R
     if (first === 'list' && m === 'POST' && more.length === 1) {
       return list(ctx, await identify(req, ctx), more[0], await readJson(req))
     }
-    if (first === 'move' && m === 'POST' && !more.length) return move(ctx, await identify(req, ctx), await readJson(req))
+    if (first === 'move' && m === 'POST' && !more.length) {
+      return move(ctx, await identify(req, ctx), await readJson(req))
+    }
     if (first === 'copy' && m === 'POST' && !more.length) {
       return copy(req, ctx, await identify(req, ctx), await readJson(req))
     }
@@ -103,7 +113,9 @@ async function route(req: Request, path: string, ctx: StorageContext): Promise<R
       }
     }
     if (first === 'public' && read && more.length >= 2) {
-      return m === 'HEAD' ? head(ctx, null, more[0], name(more.slice(1))) : downloadPublic(req, ctx, more[0], name(more.slice(1)))
+      return m === 'HEAD'
+        ? head(ctx, null, more[0], name(more.slice(1)))
+        : downloadPublic(req, ctx, more[0], name(more.slice(1)))
     }
     const [bucket, ...segs] = first === 'authenticated' && read ? more : rest
     const key = name(segs)

@@ -42,7 +42,11 @@ async function readUpload(req: Request, limit: number) {
     userMetadata: xMetadata === null ? undefined : userMetadataOf(fromBase64(xMetadata)),
   }
   if (boundary) {
-    const parts = parseMultipart(body, boundary, () => fail(400, 'InvalidRequest', 'Malformed multipart body'))
+    const parts = parseMultipart(
+      body,
+      boundary,
+      () => fail(400, 'InvalidRequest', 'Malformed multipart body'),
+    )
     const part = parts.find((p) => p.filename !== undefined) ?? parts.find((p) => p.name === '')
     if (!part) return fail(400, 'InvalidRequest', 'No file in the multipart body')
     const field = (name: string) => {
@@ -115,27 +119,34 @@ export async function upload(
     httpStatusCode: 200,
   }
   const owner = ownerUuid(w.sub)
-  const id = await writeObject(ctx, w, bucketId, name, (temp) => Deno.writeFile(temp, file.bytes), async (tx) => {
-    const userMetadata = file.userMetadata === undefined ? null : tx.json(file.userMetadata as never)
-    const rows = o.mode === 'update'
-      ? await tx`update storage.objects
+  const id = await writeObject(
+    ctx,
+    w,
+    bucketId,
+    name,
+    (temp) => Deno.writeFile(temp, file.bytes),
+    async (tx) => {
+      const userMetadata = file.userMetadata === undefined ? null : tx.json(file.userMetadata as never)
+      const rows = o.mode === 'update'
+        ? await tx`update storage.objects
                  set metadata = ${tx.json(metadata)}, user_metadata = ${userMetadata}, owner = ${owner},
                      owner_id = ${w.sub}, updated_at = now(), version = gen_random_uuid()::text
                  where bucket_id = ${bucketId} and name = ${name} returning id`
-      : await tx`insert into storage.objects (bucket_id, name, owner, owner_id, metadata, user_metadata, version)
+        : await tx`insert into storage.objects (bucket_id, name, owner, owner_id, metadata, user_metadata, version)
                  values (${bucketId}, ${name}, ${owner}, ${w.sub}, ${tx.json(metadata)}, ${userMetadata},
                          gen_random_uuid()::text)
                  ${
-        o.upsert
-          ? tx`on conflict (bucket_id, name) do update
+          o.upsert
+            ? tx`on conflict (bucket_id, name) do update
                    set metadata = excluded.metadata, user_metadata = excluded.user_metadata, owner = excluded.owner,
                        owner_id = excluded.owner_id, version = excluded.version, updated_at = now()`
-          : tx``
-      }
+            : tx``
+        }
                  returning id`
-    if (!rows.length) fail(404, 'not_found', 'Object not found') // an update of a missing or invisible object
-    return rows[0].id as string
-  })
+      if (!rows.length) fail(404, 'not_found', 'Object not found') // an update of a missing or invisible object
+      return rows[0].id as string
+    },
+  )
   return { Key: `${bucketId}/${name}`, Id: id }
 }
 
@@ -189,7 +200,9 @@ export function servedType(mimetype: string | undefined) {
 export function downloadHeader(req: Request, name: string): Record<string, string> {
   const download = new URL(req.url).searchParams.get('download')
   if (download === null) return {}
-  return { 'content-disposition': `attachment; filename="${encodeURIComponent(download || name.split('/').pop()!)}"` }
+  return {
+    'content-disposition': `attachment; filename="${encodeURIComponent(download || name.split('/').pop()!)}"`,
+  }
 }
 
 /** Opens an object's file; a row without its file is Object not found. */
@@ -221,7 +234,10 @@ export async function serveFile(req: Request, ctx: StorageContext, bucket: strin
   }
   // A browser's cached copy is still good: 304 without a body.
   const ifNoneMatch = req.headers.get('if-none-match')
-  if (meta?.eTag && ifNoneMatch && ifNoneMatch.split(',').some((t) => t.trim().replace(/^W\//, '') === meta.eTag)) {
+  if (
+    meta?.eTag && ifNoneMatch &&
+    ifNoneMatch.split(',').some((t) => t.trim().replace(/^W\//, '') === meta.eTag)
+  ) {
     delete headers['content-length']
     return done(304)
   }
@@ -230,7 +246,11 @@ export async function serveFile(req: Request, ctx: StorageContext, bucket: strin
     const r = byteRange(range, size)
     if (r === 'unsatisfiable') {
       file.close()
-      return json(416, { statusCode: '416', error: 'InvalidRange', message: 'The requested range is not satisfiable' }, {
+      return json(416, {
+        statusCode: '416',
+        error: 'InvalidRange',
+        message: 'The requested range is not satisfiable',
+      }, {
         'content-range': `bytes */${size}`,
       })
     }
@@ -280,7 +300,12 @@ function limitStream(stream: ReadableStream<Uint8Array>, length: number): Readab
 }
 
 /** The object's row read as the superuser, in a public bucket only (400 otherwise, as Supabase answers). */
-export async function publicObject(ctx: StorageContext, bucketId: string, name: string, columns = 'metadata') {
+export async function publicObject(
+  ctx: StorageContext,
+  bucketId: string,
+  name: string,
+  columns = 'metadata',
+) {
   const [b] = await ctx.sql`select public from storage.buckets where id = ${bucketId}`
   if (!b?.public) fail(400, 'not_found', 'Bucket not found or not public')
   const [row] = await ctx.sql`select ${ctx.sql.unsafe(columns)} from storage.objects
@@ -289,9 +314,19 @@ export async function publicObject(ctx: StorageContext, bucketId: string, name: 
 }
 
 /** The object's row as the caller sees it under RLS, or Object not found. */
-export async function visibleObject(ctx: StorageContext, c: Claims, bucketId: string, name: string, columns = 'metadata') {
-  const [row] = await asCaller(ctx, c, (tx) =>
-    tx`select ${tx.unsafe(columns)} from storage.objects where bucket_id = ${bucketId} and name = ${name}`)
+export async function visibleObject(
+  ctx: StorageContext,
+  c: Claims,
+  bucketId: string,
+  name: string,
+  columns = 'metadata',
+) {
+  const [row] = await asCaller(
+    ctx,
+    c,
+    (tx) =>
+      tx`select ${tx.unsafe(columns)} from storage.objects where bucket_id = ${bucketId} and name = ${name}`,
+  )
   return row ?? fail(404, 'not_found', 'Object not found')
 }
 

@@ -24,14 +24,21 @@ export type RenderAccess =
   | { kind: 'authenticated'; caller: Claims }
   | { kind: 'sign' }
 
-export async function renderImage(req: Request, ctx: StorageContext, access: RenderAccess, bucket: string, name: string) {
+export async function renderImage(
+  req: Request,
+  ctx: StorageContext,
+  access: RenderAccess,
+  bucket: string,
+  name: string,
+) {
   let options: TransformOptions
   let row: Record<string, any>
   let expires: string | undefined
   if (access.kind === 'sign') {
     const payload = await verifySigned(ctx, req, bucket, name)
     options = fromTransformations(String(payload.transformations ?? ''), payload.format)
-    const [r] = await ctx.sql`select metadata from storage.objects where bucket_id = ${bucket} and name = ${name}`
+    const [r] = await ctx
+      .sql`select metadata from storage.objects where bucket_id = ${bucket} and name = ${name}`
     row = r ?? fail(404, 'not_found', 'Object not found')
     expires = new Date((payload.exp as number) * 1000).toUTCString()
   } else {
@@ -66,11 +73,13 @@ export async function renderImage(req: Request, ctx: StorageContext, access: Ren
     ...downloadHeader(req, name),
   }
   if (expires) headers.expires = expires
-  return new Response(req.method === 'HEAD' ? null : out.bytes as Uint8Array<ArrayBuffer>, { status: 200, headers })
+  return new Response(req.method === 'HEAD' ? null : out.bytes as Uint8Array<ArrayBuffer>, {
+    status: 200,
+    headers,
+  })
 }
 
-const describe = (o: TransformOptions) =>
-  Object.entries(o).map(([k, v]) => `${k}:${v}`).join(',')
+const describe = (o: TransformOptions) => Object.entries(o).map(([k, v]) => `${k}:${v}`).join(',')
 
 // ---- the worker ---------------------------------------------------------------------------
 

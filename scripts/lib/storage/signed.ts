@@ -5,7 +5,7 @@
 // the URL itself is then the permission, checked here, and the object is read or written as
 // the superuser.
 import { errors, jwtVerify, SignJWT } from 'jose'
-import { asCaller, type Claims, callerWriter, ownerUuid, superuserWriter, testAsCaller } from './caller.ts'
+import { asCaller, callerWriter, type Claims, ownerUuid, superuserWriter, testAsCaller } from './caller.ts'
 import { fail, json } from './errors.ts'
 import { checkKey, type StorageContext } from './keys.ts'
 import { bucketSettings } from './buckets.ts'
@@ -45,7 +45,8 @@ export async function verifySigned(
   if (!token) return fail(400, 'Error', "querystring must have required property 'token'")
   let payload: Record<string, unknown> = {}
   try {
-    payload = (await jwtVerify(token, secret(ctx), { algorithms: ['HS256'], requiredClaims: ['exp'] })).payload
+    payload =
+      (await jwtVerify(token, secret(ctx), { algorithms: ['HS256'], requiredClaims: ['exp'] })).payload
   } catch (e) {
     // The messages Storage passes on from its JWT library.
     const message = e instanceof errors.JWTExpired
@@ -80,7 +81,9 @@ export async function signOne(ctx: StorageContext, c: Claims, bucket: string, na
   const transformations = transform ? transformationsOf(transform) : ''
   const claims: Record<string, unknown> = { url }
   if (transformations) claims.transformations = transformations
-  if (transformations && typeof transform.format === 'string' && transform.format) claims.format = transform.format
+  if (transformations && typeof transform.format === 'string' && transform.format) {
+    claims.format = transform.format
+  }
   const token = await signToken(ctx, claims, expiresIn)
   const path = transformations ? 'render/image' : 'object'
   return json(200, { signedURL: `/${path}/sign/${url}?token=${token}` })
@@ -90,20 +93,34 @@ export async function signOne(ctx: StorageContext, c: Claims, bucket: string, na
 export async function signMany(ctx: StorageContext, c: Claims, bucket: string, body: any) {
   const expiresIn = expiresInOf(body)
   const paths = body?.paths
-  if (!Array.isArray(paths) || paths.length === 0 || paths.length > 1000 || paths.some((p) => typeof p !== 'string')) {
+  if (
+    !Array.isArray(paths) || paths.length === 0 || paths.length > 1000 ||
+    paths.some((p) => typeof p !== 'string')
+  ) {
     fail(400, 'Error', 'body/paths must be an array of 1 to 1000 strings')
   }
-  const rows = await asCaller(ctx, c, (tx) =>
-    tx`select name from storage.objects where bucket_id = ${bucket} and name = any(${paths}::text[])`)
+  const rows = await asCaller(
+    ctx,
+    c,
+    (tx) => tx`select name from storage.objects where bucket_id = ${bucket} and name = any(${paths}::text[])`,
+  )
   const visible = new Set(rows.map((r) => r.name as string))
   const out = []
   for (const path of paths as string[]) {
     if (!visible.has(path)) {
-      out.push({ error: 'Either the object does not exist or you do not have access to it', path, signedURL: null })
+      out.push({
+        error: 'Either the object does not exist or you do not have access to it',
+        path,
+        signedURL: null,
+      })
       continue
     }
     const url = `${bucket}/${path}`
-    out.push({ error: null, path, signedURL: `/object/sign/${url}?token=${await signToken(ctx, { url }, expiresIn)}` })
+    out.push({
+      error: null,
+      path,
+      signedURL: `/object/sign/${url}?token=${await signToken(ctx, { url }, expiresIn)}`,
+    })
   }
   return json(200, out)
 }
@@ -111,7 +128,8 @@ export async function signMany(ctx: StorageContext, c: Claims, bucket: string, b
 /** GET|HEAD /object/sign/<bucket>/<name>?token=… : the object, for whoever holds the URL. */
 export async function downloadSigned(req: Request, ctx: StorageContext, bucket: string, name: string) {
   const payload = await verifySigned(ctx, req, bucket, name)
-  const [row] = await ctx.sql`select metadata from storage.objects where bucket_id = ${bucket} and name = ${name}`
+  const [row] = await ctx
+    .sql`select metadata from storage.objects where bucket_id = ${bucket} and name = ${name}`
   if (!row) fail(404, 'not_found', 'Object not found')
   const res = await serveFile(req, ctx, bucket, name, row.metadata)
   res.headers.set('expires', new Date((payload.exp as number) * 1000).toUTCString())
@@ -125,10 +143,14 @@ export async function signUpload(req: Request, ctx: StorageContext, c: Claims, b
   await bucketSettings(ctx, bucket)
   const upsert = req.headers.get('x-upsert') === 'true'
   const w = callerWriter(ctx, c)
-  await testAsCaller(ctx, c, (tx) =>
-    tx`insert into storage.objects (bucket_id, name, owner, owner_id, version)
+  await testAsCaller(
+    ctx,
+    c,
+    (tx) =>
+      tx`insert into storage.objects (bucket_id, name, owner, owner_id, version)
        values (${bucket}, ${name}, ${ownerUuid(w.sub)}, ${w.sub}, 'signed-upload-check')
-       ${upsert ? tx`on conflict (bucket_id, name) do update set version = excluded.version` : tx``}`)
+       ${upsert ? tx`on conflict (bucket_id, name) do update set version = excluded.version` : tx``}`,
+  )
   const url = `${bucket}/${name}`
   const token = await signToken(ctx, { owner: w.sub ?? undefined, url, upsert }, UPLOAD_URL_SECONDS)
   return json(200, { url: `/object/upload/sign/${url}?token=${token}`, token })

@@ -8,7 +8,13 @@
 // (imgproxy's default) except by `fill` with both sides given. Only the first frame of an
 // animation is rendered. The input is bounded before decoding as a check-in photo is
 // (checkPhotoSize: pixels, sides, frames), and ImageMagick's resource limits stand behind it.
-import { ImageMagick, MagickFormat, MagickGeometry, MagickReadSettings, Gravity } from '@imagemagick/magick-wasm'
+import {
+  Gravity,
+  ImageMagick,
+  MagickFormat,
+  MagickGeometry,
+  MagickReadSettings,
+} from '@imagemagick/magick-wasm'
 import {
   checkPhotoSize,
   loadImageMagick,

@@ -20,7 +20,10 @@ const FORMATS = ['origin', 'avif', 'webp'] as const
 const clamp = (n: number, min: number, max: number) => Math.min(Math.max(n, min), max)
 
 /** Checks raw options (strings from a query, or JSON values); `where` names them in errors. */
-export function parseTransform(raw: Record<string, unknown>, where: 'querystring' | 'body/transform'): TransformOptions {
+export function parseTransform(
+  raw: Record<string, unknown>,
+  where: 'querystring' | 'body/transform',
+): TransformOptions {
   const out: TransformOptions = {}
   const int = (k: 'width' | 'height' | 'quality') => {
     const v = raw[k]
