@@ -3,7 +3,7 @@
 // (createSignedUploadUrl + uploadToSignedUrl) under the bucket's policies.
 import { strict as assert } from 'node:assert'
 import { decodeJwt, SignJWT } from 'jose'
-import { clientAs, createUser, JWT_SECRET, sql, test } from './_helpers.ts'
+import { api, clientAs, createUser, JWT_SECRET, sql, test } from './_helpers.ts'
 import { makeBuckets, STORAGE } from './_storage.ts'
 
 const text = (s: string) => new Blob([s], { type: 'text/plain' })
@@ -218,6 +218,53 @@ test('storage signed upload URLs: uploadToSignedUrl writes as the signer, within
     const asUpload = await anon.uploadToSignedUrl(path, downloadToken, text('overwrite'), { upsert: true })
     assert.equal((asUpload.error as any).statusCode, '400')
     assert.equal(await (await a.download(path)).data!.text(), 'raw body')
+  } finally {
+    await buckets.cleanup()
+  }
+})
+
+test('storage signed upload URLs made in an impersonation session: audited as its writes, refused once it ends', async () => {
+  const buckets = await makeBuckets('st-sign-imp')
+  try {
+    const admin = await createUser({ superAdmin: true, prefix: 'st-imp-admin' })
+    const target = await createUser({ prefix: 'st-imp-target' })
+    const started = await api('/api/admin/impersonation', {
+      token: admin.token,
+      body: { user_id: target.id, reason: 'Ticket 12: her upload fails' },
+    })
+    assert.equal(started.status, 201, JSON.stringify(started.body))
+    const { session_id: sessionId, access_token: token } = started.body
+    const asTarget = clientAs(token).storage.from(buckets.priv)
+    const first = await asTarget.createSignedUploadUrl(`${target.id}/first.txt`)
+    const second = await asTarget.createSignedUploadUrl(`${target.id}/second.txt`)
+    assert.equal(first.error, null)
+
+    const anon = clientAs().storage.from(buckets.priv)
+    assert.equal(
+      (await anon.uploadToSignedUrl(`${target.id}/first.txt`, first.data!.token, text('one'))).error,
+      null,
+    )
+    const [row] =
+      await sql`select id from storage.objects where bucket_id = ${buckets.priv} and name = ${`${target.id}/first.txt`}`
+    const writes = await sql`select admin_id, target_id, table_name, operation, row_id, actor_role
+                             from public.impersonation_writes where session_id = ${sessionId}`
+    assert.deepEqual(writes.map((w) => ({ ...w })), [{
+      admin_id: admin.id,
+      target_id: target.id,
+      table_name: 'storage.objects',
+      operation: 'INSERT',
+      row_id: row.id,
+      actor_role: 'service_role',
+    }])
+
+    // Once the session is stopped, a URL it made stores nothing.
+    assert.equal((await api('/api/admin/impersonation/stop', { token, body: {} })).body.stopped, true)
+    const late = await anon.uploadToSignedUrl(`${target.id}/second.txt`, second.data!.token, text('two'))
+    assert.equal((late.error as any).statusCode, '401')
+    assert.equal(
+      (await sql`select count(*)::int as n from storage.objects where bucket_id = ${buckets.priv}`)[0].n,
+      1,
+    )
   } finally {
     await buckets.cleanup()
   }

@@ -94,7 +94,24 @@ export const callerWriter = (ctx: StorageContext, c: Claims): Writer => ({
   sub: typeof c.sub === 'string' ? c.sub : null,
 })
 
-export const superuserWriter = (ctx: StorageContext, sub: string | null): Writer => ({
-  run: <T>(fn: (tx: Tx) => Promise<T>) => ctx.sql.begin(fn) as Promise<T>,
+/**
+ * Writes as the superuser (RLS does not apply), with the service role's claims, as Storage
+ * writes for a signed upload URL. `impersonationSession`: the session the URL was made in, sent
+ * as the api sends it (x-impersonation-session from the service role), so the write is
+ * audited as the session's and refused once it has ended.
+ */
+export const superuserWriter = (
+  ctx: StorageContext,
+  sub: string | null,
+  impersonationSession?: string,
+): Writer => ({
+  run: <T>(fn: (tx: Tx) => Promise<T>) =>
+    ctx.sql.begin(async (tx) => {
+      const headers = impersonationSession ? { 'x-impersonation-session': impersonationSession } : {}
+      await tx`select set_config('request.jwt.claims', ${JSON.stringify({ role: 'service_role' })}, true),
+                      set_config('request.jwt.claim.role', 'service_role', true),
+                      set_config('request.headers', ${JSON.stringify(headers)}, true)`
+      return await fn(tx)
+    }) as Promise<T>,
   sub,
 })

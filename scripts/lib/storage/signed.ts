@@ -152,7 +152,10 @@ export async function signUpload(req: Request, ctx: StorageContext, c: Claims, b
        ${upsert ? tx`on conflict (bucket_id, name) do update set version = excluded.version` : tx``}`,
   )
   const url = `${bucket}/${name}`
-  const token = await signToken(ctx, { owner: w.sub ?? undefined, url, upsert }, UPLOAD_URL_SECONDS)
+  const claims: Record<string, unknown> = { owner: w.sub ?? undefined, url, upsert }
+  // Made in an impersonation session: the upload is that session's write (audited, refused once it ends).
+  if (typeof c.impersonation_session === 'string') claims.impersonation_session = c.impersonation_session
+  const token = await signToken(ctx, claims, UPLOAD_URL_SECONDS)
   return json(200, { url: `/object/upload/sign/${url}?token=${token}`, token })
 }
 
@@ -160,7 +163,10 @@ export async function signUpload(req: Request, ctx: StorageContext, c: Claims, b
 export async function uploadSigned(req: Request, ctx: StorageContext, bucket: string, name: string) {
   const payload = await verifySigned(ctx, req, bucket, name, 'upload')
   const owner = typeof payload.owner === 'string' ? payload.owner : null
-  const res = await upload(req, ctx, superuserWriter(ctx, owner), bucket, name, {
+  const session = typeof payload.impersonation_session === 'string'
+    ? payload.impersonation_session
+    : undefined
+  const res = await upload(req, ctx, superuserWriter(ctx, owner, session), bucket, name, {
     mode: 'insert',
     upsert: payload.upsert === true,
   })
