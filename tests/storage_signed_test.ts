@@ -162,6 +162,7 @@ test('storage signed upload URLs: uploadToSignedUrl writes as the signer, within
     const [row] =
       await sql`select owner, owner_id, metadata from storage.objects where bucket_id = ${buckets.priv} and name = ${path}`
     assert.deepEqual([row.owner, row.owner_id, row.metadata.mimetype], [A.id, A.id, 'text/plain'])
+    assert.equal(row.metadata.cacheControl, 'max-age=3600') // storage-js sent cacheControl "undefined"
     assert.equal(await (await a.download(path)).data!.text(), 'via signed url')
 
     // The same URL again: the object exists and the URL was made without upsert.

@@ -65,7 +65,8 @@ async function readUpload(req: Request, limit: number) {
   return {
     ...file,
     mimetype: file.mimetype || 'application/octet-stream',
-    cacheControl: file.cacheControl || '3600',
+    // Seconds only: storage-js sends "undefined" when uploadToSignedUrl is given no cacheControl.
+    cacheControl: /^\d+$/.test(file.cacheControl?.trim() ?? '') ? file.cacheControl!.trim() : '3600',
   }
 }
 
