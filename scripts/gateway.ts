@@ -1,7 +1,7 @@
 // The local stand-in for Supabase's API gateway:
 //   /rest/v1/*          -> PostgREST
 //   /functions/v1/<fn>/* -> the function's handler (a function named `api` sees /api/...)
-//   /storage/v1/*       -> the local object store (scripts/lib/storage.ts)
+//   /storage/v1/*       -> the local object store (scripts/lib/storage/)
 //   /realtime/v1/*      -> the Realtime stand-in (scripts/lib/realtime/): WebSocket, REST broadcast
 //   /auth/v1/*          -> the local Auth stand-in (scripts/lib/auth/), its e-mails to the
 //                          local inbox served on INBOX_PORT
@@ -11,7 +11,7 @@
 import postgres from 'postgres'
 import { drainNetQueue } from './lib/net_queue.ts'
 import { handleDocs } from './lib/docs.ts'
-import { handleStorage } from './lib/storage.ts'
+import { handleStorage } from './lib/storage/mod.ts'
 import { ROOT } from './lib/proc.ts'
 import { BodyTooLarge } from './lib/body.ts'
 import { proxyRest, restTarget } from './lib/proxy.ts'

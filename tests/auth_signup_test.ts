@@ -251,3 +251,14 @@ test("CORS: the browser's preflight on /auth/v1 is answered, and answers expose 
   assert.equal(res.headers.get('access-control-allow-origin'), '*')
   assert.match(res.headers.get('access-control-expose-headers') ?? '', /x-supabase-api-version/)
 })
+
+test('the seeded demo users sign in with the documented password; the super admin gets user_role', async () => {
+  await resetAuthRateLimits()
+  const client = appClient()
+  const wrong = await client.auth.signInWithPassword({ email: 'alice@example.com', password: 'not-the-password' })
+  assert.equal(wrong.error?.code, 'invalid_credentials')
+  const { data, error } = await client.auth.signInWithPassword({ email: 'admin@example.com', password: 'demo-password' })
+  assert.equal(error, null)
+  assert.equal(data.user?.id, '00000000-0000-4000-a000-000000000003')
+  assert.equal(claimsOf(data.session!.access_token).user_role, 'super_admin')
+})

@@ -1,4 +1,4 @@
-// The local object store (/storage/v1, scripts/lib/storage.ts) through supabase-js's storage
+// The local object store (/storage/v1, scripts/lib/storage/) through supabase-js's storage
 // client and raw HTTP against the live stack, plus the in-process handler with a temporary
 // root to check what lands on disk. Each run makes its own buckets and policies.
 import { strict as assert } from 'node:assert'
@@ -13,7 +13,7 @@ import {
   sql,
   type TestUser,
 } from './_helpers.ts'
-import { handleStorage } from '../scripts/lib/storage.ts'
+import { handleStorage } from '../scripts/lib/storage/mod.ts'
 
 const run = crypto.randomUUID().slice(0, 8)
 const PRIV = `storage-test-priv-${run}` // 1 KiB limit, text/plain and image/*

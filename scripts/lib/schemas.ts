@@ -150,10 +150,6 @@ export const MIGRATIONS_ONLY = [
     'role settings',
     "alter role anon/authenticated set jit, authenticator set pgrst.db_pre_request: roles are the platform's, not the database's",
   ],
-  [
-    'publication membership',
-    'notifications in supabase_realtime: that publication exists only on hosted Supabase',
-  ],
 ] as const
 
 /** The audit trigger private.attach_impersonation_audit gives every audited table (impersonation.sql). */

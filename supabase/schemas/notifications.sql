@@ -31,6 +31,9 @@ grant update (read_at)
 
 -- The inbox, newest first (and the foreign key).
 create index notifications_inbox on public.notifications (user_id, created_at desc, id desc);
+-- Realtime pushes each new notification to its recipient (the supabase_realtime publication is
+-- the platform's; Realtime checks each change against the subscriber's RLS before sending it).
+alter publication supabase_realtime add table public.notifications;
 create policy "notifications: recipients read their own" on public.notifications
   for select to authenticated
   using (user_id = (select auth.uid()));

@@ -1,0 +1,119 @@
+// One image transformation with ImageMagick (magick-wasm, the library the check-in photos use),
+// as Storage's imgproxy does it: upright (EXIF orientation applied), without metadata, resized
+//   cover   (default) to fill width x height, keeping the aspect ratio, the overflow cropped
+//           around the centre;
+//   contain to fit inside width x height, keeping the aspect ratio;
+//   fill    to exactly width x height, stretched;
+// with only one side given, the other follows the aspect ratio. An image is never enlarged
+// (imgproxy's default) except by `fill` with both sides given. Only the first frame of an
+// animation is rendered. The input is bounded before decoding as a check-in photo is
+// (checkPhotoSize: pixels, sides, frames), and ImageMagick's resource limits stand behind it.
+import {
+  Gravity,
+  ImageMagick,
+  MagickFormat,
+  MagickGeometry,
+  MagickReadSettings,
+} from '@imagemagick/magick-wasm'
+import {
+  checkPhotoSize,
+  loadImageMagick,
+  type PhotoType,
+  UnreadablePhoto,
+} from '../../../functions/_shared/workout_photo.ts'
+import type { TransformOptions } from './transform_options.ts'
+
+export interface Rendered {
+  bytes: Uint8Array
+  contentType: string
+}
+
+const READ_FORMAT: Record<PhotoType, MagickFormat> = {
+  'image/jpeg': MagickFormat.Jpeg,
+  'image/png': MagickFormat.Png,
+  'image/gif': MagickFormat.Gif,
+  'image/webp': MagickFormat.WebP,
+}
+const WRITE_FORMAT: Record<string, [MagickFormat, string]> = {
+  'image/jpeg': [MagickFormat.Jpeg, 'image/jpeg'],
+  'image/png': [MagickFormat.Png, 'image/png'],
+  'image/gif': [MagickFormat.Gif, 'image/gif'],
+  'image/webp': [MagickFormat.WebP, 'image/webp'],
+  'image/avif': [MagickFormat.Avif, 'image/avif'],
+}
+export const DEFAULT_QUALITY = 80
+const LOSSY = new Set(['image/jpeg', 'image/webp', 'image/avif'])
+
+/** The refused image's reason; the caller answers 422 as Storage passes on imgproxy's 422. */
+export class UnrenderableImage extends Error {}
+
+/** The output type: the asked format, else WebP for a client that accepts it (as Storage's
+ *  imgproxy detects), else the source's own. */
+export function outputType(source: PhotoType, o: TransformOptions, accept: string | null): string {
+  if (o.format === 'avif') return 'image/avif'
+  if (o.format === 'webp') return 'image/webp'
+  if (o.format === undefined && accept && /\bimage\/webp\b/i.test(accept)) return 'image/webp'
+  return source
+}
+
+/** The size to resize to and the box to crop to, from the source size and the options. */
+export function plan(w0: number, h0: number, o: TransformOptions) {
+  let { width: w, height: h } = o
+  if (!w && !h) return { resize: null, crop: null }
+  const mode = o.resize ?? 'cover'
+  if (mode === 'fill' && w && h) return { resize: { w, h, exact: true }, crop: null }
+  w ??= Math.max(1, Math.round((w0 * h!) / h0))
+  h ??= Math.max(1, Math.round((h0 * w) / w0))
+  const scale = Math.min(1, mode === 'contain' ? Math.min(w / w0, h / h0) : Math.max(w / w0, h / h0))
+  const rw = Math.max(1, Math.round(w0 * scale))
+  const rh = Math.max(1, Math.round(h0 * scale))
+  const resize = scale < 1 ? { w: rw, h: rh, exact: true } : null
+  const cw = Math.min(w, rw)
+  const ch = Math.min(h, rh)
+  const crop = mode !== 'contain' && (cw < rw || ch < rh) ? { w: cw, h: ch } : null
+  return { resize, crop }
+}
+
+export async function transformImage(
+  bytes: Uint8Array,
+  source: PhotoType,
+  o: TransformOptions,
+  accept: string | null,
+): Promise<Rendered> {
+  try {
+    checkPhotoSize(bytes, source)
+  } catch (e) {
+    if (e instanceof UnreadablePhoto) throw new UnrenderableImage(e.message)
+    throw e
+  }
+  await loadImageMagick()
+  const type = outputType(source, o, accept)
+  const [format, contentType] = WRITE_FORMAT[type]
+  try {
+    return ImageMagick.read(bytes, new MagickReadSettings({ format: READ_FORMAT[source] }), (image) => {
+      image.autoOrient()
+      image.strip()
+      const { resize, crop } = plan(image.width, image.height, o)
+      if (resize) {
+        const g = new MagickGeometry(resize.w, resize.h)
+        g.ignoreAspectRatio = resize.exact
+        image.resize(g)
+      }
+      if (crop) {
+        image.crop(new MagickGeometry(crop.w, crop.h), Gravity.Center)
+        image.resetPage() // drop the crop's canvas offset, which GIF and PNG would keep
+      }
+      // Quality is for the lossy encoders; for PNG and GIF ImageMagick would read it as zlib settings.
+      if (LOSSY.has(contentType)) image.quality = o.quality ?? DEFAULT_QUALITY
+      let out: Uint8Array | undefined
+      image.write(format, (data) => {
+        out = new Uint8Array(data) // a copy: data lives in the module's memory
+      })
+      if (!out?.length) throw new UnrenderableImage('the image could not be encoded')
+      return { bytes: out, contentType }
+    })
+  } catch (e) {
+    if (e instanceof UnrenderableImage || e instanceof WebAssembly.RuntimeError) throw e
+    throw new UnrenderableImage(`not a readable ${source.slice(6).toUpperCase()} image`)
+  }
+}
