@@ -812,11 +812,14 @@ grant execute on function private.entry_track(text) to anon, authenticated, serv
 -- written without a text (a client inserting into journal_entries alone) reads as an empty
 -- text for them, never as hidden.
 create or replace function private.sees_whole_entry(owner uuid) returns boolean
-language plpgsql stable security definer
+language plpgsql stable
 set search_path = ''
 as $$
 begin
-  return coalesce(owner = (select auth.uid()), false) or private.is_super_admin();
+  if (select auth.uid()) is null then
+    return false; -- anonymous: neither an owner nor a super admin (and not granted is_super_admin)
+  end if;
+  return owner = (select auth.uid()) or private.is_super_admin();
 end
 $$;
 comment on function private.sees_whole_entry(uuid) is

@@ -200,11 +200,14 @@ $function$;
 CREATE OR REPLACE FUNCTION private.sees_whole_entry(owner uuid)
  RETURNS boolean
  LANGUAGE plpgsql
- STABLE SECURITY DEFINER
+ STABLE
  SET search_path TO ''
 AS $function$
 begin
-  return coalesce(owner = (select auth.uid()), false) or private.is_super_admin();
+  if (select auth.uid()) is null then
+    return false; -- anonymous: neither an owner nor a super admin (and not granted is_super_admin)
+  end if;
+  return owner = (select auth.uid()) or private.is_super_admin();
 end
 $function$;
 
