@@ -127,11 +127,17 @@ export interface ReceivedReply {
 export async function checkReply(baseUrl: string, method: string, url: string, reply: ReceivedReply): Promise<void> {
   const path = new URL(url, 'http://x').pathname
   if (!path.startsWith('/api/') || method === 'OPTIONS' || method === 'HEAD') return
-  loading ??= load(baseUrl)
+  loading ??= load(baseUrl).catch((e) => {
+    loading = undefined // a stack that was briefly down is asked again next time
+    throw e
+  })
   const contract = await loading
   const op = operationFor(contract, method, path)
   if (!op) return
   const where = `${method} ${op.template} → ${reply.status}`
+  // CONTRACT_LOG=<file>: which operations and statuses the tests reached, one line per reply.
+  const log = Deno.env.get('CONTRACT_LOG')
+  if (log) await Deno.writeTextFile(log, `${method} ${op.template} ${reply.status}\n`, { append: true })
   const shortBody = () => (reply.text ?? '').slice(0, 600)
   const declared = op.responses[String(reply.status)]
   if (!declared) throw new Error(`contract: ${where} is not a documented status (${Object.keys(op.responses).join(', ')}); body ${shortBody()}`)
