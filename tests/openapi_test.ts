@@ -213,6 +213,18 @@ test('CORS on /functions/v1: a preflight allows every request header the documen
   const exposed = reply.headers.get('access-control-expose-headers')!.split(',').map((h) => h.trim().toLowerCase())
   assert.deepEqual(responseHeaders.filter((h) => !exposed.includes(h)), [], 'every documented reply header exposed')
   assert.ok(exposed.includes('x-relay-error'), 'the header functions.invoke reads')
+  // A function that does not exist: the browser still reads the 404 (and its preflight).
+  const pre = await fetch(`${API_URL}/functions/v1/nope`, {
+    method: 'OPTIONS',
+    headers: { origin: 'http://localhost:3000', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization' },
+  })
+  await pre.body?.cancel()
+  assert.equal(pre.status, 204)
+  assert.equal(pre.headers.get('access-control-allow-origin'), '*')
+  const missing = await fetch(`${API_URL}/functions/v1/nope`, { headers: { origin: 'http://localhost:3000' } })
+  assert.equal(missing.status, 404)
+  assert.equal(missing.headers.get('access-control-allow-origin'), '*')
+  assert.match((await missing.json()).error, /No function named nope/)
 })
 
 test('OpenAPI: each error status has an example of its own; Idempotency-Key is a header parameter where accepted', async () => {
