@@ -124,7 +124,8 @@ export interface ReceivedReply {
  * no documented operation (unknown paths, methods a path does not serve, preflights) are the
  * router's 404/204 and are not checked here.
  */
-export async function checkReply(baseUrl: string, method: string, url: string, reply: ReceivedReply): Promise<void> {
+export async function checkReply(baseUrl: string, requestMethod: string, url: string, reply: ReceivedReply): Promise<void> {
+  const method = requestMethod.toUpperCase()
   const path = new URL(url, 'http://x').pathname
   if (!path.startsWith('/api/') || method === 'OPTIONS' || method === 'HEAD') return
   loading ??= load(baseUrl).catch((e) => {

@@ -185,7 +185,7 @@ export function endpoint<
   // Documented only: the handler checks the key and names it in its own messages.
   if (d.idempotencyKey) {
     request.headers = z.object({
-      'idempotency-key': z.string().optional().openapi({ description: d.idempotencyKey, example: 'purchase-2026-11-26-1' }),
+      'idempotency-key': z.string().optional().openapi({ description: d.idempotencyKey, example: '5f1d2c3a-8e4b-4c7d-9a10-2b3c4d5e6f70' }),
     })
   }
   const status = d.status ?? 200
