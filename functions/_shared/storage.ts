@@ -26,6 +26,20 @@ export class StorageError extends Error {
 }
 
 /**
+ * The status of a failed Storage request. Hosted Storage answers most errors with HTTP 400 and
+ * puts the real status in the body's `statusCode` ("413", "415", "409", ...), so that is read first.
+ */
+export function storageErrorStatus(httpStatus: number, body: string): number {
+  try {
+    const code = Number((JSON.parse(body) as { statusCode?: unknown }).statusCode)
+    if (Number.isInteger(code) && code >= 400 && code <= 599) return code
+  } catch {
+    // not JSON: the HTTP status is all there is
+  }
+  return httpStatus
+}
+
+/**
  * The `{timestamp}` part of a new object's name: the time in ms and 64 random bits, so two
  * objects made in the same millisecond never share a name (uploads never overwrite: a clash
  * would be a failed write).
@@ -59,7 +73,8 @@ export async function uploadObject(
   })
   if (!res.ok) {
     const detail = await res.text().catch(() => '')
-    throw new StorageError(res.status, `storing ${bucket}/${name} failed: ${res.status} ${detail.slice(0, 300)}`)
+    const status = storageErrorStatus(res.status, detail)
+    throw new StorageError(status, `storing ${bucket}/${name} failed: ${status} ${detail.slice(0, 300)}`)
   }
   await res.body?.cancel()
   return publicObjectUrl(bucket, name)

@@ -262,7 +262,8 @@ update public.encouragement_sent_drops set engagement_checked = false, bonus_dro
  where id = 'e1000000-0000-4000-8000-0000000000d1';
 select is((select (public.process_encouragement_engagement() ->> 'bonuses_awarded')::int), 0,
   're-judging a drop of an already paid pair and day pays nothing');
-select is((select count(*)::integer from private.job_runs where job = 'process-engagement' and started_at >= now()), 3, 'each run is logged');
+-- Runs of this transaction only (finished_at defaults to its now()): the hourly cron job may log one meanwhile.
+select is((select count(*)::integer from private.job_runs where job = 'process-engagement' and finished_at = now()), 3, 'each run is logged');
 
 -- ---------------------------------------------------------------------------------------
 -- Engagement means the recipient became more engaged than their baseline.
