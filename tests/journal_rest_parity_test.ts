@@ -219,6 +219,10 @@ test('journal_feed over PostgREST (rpc) and /api/journal?scope=visible give the 
     new Set(f.cases.filter((c) => expected(c, anonViewer).content).map((c) => c.id)),
     'anonymous: search never matches hidden text',
   )
+  const anonStats = await clientAs().rpc('journal_stats', { scope: 'visible' })
+  assert.equal(anonStats.error, null, JSON.stringify(anonStats.error))
+  assert.equal(anonStats.data.tags.find((t: any) => t.tag === f.tag)?.count ?? 0, anonRest.size, 'anonymous: stats over the public entries')
+  assert.equal((await clientAs().rpc('journal_stats', {})).data.count, 0, 'anonymous: no entries of their own to count')
   const anonOwn = await clientAs().rpc('journal_feed', { tag: f.tag })
   assert.equal(anonOwn.error, null, JSON.stringify(anonOwn.error))
   assert.deepEqual(anonOwn.data, [], 'anonymous: no entries of their own')

@@ -1202,7 +1202,8 @@ comment on function private.visible_entry_page_ids(uuid, uuid, uuid, text, text,
   'journal_feed reads them under RLS. Proposes only: never returns rows or content.';
 grant execute on function private.visible_entry_page_ids(uuid, uuid, uuid, text, text, timestamptz, uuid, integer) to authenticated;
 
--- GET /api/journal/stats: counts, tags and moods over the entries the caller may see.
+-- GET /api/journal/stats: counts, tags and moods over the entries the caller may see (for anon,
+-- the public ones: RLS decides, as for journal_feed).
 create or replace function public.journal_stats(scope text default 'own')
 returns jsonb
 language sql stable
@@ -1220,7 +1221,7 @@ as $$
                          from (select mood, count(*) as n from visible where mood is not null group by mood) y), '[]'::jsonb)
   )
 $$;
-grant execute on function public.journal_stats(text) to authenticated;
+grant execute on function public.journal_stats(text) to anon, authenticated;
 
 -- ---------------------------------------------------------------------------------------------
 -- Mentions
