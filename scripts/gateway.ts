@@ -19,6 +19,7 @@ import { createRealtime } from './lib/realtime/server.ts'
 import { type AuthContext, handleAuth } from './lib/auth/index.ts'
 import { loadAuthConfig } from './lib/auth/config.ts'
 import { handleInbox } from './lib/auth/inbox.ts'
+import { preflight, withCors } from '../functions/_shared/cors.ts'
 
 const env = (k: string) => {
   const v = Deno.env.get(k)
@@ -76,7 +77,8 @@ async function route(req: Request, clientIp: string): Promise<Response> {
     const name = rest.split('/')[1]
     // Functions run in this process: only a folder of functions/ is a name (never a path or host).
     const handler = /^[a-z][a-z0-9_-]*$/.test(name) ? functions.get(name) : undefined
-    if (!handler) return json(404, { error: `No function named ${name}` })
+    // A browser reads this 404 (and its preflight) only with the functions' CORS headers.
+    if (!handler) return preflight(req) ?? withCors(json(404, { error: `No function named ${name}` }))
     const inner = new URL(rest + url.search, url.origin)
     return await handler(new Request(inner, req))
   }

@@ -4,6 +4,7 @@ import postgres from 'postgres'
 import { createClient } from '@supabase/supabase-js'
 import { SignJWT } from 'jose'
 import { mintUserToken, signClaims } from '../scripts/lib/tokens.ts'
+import { checkReply } from './_contract.ts'
 
 const need = (k: string) => {
   const v = Deno.env.get(k)
@@ -45,7 +46,10 @@ export interface ApiResponse<T = any> {
   headers: Headers
 }
 
-/** Calls an edge-function endpoint through the gateway: api('/api/user/profile', {token}). */
+const FUNCTIONS_URL = `${API_URL}/functions/v1`
+
+/** Calls an edge-function endpoint through the gateway: api('/api/user/profile', {token}). The
+ *  reply must be one the route documents (tests/_contract.ts), or the call throws. */
 export async function api<T = any>(
   path: string,
   o: { method?: string; token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
@@ -56,17 +60,26 @@ export async function api<T = any>(
   if (o.rawBody !== undefined) body = o.rawBody
   else if (o.body !== undefined) body = JSON.stringify(o.body)
   if (body !== undefined) headers['content-type'] ??= 'application/json'
-  const res = await fetch(`${API_URL}/functions/v1${path}`, {
-    method: o.method ?? (body === undefined ? 'GET' : 'POST'),
-    headers,
-    body,
-  })
+  const method = o.method ?? (body === undefined ? 'GET' : 'POST')
+  const res = await fetch(`${FUNCTIONS_URL}${path}`, { method, headers, body })
   const text = await res.text()
+  if (!res.redirected) await checkReply(FUNCTIONS_URL, method, path, { status: res.status, headers: res.headers, text })
   let parsed: unknown = text
   try {
     parsed = text ? JSON.parse(text) : null
   } catch { /* not JSON */ }
   return { status: res.status, body: parsed as T, headers: res.headers }
+}
+
+/** fetch for an edge-function path through the gateway (multipart uploads, binary replies),
+ *  its reply checked against the contract as api() does. */
+export async function apiFetch(path: string, init: RequestInit = {}): Promise<Response> {
+  const res = await fetch(`${FUNCTIONS_URL}${path}`, init)
+  if (!res.redirected) {
+    const text = await res.clone().text()
+    await checkReply(FUNCTIONS_URL, init.method ?? 'GET', path, { status: res.status, headers: res.headers, text })
+  }
+  return res
 }
 
 /** A supabase-js client acting as the given user (or anonymous), talking to PostgREST. */

@@ -7,7 +7,7 @@ import { HttpError } from '../functions/_shared/errors.ts'
 import { signingSecret } from '../functions/api/routes/impersonation.ts'
 import { connected } from './_music.ts'
 import { createPack } from './_tone_packs.ts'
-import { ANON_KEY, API_URL, api, assertError, clientAs, createUser, JWT_SECRET, SERVICE_ROLE_KEY, signClaims, sql, test, type TestUser } from './_helpers.ts'
+import { ANON_KEY, API_URL, api, apiFetch, assertError, clientAs, createUser, JWT_SECRET, SERVICE_ROLE_KEY, signClaims, sql, test, type TestUser } from './_helpers.ts'
 import { hhmm, middayZone, plainPng } from './_workout_photos.ts'
 
 const admin = await createUser({ superAdmin: true, prefix: 'imp-admin' })
@@ -277,7 +277,7 @@ test('every write of a session is audited whatever the table or path: labs, purc
   const form = new FormData()
   form.append('photo', new File([plainPng() as Uint8Array<ArrayBuffer>], 'p.png', { type: 'image/png' }))
   form.append('activityType', 'walk')
-  const checkinRes = await fetch(`${API_URL}/functions/v1/api/workout-window/checkin`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form })
+  const checkinRes = await apiFetch('/api/workout-window/checkin', { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form })
   const checkin = { status: checkinRes.status, body: await checkinRes.json() }
   ok(checkin, 'check-in')
   const objectName = `${target.id}/direct-${crypto.randomUUID()}.png`

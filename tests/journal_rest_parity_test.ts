@@ -5,7 +5,7 @@
 // answers SPEC's visibility rules give, and the same answers as each other. The internal scope
 // columns stay out of anonymous clients' reach.
 import { strict as assert } from 'node:assert'
-import { api, clientAs, createUser, orgWith, postEntry, postNotebook, type SharingWorld, sharingWorld, teamWith, test, type TestUser } from './_helpers.ts'
+import { api, clientAs, createUser, orgWith, postEntry, postNotebook, type SharingWorld, sharingWorld, sql, teamWith, test, type TestUser } from './_helpers.ts'
 
 const LEVELS = ['user', 'team', 'org', 'public'] as const
 type Level = typeof LEVELS[number]
@@ -204,10 +204,28 @@ test('journal_feed over PostgREST (rpc) and /api/journal?scope=visible give the 
     const count = stats.data.tags.find((t: any) => t.tag === f.tag)?.count ?? 0
     assert.equal(count, wanted.length, `${v.name}: stats`)
   }
-  // Anonymous callers do not get the feed (or get nothing that is not public).
-  const anon = await clientAs().rpc('journal_feed', { scope: 'visible', tag: f.tag, page_size: 100 })
+  // Anonymous callers get the public entries from the feed, exactly as journal_entry_details
+  // shows them to anon (public is anyone); their own feed is empty.
   const anonViewer = f.viewers.find((v) => v.name === 'anonymous')!
-  assert.ok(anon.error || anon.data.every((r: any) => expected(f.cases.find((c) => c.id === r.id)!, anonViewer).meta))
+  const anon = await clientAs().rpc('journal_feed', { scope: 'visible', tag: f.tag, page_size: 100 })
+  assert.equal(anon.error, null, JSON.stringify(anon.error))
+  assert.deepEqual(new Set(anon.data.map((r: any) => r.id)), new Set(f.cases.filter((c) => expected(c, anonViewer).meta).map((c) => c.id)))
+  const anonRest = await restDetails(f, anonViewer)
+  assert.equal(anon.data.length, anonRest.size)
+  for (const row of anon.data) assert.deepEqual(row, anonRest.get(row.id), 'anonymous: feed row and details row agree')
+  const anonSearch = await clientAs().rpc('journal_feed', { scope: 'visible', tag: f.tag, search: 'for @[Tea]', page_size: 100 })
+  assert.deepEqual(
+    new Set(anonSearch.data.map((r: any) => r.id)),
+    new Set(f.cases.filter((c) => expected(c, anonViewer).content).map((c) => c.id)),
+    'anonymous: search never matches hidden text',
+  )
+  const anonStats = await clientAs().rpc('journal_stats', { scope: 'visible' })
+  assert.equal(anonStats.error, null, JSON.stringify(anonStats.error))
+  assert.equal(anonStats.data.tags.find((t: any) => t.tag === f.tag)?.count ?? 0, anonRest.size, 'anonymous: stats over the public entries')
+  assert.equal((await clientAs().rpc('journal_stats', {})).data.count, 0, 'anonymous: no entries of their own to count')
+  const anonOwn = await clientAs().rpc('journal_feed', { tag: f.tag })
+  assert.equal(anonOwn.error, null, JSON.stringify(anonOwn.error))
+  assert.deepEqual(anonOwn.data, [], 'anonymous: no entries of their own')
 })
 
 test('PostgREST embedding notebooks?select=*,journal_entries(*) respects the entries\' own visibility', async () => {
@@ -325,4 +343,63 @@ test('PostgREST: anonymous clients do not read the internal scope columns; publi
   assert.deepEqual(details.data, [{ id, content: null, content_hidden: true }])
   const signedIn = await clientAs((await createUser()).token).from('journal_entry_contents').select('entry_id, content_scope_id')
   assert.ok(signedIn.error, 'signed-in clients do not read the contents\' scope columns either')
+})
+
+test('direct writes are refused in words, naming the field as /api does (table, RPC, notebooks)', async () => {
+  const w = await sharingWorld()
+  const db = clientAs(w.owner.token)
+  const cases: [string, PromiseLike<{ error: any }>, string][] = [
+    ['insert team level', db.from('journal_entries').insert({ title: 'x', metadata_visibility: 'team' }), 'team_id: required when a visibility is team'],
+    ['insert org level', db.from('journal_entries').insert({ title: 'x', content_visibility: 'org' }), 'org_id: required when a visibility is org'],
+    ['insert bad level', db.from('journal_entries').insert({ title: 'x', metadata_visibility: 'friends' }), 'metadata_visibility: must be one of user, team, org, public'],
+    ['insert empty title', db.from('journal_entries').insert({ title: '' }), 'title: must not be empty'],
+    ['insert long title', db.from('journal_entries').insert({ title: 'x'.repeat(201) }), 'title: must be at most 200 characters'],
+    ['insert long mood', db.from('journal_entries').insert({ title: 'x', mood: 'm'.repeat(51) }), 'mood: must be at most 50 characters'],
+    ['insert bad tags', db.from('journal_entries').insert({ title: 'x', tags: [''] }), 'tags: at most 20 tags, each 1 to 50 characters'],
+    ['rpc create', db.rpc('create_journal_entry', { title: 'x', content: 'y', content_visibility: 'team' }), 'team_id: required when a visibility is team'],
+    ['notebook team level', db.from('notebooks').insert({ name: 'n', metadata_visibility: 'team' }), 'team_id: required when a visibility is team'],
+    ['notebook blank name', db.from('notebooks').insert({ name: '   ' }), 'name: must not be empty'],
+  ]
+  for (const [what, reply, message] of cases) {
+    const { error } = await reply
+    assert.equal(error?.message, message, what)
+    assert.equal(error?.code, '23514', what)
+  }
+  const mine = await postEntry(w.owner, { title: 'mine', content: 'x' })
+  const patch = await db.from('journal_entries').update({ content_visibility: 'org' }).eq('id', mine.id)
+  assert.equal(patch.error?.message, 'org_id: required when a visibility is org')
+  const rpcPatch = await db.rpc('update_journal_entry', { entry_id: mine.id, patch: { metadata_visibility: 'team' } })
+  assert.equal(rpcPatch.error?.message, 'team_id: required when a visibility is team')
+  // /api answers the same words (its own check or the database's).
+  const viaApi = await api('/api/journal', { token: w.owner.token, body: { title: 'x', content: 'y', metadata_visibility: 'team' } })
+  assert.equal(viaApi.status, 400)
+  assert.equal(viaApi.body.error, 'team_id: required when a visibility is team')
+  const [{ n }] = await sql`select count(*)::int as n from public.journal_entries where user_id = ${w.owner.id}`
+  assert.equal(n, 1, 'nothing refused was written')
+})
+
+test('an entry its owner inserts straight into journal_entries reads whole for them: empty text, content_hidden false', async () => {
+  const w = await sharingWorld()
+  const db = clientAs(w.owner.token)
+  const { data, error } = await db.from('journal_entries')
+    .insert({ title: 'no text yet', metadata_visibility: 'team', content_visibility: 'team', team_id: w.teamId }).select('id').single()
+  assert.equal(error, null, JSON.stringify(error))
+  const id = data!.id
+  const details = await db.from('journal_entry_details').select('content, content_hidden').eq('id', id).single()
+  assert.deepEqual(details.data, { content: '', content_hidden: false })
+  const feed = await db.rpc('journal_feed', {})
+  assert.deepEqual(feed.data.filter((r: any) => r.id === id).map((r: any) => [r.content, r.content_hidden]), [['', false]])
+  const visible = await db.rpc('journal_feed', { scope: 'visible' })
+  assert.deepEqual(visible.data.filter((r: any) => r.id === id).map((r: any) => [r.content, r.content_hidden]), [['', false]])
+  const viaApi = await api(`/api/journal/${id}`, { token: w.owner.token })
+  assert.equal(viaApi.status, 200)
+  assert.equal(viaApi.body.content_hidden ?? viaApi.body.entry?.content_hidden, false)
+  // Super admins see every entry whole (rule 6).
+  const admin = await clientAs(w.superAdmin.token).from('journal_entry_details').select('content, content_hidden').eq('id', id).single()
+  assert.deepEqual(admin.data, { content: '', content_hidden: false })
+  // Writing the text afterwards (the two-step direct path) still works and shows it.
+  const text = await db.from('journal_entry_contents').insert({ entry_id: id, content: 'now written' })
+  assert.equal(text.error, null)
+  const after = await clientAs(w.teammate.token).from('journal_entry_details').select('content, content_hidden').eq('id', id).single()
+  assert.deepEqual(after.data, { content: 'now written', content_hidden: false })
 })

@@ -125,6 +125,16 @@ test('opportunities and dream videos: same review flow; classroom accounts canno
   assertError(await api('/api/labs/videos', { token: user.token, body: { title: 'x', video_url: 'http://insecure' } }), 400, 'video_url')
   assertError(await api('/api/labs/videos', { token: classroom.token, body: { title: 'x', video_url: 'https://videos.example/2' } }), 403, 'classroom')
   assert.equal((await sql`select count(*)::int as n from private.labs_dream_video_private where submitter_id = ${classroom.id}`)[0].n, 0)
+  const pendingVideos = await api('/api/labs/admin/videos/pending?limit=100', { token: admin.token })
+  assert.equal(pendingVideos.status, 200)
+  assert.ok(pendingVideos.body.videos.some((v: { id: string }) => v.id === video.body.video.id), 'the submitted video is pending')
+  const declinedOpp = await api('/api/labs/opportunities', {
+    token: user.token,
+    body: { kind: 'fellowship', title: 'Declined fellowship', url: 'https://example.org/d', contact_email: 'hr@example.org', contact_name: 'HR' },
+  })
+  const declined = await api(`/api/labs/admin/opportunities/${declinedOpp.body.opportunity.id}/decline`, { token: admin.token, body: { reason: 'not a fellowship' } })
+  assert.equal(declined.status, 200)
+  assert.equal(declined.body.status, 'declined')
   assertError(await api(`/api/labs/admin/videos/${video.body.video.id}/decline`, { token: admin.token, body: {} }), 400, 'reason')
   assert.equal((await api(`/api/labs/admin/videos/${video.body.video.id}/decline`, { token: admin.token, body: { reason: 'off topic' } })).body.status, 'declined')
   assertError(await api('/api/labs/videos', { body: { title: 'x', video_url: 'https://v.example/3' } }), 401)

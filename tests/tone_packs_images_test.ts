@@ -5,7 +5,7 @@ import { strict as assert } from 'node:assert'
 import { encode } from 'fast-png'
 import { createClient } from '@supabase/supabase-js'
 import { TONES } from '../functions/_shared/tone.ts'
-import { ANON_KEY, api, API_URL, assertError, clientAs, createUser, postEntry, SERVICE_ROLE_KEY, sql, test, type TestUser } from './_helpers.ts'
+import { ANON_KEY, api, API_URL, apiFetch, assertError, clientAs, createUser, postEntry, SERVICE_ROLE_KEY, sql, test, type TestUser } from './_helpers.ts'
 import { aiMarker, aiRequests, scriptAi } from './fakes/ai_control.ts'
 import { createPack } from './_tone_packs.ts'
 
@@ -30,7 +30,7 @@ const smallPng = () => encode({ width: 8, height: 8, data: new Uint8Array(8 * 8 
 function upload(u: TestUser | null, packId: string, tone: string, file?: { bytes: Uint8Array; type: string; name?: string }) {
   const form = new FormData()
   if (file) form.append('file', new Blob([file.bytes as Uint8Array<ArrayBuffer>], { type: file.type }), file.name ?? 'icon')
-  return fetch(`${API_URL}/functions/v1/api/tone-packs/${packId}/images/${tone}`, {
+  return apiFetch(`/api/tone-packs/${packId}/images/${tone}`, {
     method: 'PUT',
     headers: u ? { authorization: `Bearer ${u.token}` } : {},
     body: form,

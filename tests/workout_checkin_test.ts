@@ -7,7 +7,7 @@
 // the day status, the review queue and the notifications inbox.
 import { strict as assert } from 'node:assert'
 import exifr from 'exifr'
-import { ANON_KEY, API_URL, api, assertError, clientAs, createUser, SERVICE_ROLE_KEY, sql, test, type TestUser } from './_helpers.ts'
+import { ANON_KEY, API_URL, api, apiFetch, assertError, clientAs, createUser, SERVICE_ROLE_KEY, sql, test, type TestUser } from './_helpers.ts'
 import {
   dimensions,
   exifBlock,
@@ -38,7 +38,7 @@ const W = '/api/workout-window'
 async function checkin(user: TestUser | null, fields: Record<string, string | Blob>) {
   const form = new FormData()
   for (const [k, v] of Object.entries(fields)) form.append(k, v)
-  const res = await fetch(`${API_URL}/functions/v1${W}/checkin`, {
+  const res = await apiFetch(`${W}/checkin`, {
     method: 'POST',
     headers: user ? { authorization: `Bearer ${user.token}` } : {},
     body: form,

@@ -1,11 +1,33 @@
 // CORS for browser clients, the same on every function.
+
+/** Request headers a browser may send: what supabase-js's functions.invoke sends (authorization,
+ *  apikey, x-client-info, content-type, x-region) and every header the API documents
+ *  (credentials, Idempotency-Key, the webhook signatures). A test compares it with the
+ *  OpenAPI document. */
+export const ALLOWED_REQUEST_HEADERS = [
+  'authorization',
+  'x-client-info',
+  'apikey',
+  'content-type',
+  'x-region',
+  'x-cron-secret',
+  'idempotency-key',
+  'stripe-signature',
+  'svix-id',
+  'svix-timestamp',
+  'svix-signature',
+]
+
+/** Reply headers a browser shows a script beyond the basic ones: those the API documents
+ *  (Retry-After) and x-relay-error, which functions.invoke reads. */
+export const EXPOSED_RESPONSE_HEADERS = ['retry-after', 'x-relay-error']
+
 export const corsHeaders: Record<string, string> = {
   'access-control-allow-origin': '*',
-  'access-control-allow-headers': 'authorization, x-client-info, apikey, content-type, x-cron-secret',
+  'access-control-allow-headers': ALLOWED_REQUEST_HEADERS.join(', '),
   'access-control-allow-methods': 'GET, POST, PUT, PATCH, DELETE, OPTIONS',
   'access-control-max-age': '86400',
-  // A browser shows a script only these reply headers beyond the basic ones.
-  'access-control-expose-headers': 'retry-after',
+  'access-control-expose-headers': EXPOSED_RESPONSE_HEADERS.join(', '),
 }
 
 /** Answers a preflight, or returns null for any other request. */

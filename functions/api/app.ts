@@ -4,6 +4,7 @@ import { OpenAPIHono } from '@hono/zod-openapi'
 import { bodyLimit } from 'hono/body-limit'
 import { HTTPException } from 'hono/http-exception'
 import { corsHeaders } from '../_shared/cors.ts'
+import { optionalEnv } from '../_shared/env.ts'
 import { badRequest, HttpError } from '../_shared/errors.ts'
 import { unstorableValue } from '../_shared/validation.ts'
 import type { ApiEnv } from './credentials.ts'
@@ -109,8 +110,18 @@ app.doc31('/openapi.json', (c) => ({
     description: 'The edge-function API (`/functions/v1/api/...`). Every error body is `{error}`. ' +
       'Tables and RPCs are also served by PostgREST at `/rest/v1` with the same rules (RLS).',
   },
-  servers: [{ url: new URL(c.req.url).origin + new URL(c.req.url).pathname.replace(/\/api\/openapi\.json$/, '') }],
+  servers: [{ url: functionsBaseUrl(c.req.url), description: 'This project\'s edge functions' }],
 }))
+
+/**
+ * Where the paths of the document (/api/...) are served: <project URL>/functions/v1. The
+ * project URL is SUPABASE_URL (set on hosted Supabase and by the local stack); a function never
+ * sees the /functions/v1 prefix in its own request URL, so the request only stands in for it.
+ */
+function functionsBaseUrl(requestUrl: string): string {
+  const project = optionalEnv('SUPABASE_URL') ?? new URL(requestUrl).origin
+  return `${project.replace(/\/+$/, '')}/functions/v1`
+}
 
 app.notFound((c) => c.json({ error: `No route for ${c.req.method} ${c.req.path}` }, 404))
 

@@ -26,10 +26,16 @@ export type Credential =
   | { signature: 'stripe' | 'svix' } // a provider-signed webhook; the handler verifies it
 
 export const ErrorBody = z.object({ error: z.string() }).openapi('Error', {
-  description: 'Every error body (SPEC Errors 1).',
-  example: { error: 'title: must not be empty' },
+  description: 'Every error body (SPEC Errors 1): a message for people, naming the field when the input was wrong.',
 })
 export const Message = z.object({ message: z.string() }).openapi('Message')
+/**
+ * `schema | null` for a reply field. zod-to-openapi renders `.nullable()` of a schema registered
+ * as a component wrongly (the component itself turns nullable, or null is refused where it is
+ * used); a union with null renders as `anyOf: [$ref, {type: null}]`.
+ */
+export const orNull = <T extends z.ZodType>(schema: T) => z.union([schema, z.null()])
+
 /** The cursor of the next page of a newest-first list, or null at the end. */
 export const NextCursor = z.string().nullable().openapi({ description: 'Pass as `before` for the next page; null at the end.' })
 
@@ -41,6 +47,7 @@ const ERROR_TEXT: Record<number, string> = {
   404: 'Not found (or not visible to the caller)',
   409: 'Conflict with the current state',
   413: 'Body too large',
+  422: 'Well-formed but refused (the message says why)',
   429: 'A limit was reached; try again later',
   500: 'Internal error',
   501: 'Not available in this deployment',
@@ -48,6 +55,34 @@ const ERROR_TEXT: Record<number, string> = {
   503: 'The database or a provider is unavailable (or not configured)',
   504: 'The upstream provider did not answer in time',
 }
+
+/** A typical {error} of each status, shown as that reply's example. */
+const ERROR_EXAMPLE: Record<number, string> = {
+  400: 'title: must not be empty',
+  401: 'Missing bearer token',
+  402: 'insufficient drops: balance 40, price 100',
+  403: 'Insufficient permissions',
+  404: 'Not found',
+  409: 'A sync of this account is already running',
+  413: 'The body is larger than 1 MB',
+  422: 'Idempotency-Key: already used for another purchase',
+  429: 'Daily limit for tone pack images reached; try again tomorrow (UTC)',
+  500: 'Internal error',
+  501: 'Not available in this deployment',
+  502: 'The AI provider failed',
+  503: 'The database is unavailable; try again shortly',
+  504: 'The AI provider did not answer in time',
+}
+
+/** Reply headers documented on a status, every route alike. */
+const RETRY_AFTER = {
+  'Retry-After': {
+    description: 'Seconds to wait before repeating the request (a 503 sends it when a concurrent change got in the way).',
+    schema: { type: 'integer' as const, minimum: 0 },
+    required: false,
+  },
+}
+const ERROR_HEADERS: Record<number, typeof RETRY_AFTER> = { 429: RETRY_AFTER, 503: RETRY_AFTER }
 
 type Method = 'get' | 'post' | 'put' | 'delete' | 'patch'
 type AnyObject = z.ZodType<Record<string, unknown>>
@@ -80,6 +115,8 @@ export interface EndpointDef<
   responseDescription?: string
   /** Error statuses beyond those the credential and request imply. */
   errors?: readonly number[]
+  /** The route honours an Idempotency-Key header (its rules, for the parameter's description). */
+  idempotencyKey?: string
 }
 
 type RequestOf<Params, Query, Body> =
@@ -145,6 +182,12 @@ export function endpoint<
   if (d.query) request.query = d.query
   if (d.body) request.body = { content: { 'application/json': { schema: d.body } }, required: d.bodyRequired ?? true }
   if (d.multipart) request.body = { content: { 'multipart/form-data': { schema: d.multipart } }, required: true }
+  // Documented only: the handler checks the key and names it in its own messages.
+  if (d.idempotencyKey) {
+    request.headers = z.object({
+      'idempotency-key': z.string().optional().openapi({ description: d.idempotencyKey, example: '5f1d2c3a-8e4b-4c7d-9a10-2b3c4d5e6f70' }),
+    })
+  }
   const status = d.status ?? 200
   const responses: RouteConfig['responses'] = {
     [status]: {
@@ -153,7 +196,11 @@ export function endpoint<
     },
   }
   for (const code of errorStatuses(d)) {
-    responses[code] = { description: ERROR_TEXT[code] ?? 'Error', content: { 'application/json': { schema: ErrorBody } } }
+    responses[code] = {
+      description: ERROR_TEXT[code] ?? 'Error',
+      ...(ERROR_HEADERS[code] ? { headers: ERROR_HEADERS[code] } : {}),
+      content: { 'application/json': { schema: ErrorBody, example: { error: ERROR_EXAMPLE[code] ?? ERROR_TEXT[code] ?? 'Error' } } },
+    }
   }
   return createRoute({
     method: d.method,

@@ -227,6 +227,52 @@ create trigger notebooks_gate before insert or update or delete on public.notebo
 -- Derivation and validation
 -- ---------------------------------------------------------------------------------------------
 
+-- The write rules of an entry's and a notebook's fields (SPEC visibility 4 and the field
+-- limits) with the field named in words, as /api says them, so a client writing the table
+-- straight (PostgREST, an RPC) reads the same message. Raised by the BEFORE triggers below;
+-- the check constraints stay as the last word.
+create or replace function private.check_levels(metadata_visibility text, content_visibility text, team_id uuid, org_id uuid)
+returns void
+language plpgsql immutable
+set search_path = ''
+as $$
+begin
+  if not private.valid_visibility(check_levels.metadata_visibility) then
+    raise exception 'metadata_visibility: must be one of user, team, org, public' using errcode = '23514';
+  end if;
+  if not private.valid_visibility(check_levels.content_visibility) then
+    raise exception 'content_visibility: must be one of user, team, org, public' using errcode = '23514';
+  end if;
+  if check_levels.team_id is null and 'team' in (check_levels.metadata_visibility, check_levels.content_visibility) then
+    raise exception 'team_id: required when a visibility is team' using errcode = '23514';
+  end if;
+  if check_levels.org_id is null and 'org' in (check_levels.metadata_visibility, check_levels.content_visibility) then
+    raise exception 'org_id: required when a visibility is org' using errcode = '23514';
+  end if;
+end
+$$;
+comment on function private.check_levels(text, text, uuid, uuid) is
+  'Refuses (23514, naming the field) a level outside the four values, and team/org without team_id/org_id.';
+grant execute on function private.check_levels(text, text, uuid, uuid) to authenticated, service_role;
+
+-- The length limits of a text field (as its check constraint has them), in words.
+create or replace function private.check_length(field text, value text, max_length integer) returns void
+language plpgsql immutable
+set search_path = ''
+as $$
+begin
+  if char_length(value) < 1 then
+    raise exception '%: must not be empty', field using errcode = '23514';
+  end if;
+  if char_length(value) > max_length then
+    raise exception '%: must be at most % characters', field, max_length using errcode = '23514';
+  end if;
+end
+$$;
+comment on function private.check_length(text, text, integer) is
+  'Refuses (23514, naming the field) an empty text, or one longer than max_length.';
+grant execute on function private.check_length(text, text, integer) to authenticated, service_role;
+
 -- Who may share into a team or organization: its members (checked for the writer on every
 -- change of a target or a level, so a former member cannot widen an old entry either).
 create or replace function private.check_sharing_target(team uuid, org uuid, notebook uuid) returns void
@@ -297,6 +343,10 @@ begin
     new.metadata_visibility := private.orphan_safe_level(new.metadata_visibility, new.team_id, new.org_id);
     new.content_visibility := private.orphan_safe_level(new.content_visibility, new.team_id, new.org_id);
   else
+    if tg_op = 'INSERT' or new.name is distinct from old.name then
+      perform private.check_length('name', btrim(new.name), 200);
+    end if;
+    perform private.check_levels(new.metadata_visibility, new.content_visibility, new.team_id, new.org_id);
     if new.user_id is distinct from (select auth.uid()) then
       perform private.hold_journal_gate(new.user_id, false);
     end if;
@@ -360,6 +410,16 @@ begin
       new.notebook_id := null;
     end if;
   else
+    if tg_op = 'INSERT' or new.title is distinct from old.title then
+      perform private.check_length('title', new.title, 200);
+    end if;
+    if new.mood is not null and (tg_op = 'INSERT' or new.mood is distinct from old.mood) then
+      perform private.check_length('mood', new.mood, 50);
+    end if;
+    if (tg_op = 'INSERT' or new.tags is distinct from old.tags) and not private.valid_tags(new.tags) then
+      raise exception 'tags: at most 20 tags, each 1 to 50 characters' using errcode = '23514';
+    end if;
+    perform private.check_levels(new.metadata_visibility, new.content_visibility, new.team_id, new.org_id);
     if new.user_id is distinct from (select auth.uid()) then
       perform private.hold_journal_gate(new.user_id, false);
     end if;
@@ -424,7 +484,7 @@ begin
          is not distinct from (old.notebook_id, old.metadata_visibility, old.content_visibility, old.team_id, old.org_id) then
     return new;
   end if;
-  -- A missing team/org id is the check constraints' to refuse (they name the field).
+  -- A missing team/org id is refused before (private.check_levels names the field).
   if (new.meta_scope = 'team' and new.meta_scope_id is not null and not exists (
         select 1 from public.team_members where team_id = new.meta_scope_id and user_id = uid))
      or (new.content_scope = 'team' and new.content_scope_id is not null and not exists (
@@ -748,8 +808,28 @@ grant execute on function private.entry_track(text) to anon, authenticated, serv
 
 -- Entries as a viewer sees them. A new column goes at the end (`create or replace view`
 -- keeps the existing ones in place).
+-- Owners always see their own entries whole, super admins every entry (rule 6): an entry
+-- written without a text (a client inserting into journal_entries alone) reads as an empty
+-- text for them, never as hidden.
+create or replace function private.sees_whole_entry(owner uuid) returns boolean
+language plpgsql stable
+set search_path = ''
+as $$
+begin
+  if (select auth.uid()) is null then
+    return false; -- anonymous: neither an owner nor a super admin (and not granted is_super_admin)
+  end if;
+  return owner = (select auth.uid()) or private.is_super_admin();
+end
+$$;
+comment on function private.sees_whole_entry(uuid) is
+  'True for the entry''s owner and for super admins (rule 6); read only for entries without a text row.';
+grant execute on function private.sees_whole_entry(uuid) to anon, authenticated, service_role;
+
 create or replace view public.journal_entry_details with (security_invoker = true) as
-select e.id, e.user_id, e.notebook_id, e.title, c.content, c.entry_id is null as content_hidden,
+select e.id, e.user_id, e.notebook_id, e.title,
+       case when c.entry_id is null and private.sees_whole_entry(e.user_id) then '' else c.content end as content,
+       c.entry_id is null and not private.sees_whole_entry(e.user_id) as content_hidden,
        e.mood, e.tags, e.metadata_visibility, e.content_visibility, e.team_id, e.org_id,
        e.music_track_id, e.created_at, e.updated_at,
        e.background_url, private.tone_icon_url(e.mood) as tone_icon_url, private.entry_track(e.music_track_id) as track
@@ -866,13 +946,20 @@ declare
   cursor_at timestamptz := coalesce(journal_feed.before_created_at, 'infinity'::timestamptz);
   cursor_id uuid := coalesce(journal_feed.before_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid);
   n integer := least(greatest(coalesce(journal_feed.page_size, 50), 1), 200);
-  -- The viewer's icons once per page (mood -> URL), not one lookup per entry.
-  icons jsonb := case when me is null then null else private.viewer_tone_icons() end;
+  -- The viewer's icons once per page (mood -> URL), not one lookup per entry; set below for a
+  -- signed-in viewer only (anon may not call the helper).
+  icons jsonb;
   pattern text := '%' || replace(replace(replace(journal_feed.search, '\', '\\'), '%', '\%'), '_', '\_') || '%';
 begin
+  if me is null and journal_feed.scope is distinct from 'visible' then
+    return; -- an anonymous caller has no entries of their own
+  end if;
+  if me is not null then
+    icons := private.viewer_tone_icons();
+  end if;
   if journal_feed.scope is distinct from 'visible' then
     return query
-      select p.id, p.user_id, p.notebook_id, p.title, c.content, c.entry_id is null, p.mood, p.tags,
+      select p.id, p.user_id, p.notebook_id, p.title, coalesce(c.content, ''), false, p.mood, p.tags,
              p.metadata_visibility, p.content_visibility, p.team_id, p.org_id, p.music_track_id,
              p.created_at, p.updated_at, p.background_url, icons ->> p.mood, private.entry_track(p.music_track_id)
         from (
@@ -892,12 +979,34 @@ begin
            limit n) p
         left join public.journal_entry_contents c on c.entry_id = p.id
        order by p.created_at desc, p.id desc;
+  elsif me is null then
+    -- Anonymous callers: public entries (rule 3, public is anyone), as journal_entry_details
+    -- shows them to anon; the policies for anon decide the rows and the text.
+    return query
+      select p.id, p.user_id, p.notebook_id, p.title, c.content, c.entry_id is null, p.mood, p.tags,
+             p.metadata_visibility, p.content_visibility, p.team_id, p.org_id, p.music_track_id,
+             p.created_at, p.updated_at, p.background_url, null::text, private.entry_track(p.music_track_id)
+        from (
+          select e.id, e.user_id, e.notebook_id, e.title, e.mood, e.tags, e.metadata_visibility,
+                 e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at
+            from public.journal_entries e
+           where e.meta_scope = 'public' and journal_feed.team_id is null and journal_feed.org_id is null
+             and (journal_feed.notebook_id is null or e.notebook_id = journal_feed.notebook_id)
+             and (journal_feed.mood is null or e.mood = journal_feed.mood)
+             and (journal_feed.tag is null or e.tags @> array[journal_feed.tag])
+             and (journal_feed.search is null or e.title ilike pattern or exists (
+                   select 1 from public.journal_entry_contents x where x.entry_id = e.id and x.content ilike pattern))
+             and e.created_at <= cursor_at and (e.created_at < cursor_at or e.id < cursor_id)
+           order by e.created_at desc, e.id desc
+           limit n) p
+        left join public.journal_entry_contents c on c.entry_id = p.id
+       order by p.created_at desc, p.id desc;
   elsif private.is_super_admin() then
     -- Super admins may see every entry (rule 6). Planned on each call with the request's
     -- values (EXECUTE): their filters decide the index (a team's or an organization's, a
     -- notebook's, or simply the newest), which one generic plan could not.
     return query execute $feed$
-      select p.id, p.user_id, p.notebook_id, p.title, c.content, c.entry_id is null, p.mood, p.tags,
+      select p.id, p.user_id, p.notebook_id, p.title, coalesce(c.content, ''), false, p.mood, p.tags,
              p.metadata_visibility, p.content_visibility, p.team_id, p.org_id, p.music_track_id,
              p.created_at, p.updated_at, p.background_url, $10 ->> p.mood, private.entry_track(p.music_track_id)
         from (
@@ -923,7 +1032,8 @@ begin
     -- read once); this select reads them as the caller, so the policies of journal_entries and
     -- journal_entry_contents decide what is returned, content included.
     return query
-      select e.id, e.user_id, e.notebook_id, e.title, c.content, c.entry_id is null, e.mood, e.tags,
+      select e.id, e.user_id, e.notebook_id, e.title, case when c.entry_id is null and e.user_id = me then '' else c.content end,
+             c.entry_id is null and e.user_id is distinct from me, e.mood, e.tags,
              e.metadata_visibility, e.content_visibility, e.team_id, e.org_id, e.music_track_id,
              e.created_at, e.updated_at, e.background_url, icons ->> e.mood, private.entry_track(e.music_track_id)
         from public.journal_entries e
@@ -935,7 +1045,8 @@ begin
     -- A search must not match content the caller may not read, so it runs as the caller: four
     -- branches, each newest-first from its own index, limited to the page size, under RLS.
     return query
-      select p.id, p.user_id, p.notebook_id, p.title, c.content, c.entry_id is null, p.mood, p.tags,
+      select p.id, p.user_id, p.notebook_id, p.title, case when c.entry_id is null and p.user_id = me then '' else c.content end,
+             c.entry_id is null and p.user_id is distinct from me, p.mood, p.tags,
              p.metadata_visibility, p.content_visibility, p.team_id, p.org_id, p.music_track_id,
              p.created_at, p.updated_at, p.background_url, icons ->> p.mood, private.entry_track(p.music_track_id)
         from (
@@ -1013,8 +1124,9 @@ begin
 end
 $$;
 comment on function public.journal_feed(text, uuid, uuid, uuid, text, text, text, timestamptz, uuid, integer) is
-  'A page of entries the caller may see (scope own or visible), filterable, newest first, keyset-paginated.';
-grant execute on function public.journal_feed(text, uuid, uuid, uuid, text, text, text, timestamptz, uuid, integer) to authenticated;
+  'A page of entries the caller may see (scope own or visible), filterable, newest first, keyset-paginated. '
+  'Anonymous callers: visible gives the public entries (as journal_entry_details), own none.';
+grant execute on function public.journal_feed(text, uuid, uuid, uuid, text, text, text, timestamptz, uuid, integer) to anon, authenticated;
 
 -- The visible feed's candidates: its four index-ordered branches (own, my teams, my
 -- organizations, public; for super admins own and everyone else's) in one security definer
@@ -1090,7 +1202,8 @@ comment on function private.visible_entry_page_ids(uuid, uuid, uuid, text, text,
   'journal_feed reads them under RLS. Proposes only: never returns rows or content.';
 grant execute on function private.visible_entry_page_ids(uuid, uuid, uuid, text, text, timestamptz, uuid, integer) to authenticated;
 
--- GET /api/journal/stats: counts, tags and moods over the entries the caller may see.
+-- GET /api/journal/stats: counts, tags and moods over the entries the caller may see (for anon,
+-- the public ones: RLS decides, as for journal_feed).
 create or replace function public.journal_stats(scope text default 'own')
 returns jsonb
 language sql stable
@@ -1108,7 +1221,7 @@ as $$
                          from (select mood, count(*) as n from visible where mood is not null group by mood) y), '[]'::jsonb)
   )
 $$;
-grant execute on function public.journal_stats(text) to authenticated;
+grant execute on function public.journal_stats(text) to anon, authenticated;
 
 -- ---------------------------------------------------------------------------------------------
 -- Mentions

@@ -599,47 +599,47 @@ select set_config('request.jwt.claims',
   json_build_object('sub', 'b1000000-0000-4000-8000-000000000001', 'role', 'authenticated')::text, true);
 select throws_ok(
   $$insert into public.journal_entries (title, metadata_visibility) values ('pgtap invalid 1', 'friends')$$,
-  '23514', 'new row for relation "journal_entries" violates check constraint "journal_entries_metadata_visibility_check"',
+  '23514', 'metadata_visibility: must be one of user, team, org, public',
   'write: a metadata level outside user/team/org/public is refused (23514)');
 select throws_ok(
   $$insert into public.journal_entries (title, content_visibility) values ('pgtap invalid 2', 'everyone')$$,
-  '23514', 'new row for relation "journal_entries" violates check constraint "journal_entries_content_visibility_check"',
+  '23514', 'content_visibility: must be one of user, team, org, public',
   'write: a content level outside user/team/org/public is refused (23514)');
 select throws_ok(
   $$insert into public.journal_entries (title, metadata_visibility) values ('pgtap invalid 3', 'team')$$,
-  '23514', 'new row for relation "journal_entries" violates check constraint "journal_entries_team_id_required"',
+  '23514', 'team_id: required when a visibility is team',
   'write: metadata level team without team_id is refused (23514)');
 select throws_ok(
   $$insert into public.journal_entries (title, content_visibility) values ('pgtap invalid 4', 'org')$$,
-  '23514', 'new row for relation "journal_entries" violates check constraint "journal_entries_org_id_required"',
+  '23514', 'org_id: required when a visibility is org',
   'write: content level org without org_id is refused (23514)');
 select throws_ok(
   $$select * from public.create_journal_entry(title => 'pgtap invalid 5', content => 'x', metadata_visibility => 'secret')$$,
-  '23514', 'new row for relation "journal_entries" violates check constraint "journal_entries_metadata_visibility_check"',
+  '23514', 'metadata_visibility: must be one of user, team, org, public',
   'write: create_journal_entry with a level outside the four values is refused (23514)');
 select throws_ok(
   $$select * from public.create_journal_entry(title => 'pgtap invalid 6', content => 'x', content_visibility => 'team')$$,
-  '23514', 'new row for relation "journal_entries" violates check constraint "journal_entries_team_id_required"',
+  '23514', 'team_id: required when a visibility is team',
   'write: create_journal_entry with content level team and no team_id is refused (23514)');
 select throws_ok(
   $$select * from public.update_journal_entry('b10000e0-0000-4000-8000-000000000111', '{"metadata_visibility": "nope"}')$$,
-  '23514', 'new row for relation "journal_entries" violates check constraint "journal_entries_metadata_visibility_check"',
+  '23514', 'metadata_visibility: must be one of user, team, org, public',
   'write: update_journal_entry to a level outside the four values is refused (23514)');
 select throws_ok(
   $$select * from public.update_journal_entry('b10000e0-0000-4000-8000-000000000111', '{"metadata_visibility": "org"}')$$,
-  '23514', 'new row for relation "journal_entries" violates check constraint "journal_entries_org_id_required"',
+  '23514', 'org_id: required when a visibility is org',
   'write: update_journal_entry to org level without org_id is refused (23514)');
 select throws_ok(
   $$insert into public.notebooks (name, metadata_visibility) values ('pgtap invalid notebook 1', 'bogus')$$,
-  '23514', 'new row for relation "notebooks" violates check constraint "notebooks_metadata_visibility_check"',
+  '23514', 'metadata_visibility: must be one of user, team, org, public',
   'write: a notebook level outside the four values is refused (23514)');
 select throws_ok(
   $$insert into public.notebooks (name, content_visibility) values ('pgtap invalid notebook 2', 'team')$$,
-  '23514', 'new row for relation "notebooks" violates check constraint "notebooks_team_id_required"',
+  '23514', 'team_id: required when a visibility is team',
   'write: a notebook with level team and no team_id is refused (23514)');
 select throws_ok(
   $$insert into public.notebooks (name, metadata_visibility) values ('pgtap invalid notebook 3', 'org')$$,
-  '23514', 'new row for relation "notebooks" violates check constraint "notebooks_org_id_required"',
+  '23514', 'org_id: required when a visibility is org',
   'write: a notebook with level org and no org_id is refused (23514)');
 
 -- Sharing into a team or organization one does not belong to; someone else's notebook.

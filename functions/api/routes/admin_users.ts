@@ -5,7 +5,7 @@ import { z } from '@hono/zod-openapi'
 import { badRequest, unwrap } from '../../_shared/errors.ts'
 import { decodeCursor, encodeCursor, page, pageQuery } from '../../_shared/pagination.ts'
 import { idParams } from '../../_shared/validation.ts'
-import { endpoint, NextCursor, routeModule } from '../openapi.ts'
+import { endpoint, NextCursor, orNull, routeModule } from '../openapi.ts'
 import { UsageSummary } from './ai.ts'
 
 const ROLES = ['user', 'super_admin'] as const
@@ -92,7 +92,7 @@ export const adminUserRoutes = routeModule()
   .openapi(
     endpoint({
       method: 'get', path: '/admin/conversion/rates', tag, auth: 'superAdmin', query: z.object(pageQuery).strict(),
-      response: z.object({ current: Rate.nullable(), history: z.array(Rate), next_cursor: NextCursor }),
+      response: z.object({ current: orNull(Rate), history: z.array(Rate), next_cursor: NextCursor }),
       summary: 'The tokens-to-drops rate in force and every rate ever set (newest effective first)',
     }),
     async (c) => {
@@ -121,7 +121,7 @@ export const adminUserRoutes = routeModule()
   .openapi(
     endpoint({
       method: 'post', path: '/admin/conversion/rates', tag, auth: 'superAdmin', body: NewRate, status: 201,
-      response: z.object({ rate: Rate, current: Rate.nullable() }),
+      response: z.object({ rate: Rate, current: orNull(Rate) }),
       summary: 'Set a new tokens-to-drops rate',
       description: 'In force at once (or from effective_at); earlier rates stay in the history unchanged.',
     }),

@@ -3,7 +3,7 @@
 import { z } from '@hono/zod-openapi'
 import { unwrap } from '../../_shared/errors.ts'
 import { analyzeNotes } from '../../_shared/note_analysis.ts'
-import { endpoint, routeModule } from '../openapi.ts'
+import { endpoint, orNull, routeModule } from '../openapi.ts'
 
 const tag = 'Chat'
 
@@ -57,7 +57,7 @@ export const chatRoutes = routeModule()
     endpoint({
       method: 'get', path: '/chat/analysis/latest', tag, auth: 'bearer',
       summary: 'The caller\'s latest note analysis (null before the first)',
-      response: z.object({ analysis: Analysis.nullable() }),
+      response: z.object({ analysis: orNull(Analysis) }),
     }),
     async (c) => {
       const analysis = unwrap(

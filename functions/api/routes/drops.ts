@@ -9,7 +9,7 @@ const TRANSACTION_TYPES = ['signup_bonus', 'monthly_recurring', 'purchase', 'ref
 const HistoryQuery = z.object({ ...pageQuery, type: z.enum(TRANSACTION_TYPES).optional() }).strict()
 
 const Transaction = z.object({
-  id: z.string(),
+  id: z.number().int().openapi({ description: 'The ledger row\'s id (a bigint identity, as /rest/v1 returns it).' }),
   amount: z.number().int(),
   type: z.enum(TRANSACTION_TYPES),
   description: z.string().nullable(),

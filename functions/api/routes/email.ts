@@ -80,6 +80,8 @@ export const emailRoutes = routeModule()
         'instead of sending again (409 if reused for a different e-mail). 503 when RESEND_API_KEY or EMAIL_FROM is not set.',
       response: z.object({ message: z.string(), email: EmailMessage }),
       errors: [403, 409, 422, 429, 502],
+      idempotencyKey: '1..200 printable ASCII characters. A retry with the same key returns the first result instead ' +
+        'of sending again; the same key for a different e-mail is 409.',
     }),
     async (c) => {
       const mail = c.req.valid('json')

@@ -19,7 +19,7 @@ import {
 } from '../../_shared/payments.ts'
 import { refusedAsBadData, storableText, webhookDbFailure } from '../../_shared/webhooks.ts'
 import type { Caller } from '../credentials.ts'
-import { endpoint, routeModule } from '../openapi.ts'
+import { endpoint, orNull, routeModule } from '../openapi.ts'
 import type Stripe from 'stripe'
 
 const redirectUrl = z.url({ protocol: /^https?$/ }).max(2048)
@@ -132,7 +132,7 @@ export const paymentRoutes = routeModule()
       summary: 'The caller\'s latest subscription (or null), and whether the caller is premium',
       description: 'Read from the database (works without Stripe keys). `premium` is the helper the monthly award ' +
         'uses: a subscription with status active exists.',
-      response: z.object({ subscription: Subscription.nullable(), premium: z.boolean() }),
+      response: z.object({ subscription: orNull(Subscription), premium: z.boolean() }),
     }),
     async (c) => {
       const [rows, premium] = await Promise.all([

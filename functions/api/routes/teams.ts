@@ -62,8 +62,9 @@ export const teamRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'post', path: '/teams', tag, auth: 'bearer', body: NewTeam, status: 201, response: Team,
+      method: 'post', path: '/teams', tag, auth: 'bearer', body: NewTeam, status: 201, response: Team, errors: [404],
       summary: 'Create a team (organization members); admin_id defaults to the caller',
+      description: '404 when the organization does not exist or the caller is not one of its members.',
     }),
     async (c) => {
       const body = c.req.valid('json')

@@ -92,9 +92,10 @@ async function storeImage(userId: string, packId: string, tone: string, bytes: U
     await removeObjects(TONE_PACK_BUCKET, [objectName])
     throw fromDb(mapped.error)
   }
-  const previous = (mapped.data as { previous_object: string | null }).previous_object
-  if (previous) await removeObjects(TONE_PACK_BUCKET, [previous])
-  return mapped.data as { tone: string; url: string; updated_at: string }
+  const done = mapped.data as { tone: string; url: string; updated_at: string; previous_object: string | null }
+  if (done.previous_object) await removeObjects(TONE_PACK_BUCKET, [done.previous_object])
+  // The reply's documented fields; which object was replaced is the api's business.
+  return { tone: done.tone, url: done.url, updated_at: done.updated_at }
 }
 
 export const imageRoutes = routeModule()

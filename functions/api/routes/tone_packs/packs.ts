@@ -6,7 +6,7 @@ import { badRequest, unwrap } from '../../../_shared/errors.ts'
 import { decodeCursor, encodeCursor, pageQuery } from '../../../_shared/pagination.ts'
 import { removeObjects } from '../../../_shared/storage.ts'
 import { idParams } from '../../../_shared/validation.ts'
-import { endpoint, Message, NextCursor, routeModule } from '../../openapi.ts'
+import { endpoint, Message, NextCursor, orNull, routeModule } from '../../openapi.ts'
 import { getPack, ownedPack, Pack, PACK_LIMITS, Purchase, tag, THEMES, TONE_PACK_BUCKET } from './shared.ts'
 
 const packFields = {
@@ -32,7 +32,7 @@ const PackPatch = z.object({
 }).strict().openapi('TonePackPatch')
 
 const PackReply = z.object({ pack: Pack })
-const PurchasedPack = Purchase.extend({ pack: Pack.nullable() }).openapi('PurchasedTonePack')
+const PurchasedPack = Purchase.extend({ pack: orNull(Pack) }).openapi('PurchasedTonePack')
 
 const ListQuery = z.object({
   ...pageQuery,

@@ -33,6 +33,8 @@ export const purchaseRoutes = routeModule()
       method: 'post', path: '/tone-packs/{id}/purchase', tag, auth: 'bearer', params: idParams('id'), status: 201,
       body: PurchaseBody, bodyRequired: false,
       response: z.object({ purchase: Purchase, balance: z.number().int(), replayed: z.boolean() }), errors: [402, 409, 422],
+      idempotencyKey: '1..200 characters. A repeat with the same key returns the first purchase (`replayed: true`) ' +
+        'and charges nothing; the same key for another pack is 422.',
       summary: 'Buy a pack with drops',
       description: 'One transaction: a `purchase` ledger row of -price_drops (none for a free pack) and the purchase. ' +
         'For a pack that is public or shared with the caller, not their own, not yet bought. Send the price shown to ' +

@@ -1,7 +1,7 @@
 // Weekly battles: the red and blue teams' chips become robot power against the bad guy; a
 // week's battle is generated on Mondays and run once, deterministically.
 import { z } from '@hono/zod-openapi'
-import { endpoint, routeModule } from '../../openapi.ts'
+import { endpoint, orNull, routeModule } from '../../openapi.ts'
 import { unwrap } from '../../../_shared/errors.ts'
 import { base, logRun, pathDate, tag } from './shared.ts'
 
@@ -30,7 +30,7 @@ const Battle = z.object({
   blueTeamRobotPower: z.number().int(),
   battleStatus: z.enum(['pending', 'in_progress', 'completed']),
   winner: z.enum(['red', 'blue', 'tie']).nullable(),
-  battleResult: BattleResult.nullable(),
+  battleResult: orNull(BattleResult),
   createdAt: z.string(),
   executedAt: z.string().nullable(),
 }).openapi('WorkoutBattle')
@@ -39,7 +39,7 @@ const WeekParams = z.object({ weekStartDate: pathDate('weekStartDate') })
 
 // The replies below are the jsonb results of the battle functions, passed on as they are.
 const BattleWeek = z.object({
-  battle: Battle.nullable(),
+  battle: orNull(Battle),
   redTeam: BattleTeam,
   blueTeam: BattleTeam,
   dailyStats: z.array(z.object({ date: z.string(), redTeamChips: z.number().int(), blueTeamChips: z.number().int() })),

@@ -7,7 +7,7 @@ import { badRequest, fromDb, unwrap } from '../../../_shared/errors.ts'
 import { removeObjects, uploadObject } from '../../../_shared/storage.ts'
 import { isoDate } from '../../../_shared/validation.ts'
 import { PHOTO_EXTENSIONS, preparePhoto, readPhotoFacts, UnreadablePhoto } from '../../../_shared/workout_photo.ts'
-import { endpoint, routeModule } from '../../openapi.ts'
+import { endpoint, orNull, routeModule } from '../../openapi.ts'
 import { CheckinForm, readCheckinForm } from './checkin_form.ts'
 import { base, Checkin, CHECKIN_BUCKET, DateParams, logRun, PageQuery, Squad, storageFailure, tag, UserCard } from './shared.ts'
 
@@ -34,11 +34,11 @@ const ChainDay = z.object({
   chain: z.object({
     id: z.string(),
     date: z.string(),
-    beforeUser: UserCard.nullable(),
+    beforeUser: orNull(UserCard),
     currentUser: UserCard,
-    afterUser: UserCard.nullable(),
+    afterUser: orNull(UserCard),
     teamColor: z.enum(['red', 'blue']),
-    squad: Squad.nullable(),
+    squad: orNull(Squad),
   }),
   checkins: z.array(Checkin),
 })
@@ -50,7 +50,7 @@ const CheckinDone = z.object({
   chainStatus: z.enum(['continued', 'broken']),
   nextUserNotified: z.boolean(),
 })
-const MyCheckin = z.object({ checkin: Checkin.nullable(), status: z.enum(['pending', 'completed', 'failed', 'not_started']) })
+const MyCheckin = z.object({ checkin: orNull(Checkin), status: z.enum(['pending', 'completed', 'failed', 'not_started']) })
 const DayCheckins = z.object({
   checkins: z.array(Checkin.extend({ user: UserCard })),
   stats: z.object({ total: z.number().int(), completed: z.number().int(), failed: z.number().int() }),

@@ -4,6 +4,7 @@ import { z } from '@hono/zod-openapi'
 import { badRequest, unavailable } from '../../../_shared/errors.ts'
 import { StorageError } from '../../../_shared/storage.ts'
 import { isoDate } from '../../../_shared/validation.ts'
+import { orNull } from '../../openapi.ts'
 
 export const tag = 'Workout windows'
 export const base = '/workout-window'
@@ -47,7 +48,7 @@ export const Squad = z.object({
   teamColor: z.enum(['red', 'blue']),
   user1: UserCard,
   user2: UserCard,
-  user3: UserCard.nullable(),
+  user3: orNull(UserCard),
 }).openapi('WorkoutSquad')
 
 export const pathDate = (name: string) => isoDate().openapi({ param: { name, in: 'path' }, example: '2026-11-23' })

@@ -2,7 +2,7 @@
 // location, which the check-in review compares photos against.
 import { z } from '@hono/zod-openapi'
 import { badRequest, unwrap } from '../../../_shared/errors.ts'
-import { endpoint, routeModule } from '../../openapi.ts'
+import { endpoint, orNull, routeModule } from '../../openapi.ts'
 import { ACTIVITY_TYPES, base, tag } from './shared.ts'
 
 const hhmm = z.string().regex(/^([01]\d|2[0-3]):[0-5]\d$/, 'must be a time HH:MM (00:00 to 23:59)')
@@ -90,7 +90,7 @@ export const windowRoutes = routeModule()
   .openapi(
     endpoint({
       method: 'get', path: `${base}/my-window`, tag, auth: 'bearer', summary: 'The caller\'s window and location',
-      response: z.object({ window: WindowRow.nullable(), location: LocationRow.nullable() }),
+      response: z.object({ window: orNull(WindowRow), location: orNull(LocationRow) }),
     }),
     async (c) => {
       const me = c.var.caller.id
