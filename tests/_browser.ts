@@ -35,14 +35,29 @@ function requireChromium() {
 /** Starts headless Chromium with a new empty profile, its DevTools endpoint on `debugPort`. */
 export async function launchBrowser(debugPort: number): Promise<Browser> {
   requireChromium()
+  // A Chromium left over from a killed run would answer on the port instead of ours.
+  try {
+    Deno.listen({ hostname: '127.0.0.1', port: debugPort }).close()
+  } catch {
+    throw new Error(`port ${debugPort} (Chromium's DevTools) is taken: a browser left over from an earlier run?`)
+  }
   const profile = await Deno.makeTempDir({ prefix: 'client-test-chromium-' })
   const child = new Deno.Command(CHROMIUM, {
     args: [
-      '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
       // Without these Chromium reaches for Google's services, which a closed network refuses.
-      '--disable-background-networking', '--disable-component-update', '--disable-sync',
-      '--disable-dev-shm-usage', `--user-data-dir=${profile}`,
-      `--remote-debugging-address=127.0.0.1`, `--remote-debugging-port=${debugPort}`, 'about:blank',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--disable-dev-shm-usage',
+      `--user-data-dir=${profile}`,
+      `--remote-debugging-address=127.0.0.1`,
+      `--remote-debugging-port=${debugPort}`,
+      'about:blank',
     ],
     stdout: 'null',
     stderr: 'piped',
@@ -69,11 +84,19 @@ export async function launchBrowser(debugPort: number): Promise<Browser> {
     const pageWs = await pageTarget(debugPort, () => exited, () => stderr)
     const cdp = await Cdp.connect(pageWs)
     const log: PageLog = []
-    cdp.on('Runtime.consoleAPICalled', (p) =>
-      log.push(`console.${p.type}: ${p.args.map((a: any) => a.value ?? a.description ?? '').join(' ')}`))
-    cdp.on('Runtime.exceptionThrown', (p) =>
-      log.push(`uncaught: ${p.exceptionDetails.exception?.description ?? p.exceptionDetails.text}`))
-    cdp.on('Log.entryAdded', (p) => log.push(`browser ${p.entry.level}: ${p.entry.text} ${p.entry.url ?? ''}`))
+    cdp.on(
+      'Runtime.consoleAPICalled',
+      (p) =>
+        log.push(`console.${p.type}: ${p.args.map((a: any) => a.value ?? a.description ?? '').join(' ')}`),
+    )
+    cdp.on(
+      'Runtime.exceptionThrown',
+      (p) => log.push(`uncaught: ${p.exceptionDetails.exception?.description ?? p.exceptionDetails.text}`),
+    )
+    cdp.on(
+      'Log.entryAdded',
+      (p) => log.push(`browser ${p.entry.level}: ${p.entry.text} ${p.entry.url ?? ''}`),
+    )
     await cdp.send('Page.enable')
     await cdp.send('Runtime.enable')
     await cdp.send('Log.enable')
@@ -81,7 +104,9 @@ export async function launchBrowser(debugPort: number): Promise<Browser> {
     const evaluate = async (expression: string) => {
       const r = await cdp.send('Runtime.evaluate', { expression, awaitPromise: true, returnByValue: true })
       if (r.exceptionDetails) {
-        throw new Error(`in the page: ${r.exceptionDetails.exception?.description ?? r.exceptionDetails.text}`)
+        throw new Error(
+          `in the page: ${r.exceptionDetails.exception?.description ?? r.exceptionDetails.text}`,
+        )
       }
       return r.result.value
     }
@@ -99,7 +124,9 @@ export async function launchBrowser(debugPort: number): Promise<Browser> {
         for (;;) {
           const v = await evaluate(expression)
           if (v) return v
-          if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${log.slice(-20).join('\n')}`)
+          if (Date.now() > deadline) {
+            throw new Error(`timed out waiting for ${what}\n${log.slice(-20).join('\n')}`)
+          }
           await new Promise((r) => setTimeout(r, 100))
         }
       },
@@ -127,7 +154,9 @@ async function pageTarget(port: number, exited: () => boolean, stderr: () => str
       const page = targets.find((t: any) => t.type === 'page')
       if (page) return page.webSocketDebuggerUrl
     } catch { /* not listening yet */ }
-    if (Date.now() > deadline) throw new Error(`Chromium's DevTools endpoint did not answer on ${port}:\n${stderr()}`)
+    if (Date.now() > deadline) {
+      throw new Error(`Chromium's DevTools endpoint did not answer on ${port}:\n${stderr()}`)
+    }
     await new Promise((r) => setTimeout(r, 100))
   }
 }

@@ -14,8 +14,13 @@ export async function sellerSharesPackWith(email: string): Promise<string> {
     token: seller.token,
     body: { name: 'Seller pack', theme: 'animals', price_drops: PACK_PRICE },
   })
-  if (created.status !== 201) throw new Error(`creating the pack: ${created.status} ${JSON.stringify(created.body)}`)
-  const shared = await api(`/api/tone-packs/${created.body.pack.id}/share`, { token: seller.token, body: { email } })
+  if (created.status !== 201) {
+    throw new Error(`creating the pack: ${created.status} ${JSON.stringify(created.body)}`)
+  }
+  const shared = await api(`/api/tone-packs/${created.body.pack.id}/share`, {
+    token: seller.token,
+    body: { email },
+  })
   if (shared.status !== 200 && shared.status !== 201) {
     throw new Error(`sharing the pack: ${shared.status} ${JSON.stringify(shared.body)}`)
   }

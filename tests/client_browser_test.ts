@@ -14,10 +14,19 @@ import { PACK_PRICE, PASSWORD, sellerSharesPackWith } from './_client.ts'
 
 const js = 'text/javascript; charset=utf-8'
 const appFiles = () => ({
-  '/': { body: Deno.readTextFileSync(`${ROOT}/tests/_client_app/index.html`), type: 'text/html; charset=utf-8' },
+  '/': {
+    body: Deno.readTextFileSync(`${ROOT}/tests/_client_app/index.html`),
+    type: 'text/html; charset=utf-8',
+  },
   '/app.js': { body: Deno.readTextFileSync(`${ROOT}/tests/_client_app/app.js`), type: js },
-  '/supabase.js': { body: Deno.readTextFileSync(`${ROOT}/node_modules/@supabase/supabase-js/dist/umd/supabase.js`), type: js },
-  '/config.js': { body: `window.APP_CONFIG = ${JSON.stringify({ supabaseUrl: API_URL, anonKey: ANON_KEY })}`, type: js },
+  '/supabase.js': {
+    body: Deno.readTextFileSync(`${ROOT}/node_modules/@supabase/supabase-js/dist/umd/supabase.js`),
+    type: js,
+  },
+  '/config.js': {
+    body: `window.APP_CONFIG = ${JSON.stringify({ supabaseUrl: API_URL, anonKey: ANON_KEY })}`,
+    type: js,
+  },
 })
 
 test('client (browser): sign-up, inbox confirmation, sign-in, refresh, storage, Realtime and /api from a page', async () => {
@@ -64,7 +73,9 @@ test('client (browser): sign-up, inbox confirmation, sign-in, refresh, storage, 
     assert.notEqual(refreshed.refreshToken, signedIn.refreshToken, 'the refresh token rotates')
     assert.equal(claimsOf(refreshed.accessToken).session_id, claims.session_id, 'the same session')
     const events: string[] = (await browser.evaluate('app.events')).map((e: any) => e.event)
-    for (const e of ['SIGNED_IN', 'SIGNED_OUT', 'TOKEN_REFRESHED']) assert.ok(events.includes(e), `${e} in ${events}`)
+    for (const e of ['SIGNED_IN', 'SIGNED_OUT', 'TOKEN_REFRESHED']) {
+      assert.ok(events.includes(e), `${e} in ${events}`)
+    }
     assert.ok(events.lastIndexOf('TOKEN_REFRESHED') > events.lastIndexOf('SIGNED_OUT'))
 
     // REST under RLS with the refreshed session: only the caller's profile, with the signup bonus.
@@ -83,7 +94,11 @@ test('client (browser): sign-up, inbox confirmation, sign-in, refresh, storage, 
     assert.deepEqual(shown.original, { ok: true, width: 256, height: 256 }, JSON.stringify(shown))
     assert.deepEqual(shown.icon, { ok: true, width: 64, height: 64 }, `the <img> of ${shown.iconUrl}`)
     assert.match(shown.iconUrl, /\/storage\/v1\/render\/image\/public\/tone-packs\/.+\?width=64&height=64$/)
-    assert.deepEqual(shown.fetched, { status: 200, type: 'image/png', size: [64, 64] }, 'fetch() of the transform (CORS)')
+    assert.deepEqual(
+      shown.fetched,
+      { status: 200, type: 'image/png', size: [64, 64] },
+      'fetch() of the transform (CORS)',
+    )
     assert.equal(shown.signed.error, null)
     assert.match(shown.signed.url, /\/storage\/v1\/render\/image\/sign\/tone-packs\/.+\?token=/)
     assert.deepEqual(shown.signed.size, [32, 32])
@@ -114,7 +129,7 @@ test('client (browser): sign-up, inbox confirmation, sign-in, refresh, storage, 
     assert.equal(n, 1, 'one ledger row')
     assert.deepEqual((await call('myProfiles')).rows, [{ id: up.userId, drops_balance: 50 - PACK_PRICE }])
   } catch (e) {
-    (e as Error).message += `\n-- the page's log:\n${browser.log.slice(-30).join('\n')}`
+    ;(e as Error).message += `\n-- the page's log:\n${browser.log.slice(-30).join('\n')}`
     throw e
   } finally {
     await browser.close()

@@ -75,7 +75,12 @@ test('client (Deno): sign-up, inbox confirmation, sign-in, refresh, storage, Rea
     assert.equal(claimsOf(refreshed.data.session!.access_token).session_id, claims.session_id)
     const user = await supabase.auth.getUser()
     assert.equal(user.data.user?.id, userId)
-    assert.deepEqual(events.filter((e) => e !== 'INITIAL_SESSION'), ['SIGNED_IN', 'SIGNED_OUT', 'SIGNED_IN', 'TOKEN_REFRESHED'])
+    assert.deepEqual(events.filter((e) => e !== 'INITIAL_SESSION'), [
+      'SIGNED_IN',
+      'SIGNED_OUT',
+      'SIGNED_IN',
+      'TOKEN_REFRESHED',
+    ])
 
     // REST under RLS: only the caller's profile, with the signup bonus.
     const profiles = await supabase.from('profiles').select('id, drops_balance')
@@ -87,8 +92,12 @@ test('client (Deno): sign-up, inbox confirmation, sign-in, refresh, storage, Rea
     const status: string[] = []
     const system: any[] = []
     const channel = supabase.channel(`notifications-${userId}`)
-      .on('postgres_changes', { event: 'INSERT', schema: 'public', table: 'notifications', filter: `user_id=eq.${userId}` }, (p) =>
-        notifications.push(p))
+      .on('postgres_changes', {
+        event: 'INSERT',
+        schema: 'public',
+        table: 'notifications',
+        filter: `user_id=eq.${userId}`,
+      }, (p) => notifications.push(p))
       .on('system', {}, (p) => system.push(p))
       .subscribe((s) => status.push(s))
     await until(() => system.length > 0 || status.some((s) => s !== 'SUBSCRIBED'), 'the subscription')
@@ -96,12 +105,17 @@ test('client (Deno): sign-up, inbox confirmation, sign-in, refresh, storage, Rea
     assert.equal(system[0].status, 'ok', JSON.stringify(system))
 
     // An image uploaded through /api with FormData, then transformed by Storage.
-    const created = await supabase.functions.invoke('api/tone-packs', { body: { name: 'Deno pack', theme: 'origami' } })
+    const created = await supabase.functions.invoke('api/tone-packs', {
+      body: { name: 'Deno pack', theme: 'origami' },
+    })
     assert.equal(created.error, null, await describe(created.error))
     const packId = created.data.pack.id
     const form = new FormData()
     form.append('file', new Blob([drawPng(256)], { type: 'image/png' }), 'joyful.png')
-    const uploaded = await supabase.functions.invoke(`api/tone-packs/${packId}/images/joyful`, { method: 'PUT', body: form })
+    const uploaded = await supabase.functions.invoke(`api/tone-packs/${packId}/images/joyful`, {
+      method: 'PUT',
+      body: form,
+    })
     assert.equal(uploaded.error, null, await describe(uploaded.error))
     const path = decodeURIComponent(uploaded.data.image.url.split('/object/public/tone-packs/')[1])
     assert.ok(path.startsWith(`${userId}/${packId}/joyful-`), path)
@@ -116,7 +130,10 @@ test('client (Deno): sign-up, inbox confirmation, sign-in, refresh, storage, Rea
     assert.deepEqual(pngSize(new Uint8Array(await original.arrayBuffer())), [256, 256])
     const signed = await bucket.createSignedUrl(path, 60, { transform: { width: 32, height: 32 } })
     assert.equal(signed.error, null)
-    assert.deepEqual(pngSize(new Uint8Array(await (await fetch(signed.data!.signedUrl)).arrayBuffer())), [32, 32])
+    assert.deepEqual(pngSize(new Uint8Array(await (await fetch(signed.data!.signedUrl)).arrayBuffer())), [
+      32,
+      32,
+    ])
     const downloaded = await bucket.download(path, { transform: { width: 48, height: 48 } })
     assert.equal(downloaded.error, null)
     assert.deepEqual(pngSize(new Uint8Array(await downloaded.data!.arrayBuffer())), [48, 48])
@@ -146,7 +163,9 @@ test('client (Deno): sign-up, inbox confirmation, sign-in, refresh, storage, Rea
     const [{ n }] = await sql`select count(*)::int as n from public.drops_transactions
                                where user_id = ${userId} and type = 'purchase'`
     assert.equal(n, 1, 'one ledger row')
-    assert.deepEqual((await supabase.from('profiles').select('drops_balance')).data, [{ drops_balance: 50 - PACK_PRICE }])
+    assert.deepEqual((await supabase.from('profiles').select('drops_balance')).data, [{
+      drops_balance: 50 - PACK_PRICE,
+    }])
 
     await supabase.removeChannel(channel)
   } finally {

@@ -46,7 +46,7 @@ function loadImage(url) {
   })
 }
 
-window.app = {
+globalThis.app = {
   events,
   notifications: [],
   channelStatus: [],
@@ -58,7 +58,11 @@ window.app = {
       password,
       options: { emailRedirectTo: `${location.origin}/` },
     })
-    return { error: error && { code: error.code, message: error.message }, userId: data.user?.id, hasSession: !!data.session }
+    return {
+      error: error && { code: error.code, message: error.message },
+      userId: data.user?.id,
+      hasSession: !!data.session,
+    }
   },
 
   async signIn(email, password) {
@@ -111,8 +115,12 @@ window.app = {
   async listenToNotifications(userId) {
     await client.realtime.setAuth() // the signed-in user's token, not the anon key
     client.channel(`notifications-${userId}`)
-      .on('postgres_changes', { event: 'INSERT', schema: 'public', table: 'notifications', filter: `user_id=eq.${userId}` }, (p) =>
-        this.notifications.push(p))
+      .on('postgres_changes', {
+        event: 'INSERT',
+        schema: 'public',
+        table: 'notifications',
+        filter: `user_id=eq.${userId}`,
+      }, (p) => this.notifications.push(p))
       .on('system', {}, (p) => this.channelSystem.push(p))
       .subscribe((status, err) => this.channelStatus.push(err ? `${status}: ${err.message}` : status))
     const deadline = Date.now() + 10_000
@@ -126,14 +134,19 @@ window.app = {
   /** Creates a pack and uploads a PNG drawn here as its image for a tone (FormData through
    *  functions.invoke); returns the image's public URL. */
   async uploadToneImage(size) {
-    const created = await client.functions.invoke('api/tone-packs', { body: { name: 'Browser pack', theme: 'origami' } })
+    const created = await client.functions.invoke('api/tone-packs', {
+      body: { name: 'Browser pack', theme: 'origami' },
+    })
     if (created.error) return { step: 'create', error: await invokeError(created.error) }
     const form = new FormData()
     form.append('file', await drawPng(size), 'joyful.png')
-    const { data, error } = await client.functions.invoke(`api/tone-packs/${created.data.pack.id}/images/joyful`, {
-      method: 'PUT',
-      body: form,
-    })
+    const { data, error } = await client.functions.invoke(
+      `api/tone-packs/${created.data.pack.id}/images/joyful`,
+      {
+        method: 'PUT',
+        body: form,
+      },
+    )
     if (error) return { step: 'upload', error: await invokeError(error) }
     return { packId: created.data.pack.id, url: data.image.url }
   },
@@ -149,7 +162,9 @@ window.app = {
     const fetched = await fetch(icon)
     const fetchedType = fetched.headers.get('content-type')
     const fetchedBitmap = await createImageBitmap(await fetched.blob())
-    const signed = await bucket.createSignedUrl(path, 60, { transform: { width: 32, height: 32, resize: 'contain' } })
+    const signed = await bucket.createSignedUrl(path, 60, {
+      transform: { width: 32, height: 32, resize: 'contain' },
+    })
     let signedSize = null
     if (signed.data) {
       const bitmap = await createImageBitmap(await (await fetch(signed.data.signedUrl)).blob())
@@ -161,7 +176,11 @@ window.app = {
       original,
       iconUrl: icon,
       icon: shown,
-      fetched: { status: fetched.status, type: fetchedType, size: [fetchedBitmap.width, fetchedBitmap.height] },
+      fetched: {
+        status: fetched.status,
+        type: fetchedType,
+        size: [fetchedBitmap.width, fetchedBitmap.height],
+      },
       signed: { error: signed.error?.message ?? null, url: signed.data?.signedUrl ?? null, size: signedSize },
       listed: { error: listed.error?.message ?? null, names: (listed.data ?? []).map((o) => o.name) },
     }
