@@ -32,7 +32,10 @@ const appFiles = () => ({
 test('client (browser): sign-up, inbox confirmation, sign-in, refresh, storage, Realtime and /api from a page', async () => {
   await resetAuthRateLimits()
   const page = servePage(CLIENT_TEST.pagePort, appFiles())
-  const browser = await launchBrowser(CLIENT_TEST.browserDebugPort)
+  const browser = await launchBrowser(CLIENT_TEST.browserDebugPort).catch(async (e) => {
+    await page.stop()
+    throw e
+  })
   const call = <T = any>(fn: string, ...args: unknown[]) =>
     browser.evaluate<T>(`app.${fn}(${args.map((a) => JSON.stringify(a)).join(', ')})`)
   try {
