@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what a fresh clone needs before the Deno scripts can run:
-# npm packages (Deno, PostgREST, the Supabase CLI, the SDKs) and Debian's Postgres extras.
+# npm packages (Deno, PostgREST, the Supabase CLI, the SDKs), Debian's Postgres extras and
+# Chromium (the headless browser the client tests drive).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 apt_packages=(postgresql-15 postgresql-client-15 postgresql-15-cron postgresql-15-pgtap
-  libtap-parser-sourcehandler-pgtap-perl postgresql-15-plpgsql-check)
+  libtap-parser-sourcehandler-pgtap-perl postgresql-15-plpgsql-check chromium)
 
 missing=()
 for pkg in "${apt_packages[@]}"; do

@@ -1,7 +1,8 @@
 // npm test: a throw-away stack on other ports, then every suite (deno check, pgTAP, Deno
 // tests), then teardown. The last line is `N passed, N failed`.
 import { exportJWK, generateKeyPair } from 'jose'
-import { TEST } from './lib/ports.ts'
+import { loadAuthConfig } from './lib/auth/config.ts'
+import { CLIENT_TEST, TEST } from './lib/ports.ts'
 import { ROOT, run, StackError } from './lib/proc.ts'
 import { startStack } from './lib/stack.ts'
 
@@ -105,7 +106,15 @@ await Deno.chmod(dataDir, 0o755)
 console.log(`Starting a throw-away stack in ${dataDir}`)
 let stack
 try {
-  stack = await startStack({ ...TEST, dataDir, throwaway: true, env: { JWKS_URL: jwksUrl, GOTRUE_EXTERNAL_ANONYMOUS_USERS_ENABLED: 'true', ...fakeEnv }, log: (s) => console.log(`  ${s}`) })
+  // Auth may redirect to config.toml's URLs and to the client tests' page (tests/client_*).
+  const allowList = [...(await loadAuthConfig()).additionalRedirectUrls, `http://localhost:${CLIENT_TEST.pagePort}/**`]
+  stack = await startStack({
+    ...TEST,
+    dataDir,
+    throwaway: true,
+    env: { JWKS_URL: jwksUrl, GOTRUE_EXTERNAL_ANONYMOUS_USERS_ENABLED: 'true', GOTRUE_URI_ALLOW_LIST: allowList.join(','), ...fakeEnv },
+    log: (s) => console.log(`  ${s}`),
+  })
 } catch (e) {
   console.error(e instanceof StackError ? e.message : e)
   console.log('0 passed, 1 failed')

@@ -120,11 +120,16 @@ export function authConfigFrom(toml: Toml): AuthConfig {
 
 /**
  * config.toml, then GoTrue's own environment variables where set (the Supabase CLI turns
- * config.toml into them; the test stack sets one to try anonymous sign-ins).
+ * config.toml into them; the test stack sets them to try anonymous sign-ins and to let Auth
+ * redirect to the client tests' page).
  */
 export async function loadAuthConfig(file = `${ROOT}/supabase/config.toml`): Promise<AuthConfig> {
   const config = authConfigFrom(parseToml(await Deno.readTextFile(file)))
   const anonymous = Deno.env.get('GOTRUE_EXTERNAL_ANONYMOUS_USERS_ENABLED')
   if (anonymous !== undefined) config.enableAnonymousSignIns = anonymous === 'true'
+  // GoTrue's list of allowed redirects (the CLI writes additional_redirect_urls into it, comma
+  // separated): set, it replaces config.toml's.
+  const allowList = Deno.env.get('GOTRUE_URI_ALLOW_LIST')
+  if (allowList !== undefined) config.additionalRedirectUrls = allowList.split(',').map((u) => u.trim()).filter(Boolean)
   return config
 }
