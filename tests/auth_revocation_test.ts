@@ -69,6 +69,13 @@ test('a banned user gets no session from e-mail codes or links (every type) nor 
   assert.equal(link.params.error_code, 'user_banned')
   assert.equal(link.params.access_token, undefined)
 
+  // A PKCE link gives no auth code either.
+  await nextMail()
+  assert.equal((await pkce.auth.signInWithOtp({ email, options: { shouldCreateUser: false } })).error, null)
+  const pkceLink = await followLink(linkIn(await lastMailTo(email, 'Your Magic Link')))
+  assert.equal(pkceLink.params.error_code, 'user_banned')
+  assert.equal(pkceLink.query.code, undefined)
+
   // Recovery: the link and the code.
   await nextMail()
   assert.equal((await client.auth.resetPasswordForEmail(email)).error, null)
