@@ -80,7 +80,10 @@ test('a banned user gets no session from e-mail codes or links (every type) nor 
   await nextMail()
   assert.equal((await client.auth.resetPasswordForEmail(email)).error, null)
   const recovery = await lastMailTo(email, 'Reset Your Password')
-  assert.equal((await client.auth.verifyOtp({ email, token: codeIn(recovery), type: 'recovery' })).error?.code, 'user_banned')
+  assert.equal(
+    (await client.auth.verifyOtp({ email, token: codeIn(recovery), type: 'recovery' })).error?.code,
+    'user_banned',
+  )
   const recoveryLink = await followLink(linkIn(recovery))
   assert.equal(recoveryLink.params.error_code, 'user_banned')
   assert.equal(recoveryLink.params.access_token, undefined)
@@ -99,7 +102,11 @@ test('a banned user gets no session from e-mail codes or links (every type) nor 
 
   // Sign-up confirmation and invitation of a banned, unconfirmed user.
   const pending = freshEmail('banned-signup')
-  const signupLink = await admin.auth.admin.generateLink({ type: 'signup', email: pending, password: PASSWORD })
+  const signupLink = await admin.auth.admin.generateLink({
+    type: 'signup',
+    email: pending,
+    password: PASSWORD,
+  })
   const pendingId = signupLink.data.user!.id
   await admin.auth.admin.updateUserById(pendingId, { ban_duration: '24h' })
   const confirmed = await client.auth.verifyOtp({
@@ -188,7 +195,11 @@ test('admin.updateUserById with a password signs out every session and voids pen
   }
   assert.equal(await sessionsOf(id), 0)
   assert.equal((await followLink(linkIn(recovery))).params.error_code, 'otp_expired')
-  const change = await appClient().auth.verifyOtp({ email: newEmail, token: changeCode, type: 'email_change' })
+  const change = await appClient().auth.verifyOtp({
+    email: newEmail,
+    token: changeCode,
+    type: 'email_change',
+  })
   assert.equal(change.error?.code, 'otp_expired')
   assert.equal((await appClient().auth.signInWithPassword({ email, password: 'battery staple' })).error, null)
 })
@@ -219,8 +230,15 @@ test("e-mail change codes: another user's pending change to the same address doe
   assert.deepEqual({ ...vRow }, { email_change_token_new: '', email_change_confirm_status: 1 })
 
   // The other user completes first: the address is theirs.
-  assert.equal((await appClient().auth.verifyOtp({ email: target, token: otherNew, type: 'email_change' })).error, null)
-  const done = await appClient().auth.verifyOtp({ email: other.email, token: otherCurrent, type: 'email_change' })
+  assert.equal(
+    (await appClient().auth.verifyOtp({ email: target, token: otherNew, type: 'email_change' })).error,
+    null,
+  )
+  const done = await appClient().auth.verifyOtp({
+    email: other.email,
+    token: otherCurrent,
+    type: 'email_change',
+  })
   assert.equal(done.error, null)
   assert.equal(done.data.user?.email, target)
 

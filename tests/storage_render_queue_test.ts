@@ -24,7 +24,12 @@ function controlledQueue() {
 const tick = () => new Promise((r) => setTimeout(r, 0))
 
 test('storage render queue: one client with slow renders keeps to its share; others are rendered meanwhile', async () => {
-  assert.deepEqual(RENDER_LIMITS, { slots: 2, perClientRunning: 1, perClientWaiting: 4, waiting: RENDER_QUEUE_LIMIT })
+  assert.deepEqual(RENDER_LIMITS, {
+    slots: 2,
+    perClientRunning: 1,
+    perClientWaiting: 4,
+    waiting: RENDER_QUEUE_LIMIT,
+  })
   const { queue, started, job } = controlledQueue()
 
   // A floods: one render runs, four wait, the rest are turned away at once.

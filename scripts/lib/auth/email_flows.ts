@@ -255,7 +255,9 @@ export async function verify(
       // The address may have been taken since the change was asked for.
       const [taken] = await tx`select id from auth.users where lower(email) = lower(${after.email_change})
                                and id <> ${user.id} and is_sso_user = false limit 1`
-      if (taken) throw unprocessable('email_exists', 'A user with this email address has already been registered')
+      if (taken) {
+        throw unprocessable('email_exists', 'A user with this email address has already been registered')
+      }
       const [changed] = await tx`update auth.users set email = email_change, email_change = '',
           email_change_confirm_status = 0, email_confirmed_at = coalesce(email_confirmed_at, now()),
           is_anonymous = false, updated_at = now()

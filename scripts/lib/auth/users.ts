@@ -87,7 +87,12 @@ export function refuseBanned(u: UserRow) {
  * (confirmation, recovery, e-mail change, reauthentication) is voided, and the user's sessions
  * end, all of them or all but `keepSession` (the session that changed it).
  */
-export async function replacePassword(sql: Sql, userId: string, passwordHash: string, keepSession: string | null) {
+export async function replacePassword(
+  sql: Sql,
+  userId: string,
+  passwordHash: string,
+  keepSession: string | null,
+) {
   await sql`update auth.users set encrypted_password = ${passwordHash},
               confirmation_token = '', confirmation_sent_at = null,
               recovery_token = '', recovery_sent_at = null,

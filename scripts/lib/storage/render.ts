@@ -14,7 +14,7 @@ import { downloadHeader, openObject, publicObject, visibleObject } from './objec
 import { verifySigned } from './signed.ts'
 import type { Rendered } from './transform.ts'
 import { fromTransformations, parseTransform, type TransformOptions } from './transform_options.ts'
-import { FairQueue, type FairLimits, QueueFull } from './render_queue.ts'
+import { type FairLimits, FairQueue, QueueFull } from './render_queue.ts'
 
 /** The largest object rendered: Storage's imgproxy refuses sources past its own limit too. */
 export const RENDER_SOURCE_LIMIT = 25 * 1024 * 1024
