@@ -12,9 +12,11 @@ import {
   hashPassword,
   insertEmailIdentity,
   insertUser,
+  isBanned,
   mergeMetadata,
   normalizeEmail,
   passwordMatches,
+  replacePassword,
   type Sql,
   userByEmail,
   userById,
@@ -147,7 +149,7 @@ async function passwordGrant(ctx: AuthContext, req: Request, body: Body) {
   if (!user || !(await passwordMatches(ctx.sql, password, user.encrypted_password))) {
     throw badRequest('invalid_credentials', 'Invalid login credentials')
   }
-  if (user.banned_until && user.banned_until > new Date()) throw badRequest('user_banned', 'User is banned')
+  if (isBanned(user)) throw badRequest('user_banned', 'User is banned') // GoTrue's 400 on this path
   if (!user.email_confirmed_at) throw badRequest('email_not_confirmed', 'Email not confirmed')
   return ctx.sql.begin((tx) => issueSession(ctx, tx, user, 'password', req))
 }
@@ -177,10 +179,8 @@ export async function updateUser(ctx: AuthContext, req: Request, body: Body) {
       if (await passwordMatches(tx, password, user.encrypted_password)) {
         throw unprocessable('same_password', 'New password should be different from the old password.')
       }
-      await tx`update auth.users set encrypted_password = ${await hashPassword(
-        tx,
-        password,
-      )} where id = ${user.id}`
+      // GoTrue's LogoutAllExceptMe: a stolen session ends when its owner changes the password.
+      await replacePassword(tx, user.id, await hashPassword(tx, password), caller.sessionId)
     }
     if (body.email !== undefined && body.email !== null && body.email !== '') {
       const email = normalizeEmail(body.email)

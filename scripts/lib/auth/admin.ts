@@ -12,6 +12,7 @@ import {
   insertUser,
   mergeMetadata,
   normalizeEmail,
+  replacePassword,
   type Sql,
   userByEmail,
   userById,
@@ -124,8 +125,8 @@ async function updateUser(ctx: AuthContext, id: string, body: Body) {
                where user_id = ${id} and provider = 'email'`
     }
     if (body.password !== undefined) {
-      const hash = await hashPassword(tx, checkPassword(body.password, ctx.config))
-      await tx`update auth.users set encrypted_password = ${hash} where id = ${id}`
+      // GoTrue's admin update: every session ends and pending links are voided.
+      await replacePassword(tx, id, await hashPassword(tx, checkPassword(body.password, ctx.config)), null)
     }
     if (body.email_confirm === true) {
       await tx`update auth.users set email_confirmed_at = coalesce(email_confirmed_at, now()), confirmation_token = ''

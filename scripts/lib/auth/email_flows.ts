@@ -13,6 +13,7 @@ import {
   insertEmailIdentity,
   insertUser,
   normalizeEmail,
+  refuseBanned,
   type Sql,
   userByEmail,
   userById,
@@ -146,7 +147,11 @@ function candidates(
   ]
 }
 
-/** The user and token column a code or token hash belongs to, or otp_expired. */
+/**
+ * The user and token column a code or token hash belongs to, or otp_expired; a banned user's
+ * is refused (403 user_banned) before it is used, as GoTrue's verifyTokenHash and
+ * verifyUserAndToken do.
+ */
 async function findToken(ctx: AuthContext, tx: Sql, type: VerifyType, body: Body) {
   const fresh = (sentAt: Date | null) =>
     !!sentAt && sentAt.getTime() + ctx.config.email.otpExpiry * 1000 > Date.now()
@@ -156,22 +161,38 @@ async function findToken(ctx: AuthContext, tx: Sql, type: VerifyType, body: Body
       where confirmation_token = ${h} or recovery_token = ${h} or email_change_token_new = ${h}
          or email_change_token_current = ${h} for update`
     const hit = u && candidates(type, u as UserRow).find((c) => c.value === h)
-    if (!hit || !fresh(hit.sentAt)) throw expired()
+    if (!hit) throw expired()
+    refuseBanned(u as UserRow)
+    if (!fresh(hit.sentAt)) throw expired()
     return { user: u as UserRow, column: hit.column }
   }
   if (typeof body.token !== 'string' || !body.token || typeof body.email !== 'string') {
     throw validationFailed('Verify requires either a token or a token hash')
   }
   const email = body.email.trim().toLowerCase()
+  const hash = tokenHash(email, body.token.trim())
+  const ofHash = (column: string) => tx`(${tx(column)} = ${hash} or ${tx(column)} = ${PKCE_PREFIX + hash})`
+  // An e-mail change code is found by its hash (GoTrue's FindUserForEmailChange): several users
+  // may have the same address pending, and only the code says whose it is.
   const [u] = type === 'email_change'
-    ? await tx`select * from auth.users where lower(email) = ${email} or lower(email_change) = ${email} for update`
-    : await tx`select * from auth.users where lower(email) = ${email} for update`
+    ? await tx`select * from auth.users
+        where is_sso_user = false and (
+          ${
+      ctx.config.email.doubleConfirmChanges
+        ? tx`(lower(email) = ${email} and ${ofHash('email_change_token_current')}) or`
+        : tx``
+    }
+          (lower(email_change) = ${email} and ${ofHash('email_change_token_new')}))
+        order by lower(email) = ${email} desc limit 1 for update`
+    : await tx`select * from auth.users where lower(email) = ${email} and is_sso_user = false
+               order by created_at limit 1 for update`
   if (!u) throw expired()
   const user = u as UserRow
+  refuseBanned(user)
   const hit = candidates(type, user).find((c) => {
     const address = c.column === 'email_change_token_new' ? user.email_change : user.email
     const stored = (c.value ?? '').replace(PKCE_PREFIX, '')
-    return !!stored && !!address && stored === tokenHash(address.toLowerCase(), body.token.trim())
+    return !!stored && !!address && address.toLowerCase() === email && stored === hash
   })
   if (!hit || !fresh(hit.sentAt)) throw expired()
   return { user, column: hit.column }
@@ -230,6 +251,12 @@ export async function verify(
           msg: 'Confirmation link accepted. Please proceed to confirm link sent to the other email',
           redirectTo,
         }
+      }
+      // The address may have been taken since the change was asked for.
+      const [taken] = await tx`select id from auth.users where lower(email) = lower(${after.email_change})
+                               and id <> ${user.id} and is_sso_user = false limit 1`
+      if (taken) {
+        throw unprocessable('email_exists', 'A user with this email address has already been registered')
       }
       const [changed] = await tx`update auth.users set email = email_change, email_change = '',
           email_change_confirm_status = 0, email_confirmed_at = coalesce(email_confirmed_at, now()),

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto'
 import { AuthError, badRequest, notFound, validationFailed } from './errors.ts'
 import { type AuthContext, issueSession } from './sessions.ts'
-import { type Sql, userById } from './users.ts'
+import { refuseBanned, type Sql, userById } from './users.ts'
 
 export const PKCE_PREFIX = 'pkce_'
 const FLOW_STATE_EXPIRY_SECONDS = 300
@@ -73,6 +73,7 @@ export async function pkceGrant(ctx: AuthContext, req: Request, body: Record<str
     }
     const user = await userById(tx, flow.user_id)
     if (!user) throw notFound('user_not_found', 'User not found')
+    refuseBanned(user) // a code issued before a ban
     await tx`delete from auth.flow_state where id = ${flow.id}`
     return issueSession(ctx, tx, user, flow.authentication_method, req)
   })

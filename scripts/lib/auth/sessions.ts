@@ -6,7 +6,7 @@ import type postgres from 'postgres'
 import { hookedClaims } from '../tokens.ts'
 import type { AuthConfig } from './config.ts'
 import { AuthError, badRequest, forbidden } from './errors.ts'
-import { type Sql, userById, userJson, type UserRow } from './users.ts'
+import { isBanned, refuseBanned, type Sql, userById, userJson, type UserRow } from './users.ts'
 
 export interface AuthContext {
   sql: postgres.Sql // as supabase_auth_admin, as GoTrue connects
@@ -93,6 +93,7 @@ async function insertRefreshToken(sql: Sql, userId: string, sessionId: string, p
 
 /** Signs the user in: a new session, its first refresh token, last_sign_in_at, and the token response. */
 export async function issueSession(ctx: AuthContext, sql: Sql, user: UserRow, method: string, req: Request) {
+  refuseBanned(user) // the last line of defence: each sign-in path refuses a ban first, with its own code
   const sessionId = crypto.randomUUID()
   const ip = clientIp(req) || null
   await sql`insert into auth.sessions (id, user_id, created_at, updated_at, aal, user_agent, ip)
@@ -120,7 +121,7 @@ export async function refreshGrant(ctx: AuthContext, refreshToken: unknown, req:
     if (!rt) return badRequest('refresh_token_not_found', 'Invalid Refresh Token: Refresh Token Not Found')
     const user = await userById(tx, rt.user_id, true)
     if (!user) return badRequest('refresh_token_not_found', 'Invalid Refresh Token: Refresh Token Not Found')
-    if (user.banned_until && user.banned_until > new Date()) {
+    if (isBanned(user)) {
       return badRequest('user_banned', 'Invalid Refresh Token: User Banned')
     }
     const [session] = rt.session_id

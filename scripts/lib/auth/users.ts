@@ -3,7 +3,7 @@
 import { timingSafeEqual } from 'node:crypto'
 import type postgres from 'postgres'
 import { type AuthConfig } from './config.ts'
-import { unprocessable, validationFailed, weakPassword } from './errors.ts'
+import { forbidden, unprocessable, validationFailed, weakPassword } from './errors.ts'
 
 export type Sql = postgres.Sql | postgres.TransactionSql
 export type UserRow = Record<string, any> & { id: string; email: string | null }
@@ -72,6 +72,37 @@ export async function userByEmail(sql: Sql, email: string): Promise<UserRow | nu
     await sql`select * from auth.users where lower(email) = ${email.toLowerCase()} and is_sso_user = false
                         order by created_at limit 1`
   return (u as UserRow) ?? null
+}
+
+/** Whether a ban is in force (banned_until in the future). */
+export const isBanned = (u: UserRow) => !!u.banned_until && u.banned_until > new Date()
+
+/** GoTrue's refusal of a banned user on every path that would sign them in (403 user_banned). */
+export function refuseBanned(u: UserRow) {
+  if (isBanned(u)) throw forbidden('user_banned', 'User is banned')
+}
+
+/**
+ * Sets a new password as GoTrue's UpdatePassword does: every pending e-mailed code or link
+ * (confirmation, recovery, e-mail change, reauthentication) is voided, and the user's sessions
+ * end, all of them or all but `keepSession` (the session that changed it).
+ */
+export async function replacePassword(
+  sql: Sql,
+  userId: string,
+  passwordHash: string,
+  keepSession: string | null,
+) {
+  await sql`update auth.users set encrypted_password = ${passwordHash},
+              confirmation_token = '', confirmation_sent_at = null,
+              recovery_token = '', recovery_sent_at = null,
+              email_change_token_current = '', email_change_token_new = '', email_change_sent_at = null,
+              phone_change_token = '', phone_change_sent_at = null,
+              reauthentication_token = '', reauthentication_sent_at = null
+            where id = ${userId}`
+  // Refresh tokens and sign-in claims go with their sessions (on delete cascade).
+  if (keepSession) await sql`delete from auth.sessions where user_id = ${userId} and id <> ${keepSession}`
+  else await sql`delete from auth.sessions where user_id = ${userId}`
 }
 
 /** GoTrue's e-mail check: a lower-cased address of a plausible form, at most 255 characters. */

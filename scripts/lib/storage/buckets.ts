@@ -130,12 +130,21 @@ export async function emptyBucket(ctx: StorageContext, c: Claims, id: string) {
   return json(200, { message: 'Successfully emptied' })
 }
 
-/** DELETE /bucket/<id>: only an empty bucket, as Storage refuses the others. */
+/**
+ * DELETE /bucket/<id>: only an empty bucket, as Storage refuses the others. The delete runs as
+ * the caller first, so whether a bucket has objects (409) is told only to who may delete it; to
+ * anyone else it is not found (404), as a bucket they cannot see is. The objects' foreign key
+ * refuses a bucket that still has any.
+ */
 export async function deleteBucket(ctx: StorageContext, c: Claims, id: string) {
   await bucketSettings(ctx, id)
-  const [{ n }] = await ctx.sql`select count(*)::int as n from storage.objects where bucket_id = ${id}`
-  if (n > 0) fail(409, 'InvalidRequest', 'The bucket you tried to delete is not empty')
   const rows = await asCaller(ctx, c, (tx) => tx`delete from storage.buckets where id = ${id} returning id`)
+    .catch((e) => {
+      if ((e as { code?: string }).code === '23503') {
+        fail(409, 'InvalidRequest', 'The bucket you tried to delete is not empty')
+      }
+      throw e
+    })
   if (!rows.length) fail(404, 'Bucket not found', 'Bucket not found') // not the caller's to delete
   await Deno.remove(bucketDir(ctx, id), { recursive: true }).catch(() => {})
   return json(200, { message: 'Successfully deleted' })

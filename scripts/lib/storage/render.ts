@@ -2,8 +2,10 @@
 // (transform.ts), under the same rules as the object itself: a public bucket's objects for
 // anyone, others as the caller sees them under RLS, or through a signed image URL whose token
 // carries the transformations. Nothing is cached: every request reads the object it may read
-// and renders it anew. Rendering runs in one worker, one image at a time, with a time limit; an
-// image that runs past it ends the worker (a fresh one takes the next).
+// and renders it anew. Rendering runs in two workers with a time limit (an image that runs past
+// it ends its worker; a fresh one takes the next), through a fair queue (render_queue.ts): one
+// client's images use one worker at a time and a few places in line, so slow renders queued by
+// one client do not starve the others.
 import { sniffImageType } from '../../../functions/_shared/workout_photo.ts'
 import type { Claims } from './caller.ts'
 import { fail } from './errors.ts'
@@ -12,11 +14,12 @@ import { downloadHeader, openObject, publicObject, visibleObject } from './objec
 import { verifySigned } from './signed.ts'
 import type { Rendered } from './transform.ts'
 import { fromTransformations, parseTransform, type TransformOptions } from './transform_options.ts'
+import { type FairLimits, FairQueue, QueueFull } from './render_queue.ts'
 
 /** The largest object rendered: Storage's imgproxy refuses sources past its own limit too. */
 export const RENDER_SOURCE_LIMIT = 25 * 1024 * 1024
 export const RENDER_TIMEOUT_MS = 20_000
-/** Images waiting for the worker at most; past that a request is turned away (each holds its source). */
+/** Images waiting for a worker at most, in all; past that a request is turned away (each holds its source). */
 export const RENDER_QUEUE_LIMIT = 20
 
 export type RenderAccess =
@@ -38,14 +41,14 @@ export async function renderImage(
     const payload = await verifySigned(ctx, req, bucket, name)
     options = fromTransformations(String(payload.transformations ?? ''), payload.format)
     const [r] = await ctx
-      .sql`select metadata from storage.objects where bucket_id = ${bucket} and name = ${name}`
+      .sql`select metadata, owner_id from storage.objects where bucket_id = ${bucket} and name = ${name}`
     row = r ?? fail(404, 'not_found', 'Object not found')
     expires = new Date((payload.exp as number) * 1000).toUTCString()
   } else {
     options = parseTransform(Object.fromEntries(new URL(req.url).searchParams), 'querystring')
     row = access.kind === 'public'
-      ? await publicObject(ctx, bucket, name)
-      : await visibleObject(ctx, access.caller, bucket, name)
+      ? await publicObject(ctx, bucket, name, 'metadata, owner_id')
+      : await visibleObject(ctx, access.caller, bucket, name, 'metadata, owner_id')
   }
   const file = await openObject(ctx, bucket, name)
   let bytes: Uint8Array
@@ -61,7 +64,12 @@ export async function renderImage(
   }
   const source = sniffImageType(bytes)
   if (!source) return fail(422, 'ImageProcessingError', 'Source image type not supported')
-  const out = await render(bytes, source, options, req.headers.get('accept'))
+  const out = await render(renderClient(access, bucket, row), {
+    bytes,
+    source,
+    options,
+    accept: req.headers.get('accept'),
+  })
   const headers: Record<string, string> = {
     'content-type': out.contentType,
     'content-length': String(out.bytes.length),
@@ -79,84 +87,98 @@ export async function renderImage(
   })
 }
 
-const describe = (o: TransformOptions) => Object.entries(o).map(([k, v]) => `${k}:${v}`).join(',')
-
-// ---- the worker ---------------------------------------------------------------------------
-
-interface Job {
-  message: { bytes: Uint8Array; source: string; options: TransformOptions; accept: string | null }
-  resolve: (r: Rendered) => void
-  reject: (e: Error) => void
-  timer?: ReturnType<typeof setTimeout>
+/**
+ * Whose share of the render queue a request uses: the signed-in caller's; for a public or
+ * signed URL (no caller), the image's owner, whose uploads are what make a render slow (the
+ * stand-in is not told the client's address).
+ */
+function renderClient(access: RenderAccess, bucket: string, row: Record<string, any>) {
+  if (access.kind === 'authenticated') return `user:${access.caller.sub ?? access.caller.role}`
+  return row.owner_id ? `owner:${row.owner_id}` : `bucket:${bucket}`
 }
 
-let worker: Worker | null = null
-let running: Job | null = null
-const waiting: Job[] = []
+const describe = (o: TransformOptions) => Object.entries(o).map(([k, v]) => `${k}:${v}`).join(',')
+
+// ---- the workers ---------------------------------------------------------------------------
+
+interface Message {
+  bytes: Uint8Array
+  source: string
+  options: TransformOptions
+  accept: string | null
+}
+
+/** Two workers (the machine's cores are shared); one client's images use one of them at a time. */
+export const RENDER_LIMITS: FairLimits = {
+  slots: 2,
+  perClientRunning: 1,
+  perClientWaiting: 4,
+  waiting: RENDER_QUEUE_LIMIT,
+}
+
+const idle: Worker[] = []
+const all = new Set<Worker>()
 
 const unrenderable = (message: string) =>
   Object.assign(new Error(message), { storage: { status: 422, error: 'ImageProcessingError' } })
 
-function settle(job: Job, outcome: Rendered | Error) {
-  clearTimeout(job.timer)
-  if (running === job) running = null
-  if (outcome instanceof Error) job.reject(outcome)
-  else job.resolve(outcome)
-  next()
-}
-
 function endWorker(w: Worker) {
   w.terminate()
-  if (worker === w) worker = null
+  all.delete(w)
 }
 
-function startWorker(): Worker {
-  const w = new Worker(new URL('./render_worker.ts', import.meta.url), { type: 'module' })
-  w.onmessage = (e: MessageEvent<Rendered | { error: string | null }>) => {
-    if (worker !== w || !running) return
-    const reply = e.data
-    if (!('error' in reply)) return settle(running, reply)
-    if (reply.error === null) endWorker(w) // the module may be in any state after a trap
-    settle(running, unrenderable(reply.error ?? 'the image could not be rendered'))
-  }
-  w.onerror = (e) => {
-    e.preventDefault()
-    console.error('render worker:', e.message)
-    const job = worker === w ? running : null
-    endWorker(w)
-    if (job) settle(job, unrenderable('the image could not be rendered'))
-  }
-  return w
+/** Renders one image on an idle worker (or a new one), with the time limit. */
+function renderOnWorker(message: Message): Promise<Rendered> {
+  const w = idle.pop() ?? new Worker(new URL('./render_worker.ts', import.meta.url), { type: 'module' })
+  all.add(w)
+  return new Promise<Rendered>((resolve, reject) => {
+    let done = false
+    // keep: the worker takes the next image; otherwise it ends (a trap may leave the module in
+    // any state, and a render past the limit is still running).
+    const finish = (outcome: Rendered | Error, keep: boolean) => {
+      if (done) return
+      done = true
+      clearTimeout(timer)
+      w.onmessage = null
+      w.onerror = null
+      if (keep && all.has(w)) idle.push(w)
+      else endWorker(w)
+      if (outcome instanceof Error) reject(outcome)
+      else resolve(outcome)
+    }
+    const timer = setTimeout(
+      () => finish(unrenderable(`rendering took longer than ${RENDER_TIMEOUT_MS / 1000} s`), false),
+      RENDER_TIMEOUT_MS,
+    )
+    w.onmessage = (e: MessageEvent<Rendered | { error: string | null }>) => {
+      const reply = e.data
+      if (!('error' in reply)) return finish(reply, true)
+      finish(unrenderable(reply.error ?? 'the image could not be rendered'), reply.error !== null)
+    }
+    w.onerror = (e) => {
+      e.preventDefault()
+      console.error('render worker:', e.message)
+      finish(unrenderable('the image could not be rendered'), false)
+    }
+    w.postMessage(message, [message.bytes.buffer as ArrayBuffer])
+  })
 }
 
-function next() {
-  if (running || waiting.length === 0) return
-  const job = running = waiting.shift()!
-  const w = worker ??= startWorker()
-  job.timer = setTimeout(() => {
-    endWorker(w)
-    settle(job, unrenderable(`rendering took longer than ${RENDER_TIMEOUT_MS / 1000} s`))
-  }, RENDER_TIMEOUT_MS)
-  w.postMessage(job.message, [job.message.bytes.buffer as ArrayBuffer])
-}
+const queue = new FairQueue<Message, Rendered>(RENDER_LIMITS, renderOnWorker)
 
-async function render(bytes: Uint8Array, source: string, options: TransformOptions, accept: string | null) {
-  if (waiting.length >= RENDER_QUEUE_LIMIT) {
-    fail(503, 'SlowDown', 'Too many images are being transformed; try again shortly')
-  }
+async function render(client: string, message: Message) {
   try {
-    return await new Promise<Rendered>((resolve, reject) => {
-      waiting.push({ message: { bytes, source, options, accept }, resolve, reject })
-      next()
-    })
+    return await queue.submit(client, message)
   } catch (e) {
+    if (e instanceof QueueFull) fail(503, 'SlowDown', e.message)
     const s = (e as { storage?: { status: number; error: string } }).storage
     if (s) fail(s.status, s.error, (e as Error).message)
     throw e
   }
 }
 
-/** Ends the worker (tests, and a gateway shutting down). */
+/** Ends the workers (tests, and a gateway shutting down). */
 export function stopRenderWorker() {
-  if (worker) endWorker(worker)
+  for (const w of all) endWorker(w)
+  idle.length = 0
 }
