@@ -28,7 +28,7 @@ export interface Subscriber {
   push(ids: number[], data: Record<string, unknown>): void
 }
 
-interface ColumnMeta {
+export interface ColumnMeta {
   name: string
   type: string // pg_type.typname, as Realtime names it in `columns`
   sqlType: string // format_type(): what a value is cast to
@@ -41,7 +41,7 @@ const ident = (s: string) => `"${s.replaceAll('"', '""')}"`
 export const FILTERS_PER_STATEMENT = 200
 
 /** A filter as checked against one change: the value it compares and how. */
-interface FilterCheck {
+export interface FilterCheck {
   column: ColumnMeta
   op: keyof typeof SQL_OPS
   value: string
@@ -255,12 +255,15 @@ export class ChangeFeed {
         if (checks.has(key)) continue
         const column = byName.get(f.column)
         const actual = source.get(f.column)
-        checks.set(key, column && actual !== undefined && actual !== null
-          ? { column, op: f.op, value: f.value, actual }
-          : null)
+        checks.set(
+          key,
+          column && actual !== undefined && actual !== null
+            ? { column, op: f.op, value: f.value, actual }
+            : null,
+        )
       }
     }
-    const filterOk = await this.checkFilters(checks)
+    const filterOk = await checkFilters(this.sql, checks)
 
     const pk = meta.filter((c) => c.isPk)
     const base = { schema: rel.schema, table: rel.table, type: action }
@@ -285,7 +288,9 @@ export class ChangeFeed {
         sub.push(relevant.map((b) => b.id), errorData('Error 401: Unauthorized'))
         return
       }
-      const ids = relevant.filter((b) => !b.params.filter || filterOk.get(keyOf.get(b)!) === true).map((b) => b.id)
+      const ids = relevant.filter((b) => !b.params.filter || filterOk.get(keyOf.get(b)!) === true).map((b) =>
+        b.id
+      )
       if (!ids.length) return
       if (row.rls && action !== 'DELETE') {
         let visible: boolean
@@ -328,42 +333,6 @@ export class ChangeFeed {
     }
   }
 
-  /** Each filter's outcome for the change (both values cast to the column's type, in Postgres),
-   *  in statements of FILTERS_PER_STATEMENT; when one fails, its filters are checked one by one
-   *  so that only a failing filter (false, logged) is lost. */
-  private async checkFilters(checks: Map<string, FilterCheck | null>): Promise<Map<string, boolean>> {
-    const out = new Map<string, boolean>()
-    const pending: [string, FilterCheck][] = []
-    for (const [key, c] of checks) c ? pending.push([key, c]) : out.set(key, false)
-    const run = async (batch: [string, FilterCheck][]) => {
-      const params: string[] = []
-      const p = (v: string) => (params.push(v), `$${params.length}`)
-      const exprs = batch.map(([, c]) => {
-        const type = c.column.sqlType
-        const right = c.op === 'in' ? `(${p(c.value)}::text::${type}[])` : `${p(c.value)}::text::${type}`
-        return `coalesce(${p(c.actual)}::text::${type} ${SQL_OPS[c.op]} ${right}, false)`
-      })
-      const [row] = await this.sql.unsafe(`select array[${exprs.join(', ')}]::boolean[] as ok`, params)
-      batch.forEach(([key], i) => out.set(key, row.ok[i] === true))
-    }
-    for (let i = 0; i < pending.length; i += FILTERS_PER_STATEMENT) {
-      const batch = pending.slice(i, i + FILTERS_PER_STATEMENT)
-      try {
-        await run(batch)
-      } catch {
-        for (const one of batch) {
-          try {
-            await run([one])
-          } catch (e) {
-            console.error(`realtime: the filter ${one[0]} could not be checked`, (e as Error).message)
-            out.set(one[0], false)
-          }
-        }
-      }
-    }
-    return out
-  }
-
   /** Looks the row up by its primary key as the subscriber, in a transaction of its own. */
   private async visibleTo(
     claims: Claims,
@@ -393,4 +362,45 @@ function concerns(p: ChangeParams, rel: Relation, action: Action) {
   return (p.action === '*' || p.action === action) &&
     (p.schema === '*' || p.schema === rel.schema) &&
     (p.table === '*' || p.table === rel.table)
+}
+
+/** Each filter's outcome for the change (both values cast to the column's type, in Postgres),
+ *  in statements of FILTERS_PER_STATEMENT; when one fails, its filters are checked one by one
+ *  so that only a failing filter (false, logged) is lost. */
+export async function checkFilters(
+  sql: postgres.Sql,
+  checks: Map<string, FilterCheck | null>,
+): Promise<Map<string, boolean>> {
+  const out = new Map<string, boolean>()
+  const pending: [string, FilterCheck][] = []
+  for (const [key, c] of checks) c ? pending.push([key, c]) : out.set(key, false)
+  const run = async (batch: [string, FilterCheck][]) => {
+    const params: string[] = []
+    const p = (v: string) => (params.push(v), `$${params.length}`)
+    const exprs = batch.map(([, c]) => {
+      const type = c.column.sqlType
+      const right = c.op === 'in' ? `(${p(c.value)}::text::${type}[])` : `${p(c.value)}::text::${type}`
+      return `coalesce(${p(c.actual)}::text::${type} ${SQL_OPS[c.op]} ${right}, false)`
+    })
+    // As text ('t,f,...'): no reliance on the client's parsing of boolean[].
+    const [row] = await sql.unsafe(`select array_to_string(array[${exprs.join(', ')}], ',') as ok`, params)
+    const ok = String(row.ok).split(',')
+    batch.forEach(([key], i) => out.set(key, ok[i] === 't'))
+  }
+  for (let i = 0; i < pending.length; i += FILTERS_PER_STATEMENT) {
+    const batch = pending.slice(i, i + FILTERS_PER_STATEMENT)
+    try {
+      await run(batch)
+    } catch {
+      for (const one of batch) {
+        try {
+          await run([one])
+        } catch (e) {
+          console.error(`realtime: the filter ${one[0]} could not be checked`, (e as Error).message)
+          out.set(one[0], false)
+        }
+      }
+    }
+  }
+  return out
 }

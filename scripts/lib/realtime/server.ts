@@ -218,7 +218,9 @@ export function createRealtime(o: RealtimeOptions) {
       if (!p.payload || typeof p.payload !== 'object' || Array.isArray(p.payload)) {
         return ch.conn.send(reply(m, 'error', { reason: 'Presence track payload must be a map' }))
       }
-      if (payloadTooLarge(p.payload)) return ch.conn.send(reply(m, 'error', { error: 'payload_size_exceeded' }))
+      if (payloadTooLarge(p.payload)) {
+        return ch.conn.send(reply(m, 'error', { error: 'payload_size_exceeded' }))
+      }
       if (!ch.presenceEnabled) {
         ch.presenceEnabled = true
         ch.push('presence_state', presence.state(ch.topic))
@@ -327,7 +329,9 @@ export function createRealtime(o: RealtimeOptions) {
     const invalid = body.messages.map((msg: any) =>
       msg && payloadTooLarge(msg.payload) ? { payload: ['Payload size exceeds tenant limit'] } : {}
     )
-    if (invalid.some((e: object) => Object.keys(e).length)) return json(422, { errors: { messages: invalid } }, CORS)
+    if (invalid.some((e: object) => Object.keys(e).length)) {
+      return json(422, { errors: { messages: invalid } }, CORS)
+    }
     for (const msg of body.messages) {
       if (!msg || typeof msg.topic !== 'string' || typeof msg.event !== 'string' || msg.private === true) {
         continue
