@@ -12,7 +12,7 @@ import {
   MAX_EVENTS_PER_SECOND,
   MAX_REST_BODY_BYTES,
 } from '../scripts/lib/realtime/limits.ts'
-import { ANON_KEY, API_URL, createUser, sql, test } from './_helpers.ts'
+import { ANON_KEY, API_URL, sql, test } from './_helpers.ts'
 import { closeAll, realtimeClient, until } from './_realtime.ts'
 
 const topicName = (what: string) => `${what}-${crypto.randomUUID().slice(0, 8)}`
