@@ -148,6 +148,7 @@ export function createRealtime(o: RealtimeOptions) {
       if (e instanceof TokenError) return conn.send(reply(m, 'error', { reason: e.message }))
       throw e
     }
+    if (conn.closed) return clearTimeout(ch.expiry) // ended while the token was checked
     if (config.private === true) {
       clearTimeout(ch.expiry)
       const name = m.topic.slice('realtime:'.length)
