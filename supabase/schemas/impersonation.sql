@@ -461,6 +461,18 @@ comment on policy "storage.objects: nothing for an ended impersonation session" 
   'Hosted Storage runs no PostgREST pre-request: a stopped or expired impersonation token lists, reads and writes nothing.';
 
 -- ---------------------------------------------------------------------------------------------
+-- Realtime: hosted Realtime checks each change of the supabase_realtime tables as the subscriber
+-- ---------------------------------------------------------------------------------------------
+
+-- Realtime runs no pre-request either: every table of the publication carries this policy, so a
+-- channel joined with an impersonation token receives nothing once its session has ended.
+create policy "notifications: nothing for an ended impersonation session" on public.notifications
+  as restrictive for select to authenticated
+  using ((select private.impersonation_live()));
+comment on policy "notifications: nothing for an ended impersonation session" on public.notifications is
+  'Hosted Realtime runs no PostgREST pre-request: a stopped or expired impersonation token is sent no notification.';
+
+-- ---------------------------------------------------------------------------------------------
 -- What an impersonator may not do: link outside accounts or start payments
 -- ---------------------------------------------------------------------------------------------
 

@@ -33,6 +33,7 @@ grant update (read_at)
 create index notifications_inbox on public.notifications (user_id, created_at desc, id desc);
 -- Realtime pushes each new notification to its recipient (the supabase_realtime publication is
 -- the platform's; Realtime checks each change against the subscriber's RLS before sending it).
+-- Every table in it also gets impersonation.sql's restrictive policy (Realtime runs no pre-request).
 alter publication supabase_realtime add table public.notifications;
 create policy "notifications: recipients read their own" on public.notifications
   for select to authenticated

@@ -2,13 +2,13 @@
 -- (every table a request can write, directly or through a security definer function, carries
 -- the audit trigger), tables created later get it by themselves, PostgREST's pre-request
 -- setting, and the session rules inside the database (both session sources, 401 once ended,
--- storage.objects closed to an ended session).
+-- storage.objects and the supabase_realtime tables closed to an ended session).
 begin;
 create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 set local search_path = extensions;
 
-select plan(26);
+select plan(30);
 
 -- The tables a request can write, derived here independently of the migration's own rule:
 -- every table of the project's schemas (all but Postgres' and the platform's: the schema lint's
@@ -55,6 +55,20 @@ select ok((select array_agg(t::text) from pg_temp.writable_tables() t)
   'it includes tables written only by security definer functions, private ones and storage.objects');
 select is_empty('select * from pg_temp.unaudited_tables()',
   'every table a request can write carries the impersonation audit trigger (the diagnostics list the offenders)');
+
+-- Hosted Realtime checks changes with the subscriber's claims and runs no pre-request: every table
+-- of the supabase_realtime publication has a restrictive policy for authenticated reads that
+-- calls private.impersonation_live().
+select is_empty($$
+  select format('%I.%I', t.schemaname, t.tablename) from pg_catalog.pg_publication_tables t
+   where t.pubname = 'supabase_realtime'
+     and not exists (select 1 from pg_catalog.pg_policy p
+                      where p.polrelid = format('%I.%I', t.schemaname, t.tablename)::regclass
+                        and not p.polpermissive and p.polcmd in ('r', '*')
+                        and 'authenticated'::regrole = any (p.polroles)
+                        and pg_catalog.pg_get_expr(p.polqual, p.polrelid) like '%private.impersonation_live()%')
+   order by 1 $$,
+  'every table Realtime publishes is closed to an ended impersonation session (the diagnostics list the offenders)');
 
 -- New tables get the trigger in the statement that creates them, whatever the form or schema.
 create table public.zz_imp_new (id integer primary key);
@@ -118,6 +132,7 @@ insert into public.impersonation_audit (session_id, event, admin_id, target_id, 
   ('20200000-0000-4000-8000-0000000000a2', 'stop', '20200000-0000-4000-8000-000000000002', '20200000-0000-4000-8000-000000000001', 'stopped', null),
   ('20200000-0000-4000-8000-0000000000a3', 'start', '20200000-0000-4000-8000-000000000002', '20200000-0000-4000-8000-000000000001', 'expired', now() - interval '1 second');
 insert into storage.objects (bucket_id, name, owner_id) values ('tone-packs', '20200000-0000-4000-8000-000000000001/mine.png', '20200000-0000-4000-8000-000000000001');
+select private.notify('20200000-0000-4000-8000-000000000001', 'test.impersonation', '{}');
 
 -- Claims of an impersonation token of a session (or of the target herself: null).
 create function pg_temp.claims(session text) returns void
@@ -145,6 +160,8 @@ select lives_ok('select private.refuse_ended_impersonation()', 'a live session p
 select lives_ok($$select public.labs_submit_sponsor('Imp Co', 'gold', 'c@imp.test', 'C')$$, 'a live session writes');
 select is((select count(*)::int from storage.objects where name like '20200000-0000-4000-8000-000000000001/%'), 1,
   'a live session reads her storage folder');
+select is((select count(*)::int from public.notifications where type = 'test.impersonation'), 1,
+  'a live session reads her notifications');
 reset role;
 select is(pg_temp.writes('20200000-0000-4000-8000-0000000000a1'),
   array['public.labs_sponsors INSERT authenticated', 'private.labs_sponsor_private INSERT authenticated'],
@@ -159,6 +176,8 @@ select throws_ok($$select public.labs_submit_sponsor('Late Co', 'gold', 'l@imp.t
   'a stopped session writes nothing, even where the pre-request does not run');
 select is((select count(*)::int from storage.objects where name like '20200000-0000-4000-8000-000000000001/%'), 0,
   'a stopped session reads nothing of storage.objects (hosted Storage runs no pre-request)');
+select is((select count(*)::int from public.notifications where type = 'test.impersonation'), 0,
+  'nor her notifications (hosted Realtime runs no pre-request)');
 select throws_ok($$insert into storage.objects (bucket_id, name) values ('tone-packs', '20200000-0000-4000-8000-000000000001/late.png')$$,
   '42501', null, 'nor writes into it');
 select pg_temp.claims('20200000-0000-4000-8000-0000000000a3');
@@ -167,6 +186,8 @@ select throws_ok('select private.refuse_ended_impersonation()', 'PT401', 'The im
 select pg_temp.own_claims();
 select is((select count(*)::int from storage.objects where name like '20200000-0000-4000-8000-000000000001/%'), 1,
   'her own token still reads her folder');
+select is((select count(*)::int from public.notifications where type = 'test.impersonation'), 1,
+  'and her notifications');
 reset role;
 
 -- The api's service role names the session in a header; nobody else can.

@@ -6,6 +6,9 @@
 //   up by its primary key as the subscriber (role + request.jwt.claims), is visible to it;
 //   a DELETE is not checked (its old record is reduced to the primary key, as on hosted);
 // - only columns the role may select are sent.
+// One subscriber cannot stop delivery to the others: filters are checked deduplicated and in
+// bounded statements (a failing one is retried filter by filter), the visibility check is made
+// once per change for each distinct set of claims, and each subscriber's errors stay its own.
 import postgres from 'postgres'
 import type { Claims } from './auth.ts'
 import { type Action, type ChangeParams, describe, ParamsError, SQL_OPS } from './filters.ts'
@@ -25,7 +28,7 @@ export interface Subscriber {
   push(ids: number[], data: Record<string, unknown>): void
 }
 
-interface ColumnMeta {
+export interface ColumnMeta {
   name: string
   type: string // pg_type.typname, as Realtime names it in `columns`
   sqlType: string // format_type(): what a value is cast to
@@ -33,6 +36,17 @@ interface ColumnMeta {
 }
 
 const ident = (s: string) => `"${s.replaceAll('"', '""')}"`
+
+/** Distinct filters checked in one statement (two parameters each). */
+export const FILTERS_PER_STATEMENT = 200
+
+/** A filter as checked against one change: the value it compares and how. */
+export interface FilterCheck {
+  column: ColumnMeta
+  op: keyof typeof SQL_OPS
+  value: string
+  actual: string
+}
 
 export class ChangeFeed {
   private subscribers = new Set<Subscriber>()
@@ -67,6 +81,24 @@ export class ChangeFeed {
       this.replication = undefined
       r.stop()
     }, 30_000)
+  }
+
+  /** False for a token of an ended impersonation session (the project's private.impersonation_live(),
+   *  run as the token's role with its claims); true where the project has no such function. */
+  async impersonationLive(claims: Claims): Promise<boolean> {
+    if (!('impersonation_session' in claims)) return true
+    try {
+      return await this.sql.begin(async (tx) => {
+        await tx`select set_config('role', ${claims.role}, true), set_config('request.jwt.claims', ${
+          JSON.stringify(claims)
+        }, true)`
+        const [r] = await tx`select private.impersonation_live() as live`
+        return r.live !== false
+      })
+    } catch (e) {
+      if ((e as { code?: string }).code === '42883' || (e as { code?: string }).code === '3F000') return true
+      throw e
+    }
   }
 
   async close() {
@@ -187,8 +219,8 @@ export class ChangeFeed {
       ? valuesOf(change.oldTuple, change.oldIsKey !== false)
       : valuesOf(change.newTuple, true)
 
-    // One round trip: both records as JSON (each value cast to its type, as realtime.cast does),
-    // whether the table has RLS, the columns each role may select, and each filter's outcome.
+    // One round trip for the change: both records as JSON (each value cast to its type, as
+    // realtime.cast does), whether the table has RLS, and the columns each role may select.
     const params: (string | null | string[])[] = []
     const p = (v: string | null | string[]) => (params.push(v), `$${params.length}`)
     const record = (values: Map<string, string | null>) =>
@@ -197,27 +229,6 @@ export class ChangeFeed {
           [...values].map(([k, v]) => `${p(v)}::text::${byName.get(k)!.sqlType} as ${ident(k)}`).join(', ')
         }) r)`
         : `null::jsonb`
-    const filterChecks: { sub: Subscriber; binding: Binding }[] = []
-    const filterSql: string[] = []
-    for (const sub of interested) {
-      for (const binding of sub.bindings) {
-        const f = binding.params.filter
-        if (!f || !concerns(binding.params, rel, action)) continue
-        const col = byName.get(f.column)
-        const source = action === 'DELETE' ? identity : newValues
-        filterChecks.push({ sub, binding })
-        if (!col || !source.has(f.column)) {
-          filterSql.push('false')
-          continue
-        }
-        const right = f.op === 'in'
-          ? `(${p(f.value)}::text::${col.sqlType}[])`
-          : `${p(f.value)}::text::${col.sqlType}`
-        filterSql.push(
-          `coalesce(${p(source.get(f.column)!)}::text::${col.sqlType} ${SQL_OPS[f.op]} ${right}, false)`,
-        )
-      }
-    }
     const roles = [...new Set(interested.map((s) => s.claims.role))]
     const [row] = await this.sql.unsafe(
       `select ${record(newValues)} as new, ${record(identity)} as old,
@@ -227,12 +238,32 @@ export class ChangeFeed {
                                                where a.attrelid = ${p(String(rel.id))}::oid and a.attnum > 0
                                                  and not a.attisdropped
                                                  and has_column_privilege(role, a.attrelid, a.attname, 'SELECT')))
-                 from unnest(${p(roles)}::text[]) role) as selectable,
-              array[${filterSql.join(', ') || 'true'}]::boolean[] as filters`,
+                 from unnest(${p(roles)}::text[]) role) as selectable`,
       params as any[],
     )
-    const filterOk = new Map<Binding, boolean>()
-    filterChecks.forEach((c, i) => filterOk.set(c.binding, row.filters[i]))
+
+    // Each distinct filter once, whoever asked for it.
+    const source = action === 'DELETE' ? identity : newValues
+    const checks = new Map<string, FilterCheck | null>() // null: the change lacks the column
+    const keyOf = new Map<Binding, string>()
+    for (const sub of interested) {
+      for (const binding of sub.bindings) {
+        const f = binding.params.filter
+        if (!f || !concerns(binding.params, rel, action)) continue
+        const key = JSON.stringify([f.column, f.op, f.value])
+        keyOf.set(binding, key)
+        if (checks.has(key)) continue
+        const column = byName.get(f.column)
+        const actual = source.get(f.column)
+        checks.set(
+          key,
+          column && actual !== undefined && actual !== null
+            ? { column, op: f.op, value: f.value, actual }
+            : null,
+        )
+      }
+    }
+    const filterOk = await checkFilters(this.sql, checks)
 
     const pk = meta.filter((c) => c.isPk)
     const base = { schema: rel.schema, table: rel.table, type: action }
@@ -245,29 +276,39 @@ export class ChangeFeed {
       ...(action !== 'INSERT' ? { old_record: {} } : {}),
     })
 
-    for (const sub of interested) {
+    const visibility = new Map<string, Promise<boolean>>()
+    const deliverTo = async (sub: Subscriber) => {
       const selectable = new Set<string>(row.selectable?.[sub.claims.role] ?? [])
       const relevant = sub.bindings.filter((b) => concerns(b.params, rel, action))
       if (action !== 'DELETE' && !pk.length) {
         sub.push(relevant.map((b) => b.id), errorData('Error 400: Bad Request, no primary key'))
-        continue
+        return
       }
       if (action !== 'DELETE' && !pk.every((c) => selectable.has(c.name))) {
         sub.push(relevant.map((b) => b.id), errorData('Error 401: Unauthorized'))
-        continue
+        return
       }
-      const ids = relevant.filter((b) => !b.params.filter || filterOk.get(b)).map((b) => b.id)
-      if (!ids.length) continue
+      const ids = relevant.filter((b) => !b.params.filter || filterOk.get(keyOf.get(b)!) === true).map((b) =>
+        b.id
+      )
+      if (!ids.length) return
       if (row.rls && action !== 'DELETE') {
         let visible: boolean
         try {
-          visible = await this.visibleTo(sub.claims, rel, pk, newValues, byName)
+          // Subscribers with the same claims see the same rows: one look-up serves them all.
+          const key = JSON.stringify(sub.claims)
+          let pending = visibility.get(key)
+          if (!pending) {
+            pending = this.visibleTo(sub.claims, rel, pk, newValues, byName)
+            visibility.set(key, pending)
+          }
+          visible = await pending
         } catch (e) {
           console.error('realtime: RLS check failed', e)
           sub.push(ids, errorData('Error 500: Internal Server Error, RLS policy evaluation failed'))
-          continue
+          return
         }
-        if (!visible) continue
+        if (!visible) return
       }
       const pick = (rec: Record<string, unknown> | null, keep: (c: ColumnMeta) => boolean) =>
         rec &&
@@ -282,6 +323,13 @@ export class ChangeFeed {
       if (action === 'UPDATE') data.old_record = pick(row.old, () => true)
       if (action === 'DELETE') data.old_record = pick(row.old, (c) => !row.rls || c.isPk)
       sub.push(ids, data)
+    }
+    for (const sub of interested) {
+      try {
+        await deliverTo(sub)
+      } catch (e) {
+        console.error('realtime: delivery to a subscriber failed', e)
+      }
     }
   }
 
@@ -314,4 +362,45 @@ function concerns(p: ChangeParams, rel: Relation, action: Action) {
   return (p.action === '*' || p.action === action) &&
     (p.schema === '*' || p.schema === rel.schema) &&
     (p.table === '*' || p.table === rel.table)
+}
+
+/** Each filter's outcome for the change (both values cast to the column's type, in Postgres),
+ *  in statements of FILTERS_PER_STATEMENT; when one fails, its filters are checked one by one
+ *  so that only a failing filter (false, logged) is lost. */
+export async function checkFilters(
+  sql: postgres.Sql,
+  checks: Map<string, FilterCheck | null>,
+): Promise<Map<string, boolean>> {
+  const out = new Map<string, boolean>()
+  const pending: [string, FilterCheck][] = []
+  for (const [key, c] of checks) c ? pending.push([key, c]) : out.set(key, false)
+  const run = async (batch: [string, FilterCheck][]) => {
+    const params: string[] = []
+    const p = (v: string) => (params.push(v), `$${params.length}`)
+    const exprs = batch.map(([, c]) => {
+      const type = c.column.sqlType
+      const right = c.op === 'in' ? `(${p(c.value)}::text::${type}[])` : `${p(c.value)}::text::${type}`
+      return `coalesce(${p(c.actual)}::text::${type} ${SQL_OPS[c.op]} ${right}, false)`
+    })
+    // As text ('t,f,...'): no reliance on the client's parsing of boolean[].
+    const [row] = await sql.unsafe(`select array_to_string(array[${exprs.join(', ')}], ',') as ok`, params)
+    const ok = String(row.ok).split(',')
+    batch.forEach(([key], i) => out.set(key, ok[i] === 't'))
+  }
+  for (let i = 0; i < pending.length; i += FILTERS_PER_STATEMENT) {
+    const batch = pending.slice(i, i + FILTERS_PER_STATEMENT)
+    try {
+      await run(batch)
+    } catch {
+      for (const one of batch) {
+        try {
+          await run([one])
+        } catch (e) {
+          console.error(`realtime: the filter ${one[0]} could not be checked`, (e as Error).message)
+          out.set(one[0], false)
+        }
+      }
+    }
+  }
+  return out
 }

@@ -4,12 +4,24 @@
 //                    broadcast (self/ack) and presence between the clients of a topic;
 //   /api/broadcast   the REST broadcast realtime-js falls back to (httpSend).
 // Public channels only: private channels need Realtime Authorization (policies on
-// realtime.messages), which the local stack does not have.
+// realtime.messages), which the local stack does not have. What a client may ask is bounded
+// (limits.ts): hosted Realtime's quotas, and the stand-in's own bounds.
+import { BodyTooLarge, readLimited } from '../body.ts'
 import { type Claims, TokenError, verifyToken } from './auth.ts'
 import { type Binding, ChangeFeed, type Subscriber } from './changes.ts'
+import { Connection as BaseConnection } from './connection.ts'
 import { ParamsError, parseParams } from './filters.ts'
+import {
+  MAX_BINDINGS_PER_CHANNEL,
+  MAX_CHANNELS_PER_CONNECTION,
+  MAX_EVENTS_PER_SECOND,
+  MAX_FRAME_BYTES,
+  MAX_REST_BODY_BYTES,
+  payloadTooLarge,
+  RateWindow,
+} from './limits.ts'
 import { Presence } from './presence.ts'
-import { decode, encode, type Message, reply, type Vsn } from './protocol.ts'
+import { decode, type Message, reply } from './protocol.ts'
 
 export interface RealtimeOptions {
   dbUrl: string
@@ -33,13 +45,10 @@ function bindingId(params: unknown) {
   return h & 0x7ffffff
 }
 
-class Connection {
-  channels = new Map<string, Channel>()
-  constructor(readonly ws: WebSocket, readonly vsn: Vsn, readonly apikey: string) {}
-  send(m: Message) {
-    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(encode(this.vsn, m))
-  }
-}
+type Connection = BaseConnection<Channel>
+
+/** Realtime's reason when a session's token can no longer be used. */
+const ENDED_IMPERSONATION = 'Unauthorized: The impersonation session has ended'
 
 class Channel {
   claims!: Claims
@@ -62,6 +71,7 @@ class Channel {
 
 export function createRealtime(o: RealtimeOptions) {
   const feed = new ChangeFeed(o.dbUrl)
+  const restEvents = new RateWindow(MAX_EVENTS_PER_SECOND) // REST broadcasts, all senders together
   const presence = new Presence()
   const topics = new Map<string, Set<Channel>>() // joined channels per topic, across connections
 
@@ -88,6 +98,9 @@ export function createRealtime(o: RealtimeOptions) {
   /** Accepts a (new) token for a joined channel, or throws TokenError. */
   async function authorize(ch: Channel, token: string) {
     const claims = await verifyToken(token, o.jwtSecret)
+    // Hosted Realtime knows nothing of this project's impersonation sessions (the restrictive
+    // policies keep an ended one from seeing rows); locally a token of an ended one is refused.
+    if (!(await feed.impersonationLive(claims))) throw new TokenError(ENDED_IMPERSONATION)
     ch.claims = claims
     ch.token = token
     if (ch.subscriber) ch.subscriber.claims = claims
@@ -108,10 +121,23 @@ export function createRealtime(o: RealtimeOptions) {
     if (m.topic === 'realtime:') {
       return conn.send(reply(m, 'error', { reason: 'TopicNameRequired: You must provide a topic name' }))
     }
+    if (!conn.joins.take()) {
+      conn.send(reply(m, 'error', { reason: 'ClientJoinRateLimitReached: Too many joins per second' }))
+      return conn.close(1000, 'Too many joins per second')
+    }
     const old = conn.channels.get(m.topic)
-    if (old) leave(old)
+    if (!old && conn.channels.size >= MAX_CHANNELS_PER_CONNECTION) {
+      return conn.send(reply(m, 'error', { reason: 'ChannelRateLimitReached: Too many channels' }))
+    }
     const payload = (m.payload ?? {}) as Record<string, any>
     const config = (payload.config ?? {}) as Record<string, any>
+    if (Array.isArray(config.postgres_changes) && config.postgres_changes.length > MAX_BINDINGS_PER_CHANNEL) {
+      return conn.send(reply(m, 'error', {
+        reason:
+          `PostgresChangesLimitReached: Too many postgres_changes in one channel (at most ${MAX_BINDINGS_PER_CHANNEL})`,
+      }))
+    }
+    if (old) leave(old)
     const ch = new Channel(conn, m.topic, m.join_ref)
     let token = payload.access_token ?? payload.user_token
     if (typeof token !== 'string' || token.startsWith('sb_')) token = conn.apikey
@@ -122,6 +148,7 @@ export function createRealtime(o: RealtimeOptions) {
       if (e instanceof TokenError) return conn.send(reply(m, 'error', { reason: e.message }))
       throw e
     }
+    if (conn.closed) return clearTimeout(ch.expiry) // ended while the token was checked
     if (config.private === true) {
       clearTimeout(ch.expiry)
       const name = m.topic.slice('realtime:'.length)
@@ -167,6 +194,11 @@ export function createRealtime(o: RealtimeOptions) {
   }
 
   function broadcast(ch: Channel, m: Message) {
+    if (payloadTooLarge(m.payload?.payload)) {
+      // As hosted: not delivered; an acknowledged channel hears why.
+      if (ch.ack) ch.conn.send(reply(m, 'error', { error: 'payload_size_exceeded' }))
+      return
+    }
     for (const other of members(ch.topic)) {
       if (other === ch && !ch.selfBroadcast) continue
       other.conn.send({
@@ -186,6 +218,9 @@ export function createRealtime(o: RealtimeOptions) {
     if (p.event === 'track') {
       if (!p.payload || typeof p.payload !== 'object' || Array.isArray(p.payload)) {
         return ch.conn.send(reply(m, 'error', { reason: 'Presence track payload must be a map' }))
+      }
+      if (payloadTooLarge(p.payload)) {
+        return ch.conn.send(reply(m, 'error', { error: 'payload_size_exceeded' }))
       }
       if (!ch.presenceEnabled) {
         ch.presenceEnabled = true
@@ -222,9 +257,13 @@ export function createRealtime(o: RealtimeOptions) {
         return
       }
       case 'broadcast':
-        return broadcast(ch, m)
       case 'presence':
-        return track(ch, m)
+        if (!conn.events.take()) {
+          // As hosted when max_events_per_second is passed: the channels are shut down.
+          for (const joined of [...conn.channels.values()]) shutdown(joined, 'Too many messages per second')
+          return
+        }
+        return m.event === 'broadcast' ? broadcast(ch, m) : track(ch, m)
       default:
         return // Realtime ignores other client events
     }
@@ -244,17 +283,22 @@ export function createRealtime(o: RealtimeOptions) {
     }
     const { socket, response } = Deno.upgradeWebSocket(req)
     socket.binaryType = 'arraybuffer'
-    const conn = new Connection(socket, vsn, apikey)
+    const conn: Connection = new BaseConnection<Channel>(socket, vsn, apikey, (c) => {
+      for (const ch of [...c.channels.values()]) leave(ch)
+    })
     let chain = Promise.resolve() // a connection's messages are handled in order
     socket.onmessage = (ev) => {
+      if (conn.closed) return
+      const size = typeof ev.data === 'string' ? ev.data.length : (ev.data as ArrayBuffer).byteLength
+      if (size > MAX_FRAME_BYTES) return conn.close(1009, 'Message too big')
       const m = decode(vsn, ev.data)
       if (!m) return
-      chain = chain.then(() => onMessage(conn, m)).catch((e) => console.error('realtime: message failed', e))
+      chain = chain.then(() => conn.closed ? undefined : onMessage(conn, m)).catch((e) =>
+        console.error('realtime: message failed', e)
+      )
     }
     socket.onclose = () => {
-      chain = chain.then(() => {
-        for (const ch of [...conn.channels.values()]) leave(ch)
-      })
+      chain = chain.then(() => conn.end())
     }
     return response
   }
@@ -272,11 +316,23 @@ export function createRealtime(o: RealtimeOptions) {
     }
     let body: any
     try {
-      body = await req.json()
-    } catch {
+      body = JSON.parse(new TextDecoder().decode(await readLimited(req, MAX_REST_BODY_BYTES)))
+    } catch (e) {
+      if (e instanceof BodyTooLarge) return json(413, { message: `Payload Too Large: ${e.message}` }, CORS)
       return json(400, { error: 'The body must be JSON: {messages: [{topic, event, payload}]}' }, CORS)
     }
     if (!Array.isArray(body?.messages)) return json(400, { error: 'messages: required, an array' }, CORS)
+    // Hosted refuses a batch larger than what is left of the second's events, and a payload over
+    // the size limit with the batch's validation errors (one entry per message), sending nothing.
+    if (!restEvents.take(body.messages.length)) {
+      return json(429, { message: 'Too many messages to broadcast, please reduce the batch size' }, CORS)
+    }
+    const invalid = body.messages.map((msg: any) =>
+      msg && payloadTooLarge(msg.payload) ? { payload: ['Payload size exceeds tenant limit'] } : {}
+    )
+    if (invalid.some((e: object) => Object.keys(e).length)) {
+      return json(422, { errors: { messages: invalid } }, CORS)
+    }
     for (const msg of body.messages) {
       if (!msg || typeof msg.topic !== 'string' || typeof msg.event !== 'string' || msg.private === true) {
         continue
