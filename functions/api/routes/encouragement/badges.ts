@@ -79,7 +79,7 @@ export const badgeRoutes = routeModule()
   .openapi(
     endpoint({
       method: 'get', path: '/encouragement-drops/badge/milestones', tag, auth: 'bearer',
-      summary: 'The caller\'s milestones, newest first', response: z.object({ milestones: z.array(Milestone) }),
+      summary: 'The caller\'s milestones, highest level first', response: z.object({ milestones: z.array(Milestone) }),
     }),
     async (c) => {
       const milestones = unwrap(
