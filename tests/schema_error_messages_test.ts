@@ -193,3 +193,34 @@ test('values within the rules still pass, at the limits', async () => {
   const location = await db.from('workout_locations').update({ latitude: -90, longitude: 180, country: 'FR' }).eq('user_id', w.user.id).select('country')
   assert.deepEqual(location.data, [{ country: 'FR' }])
 })
+
+test('RPCs name the field in words where a value would have broken a check constraint', async () => {
+  const user = await createUser({ prefix: 'rpc' })
+  const admin = await createUser({ prefix: 'rpc-admin', superAdmin: true })
+  const opportunity = { kind: 'internship', title: 'Lab intern', contact_email: 'lab@example.com', contact_name: 'Ada' }
+  const later = new Date(Date.now() + 86_400_000).toISOString()
+  const sooner = new Date(Date.now() + 3_600_000).toISOString()
+  const competition = { slug: `c-${crypto.randomUUID().slice(0, 8)}`, title: 'Cup', starts_at: later, ends_at: sooner }
+  const cases: [string, string, Row, TestUser, string, Case['api']?][] = [
+    ['admin_adjust_drops', 'reason', { target_user_id: user.id, delta: 5, reason: long(1001) }, admin, 'reason: must be at most 1000 characters'],
+    ['admin_adjust_drops', 'source', { target_user_id: user.id, delta: 5, reason: 'r', source: long(101) }, admin, 'source: must be at most 100 characters'],
+    ['labs_submit_opportunity', 'description', { ...opportunity, description: long(4001), url: null }, user, 'description: must be at most 4000 characters',
+      { method: 'POST', path: '/api/labs/opportunities', body: { ...opportunity, description: long(4001) } }],
+    ['labs_submit_opportunity', 'url', { ...opportunity, description: '', url: `https://e.com/${long(2040)}` }, user, 'url: must be at most 2048 characters',
+      { method: 'POST', path: '/api/labs/opportunities', body: { ...opportunity, url: `https://e.com/${long(2040)}` } }],
+    ['labs_create_competition', 'ends_at', { ...competition, scoring_config: null }, admin, 'ends_at: must be after starts_at',
+      { method: 'POST', path: '/api/labs/admin/competitions', body: competition }],
+  ]
+  const failures: string[] = []
+  for (const [fn, field, args, who, message, viaApi] of cases) {
+    const { error, status } = await clientAs(who.token).rpc(fn, args)
+    if (status !== 400 || error?.message !== message) failures.push(`${fn} ${field}: ${status} ${JSON.stringify(error?.message)}, want ${JSON.stringify(message)}`)
+    if (viaApi) {
+      const res = await api(viaApi.path, { method: viaApi.method, token: who.token, body: viaApi.body })
+      if (res.status !== 400 || res.body?.error !== message) failures.push(`${viaApi.path}: ${res.status} ${JSON.stringify(res.body?.error)}, want ${JSON.stringify(message)}`)
+    }
+  }
+  assert.deepEqual(failures, [])
+  const [{ n }] = await sql`select count(*)::int as n from public.drops_transactions where user_id = ${user.id} and type = 'admin_adjustment'`
+  assert.equal(n, 0, 'nothing refused was written')
+})

@@ -252,6 +252,8 @@ begin
   if url is not null and url !~* '^https?://' then
     raise exception 'url: must start with http:// or https://' using errcode = '22023';
   end if;
+  perform private.check_max_length('url', url, 2048);
+  perform private.check_max_length('description', description, 4000);
   insert into public.labs_opportunities (kind, title, description, url)
   values (kind, private.required_text(title, 'title', 200), coalesce(description, ''), url)
   returning * into row;
@@ -1311,6 +1313,9 @@ begin
   perform private.require_trusted_caller('create competitions');
   if slug is null or slug !~ '^[a-z0-9][a-z0-9-]{0,79}$' then
     raise exception 'slug: lower-case letters, digits and dashes (at most 80)' using errcode = '22023';
+  end if;
+  if ends_at <= coalesce(starts_at, now()) then
+    raise exception 'ends_at: must be after starts_at' using errcode = '22023';
   end if;
   if scoring_config is not null then
     if jsonb_typeof(scoring_config) <> 'object' then

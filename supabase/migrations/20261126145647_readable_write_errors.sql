@@ -2,6 +2,46 @@
 -- Data (seed rows, backfills, pg_cron schedules, Vault secrets) is never generated: add it by hand.
 set local check_function_bodies = off;
 
+CREATE OR REPLACE FUNCTION private.admin_adjust_drops(target_user_id uuid, delta integer, reason text, source text DEFAULT 'admin'::text)
+ RETURNS public.drops_transactions
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  row public.drops_transactions;
+  violated text;
+begin
+  if not private.is_trusted_caller() then
+    raise exception 'only super admins may adjust drops' using errcode = '42501';
+  end if;
+  if delta is null or delta = 0 then
+    raise exception 'delta must be a non-zero integer' using errcode = '22023';
+  end if;
+  if reason is null or btrim(reason) = '' then
+    raise exception 'reason is required' using errcode = '22023';
+  end if;
+  perform private.check_max_length('reason', btrim(reason), 1000);
+  perform private.check_max_length('source', btrim(source), 100);
+  if not exists (select 1 from public.profiles where id = target_user_id) then
+    raise exception 'no user %', target_user_id using errcode = 'PT404';
+  end if;
+  begin
+    insert into public.drops_transactions (user_id, amount, type, description, reason, source, created_by)
+    values (target_user_id, delta, 'admin_adjustment', 'Adjustment: ' || left(btrim(reason), 400),
+            btrim(reason), coalesce(nullif(btrim(source), ''), 'admin'), (select auth.uid()))
+    returning * into row;
+  exception when check_violation then
+    get stacked diagnostics violated = constraint_name;
+    if violated = 'profiles_drops_balance_check' then
+      raise exception 'insufficient drops: the balance cannot go below zero' using errcode = '23514';
+    end if;
+    raise;
+  end;
+  return row;
+end
+$function$;
+
 CREATE OR REPLACE FUNCTION private.check_ai_price_fields()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -353,6 +393,75 @@ begin
   perform private.check_required('is_template', new.is_template);
   perform private.check_required('is_public', new.is_public);
   return new;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.labs_create_competition(slug text, title text, starts_at timestamp with time zone DEFAULT NULL::timestamp with time zone, ends_at timestamp with time zone DEFAULT NULL::timestamp with time zone, scoring_config jsonb DEFAULT NULL::jsonb)
+ RETURNS public.labs_competitions
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  c public.labs_competitions;
+  k text;
+begin
+  perform private.require_trusted_caller('create competitions');
+  if slug is null or slug !~ '^[a-z0-9][a-z0-9-]{0,79}$' then
+    raise exception 'slug: lower-case letters, digits and dashes (at most 80)' using errcode = '22023';
+  end if;
+  if ends_at <= coalesce(starts_at, now()) then
+    raise exception 'ends_at: must be after starts_at' using errcode = '22023';
+  end if;
+  if scoring_config is not null then
+    if jsonb_typeof(scoring_config) <> 'object' then
+      raise exception 'scoring_config: an object of weights' using errcode = '22023';
+    end if;
+    for k in select jsonb_object_keys(scoring_config) loop
+      if k not in ('clone', 'completion', 'replication_confirmed', 'replication_refuted', 'build') then
+        raise exception 'scoring_config.%: not a scored activity', k using errcode = '22023';
+      end if;
+      if jsonb_typeof(scoring_config -> k) <> 'number' or (scoring_config ->> k)::numeric <> trunc((scoring_config ->> k)::numeric)
+         or (scoring_config ->> k)::numeric not between 0 and 1000 then
+        raise exception 'scoring_config.%: an integer weight from 0 to 1000', k using errcode = '22023';
+      end if;
+    end loop;
+  end if;
+  insert into public.labs_competitions (slug, title, starts_at, ends_at, scoring_config)
+  values (slug, private.required_text(title, 'title', 200), coalesce(starts_at, now()), ends_at,
+          '{"clone": 1, "completion": 5, "replication_confirmed": 25, "replication_refuted": 5, "build": 10}'::jsonb
+            || coalesce(scoring_config, '{}'::jsonb))
+  returning * into c;
+  return c;
+exception when unique_violation then
+  raise exception 'slug: a competition % already exists', slug using errcode = '23505';
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.labs_submit_opportunity(kind text, title text, description text, url text, contact_email text, contact_name text)
+ RETURNS public.labs_opportunities
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me uuid := private.require_signed_in();
+  row public.labs_opportunities;
+begin
+  if kind is null or kind not in ('internship', 'scholarship', 'fellowship', 'mentorship') then
+    raise exception 'kind: one of internship, scholarship, fellowship, mentorship' using errcode = '22023';
+  end if;
+  if url is not null and url !~* '^https?://' then
+    raise exception 'url: must start with http:// or https://' using errcode = '22023';
+  end if;
+  perform private.check_max_length('url', url, 2048);
+  perform private.check_max_length('description', description, 4000);
+  insert into public.labs_opportunities (kind, title, description, url)
+  values (kind, private.required_text(title, 'title', 200), coalesce(description, ''), url)
+  returning * into row;
+  insert into private.labs_opportunity_private (opportunity_id, submitter_id, contact_email, contact_name)
+  values (row.id, me, private.valid_email(contact_email, 'contact_email'), private.required_text(contact_name, 'contact_name', 200));
+  return row;
 end
 $function$;
 
