@@ -63,7 +63,9 @@ function isFetchFailure(error: { code?: string; message?: string }) {
   return !error.code && /fetch|connect|network|socket|ECONNREFUSED/i.test(error.message ?? '')
 }
 
-// Check constraints named <table>_<field>_required say which field is missing.
+// A fallback: the tables' BEFORE triggers name the field in words before a check constraint
+// fires (docs/database.md, "Errors and SQLSTATEs"); a constraint name that still arrives here is
+// turned into words where it says which field (<table>_<field>_required, <table>_<field>_check).
 function constraintMessage(message: string): string | undefined {
   const required = message.match(/check constraint "\w+?_(team_id|org_id)_required"/)
   if (required) {

@@ -81,6 +81,25 @@ $$;
 create trigger ai_prices_stamp before insert or update or delete on public.ai_prices
   for each row execute function private.stamp_effective_row();
 
+-- A new price's rules in words, as the admin routes say them (conventions.sql, "Field rules in
+-- words"); updates are refused by ai_prices_stamp.
+create or replace function private.check_ai_price_fields() returns trigger
+language plpgsql
+set search_path = ''
+as $$
+begin
+  perform private.check_required('model', new.model);
+  perform private.check_length('model', new.model, 100);
+  perform private.check_required('unit', new.unit);
+  perform private.check_one_of('unit', new.unit, array['input_1m_tokens', 'output_1m_tokens', 'image_standard', 'image_hd']);
+  perform private.check_required('usd_per_unit', new.usd_per_unit);
+  perform private.check_between('usd_per_unit', new.usd_per_unit, 0, null);
+  return new;
+end
+$$;
+create trigger ai_prices_check_fields before insert on public.ai_prices
+  for each row execute function private.check_ai_price_fields();
+
 -- The price of one unit of a model at a moment (null: none).
 create or replace function private.ai_price(model text, unit text, at timestamptz) returns numeric
 language sql stable
@@ -512,6 +531,21 @@ create policy "token_conversion_rates: super admins add rates" on public.token_c
   for insert to authenticated with check ((select private.is_super_admin()));
 create trigger token_conversion_rates_stamp before insert or update or delete on public.token_conversion_rates
   for each row execute function private.stamp_effective_row();
+
+-- A new rate's rule in words, as POST /api/admin/conversion/rates says it: the smallest positive
+-- value the column holds (numeric(20, 4)) is 0.0001.
+create or replace function private.check_token_conversion_rate_fields() returns trigger
+language plpgsql
+set search_path = ''
+as $$
+begin
+  perform private.check_required('tokens_per_drop', new.tokens_per_drop);
+  perform private.check_between('tokens_per_drop', new.tokens_per_drop, 0.0001, null);
+  return new;
+end
+$$;
+create trigger token_conversion_rates_check_fields before insert on public.token_conversion_rates
+  for each row execute function private.check_token_conversion_rate_fields();
 create or replace function public.current_token_conversion_rate() returns setof public.token_conversion_rates
 language sql stable
 set search_path = ''

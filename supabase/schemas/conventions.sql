@@ -48,6 +48,132 @@ end
 $$;
 
 -- ---------------------------------------------------------------------------------------------
+-- Field rules in words
+-- ---------------------------------------------------------------------------------------------
+-- A client that writes a table straight (PostgREST, an RPC) reads the same "field: message" as
+-- /api's request validation says it: each table's BEFORE INSERT/UPDATE trigger checks its
+-- client-written columns with these, one helper per kind of rule, before the check constraints
+-- (which stay as the last word) could answer with only a constraint name. A rule broken raises
+-- 23514 (check_violation), a missing value 23502 (not_null_violation); null passes every rule
+-- but check_required, as it passes a check constraint.
+
+-- A value a NOT NULL column needs from the client.
+create or replace function private.check_required(field text, value anyelement) returns void
+language plpgsql immutable
+set search_path = ''
+as $$
+begin
+  if value is null then
+    raise exception '%: is required', field using errcode = '23502';
+  end if;
+end
+$$;
+comment on function private.check_required(text, anyelement) is
+  'Refuses (23502, naming the field) a null value.';
+grant execute on function private.check_required(text, anyelement) to authenticated, service_role;
+
+-- A text of 1 to max_length characters (pass btrim(value) where the constraint trims).
+create or replace function private.check_length(field text, value text, max_length integer) returns void
+language plpgsql immutable
+set search_path = ''
+as $$
+begin
+  if char_length(value) < 1 then
+    raise exception '%: must not be empty', field using errcode = '23514';
+  end if;
+  if char_length(value) > max_length then
+    raise exception '%: must be at most % characters', field, max_length using errcode = '23514';
+  end if;
+end
+$$;
+comment on function private.check_length(text, text, integer) is
+  'Refuses (23514, naming the field) an empty text, or one longer than max_length.';
+grant execute on function private.check_length(text, text, integer) to authenticated, service_role;
+
+-- A text of at most max_length characters (empty allowed).
+create or replace function private.check_max_length(field text, value text, max_length integer) returns void
+language plpgsql immutable
+set search_path = ''
+as $$
+begin
+  if char_length(value) > max_length then
+    raise exception '%: must be at most % characters', field, max_length using errcode = '23514';
+  end if;
+end
+$$;
+comment on function private.check_max_length(text, text, integer) is
+  'Refuses (23514, naming the field) a text longer than max_length.';
+grant execute on function private.check_max_length(text, text, integer) to authenticated, service_role;
+
+-- One of a fixed list of values.
+create or replace function private.check_one_of(field text, value text, allowed text[]) returns void
+language plpgsql immutable
+set search_path = ''
+as $$
+begin
+  if value <> all (allowed) then
+    raise exception '%: must be one of %', field, array_to_string(allowed, ', ') using errcode = '23514';
+  end if;
+end
+$$;
+comment on function private.check_one_of(text, text, text[]) is
+  'Refuses (23514, naming the field and the values allowed) a value not in the list.';
+grant execute on function private.check_one_of(text, text, text[]) to authenticated, service_role;
+
+-- A number from minimum to maximum, both included (null: no bound).
+create or replace function private.check_between(field text, value numeric, minimum numeric, maximum numeric)
+returns void
+language plpgsql immutable
+set search_path = ''
+as $$
+begin
+  if value < minimum then
+    raise exception '%: must be at least %', field, minimum using errcode = '23514';
+  end if;
+  if value > maximum then
+    raise exception '%: must be at most %', field, maximum using errcode = '23514';
+  end if;
+end
+$$;
+comment on function private.check_between(text, numeric, numeric, numeric) is
+  'Refuses (23514, naming the field and the bound) a number below minimum or above maximum.';
+grant execute on function private.check_between(text, numeric, numeric, numeric) to authenticated, service_role;
+
+-- A JSON object of at most max_bytes (as stored: pg_column_size).
+create or replace function private.check_object(field text, value jsonb, max_bytes integer) returns void
+language plpgsql immutable
+set search_path = ''
+as $$
+begin
+  if jsonb_typeof(value) <> 'object' then
+    raise exception '%: must be an object', field using errcode = '23514';
+  end if;
+  if pg_column_size(value) > max_bytes then
+    raise exception '%: must be at most % bytes', field, max_bytes using errcode = '23514';
+  end if;
+end
+$$;
+comment on function private.check_object(text, jsonb, integer) is
+  'Refuses (23514, naming the field) a JSON value that is not an object, or one larger than max_bytes.';
+grant execute on function private.check_object(text, jsonb, integer) to authenticated, service_role;
+
+-- An http(s) URL of at most max_length characters.
+create or replace function private.check_url(field text, value text, max_length integer) returns void
+language plpgsql immutable
+set search_path = ''
+as $$
+begin
+  if value !~* '^https?://' then
+    raise exception '%: must be a URL', field using errcode = '23514';
+  end if;
+  perform private.check_max_length(field, value, max_length);
+end
+$$;
+comment on function private.check_url(text, text, integer) is
+  'Refuses (23514, naming the field) a text that is not an http(s) URL, or one longer than max_length.';
+grant execute on function private.check_url(text, text, integer) to authenticated, service_role;
+
+-- ---------------------------------------------------------------------------------------------
 -- Scheduled jobs
 -- ---------------------------------------------------------------------------------------------
 

@@ -137,6 +137,8 @@ begin
   if reason is null or btrim(reason) = '' then
     raise exception 'reason is required' using errcode = '22023';
   end if;
+  perform private.check_max_length('reason', btrim(reason), 1000);
+  perform private.check_max_length('source', btrim(source), 100);
   if not exists (select 1 from public.profiles where id = target_user_id) then
     raise exception 'no user %', target_user_id using errcode = 'PT404';
   end if;

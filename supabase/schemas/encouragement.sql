@@ -190,6 +190,36 @@ $$;
 create trigger encouragement_templates_stamp before insert or update on public.encouragement_templates
   for each row execute function private.stamp_encouragement_template();
 
+-- The columns' rules in words, as /api's template routes say them (conventions.sql, "Field
+-- rules in words").
+create or replace function private.check_encouragement_template_fields() returns trigger
+language plpgsql
+set search_path = ''
+as $$
+begin
+  perform private.check_required('type', new.type);
+  perform private.check_one_of('type', new.type, array['encouragement', 'media', 'science_tidbit']);
+  perform private.check_required('title', new.title);
+  perform private.check_length('title', btrim(new.title), 200);
+  perform private.check_required('content', new.content);
+  perform private.check_length('content', btrim(new.content), 2000);
+  perform private.check_one_of('media_type', new.media_type, array['image', 'video', 'audio', 'link']);
+  perform private.check_url('thumbnail_url', new.thumbnail_url, 2048);
+  if new.type = 'media' and new.media_type is null then
+    raise exception 'media_type: required for media templates' using errcode = '23514';
+  end if;
+  if new.type <> 'media' and (new.media_type is not null or new.thumbnail_url is not null) then
+    raise exception '%: only for media templates', case when new.media_type is not null then 'media_type' else 'thumbnail_url' end
+      using errcode = '23514';
+  end if;
+  perform private.check_required('is_approved', new.is_approved);
+  return new;
+end
+$$;
+create trigger encouragement_templates_check_fields
+  before insert or update of type, title, content, media_type, thumbnail_url, is_approved on public.encouragement_templates
+  for each row execute function private.check_encouragement_template_fields();
+
 -- ---------------------------------------------------------------------------------------------
 -- Daily records and sent drops
 -- ---------------------------------------------------------------------------------------------

@@ -32,6 +32,24 @@ create policy "goals: owners delete" on public.goals
 create trigger goals_touch before update on public.goals
   for each row execute function private.touch_updated_at();
 
+-- The columns' rules in words (conventions.sql, "Field rules in words"), as /api says them.
+create or replace function private.check_goal_fields() returns trigger
+language plpgsql
+set search_path = ''
+as $$
+begin
+  perform private.check_required('title', new.title);
+  perform private.check_length('title', btrim(new.title), 200);
+  perform private.check_required('description', new.description);
+  perform private.check_max_length('description', new.description, 5000);
+  perform private.check_required('status', new.status);
+  perform private.check_length('status', new.status, 30);
+  return new;
+end
+$$;
+create trigger goals_check_fields before insert or update of title, description, status on public.goals
+  for each row execute function private.check_goal_fields();
+
 create table public.goal_check_ins (
   id uuid primary key default gen_random_uuid(),
   goal_id uuid not null references public.goals (id) on delete cascade,
@@ -48,6 +66,23 @@ grant insert (goal_id, status, notes)
   on public.goal_check_ins to authenticated;
 create index goal_check_ins_by_goal on public.goal_check_ins (goal_id, created_at desc);
 create index goal_check_ins_by_owner on public.goal_check_ins (user_id);
+
+-- The columns' rules in words (conventions.sql, "Field rules in words"), as /api says them.
+create or replace function private.check_goal_check_in_fields() returns trigger
+language plpgsql
+set search_path = ''
+as $$
+begin
+  perform private.check_required('goal_id', new.goal_id);
+  perform private.check_required('status', new.status);
+  perform private.check_length('status', new.status, 30);
+  perform private.check_required('notes', new.notes);
+  perform private.check_max_length('notes', new.notes, 5000);
+  return new;
+end
+$$;
+create trigger goal_check_ins_check_fields before insert or update of goal_id, status, notes on public.goal_check_ins
+  for each row execute function private.check_goal_check_in_fields();
 create policy "goal_check_ins: owners and super admins read" on public.goal_check_ins
   for select to authenticated
   using (user_id = (select auth.uid()) or (select private.is_super_admin()));

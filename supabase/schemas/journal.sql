@@ -255,23 +255,6 @@ comment on function private.check_levels(text, text, uuid, uuid) is
   'Refuses (23514, naming the field) a level outside the four values, and team/org without team_id/org_id.';
 grant execute on function private.check_levels(text, text, uuid, uuid) to authenticated, service_role;
 
--- The length limits of a text field (as its check constraint has them), in words.
-create or replace function private.check_length(field text, value text, max_length integer) returns void
-language plpgsql immutable
-set search_path = ''
-as $$
-begin
-  if char_length(value) < 1 then
-    raise exception '%: must not be empty', field using errcode = '23514';
-  end if;
-  if char_length(value) > max_length then
-    raise exception '%: must be at most % characters', field, max_length using errcode = '23514';
-  end if;
-end
-$$;
-comment on function private.check_length(text, text, integer) is
-  'Refuses (23514, naming the field) an empty text, or one longer than max_length.';
-grant execute on function private.check_length(text, text, integer) to authenticated, service_role;
 
 -- Who may share into a team or organization: its members (checked for the writer on every
 -- change of a target or a level, so a former member cannot widen an old entry either).

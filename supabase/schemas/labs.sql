@@ -252,6 +252,8 @@ begin
   if url is not null and url !~* '^https?://' then
     raise exception 'url: must start with http:// or https://' using errcode = '22023';
   end if;
+  perform private.check_max_length('url', url, 2048);
+  perform private.check_max_length('description', description, 4000);
   insert into public.labs_opportunities (kind, title, description, url)
   values (kind, private.required_text(title, 'title', 200), coalesce(description, ''), url)
   returning * into row;
@@ -1204,6 +1206,32 @@ comment on function private.labs_check_experiment_inputs() is
 create trigger labs_experiments_inputs before insert or update of inputs on public.labs_experiments
   for each row execute function private.labs_check_experiment_inputs();
 
+-- The other client-written columns' rules in words, as /api says them (conventions.sql, "Field
+-- rules in words"); the shape of inputs is labs_experiments_inputs' (just above), their size
+-- this one's.
+create or replace function private.labs_check_experiment_fields() returns trigger
+language plpgsql
+set search_path = ''
+as $$
+begin
+  perform private.check_required('title', new.title);
+  perform private.check_length('title', new.title, 200);
+  perform private.check_required('calculator', new.calculator);
+  perform private.check_one_of('calculator', new.calculator,
+    array['resonance', 'coil', 'impedance', 'electrolysis', 'pulsed_dc', 'plasma']);
+  perform private.check_required('inputs', new.inputs);
+  if jsonb_typeof(new.inputs) = 'object' then
+    perform private.check_object('inputs', new.inputs, 8192);
+  end if;
+  perform private.check_required('is_template', new.is_template);
+  perform private.check_required('is_public', new.is_public);
+  return new;
+end
+$$;
+create trigger labs_experiments_check_fields
+  before insert or update of title, calculator, inputs, is_template, is_public on public.labs_experiments
+  for each row execute function private.labs_check_experiment_fields();
+
 -- Competition weights: integers from 0 to 1000 (a larger one overflowed the recompute's
 -- integer arithmetic for every competition).
 create or replace function private.labs_valid_scoring_config(config jsonb) returns boolean
@@ -1285,6 +1313,9 @@ begin
   perform private.require_trusted_caller('create competitions');
   if slug is null or slug !~ '^[a-z0-9][a-z0-9-]{0,79}$' then
     raise exception 'slug: lower-case letters, digits and dashes (at most 80)' using errcode = '22023';
+  end if;
+  if ends_at <= coalesce(starts_at, now()) then
+    raise exception 'ends_at: must be after starts_at' using errcode = '22023';
   end if;
   if scoring_config is not null then
     if jsonb_typeof(scoring_config) <> 'object' then

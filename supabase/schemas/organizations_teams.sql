@@ -89,6 +89,75 @@ create index team_members_by_user on public.team_members (user_id, team_id);
 create index team_members_by_org on public.team_members (org_id, user_id);
 
 -- ---------------------------------------------------------------------------------------------
+-- Field rules in words
+-- ---------------------------------------------------------------------------------------------
+-- The columns' rules as /api says them (conventions.sql, "Field rules in words"), before the
+-- check constraints could answer with only a constraint name.
+
+-- Name, description and settings, alike for an organization and a team.
+create or replace function private.check_group_fields(name text, description text, settings jsonb) returns void
+language plpgsql immutable
+set search_path = ''
+as $$
+begin
+  perform private.check_required('name', check_group_fields.name);
+  perform private.check_length('name', btrim(check_group_fields.name), 200);
+  perform private.check_max_length('description', check_group_fields.description, 2000);
+  perform private.check_required('settings', check_group_fields.settings);
+  perform private.check_object('settings', check_group_fields.settings, 16384);
+end
+$$;
+grant execute on function private.check_group_fields(text, text, jsonb) to authenticated, service_role;
+
+create or replace function private.check_organization_fields() returns trigger
+language plpgsql
+set search_path = ''
+as $$
+begin
+  perform private.check_group_fields(new.name, new.description, new.settings);
+  perform private.check_required('owner_id', new.owner_id);
+  return new;
+end
+$$;
+create trigger organizations_check_fields before insert or update of name, description, owner_id, settings
+  on public.organizations
+  for each row execute function private.check_organization_fields();
+
+create or replace function private.check_team_fields() returns trigger
+language plpgsql
+set search_path = ''
+as $$
+begin
+  perform private.check_group_fields(new.name, new.description, new.settings);
+  perform private.check_required('org_id', new.org_id);
+  perform private.check_required('admin_id', new.admin_id);
+  return new;
+end
+$$;
+create trigger teams_check_fields before insert or update of name, description, org_id, admin_id, settings
+  on public.teams
+  for each row execute function private.check_team_fields();
+
+-- A member's user and role; the roles allowed are the trigger's arguments.
+create or replace function private.check_member_fields() returns trigger
+language plpgsql
+set search_path = ''
+as $$
+begin
+  perform private.check_required('user_id', new.user_id);
+  perform private.check_required('role', new.role);
+  perform private.check_one_of('role', new.role, tg_argv);
+  return new;
+end
+$$;
+create trigger organization_members_check_fields before insert or update of user_id, role
+  on public.organization_members
+  for each row execute function private.check_member_fields('owner', 'admin', 'member');
+create trigger team_members_check_fields before insert or update of user_id, role
+  on public.team_members
+  for each row execute function private.check_member_fields('admin', 'member');
+
+-- ---------------------------------------------------------------------------------------------
 -- Membership helpers
 -- ---------------------------------------------------------------------------------------------
 -- Security definer, so policies can ask about memberships the caller may not read. PL/pgSQL

@@ -131,6 +131,55 @@ create trigger profiles_guard_columns
   before update on public.profiles
   for each row execute function private.guard_profile_columns();
 
+-- The editable columns' rules in words, as PUT /api/user/profile says them (conventions.sql,
+-- "Field rules in words"); the check constraints above stay as the last word. Not on the
+-- ledger's balance updates (they name no column here).
+create or replace function private.check_profile_fields() returns trigger
+language plpgsql
+set search_path = ''
+as $$
+declare
+  k text;
+  prefs jsonb := new.preferences;
+begin
+  perform private.check_max_length('full_name', new.full_name, 200);
+  perform private.check_url('avatar_url', new.avatar_url, 2048);
+  perform private.check_required('preferences', prefs);
+  if jsonb_typeof(prefs) <> 'object' then
+    raise exception 'preferences: must be an object' using errcode = '23514';
+  end if;
+  for k in select jsonb_object_keys(prefs - array['theme', 'notifications', 'active_tone_pack_id']) loop
+    raise exception 'preferences.%: not an accepted field', k using errcode = '23514';
+  end loop;
+  if prefs ? 'theme' then
+    if jsonb_typeof(prefs -> 'theme') <> 'string' then
+      raise exception 'preferences.theme: must be a string' using errcode = '23514';
+    end if;
+    perform private.check_length('preferences.theme', prefs ->> 'theme', 50);
+  end if;
+  if coalesce(jsonb_typeof(prefs -> 'notifications'), 'boolean') <> 'boolean' then
+    raise exception 'preferences.notifications: must be a boolean' using errcode = '23514';
+  end if;
+  if coalesce(jsonb_typeof(prefs -> 'active_tone_pack_id'), 'null') not in ('string', 'null')
+     or prefs ->> 'active_tone_pack_id' !~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' then
+    raise exception 'preferences.active_tone_pack_id: must be a UUID' using errcode = '23514';
+  end if;
+  perform private.check_required('role', new.role);
+  perform private.check_one_of('role', new.role, array['user', 'super_admin']);
+  perform private.check_required('is_active', new.is_active);
+  perform private.check_required('is_ai', new.is_ai);
+  perform private.check_required('read_notes_enabled', new.read_notes_enabled);
+  perform private.check_required('check_in_enabled', new.check_in_enabled);
+  return new;
+end
+$$;
+-- Named to run before profiles_guard_columns and after profiles_active_tone_pack_usable
+-- (which leaves a malformed pack id to this one).
+create trigger profiles_check_fields
+  before update of full_name, avatar_url, preferences, role, is_active, is_ai, read_notes_enabled, check_in_enabled
+  on public.profiles
+  for each row execute function private.check_profile_fields();
+
 -- PUT /api/user/profile and clients alike: a partial update of one's own editable fields;
 -- preferences are merged, not replaced. Runs as the caller, so grants and RLS apply.
 create or replace function public.update_my_profile(patch jsonb) returns public.profiles

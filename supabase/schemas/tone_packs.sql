@@ -217,6 +217,34 @@ $$;
 create trigger tone_packs_stamp before insert or update on public.tone_packs
   for each row execute function private.stamp_tone_pack();
 
+-- The columns' rules in words, as /api says them (conventions.sql, "Field rules in words").
+-- Runs before tone_packs_stamp (which trims the name).
+create or replace function private.check_tone_pack_fields() returns trigger
+language plpgsql
+set search_path = ''
+as $$
+begin
+  perform private.check_required('owner_id', new.owner_id);
+  perform private.check_required('name', new.name);
+  perform private.check_length('name', btrim(new.name), 100);
+  perform private.check_required('description', new.description);
+  perform private.check_max_length('description', new.description, 1000);
+  perform private.check_required('theme', new.theme);
+  perform private.check_one_of('theme', new.theme, array['origami', 'animals', 'nature', 'abstract', 'geometric',
+    'minimalist', 'watercolor', 'line-art', 'icons', 'emojis', 'shapes', 'patterns']);
+  perform private.check_required('is_public', new.is_public);
+  if new.is_public and new.retired_at is not null then
+    raise exception 'is_public: a retired pack cannot be public' using errcode = '23514';
+  end if;
+  perform private.check_required('price_drops', new.price_drops);
+  perform private.check_between('price_drops', new.price_drops, 0, 1000000);
+  return new;
+end
+$$;
+create trigger tone_packs_check_fields
+  before insert or update of owner_id, name, description, theme, is_public, price_drops on public.tone_packs
+  for each row execute function private.check_tone_pack_fields();
+
 -- A pack as the api shows it to `viewer`: a buyer sees the images they hold; everyone else the
 -- pack's current images.
 create or replace function private.tone_pack_json(pack public.tone_packs, viewer uuid) returns jsonb

@@ -129,6 +129,37 @@ $$;
 create trigger workout_windows_prepare before insert or update on public.workout_windows
   for each row execute function private.prepare_workout_window();
 
+-- A window's rules in words, as POST /api/workout-window/setup says them (conventions.sql, "Field
+-- rules in words"); the zone's name is checked by workout_windows_prepare.
+create or replace function private.check_workout_window_fields() returns trigger
+language plpgsql
+set search_path = ''
+as $$
+begin
+  perform private.check_required('user_id', new.user_id);
+  perform private.check_required('activity_type', new.activity_type);
+  perform private.check_one_of('activity_type', new.activity_type,
+    array['cardio', 'strength', 'walk', 'meditation', 'reading', 'homework', 'other']);
+  perform private.check_length('custom_activity', new.custom_activity, 100);
+  if new.custom_activity is not null and new.activity_type <> 'other' then
+    raise exception 'custom_activity: only with activity_type other' using errcode = '23514';
+  end if;
+  perform private.check_required('window_start_time', new.window_start_time);
+  perform private.check_required('window_end_time', new.window_end_time);
+  if ((extract(epoch from new.window_end_time) - extract(epoch from new.window_start_time) + 86400)::integer % 86400) <> 7200 then
+    raise exception 'window_end_time: must be exactly 2 hours after window_start_time' using errcode = '23514';
+  end if;
+  perform private.check_required('timezone', new.timezone);
+  perform private.check_max_length('timezone', new.timezone, 50);
+  perform private.check_required('is_active', new.is_active);
+  return new;
+end
+$$;
+create trigger workout_windows_check_fields
+  before insert or update of user_id, activity_type, custom_activity, window_start_time, window_end_time, timezone, is_active
+  on public.workout_windows
+  for each row execute function private.check_workout_window_fields();
+
 -- A location's zone is checked (IANA names only) and stored as IANA spells it; last_updated is
 -- stamped.
 create or replace function private.prepare_workout_location() returns trigger
@@ -147,6 +178,30 @@ $$;
 
 create trigger workout_locations_prepare before insert or update on public.workout_locations
   for each row execute function private.prepare_workout_location();
+
+-- A location's rules in words, as PUT /api/workout-window/update-location says them (conventions.sql,
+-- "Field rules in words"); the zone's name is checked by workout_locations_prepare.
+create or replace function private.check_workout_location_fields() returns trigger
+language plpgsql
+set search_path = ''
+as $$
+begin
+  perform private.check_required('user_id', new.user_id);
+  perform private.check_between('latitude', new.latitude, -90, 90);
+  perform private.check_between('longitude', new.longitude, -180, 180);
+  perform private.check_length('city', new.city, 100);
+  perform private.check_length('region', new.region, 100);
+  if new.country !~ '^[A-Z]{2}$' then
+    raise exception 'country: must be a two-letter country code (upper case)' using errcode = '23514';
+  end if;
+  perform private.check_max_length('timezone', new.timezone, 50);
+  return new;
+end
+$$;
+create trigger workout_locations_check_fields
+  before insert or update of user_id, latitude, longitude, city, region, country, timezone
+  on public.workout_locations
+  for each row execute function private.check_workout_location_fields();
 
 create policy "workout_windows: owners and super admins read" on public.workout_windows
   for select to authenticated using (user_id = (select auth.uid()) or (select private.is_super_admin()));
