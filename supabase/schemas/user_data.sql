@@ -1,0 +1,110 @@
+-- =============================================================================================
+-- User data: the export of everything the system holds about the caller
+-- =============================================================================================
+-- GET /api/user/export reads almost every section as the caller through PostgREST, so RLS
+-- decides and another user's private rows cannot appear. Two things need more than that:
+--   * the journal, read in keyset pages (created_at, id) with each entry's text and track in
+--     one round trip, so a user with 50,000 entries is exported page by page at flat memory;
+--   * the rows about the caller that only super admins may read (the impersonation sessions
+--     of the caller, their role changes, replication removals, kit waitlist sign-ups): a
+--     security definer helper in `private` returns only the caller's, wrapped by an invoker RPC.
+
+-- ---------------------------------------------------------------------------------------------
+-- The journal, page by page
+-- ---------------------------------------------------------------------------------------------
+
+-- The caller's own entries, oldest first, after the keyset (after_created_at, after_id), with
+-- the text, the linked track and the background's object name. Invoker: RLS applies, and the
+-- filter on the caller's id keeps other users' entries the caller may read out of it.
+create or replace function public.export_journal_entries(
+  after_created_at timestamptz default null, after_id uuid default null, page_size integer default 500
+) returns table (
+  id uuid, notebook_id uuid, title text, content text, mood text, mood_detected boolean, tags text[],
+  metadata_visibility text, content_visibility text, team_id uuid, org_id uuid, music_track_id text,
+  track jsonb, background_object text, background_url text, created_at timestamptz, updated_at timestamptz
+)
+language sql stable
+set search_path = ''
+as $$
+  select e.id, e.notebook_id, e.title, c.content, e.mood, e.mood_detected, e.tags,
+         e.metadata_visibility, e.content_visibility, e.team_id, e.org_id, e.music_track_id,
+         case when t.id is null then null
+              else jsonb_build_object('id', t.id, 'name', t.name, 'artists', t.artists, 'album', t.album,
+                                      'external_url', t.external_url) end,
+         e.background_object, e.background_url, e.created_at, e.updated_at
+    from public.journal_entries e
+    left join public.journal_entry_contents c on c.entry_id = e.id
+    left join public.music_tracks t on t.id = e.music_track_id
+   where e.user_id = (select auth.uid())
+     and (after_created_at is null or (e.created_at, e.id) > (after_created_at, after_id))
+   order by e.created_at, e.id
+   limit least(greatest(coalesce(page_size, 500), 1), 1000)
+$$;
+comment on function public.export_journal_entries(timestamptz, uuid, integer) is
+  'The caller''s own journal entries for the export, oldest first, keyset (created_at, id), at most 1000 a page, with text, track and background object.';
+grant execute on function public.export_journal_entries(timestamptz, uuid, integer) to authenticated;
+
+-- ---------------------------------------------------------------------------------------------
+-- What only super admins may read, the caller's rows only
+-- ---------------------------------------------------------------------------------------------
+
+-- The caller's rows of the admin-only audit tables: the impersonation sessions of the caller
+-- (start, expiry, stop, reason and what was done in each; not which admin), the caller's role
+-- changes, replication removals and kit waitlist sign-ups.
+create or replace function private.export_admin_held_data() returns jsonb
+language plpgsql stable security definer
+set search_path = ''
+as $$
+declare
+  me constant uuid := (select auth.uid());
+begin
+  if me is null then
+    raise exception 'sign in first' using errcode = '42501';
+  end if;
+  return jsonb_build_object(
+    'impersonation_sessions', coalesce((
+      select jsonb_agg(jsonb_build_object(
+               'session_id', s.session_id,
+               'started_at', s.created_at,
+               'expires_at', s.expires_at,
+               'stopped_at', (select x.created_at from public.impersonation_audit x
+                               where x.session_id = s.session_id and x.event = 'stop'),
+               'reason', s.reason,
+               'actions', coalesce((select jsonb_agg(jsonb_build_object(
+                                             'at', w.created_at, 'kind', w.kind, 'table', w.table_name,
+                                             'operation', w.operation, 'row_id', w.row_id)
+                                           order by w.created_at, w.id)
+                                      from public.impersonation_writes w
+                                     where w.session_id = s.session_id and w.target_id = me), '[]'::jsonb))
+             order by s.created_at, s.id)
+        from public.impersonation_audit s
+       where s.target_id = me and s.event = 'start'), '[]'::jsonb),
+    'role_changes', coalesce((
+      select jsonb_agg(jsonb_build_object('old_role', r.old_role, 'new_role', r.new_role,
+                                          'changed_via', r.changed_via, 'created_at', r.created_at)
+             order by r.created_at, r.id)
+        from public.role_changes r where r.user_id = me), '[]'::jsonb),
+    'labs_replication_removals', coalesce((
+      select jsonb_agg(jsonb_build_object('replication_id', x.replication_id, 'template_id', x.template_id,
+                                          'clone_id', x.clone_id, 'measured_value', x.measured_value,
+                                          'confirmed', x.confirmed, 'reported_at', x.reported_at,
+                                          'reason', x.reason, 'removed_at', x.removed_at)
+             order by x.removed_at, x.id)
+        from public.labs_replication_removals x where x.user_id = me), '[]'::jsonb),
+    'labs_kit_waitlist', coalesce((
+      select jsonb_agg(jsonb_build_object('email', k.email, 'created_at', k.created_at) order by k.created_at, k.id)
+        from public.labs_kit_waitlist k where k.user_id = me), '[]'::jsonb)
+  );
+end
+$$;
+comment on function private.export_admin_held_data() is
+  'For the export: the caller''s own rows of tables only super admins read (impersonation sessions of the caller, role changes, replication removals, kit waitlist).';
+grant execute on function private.export_admin_held_data() to authenticated;
+
+create or replace function public.export_admin_held_data() returns jsonb
+language sql stable
+set search_path = ''
+as $$ select private.export_admin_held_data() $$;
+comment on function public.export_admin_held_data() is
+  'The caller''s own rows of the admin-only audit tables, for GET /api/user/export.';
+grant execute on function public.export_admin_held_data() to authenticated;
