@@ -191,9 +191,9 @@ test('export: a ZIP with export.json, the media files byte-equal to storage, and
   assert.equal(doc.workout.location.city, 'Lisbon')
   assert.equal(doc.workout.checkins.length, 1)
   assert.equal(doc.music.plays[0].track.name, 'Song')
-  const [usage] = await sql`select cost_usd::float8 as cost, input_tokens from public.ai_usage where user_id = ${w.me.id}`
-  assert.equal(doc.ai_usage.calls[0].cost_usd, usage.cost, 'the cost as recorded')
-  assert.equal(doc.ai_usage.calls[0].input_tokens, 100)
+  const usage = await sql`select id::int, cost_usd::float8 as cost from public.ai_usage where user_id = ${w.me.id} order by id`
+  assert.deepEqual(doc.ai_usage.calls.map((c: any) => [c.id, c.cost_usd]), usage.map((u) => [u.id, u.cost]), 'every call with its cost')
+  assert.equal(doc.ai_usage.calls.find((c: any) => c.model === 'gpt-test')?.input_tokens, 100)
   assert.ok(doc.notifications.some((n: any) => n.payload.hello === 'me'))
   assert.ok(w.impersonated, 'the super admin started a session')
   assert.equal(doc.impersonation_sessions.length, 1)
