@@ -10,7 +10,7 @@
 // export_admin_held_data (supabase/schemas/user_data.sql), which returns only the caller's.
 import { z } from '@hono/zod-openapi'
 import { configure, TextReader, ZipWriter } from '@zip.js/zip.js'
-import type { Db } from '../../_shared/db.ts'
+import { type Db, givenArgs } from '../../_shared/db.ts'
 import { unwrap } from '../../_shared/errors.ts'
 import { publicObjectUrl } from '../../_shared/storage.ts'
 import { endpoint, routeModule } from '../openapi.ts'
@@ -238,9 +238,7 @@ async function* exportDocument(db: Db, me: { id: string; email: string | null },
     let after: { at: string; id: string } | null = null
     for (;;) {
       const page: Row[] = unwrap(
-        await db.rpc('export_journal_entries', {
-          after_created_at: after?.at ?? null, after_id: after?.id ?? null, page_size: PAGE_SIZE,
-        }),
+        await db.rpc('export_journal_entries', givenArgs({ after_created_at: after?.at, after_id: after?.id, page_size: PAGE_SIZE })),
       )
       for (const e of page) {
         const { background_object, ...rest } = e

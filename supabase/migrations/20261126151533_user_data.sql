@@ -58,7 +58,7 @@ CREATE OR REPLACE FUNCTION public.export_admin_held_data()
  SET search_path TO ''
 AS $function$ select private.export_admin_held_data() $function$;
 
-CREATE OR REPLACE FUNCTION public.export_journal_entries(after_created_at timestamp with time zone DEFAULT NULL::timestamp with time zone, after_id uuid DEFAULT NULL::uuid, page_size integer DEFAULT 500)
+CREATE OR REPLACE FUNCTION public.export_journal_entries(after_created_at timestamp with time zone DEFAULT '-infinity'::timestamp with time zone, after_id uuid DEFAULT '00000000-0000-0000-0000-000000000000'::uuid, page_size integer DEFAULT 500)
  RETURNS TABLE(id uuid, notebook_id uuid, title text, content text, mood text, mood_detected boolean, tags text[], metadata_visibility text, content_visibility text, team_id uuid, org_id uuid, music_track_id text, track jsonb, background_object text, background_url text, created_at timestamp with time zone, updated_at timestamp with time zone)
  LANGUAGE sql
  STABLE
@@ -74,7 +74,7 @@ AS $function$
     left join public.journal_entry_contents c on c.entry_id = e.id
     left join public.music_tracks t on t.id = e.music_track_id
    where e.user_id = (select auth.uid())
-     and (after_created_at is null or (e.created_at, e.id) > (after_created_at, after_id))
+     and (e.created_at, e.id) > (after_created_at, after_id)
    order by e.created_at, e.id
    limit least(greatest(coalesce(page_size, 500), 1), 1000)
 $function$;
@@ -83,7 +83,7 @@ COMMENT ON FUNCTION "private"."export_admin_held_data"() IS 'For the export: the
 
 COMMENT ON FUNCTION "public"."export_admin_held_data"() IS 'The caller''s own rows of the admin-only audit tables, for GET /api/user/export.';
 
-COMMENT ON FUNCTION "public"."export_journal_entries"(timestamp with time zone, uuid, integer) IS 'The caller''s own journal entries for the export, oldest first, keyset (created_at, id), at most 1000 a page, with text, track and background object.';
+COMMENT ON FUNCTION "public"."export_journal_entries"(timestamp with time zone, uuid, integer) IS 'The caller''s own journal entries for the export, oldest first, after the keyset (created_at, id) (first page: the defaults), at most 1000 a page, with text, track and background object.';
 
 REVOKE ALL ON FUNCTION "private"."export_admin_held_data"() FROM PUBLIC;
 
