@@ -25,13 +25,16 @@ import { createPack } from './_tone_packs.ts'
 
 configure({ useWebWorkers: false })
 
-const smallPng = (shade: number) => encode({ width: 8, height: 8, data: new Uint8Array(8 * 8 * 3).fill(shade), channels: 3 })
+const smallPng = (shade: number) =>
+  encode({ width: 8, height: 8, data: new Uint8Array(8 * 8 * 3).fill(shade), channels: 3 })
 
 async function uploadPackImage(u: TestUser, packId: string, tone: string, bytes: Uint8Array) {
   const form = new FormData()
   form.append('file', new Blob([bytes as Uint8Array<ArrayBuffer>], { type: 'image/png' }), `${tone}.png`)
   const res = await apiFetch(`/api/tone-packs/${packId}/images/${tone}`, {
-    method: 'PUT', headers: { authorization: `Bearer ${u.token}` }, body: form,
+    method: 'PUT',
+    headers: { authorization: `Bearer ${u.token}` },
+    body: form,
   })
   const body = await res.json()
   assert.equal(res.status, 200, JSON.stringify(body))
@@ -79,10 +82,18 @@ async function world() {
   // Journal: a notebook, a private entry and a team-shared one, with a background.
   const notebook = await postNotebook(me, { name: 'Diary' })
   const priv = await postEntry(me, {
-    title: 'Private thoughts', content: 'only mine', mood: 'calm', tags: ['a', 'b'], notebook_id: notebook.id,
+    title: 'Private thoughts',
+    content: 'only mine',
+    mood: 'calm',
+    tags: ['a', 'b'],
+    notebook_id: notebook.id,
   })
   const shared = await postEntry(me, {
-    title: 'Team update', content: 'for the team', metadata_visibility: 'team', content_visibility: 'team', team_id: teamId,
+    title: 'Team update',
+    content: 'for the team',
+    metadata_visibility: 'team',
+    content_visibility: 'team',
+    team_id: teamId,
   })
   const background = `${me.id}/${priv.id}-${Date.now()}.png`
   const backgroundBytes = smallPng(40)
@@ -92,17 +103,27 @@ async function world() {
 
   // The other user's shared entry (which `me` may read) and private rows.
   const othersShared = await postEntry(other, {
-    title: 'Olive shares', content: 'olive secret text', metadata_visibility: 'team', content_visibility: 'team', team_id: teamId,
+    title: 'Olive shares',
+    content: 'olive secret text',
+    metadata_visibility: 'team',
+    content_visibility: 'team',
+    team_id: teamId,
   })
   await postEntry(other, { title: 'Olive private', content: 'olive diary' })
   const othersGoal = await api('/api/goals', { token: other.token, body: { title: 'Olive goal' } })
   assert.equal(othersGoal.status, 201)
 
   // Goals and a check-in.
-  const goal = await api('/api/goals', { token: me.token, body: { title: 'Run 5k', description: 'by spring' } })
+  const goal = await api('/api/goals', {
+    token: me.token,
+    body: { title: 'Run 5k', description: 'by spring' },
+  })
   assert.equal(goal.status, 201, JSON.stringify(goal.body))
   const goalId = goal.body.id
-  const checkIn = await api(`/api/goals/${goalId}/check-ins`, { token: me.token, body: { status: 'completed', notes: 'done' } })
+  const checkIn = await api(`/api/goals/${goalId}/check-ins`, {
+    token: me.token,
+    body: { status: 'completed', notes: 'done' },
+  })
   assert.equal(checkIn.status, 201, JSON.stringify(checkIn.body))
 
   // Tone pack with an uploaded image (a media file in the archive).
@@ -112,11 +133,13 @@ async function world() {
 
   // Encouragement: other sends me a drop, I send one back.
   const received = await api('/api/encouragement-drops/send', {
-    token: other.token, body: { recipient_id: me.id, drop_type: 'encouragement', content: 'Keep going!' },
+    token: other.token,
+    body: { recipient_id: me.id, drop_type: 'encouragement', content: 'Keep going!' },
   })
   assert.equal(received.status, 201, JSON.stringify(received.body))
   const sent = await api('/api/encouragement-drops/send', {
-    token: me.token, body: { recipient_id: other.id, drop_type: 'encouragement', content: 'You too!' },
+    token: me.token,
+    body: { recipient_id: other.id, drop_type: 'encouragement', content: 'You too!' },
   })
   assert.equal(sent.status, 201, JSON.stringify(sent.body))
 
@@ -144,12 +167,29 @@ async function world() {
   // An impersonation session of me, by a super admin.
   const admin = await createUser({ prefix: 'admin', superAdmin: true })
   const session = await api('/api/admin/impersonation', {
-    token: admin.token, body: { user_id: me.id, reason: 'support ticket 42' },
+    token: admin.token,
+    body: { user_id: me.id, reason: 'support ticket 42' },
   })
 
   return {
-    me, other, admin, orgId, teamId, priv, shared, othersShared, goalId, pack, background, backgroundBytes, photo, photoBytes,
-    packBytes, received: received.body.drop, sent: sent.body.drop, impersonated: session.status === 201,
+    me,
+    other,
+    admin,
+    orgId,
+    teamId,
+    priv,
+    shared,
+    othersShared,
+    goalId,
+    pack,
+    background,
+    backgroundBytes,
+    photo,
+    photoBytes,
+    packBytes,
+    received: received.body.drop,
+    sent: sent.body.drop,
+    impersonated: session.status === 201,
   }
 }
 
@@ -191,8 +231,13 @@ test('export: a ZIP with export.json, the media files byte-equal to storage, and
   assert.equal(doc.workout.location.city, 'Lisbon')
   assert.equal(doc.workout.checkins.length, 1)
   assert.equal(doc.music.plays[0].track.name, 'Song')
-  const usage = await sql`select id::int, cost_usd::float8 as cost from public.ai_usage where user_id = ${w.me.id} order by id`
-  assert.deepEqual(doc.ai_usage.calls.map((c: any) => [c.id, c.cost_usd]), usage.map((u) => [u.id, u.cost]), 'every call with its cost')
+  const usage =
+    await sql`select id::int, cost_usd::float8 as cost from public.ai_usage where user_id = ${w.me.id} order by id`
+  assert.deepEqual(
+    doc.ai_usage.calls.map((c: any) => [c.id, c.cost_usd]),
+    usage.map((u) => [u.id, u.cost]),
+    'every call with its cost',
+  )
   assert.equal(doc.ai_usage.calls.find((c: any) => c.model === 'gpt-test')?.input_tokens, 100)
   assert.ok(doc.notifications.some((n: any) => n.payload.hello === 'me'))
   assert.ok(w.impersonated, 'the super admin started a session')
@@ -202,11 +247,14 @@ test('export: a ZIP with export.json, the media files byte-equal to storage, and
 
   // Media: every path in the document is a file of the archive, byte-equal to the stored object.
   const paths = doc.media.map((m: any) => m.path).sort()
-  assert.deepEqual(paths, [
-    `media/entry-backgrounds/${w.background}`,
-    doc.tone_packs.owned[0].images[0].path,
-    `media/workout-checkins/${w.photo}`,
-  ].sort())
+  assert.deepEqual(
+    paths,
+    [
+      `media/entry-backgrounds/${w.background}`,
+      doc.tone_packs.owned[0].images[0].path,
+      `media/workout-checkins/${w.photo}`,
+    ].sort(),
+  )
   assert.equal(priv.background_path, `media/entry-backgrounds/${w.background}`)
   assert.equal(doc.workout.checkins[0].photo_path, `media/workout-checkins/${w.photo}`)
   for (const m of doc.media) {
@@ -219,13 +267,25 @@ test('export: a ZIP with export.json, the media files byte-equal to storage, and
   assert.deepEqual(files.get(`media/workout-checkins/${w.photo}`), w.photoBytes)
 })
 
-test('export: another user\'s shared entry and private rows are not in it; a received drop shows its sender as the app does', async () => {
+test("export: another user's shared entry and private rows are not in it; a received drop shows its sender as the app does", async () => {
   const w = await theWorld()
   const files = await exportZip(w.me)
   const text = new TextDecoder().decode(files.get('export.json'))
   const doc = JSON.parse(text)
-  assert.ok(!doc.entries.some((e: any) => e.id === w.othersShared.id), 'the teammate\'s shared entry is not exported')
-  for (const secret of ['olive secret text', 'Olive shares', 'olive diary', 'Olive private', 'Olive goal', '"olive"']) {
+  assert.ok(
+    !doc.entries.some((e: any) => e.id === w.othersShared.id),
+    "the teammate's shared entry is not exported",
+  )
+  for (
+    const secret of [
+      'olive secret text',
+      'Olive shares',
+      'olive diary',
+      'Olive private',
+      'Olive goal',
+      '"olive"',
+    ]
+  ) {
     assert.ok(!text.includes(secret), `${secret} does not appear`)
   }
   for (const path of files.keys()) assert.ok(!path.includes(w.other.id), `${path} is not the other user's`)
@@ -255,7 +315,7 @@ test('export: another user\'s shared entry and private rows are not in it; a rec
   assert.deepEqual(admins.impersonation_sessions, [], 'sessions the admin ran are not sessions of the admin')
 })
 
-test('export: ?format=json is the ZIP\'s export.json, and validates against the documented schema', async () => {
+test("export: ?format=json is the ZIP's export.json, and validates against the documented schema", async () => {
   const w = await theWorld()
   const files = await exportZip(w.me)
   const fromZip = JSON.parse(new TextDecoder().decode(files.get('export.json')))
@@ -270,9 +330,14 @@ test('export: ?format=json is the ZIP\'s export.json, and validates against the 
   const op = spec.paths['/api/user/export'].get
   assert.deepEqual(Object.keys(op.responses[200].content).sort(), ['application/json', 'application/zip'])
   const schema = JSON.parse(
-    JSON.stringify(op.responses[200].content['application/json'].schema).replaceAll('#/components/schemas/', '#/$defs/'),
+    JSON.stringify(op.responses[200].content['application/json'].schema).replaceAll(
+      '#/components/schemas/',
+      '#/$defs/',
+    ),
   )
-  const defs = JSON.parse(JSON.stringify(spec.components.schemas).replaceAll('#/components/schemas/', '#/$defs/'))
+  const defs = JSON.parse(
+    JSON.stringify(spec.components.schemas).replaceAll('#/components/schemas/', '#/$defs/'),
+  )
   const result = new Validator({ ...schema, $defs: defs }, '2020-12', false).validate(fromZip)
   assert.ok(result.valid, JSON.stringify(result.errors.slice(0, 5)))
 })
