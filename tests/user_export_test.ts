@@ -155,6 +155,14 @@ async function world() {
             values (${me.id}, current_date, 'verified', 'cardio',
                     ${`${API_URL}/storage/v1/object/public/workout-checkins/${photo}`}, ${photo}, now(), 'UTC')`
 
+  // A pack I made and retired (someone bought it): RLS shows it to its buyers only.
+  const retired = await createPack(me, { name: 'Retired pack' })
+  await uploadPackImage(me, retired.id, 'sad', smallPng(90))
+  await sql`update public.tone_packs set retired_at = now() where id = ${retired.id}`
+  // A squad of the day with the other user.
+  await sql`insert into public.workout_squads (date, user_1_id, user_2_id, team_color)
+            values (current_date, ${me.id}, ${other.id}, 'red')`
+
   // AI usage with its cost, a notification, music history, labs.
   await sql`insert into public.ai_usage (user_id, usage_type, model, input_tokens, output_tokens, cost_usd)
             values (${me.id}, 'tone_analysis', 'gpt-test', 100, 20, 0.0012)`
@@ -176,6 +184,7 @@ async function world() {
     other,
     admin,
     orgId,
+    retired,
     teamId,
     priv,
     shared,
@@ -224,7 +233,9 @@ test('export: a ZIP with export.json, the media files byte-equal to storage, and
   assert.deepEqual(doc.teams.map((t: any) => [t.id, t.role]), [[w.teamId, 'member']])
   assert.ok(doc.drops.transactions.some((t: any) => t.type === 'signup_bonus'))
   assert.equal(doc.drops.balance, doc.profile.drops_balance)
-  assert.deepEqual(doc.tone_packs.owned.map((p: any) => p.id), [w.pack.id])
+  assert.deepEqual(doc.tone_packs.owned.map((p: any) => p.id), [w.pack.id, w.retired.id])
+  assert.ok(doc.tone_packs.owned[1].retired_at, 'the retired pack, which RLS hides from its owner')
+  assert.deepEqual(doc.workout.squads.map((q: any) => q.members), [[w.me.id, w.other.id]])
   assert.equal(doc.encouragement.sent.length, 1)
   assert.equal(doc.encouragement.sent[0].recipient_id, w.other.id)
   assert.equal(doc.workout.window.activity_type, 'cardio')
@@ -252,6 +263,7 @@ test('export: a ZIP with export.json, the media files byte-equal to storage, and
     [
       `media/entry-backgrounds/${w.background}`,
       doc.tone_packs.owned[0].images[0].path,
+      doc.tone_packs.owned[1].images[0].path,
       `media/workout-checkins/${w.photo}`,
     ].sort(),
   )

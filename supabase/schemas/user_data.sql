@@ -50,13 +50,14 @@ comment on function public.export_journal_entries(timestamptz, uuid, integer) is
 grant execute on function public.export_journal_entries(timestamptz, uuid, integer) to authenticated;
 
 -- ---------------------------------------------------------------------------------------------
--- What only super admins may read, the caller's rows only
+-- The caller's own rows that RLS hides from them
 -- ---------------------------------------------------------------------------------------------
 
 -- The caller's rows of the admin-only audit tables: the impersonation sessions of the caller
 -- (start, expiry, stop, reason and what was done in each; not which admin), the caller's role
--- changes, replication removals and kit waitlist sign-ups.
-create or replace function private.export_admin_held_data() returns jsonb
+-- changes, replication removals and kit waitlist sign-ups; and the tone packs the caller made
+-- and retired (a pack someone bought is retired, not deleted, and only its buyers see it).
+create or replace function private.export_own_hidden_rows() returns jsonb
 language plpgsql stable security definer
 set search_path = ''
 as $$
@@ -98,18 +99,29 @@ begin
         from public.labs_replication_removals x where x.user_id = me), '[]'::jsonb),
     'labs_kit_waitlist', coalesce((
       select jsonb_agg(jsonb_build_object('email', k.email, 'created_at', k.created_at) order by k.created_at, k.id)
-        from public.labs_kit_waitlist k where k.user_id = me), '[]'::jsonb)
+        from public.labs_kit_waitlist k where k.user_id = me), '[]'::jsonb),
+    'retired_tone_packs', coalesce((
+      select jsonb_agg(jsonb_build_object(
+               'id', p.id, 'name', p.name, 'description', p.description, 'theme', p.theme, 'is_public', p.is_public,
+               'price_drops', p.price_drops, 'retired_at', p.retired_at, 'created_at', p.created_at,
+               'updated_at', p.updated_at,
+               'images', coalesce((select jsonb_agg(jsonb_build_object('tone', i.tone, 'url', i.url,
+                                                                     'object_name', i.object_name,
+                                                                     'updated_at', i.updated_at) order by i.tone)
+                                     from public.tone_pack_images i where i.pack_id = p.id), '[]'::jsonb))
+             order by p.created_at, p.id)
+        from public.tone_packs p where p.owner_id = me and p.retired_at is not null), '[]'::jsonb)
   );
 end
 $$;
-comment on function private.export_admin_held_data() is
-  'For the export: the caller''s own rows of tables only super admins read (impersonation sessions of the caller, role changes, replication removals, kit waitlist).';
-grant execute on function private.export_admin_held_data() to authenticated;
+comment on function private.export_own_hidden_rows() is
+  'For the export: the caller''s own rows RLS hides from them (impersonation sessions of the caller, role changes, replication removals, kit waitlist, retired packs they made).';
+grant execute on function private.export_own_hidden_rows() to authenticated;
 
-create or replace function public.export_admin_held_data() returns jsonb
+create or replace function public.export_own_hidden_rows() returns jsonb
 language sql stable
 set search_path = ''
-as $$ select private.export_admin_held_data() $$;
-comment on function public.export_admin_held_data() is
-  'The caller''s own rows of the admin-only audit tables, for GET /api/user/export.';
-grant execute on function public.export_admin_held_data() to authenticated;
+as $$ select private.export_own_hidden_rows() $$;
+comment on function public.export_own_hidden_rows() is
+  'The caller''s own rows that RLS does not show them (admin-only audit rows about them, their retired packs), for GET /api/user/export.';
+grant execute on function public.export_own_hidden_rows() to authenticated;

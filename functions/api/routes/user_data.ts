@@ -7,7 +7,7 @@
 // Every section is read as the caller (c.var.db: RLS decides) and filtered to the caller's own
 // rows, so another user's rows the caller may read (a teammate's shared entry) never appear;
 // the rows only super admins may read that are about the caller come from
-// export_admin_held_data (supabase/schemas/user_data.sql), which returns only the caller's.
+// export_own_hidden_rows (supabase/schemas/user_data.sql), which returns only the caller's.
 import { z } from '@hono/zod-openapi'
 import { configure, TextReader, ZipWriter } from '@zip.js/zip.js'
 import { type Db, givenArgs } from '../../_shared/db.ts'
@@ -218,6 +218,13 @@ const Checkin = z.object({
   reviewed_at: sn,
   created_at: s,
 })
+const Squad = z.object({
+  id: s,
+  date: s,
+  team_color: s,
+  members: ids.describe("The squad's users (the caller among them)"),
+  created_at: s,
+})
 const Chain = z.object({
   id: s,
   date: s,
@@ -355,6 +362,7 @@ export const ExportDocument = z.object({
     window: WorkoutWindow.nullable(),
     location: WorkoutLocation.nullable(),
     checkins: z.array(Checkin),
+    squads: z.array(Squad),
     chains: z.array(Chain),
   }),
   music: z.object({ connection: MusicConnection.nullable(), plays: z.array(Play) }),
@@ -536,8 +544,12 @@ async function* exportDocument(
       'created_at',
     )
     const shared = await all(db, 'tone_pack_shares', 'pack_id, created_at', own, 'created_at')
+    // Retired packs (kept for their buyers) only their buyers see under RLS.
+    const retired = ((await hidden()).retired_tone_packs as Row[])
+      .filter((r) => !owned.some((p) => p.id === r.id))
+      .map(({ images, ...p }) => ({ ...p, tone_pack_images: images }))
     return {
-      owned: owned.map(({ tone_pack_images, ...p }) => ({
+      owned: [...owned, ...retired].map(({ tone_pack_images, ...p }) => ({
         ...p,
         images: (tone_pack_images as Row[]).map((im) => ({
           tone: im.tone,
@@ -600,8 +612,26 @@ async function* exportDocument(
     }
   }
 
-  const adminHeld = async () => (await adminHeldData)
-  const adminHeldData = db.rpc('export_admin_held_data').then((r) => unwrap(r) as Row)
+  // The caller's own rows RLS hides from them, read once when first needed.
+  let hiddenRows: PromiseLike<Row> | undefined
+  const hidden = () => (hiddenRows ??= db.rpc('export_own_hidden_rows').then((r) => unwrap(r) as Row))
+
+  async function* squads() {
+    let after: string | null = null
+    for (;;) {
+      let q = db.from('workout_squads').select(
+        'id, date, team_color, user_1_id, user_2_id, user_3_id, created_at',
+      )
+        .or(`user_1_id.eq.${me.id},user_2_id.eq.${me.id},user_3_id.eq.${me.id}`)
+      if (after !== null) q = q.gt('id', after)
+      const page = unwrap(await q.order('id').limit(PAGE_SIZE))
+      for (const { user_1_id, user_2_id, user_3_id, ...squad } of page) {
+        yield { ...squad, members: [user_1_id, user_2_id, user_3_id].filter((u): u is string => u !== null) }
+      }
+      if (page.length < PAGE_SIZE) return
+      after = page[page.length - 1].id
+    }
+  }
 
   const one = async (table: string, columns: string) => (await all(db, table, columns, own))[0] ?? null
 
@@ -757,6 +787,7 @@ async function* exportDocument(
         ),
     ],
     ['checkins', checkins()],
+    ['squads', squads()],
     [
       'chains',
       pagedRows(
@@ -858,11 +889,11 @@ async function* exportDocument(
       pagedRows(db, 'labs_sponsor_messages', 'id, sponsor_id, body, created_at', { sender_id: me.id }, 'id'),
     ],
     ['submissions', async () => unwrap(await db.rpc('labs_my_submissions'))],
-    ['replication_removals', async () => (await adminHeld()).labs_replication_removals],
-    ['kit_waitlist', async () => (await adminHeld()).labs_kit_waitlist],
+    ['replication_removals', async () => (await hidden()).labs_replication_removals],
+    ['kit_waitlist', async () => (await hidden()).labs_kit_waitlist],
   ])
-  yield* write('impersonation_sessions', async () => (await adminHeld()).impersonation_sessions)
-  yield* write('role_changes', async () => (await adminHeld()).role_changes)
+  yield* write('impersonation_sessions', async () => (await hidden()).impersonation_sessions)
+  yield* write('role_changes', async () => (await hidden()).role_changes)
   // Every media path above is known once the sections are written.
   yield* write('media', () => Promise.resolve(media))
   yield '\n}\n'

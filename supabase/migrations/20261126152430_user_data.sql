@@ -2,7 +2,7 @@
 -- Data (seed rows, backfills, pg_cron schedules, Vault secrets) is never generated: add it by hand.
 set local check_function_bodies = off;
 
-CREATE OR REPLACE FUNCTION private.export_admin_held_data()
+CREATE OR REPLACE FUNCTION private.export_own_hidden_rows()
  RETURNS jsonb
  LANGUAGE plpgsql
  STABLE SECURITY DEFINER
@@ -46,17 +46,21 @@ begin
         from public.labs_replication_removals x where x.user_id = me), '[]'::jsonb),
     'labs_kit_waitlist', coalesce((
       select jsonb_agg(jsonb_build_object('email', k.email, 'created_at', k.created_at) order by k.created_at, k.id)
-        from public.labs_kit_waitlist k where k.user_id = me), '[]'::jsonb)
+        from public.labs_kit_waitlist k where k.user_id = me), '[]'::jsonb),
+    'retired_tone_packs', coalesce((
+      select jsonb_agg(jsonb_build_object(
+               'id', p.id, 'name', p.name, 'description', p.description, 'theme', p.theme, 'is_public', p.is_public,
+               'price_drops', p.price_drops, 'retired_at', p.retired_at, 'created_at', p.created_at,
+               'updated_at', p.updated_at,
+               'images', coalesce((select jsonb_agg(jsonb_build_object('tone', i.tone, 'url', i.url,
+                                                                     'object_name', i.object_name,
+                                                                     'updated_at', i.updated_at) order by i.tone)
+                                     from public.tone_pack_images i where i.pack_id = p.id), '[]'::jsonb))
+             order by p.created_at, p.id)
+        from public.tone_packs p where p.owner_id = me and p.retired_at is not null), '[]'::jsonb)
   );
 end
 $function$;
-
-CREATE OR REPLACE FUNCTION public.export_admin_held_data()
- RETURNS jsonb
- LANGUAGE sql
- STABLE
- SET search_path TO ''
-AS $function$ select private.export_admin_held_data() $function$;
 
 CREATE OR REPLACE FUNCTION public.export_journal_entries(after_created_at timestamp with time zone DEFAULT '-infinity'::timestamp with time zone, after_id uuid DEFAULT '00000000-0000-0000-0000-000000000000'::uuid, page_size integer DEFAULT 500)
  RETURNS TABLE(id uuid, notebook_id uuid, title text, content text, mood text, mood_detected boolean, tags text[], metadata_visibility text, content_visibility text, team_id uuid, org_id uuid, music_track_id text, track jsonb, background_object text, background_url text, created_at timestamp with time zone, updated_at timestamp with time zone)
@@ -79,20 +83,27 @@ AS $function$
    limit least(greatest(coalesce(page_size, 500), 1), 1000)
 $function$;
 
-COMMENT ON FUNCTION "private"."export_admin_held_data"() IS 'For the export: the caller''s own rows of tables only super admins read (impersonation sessions of the caller, role changes, replication removals, kit waitlist).';
+CREATE OR REPLACE FUNCTION public.export_own_hidden_rows()
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+ SET search_path TO ''
+AS $function$ select private.export_own_hidden_rows() $function$;
 
-COMMENT ON FUNCTION "public"."export_admin_held_data"() IS 'The caller''s own rows of the admin-only audit tables, for GET /api/user/export.';
+COMMENT ON FUNCTION "private"."export_own_hidden_rows"() IS 'For the export: the caller''s own rows RLS hides from them (impersonation sessions of the caller, role changes, replication removals, kit waitlist, retired packs they made).';
 
 COMMENT ON FUNCTION "public"."export_journal_entries"(timestamp with time zone, uuid, integer) IS 'The caller''s own journal entries for the export, oldest first, after the keyset (created_at, id) (first page: the defaults), at most 1000 a page, with text, track and background object.';
 
-REVOKE ALL ON FUNCTION "private"."export_admin_held_data"() FROM PUBLIC;
+COMMENT ON FUNCTION "public"."export_own_hidden_rows"() IS 'The caller''s own rows that RLS does not show them (admin-only audit rows about them, their retired packs), for GET /api/user/export.';
 
-GRANT EXECUTE ON FUNCTION "private"."export_admin_held_data"() TO "authenticated", "postgres";
+REVOKE ALL ON FUNCTION "private"."export_own_hidden_rows"() FROM PUBLIC;
 
-REVOKE ALL ON FUNCTION "public"."export_admin_held_data"() FROM PUBLIC;
-
-GRANT EXECUTE ON FUNCTION "public"."export_admin_held_data"() TO "authenticated", "postgres", "service_role";
+GRANT EXECUTE ON FUNCTION "private"."export_own_hidden_rows"() TO "authenticated", "postgres";
 
 REVOKE ALL ON FUNCTION "public"."export_journal_entries"(timestamp with time zone, uuid, integer) FROM PUBLIC;
 
 GRANT EXECUTE ON FUNCTION "public"."export_journal_entries"(timestamp with time zone, uuid, integer) TO "authenticated", "postgres", "service_role";
+
+REVOKE ALL ON FUNCTION "public"."export_own_hidden_rows"() FROM PUBLIC;
+
+GRANT EXECUTE ON FUNCTION "public"."export_own_hidden_rows"() TO "authenticated", "postgres", "service_role";
