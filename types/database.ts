@@ -1431,6 +1431,14 @@ isOneToOne: false
 "execute_workout_battle":
 { Args: { "week_start": string }; Returns: Json
                            },
+"export_journal_entries":
+{ Args: { "after_created_at"?: string,"after_id"?: string,"page_size"?: number }; Returns: {
+              "background_object": string,"background_url": string,"content": string,"content_visibility": string,"created_at": string,"id": string,"metadata_visibility": string,"mood": string,"mood_detected": boolean,"music_track_id": string,"notebook_id": string,"org_id": string,"tags": (string)[],"team_id": string,"title": string,"track": Json,"updated_at": string
+            }[]
+                           },
+"export_own_hidden_rows":
+{ Args: Record<PropertyKey, never>; Returns: Json
+                           },
 "fail_ai_job_item":
 { Args: { "error": string,"job_name": string,"user_id": string }; Returns: undefined
                            },

@@ -29,6 +29,7 @@ import { paymentRoutes } from './routes/payments.ts'
 import { profileRoutes } from './routes/profile.ts'
 import { teamRoutes } from './routes/teams.ts'
 import { tonePackRoutes } from './routes/tone_packs/index.ts'
+import { userDataRoutes } from './routes/user_data.ts'
 import { workoutRoutes } from './routes/workout/index.ts'
 
 /** JSON bodies are small; uploads (check-in photos 10 MB, pack images 5 MB) are multipart. */
@@ -98,6 +99,7 @@ const modules = [
   musicRoutes,
   labsRoutes,
   impersonationRoutes,
+  userDataRoutes,
 ]
 for (const m of modules) app.route('/', m)
 
