@@ -29,7 +29,7 @@ import { paymentRoutes } from './routes/payments.ts'
 import { profileRoutes } from './routes/profile.ts'
 import { teamRoutes } from './routes/teams.ts'
 import { tonePackRoutes } from './routes/tone_packs/index.ts'
-import { userDataRoutes } from './routes/user_data.ts'
+import { userDataRoutes } from './routes/user_data/index.ts'
 import { workoutRoutes } from './routes/workout/index.ts'
 
 /** JSON bodies are small; uploads (check-in photos 10 MB, pack images 5 MB) are multipart. */
