@@ -384,6 +384,18 @@ test('inside a session, linking a music account and starting a checkout are refu
   assert.equal(own.status, 200, JSON.stringify(own.body))
 })
 
+test('inside a session, the data export is refused (403) through /api and its RPC; the user exports hers', async () => {
+  const target = await createUser({ prefix: 'imp-export' })
+  const { token } = await impersonate(target)
+  assertError(await api('/api/user/export?format=json', { token }), 403, 'impersonating')
+  const direct = await rest(token, '/rpc/export_own_hidden_rows', { body: {} })
+  assert.equal(direct.status, 403, JSON.stringify(direct.body))
+  const own = await api('/api/user/export?format=json', { token: target.token })
+  assert.equal(own.status, 200, JSON.stringify(own.body).slice(0, 300))
+  assert.equal(own.body.user.id, target.id)
+  assert.equal(own.body.impersonation_sessions.length, 1, 'her export lists the session of her account')
+})
+
 test('claims that merely mention impersonation_session (user_metadata) are an ordinary token', async () => {
   const user = await createUser({ prefix: 'imp-meta' })
   const token = await signClaims({

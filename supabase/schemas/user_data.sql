@@ -67,6 +67,8 @@ begin
   if me is null then
     raise exception 'sign in first' using errcode = '42501';
   end if;
+  -- The export is the user's own copy: a support session may read what it needs, not take it all.
+  perform private.refuse_while_impersonating('exporting the account');
   return jsonb_build_object(
     'impersonation_sessions', coalesce((
       select jsonb_agg(jsonb_build_object(

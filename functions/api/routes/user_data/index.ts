@@ -120,6 +120,7 @@ export const userDataRoutes = routeModule()
         path: '/user/export',
         tag,
         auth: 'bearer',
+        errors: [403],
         query: z.object({
           format: z.enum(['zip', 'json']).default('zip')
             .openapi({
@@ -130,7 +131,8 @@ export const userDataRoutes = routeModule()
         description:
           'Streamed as it is produced. The ZIP holds export.json (this document), the media files the ' +
           'caller owns (entry backgrounds, check-in photos, pack images) under media/, and README.txt. Another ' +
-          "user's rows never appear, even where the caller may read them (a teammate's shared entry).",
+          "user's rows never appear, even where the caller may read them (a teammate's shared entry). " +
+          '403 inside an impersonation session: the export is the user\'s own copy.',
         response: ExportDocument,
         responseDescription: 'application/zip by default; with format=json the document alone',
       })
@@ -144,7 +146,9 @@ export const userDataRoutes = routeModule()
     async (c) => {
       const { format } = c.req.valid('query')
       const me = { id: c.var.caller.id, email: c.var.caller.email }
-      // Fails before anything is sent when the caller cannot be read (a 4xx/5xx with {error}).
+      // Refused before anything is sent: inside an impersonation session (403), or when the
+      // caller cannot be read (a 4xx/5xx with {error}).
+      unwrap(await c.var.db.rpc('refuse_while_impersonating', { action: 'exporting the account' }))
       unwrap(
         await c.var.db.from('profiles').select('id').eq('id', me.id).single(),
       )
