@@ -8,33 +8,18 @@ import { getUser, logout, signup, token, updateUser } from './account.ts'
 import { otp, recover, resend, verify, verifyLink } from './email_flows.ts'
 import { AuthError, errorResponse } from './errors.ts'
 import type { AuthContext } from './sessions.ts'
+import { gatewayCors } from '../cors.ts'
 
 export type { AuthContext } from './sessions.ts'
 
-// Kong's CORS on Supabase's gateway: any origin; the headers auth-js reads are exposed (the
-// API version decides how it reads error codes; listUsers reads the paging headers).
-const CORS: Record<string, string> = {
-  'access-control-allow-origin': '*',
-  'access-control-expose-headers': 'x-supabase-api-version, x-total-count, link',
-}
-
-function withCors(res: Response): Response {
-  for (const [k, v] of Object.entries(CORS)) res.headers.set(k, v)
-  return res
-}
-
-function preflight(req: Request): Response {
-  return new Response(null, {
-    status: 204,
-    headers: {
-      ...CORS,
-      'access-control-allow-methods': 'GET, HEAD, PUT, PATCH, POST, DELETE, OPTIONS',
-      'access-control-allow-headers': req.headers.get('access-control-request-headers') ??
-        'authorization, x-client-info, apikey, content-type, x-supabase-api-version',
-      'access-control-max-age': '3600',
-    },
-  })
-}
+// Kong's CORS on Supabase's gateway; the headers auth-js reads are exposed (the API version
+// decides how it reads error codes; listUsers reads the paging headers).
+const { preflight, withCors } = gatewayCors({
+  allowHeaders: 'authorization, x-client-info, apikey, content-type, x-supabase-api-version',
+  exposeHeaders: 'x-supabase-api-version, x-total-count, link',
+  methods: 'GET, HEAD, PUT, PATCH, POST, DELETE, OPTIONS',
+  maxAgeSeconds: 3600,
+})
 
 // What Kong lets through without an API key on Supabase: the links in e-mails, and the JWKS.
 const OPEN_PATHS = new Set(['/verify', '/callback', '/authorize', '/.well-known/jwks.json'])

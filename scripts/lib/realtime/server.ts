@@ -22,6 +22,7 @@ import {
 } from './limits.ts'
 import { Presence } from './presence.ts'
 import { decode, type Message, reply } from './protocol.ts'
+import { gatewayCors } from '../cors.ts'
 
 export interface RealtimeOptions {
   dbUrl: string
@@ -31,11 +32,13 @@ export interface RealtimeOptions {
 const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
   new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } })
 
-const CORS = {
-  'access-control-allow-origin': '*',
-  'access-control-allow-headers': 'authorization, x-client-info, apikey, content-type',
-  'access-control-allow-methods': 'POST, OPTIONS',
-}
+// The REST broadcast API behind the gateway's CORS (realtime-js's httpSend from a page).
+const cors = gatewayCors({
+  allowHeaders: 'authorization, x-client-info, apikey, content-type',
+  methods: 'POST, OPTIONS',
+  maxAgeSeconds: 3600,
+})
+const CORS = cors.headers
 
 /** A 27-bit hash of a binding's parameters: its id (Realtime uses :erlang.phash2 likewise). */
 function bindingId(params: unknown) {
@@ -305,7 +308,7 @@ export function createRealtime(o: RealtimeOptions) {
 
   /** POST /api/broadcast {messages: [{topic, event, payload, private?}]}: public topics only. */
   async function restBroadcast(req: Request): Promise<Response> {
-    if (req.method === 'OPTIONS') return new Response(null, { status: 204, headers: CORS })
+    if (req.method === 'OPTIONS') return cors.preflight(req)
     if (req.method !== 'POST') return json(405, { error: 'Method not allowed' }, CORS)
     const bearer = req.headers.get('authorization')?.replace(/^Bearer\s+/i, '') ||
       req.headers.get('apikey') || ''

@@ -3,6 +3,7 @@
 // Any origin may call (no cookies are involved: the token travels in a header); a preflight
 // gets every request header it asks for (as the gateway reflects them, so an app's own
 // global headers pass too) and the methods storage-js uses.
+import { gatewayCors } from '../cors.ts'
 
 const ALLOWED_HEADERS =
   'authorization, apikey, x-client-info, content-type, x-upsert, cache-control, x-metadata, range, ' +
@@ -21,36 +22,15 @@ const EXPOSED_HEADERS = [
   'x-transformations',
 ].join(', ')
 
-const corsHeaders = {
-  'access-control-allow-origin': '*',
-  'access-control-expose-headers': EXPOSED_HEADERS,
-}
+const cors = gatewayCors({
+  allowHeaders: ALLOWED_HEADERS,
+  exposeHeaders: EXPOSED_HEADERS,
+  methods: 'GET, HEAD, POST, PUT, DELETE, OPTIONS',
+  maxAgeSeconds: 86400,
+})
 
 /** The answer to a preflight (any OPTIONS under /storage/v1). */
-export function storagePreflight(req: Request): Response {
-  const asked = req.headers.get('access-control-request-headers')
-  // Reflect what was asked when it is a plain list of header names; else the known list.
-  const allow = asked && /^[\w-]+(\s*,\s*[\w-]+)*$/.test(asked.trim()) ? asked.trim() : ALLOWED_HEADERS
-  return new Response(null, {
-    status: 204,
-    headers: {
-      ...corsHeaders,
-      'access-control-allow-methods': 'GET, HEAD, POST, PUT, DELETE, OPTIONS',
-      'access-control-allow-headers': allow,
-      'access-control-max-age': '86400',
-    },
-  })
-}
+export const storagePreflight = cors.preflight
 
 /** Adds the CORS headers every /storage/v1 response carries (errors included). */
-export function withStorageCors(res: Response): Response {
-  try {
-    for (const [k, v] of Object.entries(corsHeaders)) res.headers.set(k, v)
-    return res
-  } catch {
-    // A response with immutable headers: copy it.
-    const copy = new Response(res.body, res)
-    for (const [k, v] of Object.entries(corsHeaders)) copy.headers.set(k, v)
-    return copy
-  }
-}
+export const withStorageCors = cors.withCors
