@@ -16,6 +16,8 @@ export interface MusicConfig {
   successUrl?: string
   authUrl: string
   apiUrl: string
+  /** RFC 7009 revocation endpoint, where the provider has one (Spotify has none). */
+  revokeUrl?: string
   timeoutMs: number
   maxRetryAfterSeconds: number
   retryBaseMs: number
@@ -44,6 +46,7 @@ export function musicConfig(): MusicConfig | null {
     successUrl: optionalEnv('MUSIC_SUCCESS_URL'),
     authUrl: trimSlash(optionalEnv('MUSIC_AUTH_URL') ?? 'https://accounts.spotify.com'),
     apiUrl: trimSlash(optionalEnv('MUSIC_API_URL') ?? 'https://api.spotify.com/v1'),
+    revokeUrl: optionalEnv('MUSIC_REVOKE_URL'),
     timeoutMs: num('MUSIC_HTTP_TIMEOUT_MS', 10_000),
     maxRetryAfterSeconds: num('MUSIC_MAX_RETRY_AFTER_SECONDS', 30),
     retryBaseMs: num('MUSIC_RETRY_BASE_MS', 500),
@@ -168,6 +171,27 @@ async function tokenRequest(cfg: MusicConfig, form: Record<string, string>): Pro
     throw new MusicError('provider', 502, 'token endpoint answered without access_token/expires_in')
   }
   return t
+}
+
+/**
+ * Revokes a token at the provider (RFC 7009), where it has an endpoint: 'revoked', or
+ * 'unsupported' without one (Spotify: the user removes the app at spotify.com/account/apps).
+ * Throws MusicError on a refusal or outage, so the caller retries later.
+ */
+export async function revokeToken(
+  cfg: MusicConfig,
+  token: string,
+  hint: 'access_token' | 'refresh_token',
+): Promise<'revoked' | 'unsupported'> {
+  if (!cfg.revokeUrl) return 'unsupported'
+  const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' }
+  const body = new URLSearchParams({ token, token_type_hint: hint })
+  if (cfg.clientSecret) headers.authorization = `Basic ${btoa(`${cfg.clientId}:${cfg.clientSecret}`)}`
+  else body.set('client_id', cfg.clientId)
+  const res = await call(cfg, cfg.revokeUrl, { method: 'POST', headers, body: body.toString() })
+  if (!res.ok) throw new MusicError('provider', res.status, `revocation endpoint answered ${res.status}: ${await errorText(res)}`)
+  await res.body?.cancel()
+  return 'revoked'
 }
 
 export const exchangeCode = (cfg: MusicConfig, code: string, verifier: string) =>

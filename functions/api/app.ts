@@ -29,6 +29,7 @@ import { paymentRoutes } from './routes/payments.ts'
 import { profileRoutes } from './routes/profile.ts'
 import { teamRoutes } from './routes/teams.ts'
 import { tonePackRoutes } from './routes/tone_packs/index.ts'
+import { accountRoutes } from './routes/user_data/account.ts'
 import { userDataRoutes } from './routes/user_data/index.ts'
 import { workoutRoutes } from './routes/workout/index.ts'
 
@@ -100,6 +101,7 @@ const modules = [
   labsRoutes,
   impersonationRoutes,
   userDataRoutes,
+  accountRoutes,
 ]
 for (const m of modules) app.route('/', m)
 

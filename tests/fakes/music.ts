@@ -176,6 +176,27 @@ async function token(req: Request, url: URL): Promise<Response> {
   return oauthError('unsupported_grant_type', `grant_type ${grant} is not supported`)
 }
 
+// RFC 7009 token revocation (an OAuth provider's /revoke; Spotify has none, so production
+// leaves MUSIC_REVOKE_URL unset): the token stops working; an unknown token is 200 too.
+const revocations: { token: string; token_type_hint: string | null; known: boolean }[] = []
+
+async function revoke(req: Request, url: URL): Promise<Response> {
+  const form = new URLSearchParams(await req.text())
+  const basic = req.headers.get('authorization')?.match(/^Basic (.+)$/)
+  const clientId = basic ? atob(basic[1]).split(':')[0] : form.get('client_id')
+  if (clientId !== FAKE_MUSIC_CLIENT_ID) return oauthError('invalid_client', 'Invalid client', 401)
+  const token = form.get('token') ?? ''
+  if (!token) return oauthError('invalid_request', 'token is required')
+  const refresh = refreshTokens.get(token)
+  const access = accessTokens.get(token)
+  const owner = refresh?.user ?? access?.user
+  if (refresh) refresh.used = true
+  if (access) access.expires = 0
+  if (owner) log(users.get(owner)!, req, url, form.get('token_type_hint') ?? undefined)
+  revocations.push({ token, token_type_hint: form.get('token_type_hint'), known: Boolean(owner) })
+  return new Response(null, { status: 200 })
+}
+
 function authorize(url: URL): Response {
   const q = url.searchParams
   if (q.get('client_id') !== FAKE_MUSIC_CLIENT_ID) return new Response('INVALID_CLIENT: Invalid client', { status: 400 })
@@ -293,6 +314,10 @@ async function control(req: Request, url: URL): Promise<Response> {
     for (const t of accessTokens.values()) if (t.user === b.user) t.expires = 0
     return json({ ok: true })
   }
+  if (req.method === 'GET' && url.pathname === '/__control/revocations') {
+    const token = url.searchParams.get('token')
+    return json({ revocations: revocations.filter((r) => !token || r.token === token) })
+  }
   if (req.method === 'GET' && url.pathname === '/__control/requests') {
     return json({ requests: users.get(url.searchParams.get('user') ?? '')?.requests ?? [] })
   }
@@ -306,6 +331,7 @@ export function handler(base: () => string) {
     if (url.pathname.startsWith('/__control/')) return await control(req, url)
     if (req.method === 'GET' && url.pathname === '/authorize') return authorize(url)
     if (req.method === 'POST' && url.pathname === '/api/token') return await token(req, url)
+    if (req.method === 'POST' && url.pathname === '/api/revoke') return await revoke(req, url)
     if (req.method === 'GET' && url.pathname.startsWith('/v1/')) return await api(req, url, base())
     return apiError(404, 'Not found')
   }
@@ -320,6 +346,7 @@ export function start() {
       MUSIC_CLIENT_ID: FAKE_MUSIC_CLIENT_ID,
       MUSIC_AUTH_URL: base,
       MUSIC_API_URL: `${base}/v1`,
+      MUSIC_REVOKE_URL: `${base}/api/revoke`,
       MUSIC_REDIRECT_URI: 'http://127.0.0.1/music/callback',
       MUSIC_FAKE_CONTROL_URL: `${base}/__control`,
       // Short waits so tests of slow answers and Retry-After stay quick.

@@ -55,6 +55,8 @@ export function start(): Promise<{ env: Record<string, string>; stop(): Promise<
   const slow = new Map<string, number>()
   const subscriptions = new Map<string, Params>()
   const retrievals = new Map<string, number>()
+  /** DELETE requests answered (subscription cancellations, customer deletions), in order. */
+  const deletions: { path: string; status: number }[] = []
 
   const error = (status: number, type: string, message: string, extra: Params = {}, headers: Record<string, string> = {}) =>
     Response.json({ error: { type, message, ...extra } }, { status, headers: { 'request-id': `req_${rand()}`, ...headers } })
@@ -118,6 +120,9 @@ export function start(): Promise<{ env: Record<string, string>; stop(): Promise<
       if (req.method === 'GET' && url.pathname === '/__control/sessions') {
         return Response.json(sessions.filter((s) => s.user_id === user))
       }
+      if (req.method === 'GET' && url.pathname === '/__control/deletions') {
+        return Response.json(deletions)
+      }
       if (req.method === 'GET' && url.pathname === '/__control/retrievals') {
         return Response.json({ count: retrievals.get(url.searchParams.get('subscription_id') ?? '') ?? 0 })
       }
@@ -164,6 +169,36 @@ export function start(): Promise<{ env: Record<string, string>; stop(): Promise<
         return error(404, 'invalid_request_error', `No such subscription: '${id}'`, { code: 'resource_missing', param: 'id' })
       }
       return Response.json(sub, { headers: { 'request-id': `req_${rand()}` } })
+    }
+    // Cancelling a subscription (DELETE /v1/subscriptions/:id) and deleting a customer
+    // (DELETE /v1/customers/:id): a second time answers 404 resource_missing, as Stripe does for
+    // a deleted customer (a cancelled subscription answers 400 there; the client treats both as done).
+    const removal = url.pathname.match(/^\/v1\/(subscriptions|customers)\/([^/]+)$/)
+    if (req.method === 'DELETE' && removal) {
+      const [, kind, rawId] = removal
+      const id = decodeURIComponent(rawId)
+      const failure = failures.get(id)
+      if (failure && failure.times > 0) {
+        failure.times--
+        deletions.push({ path: url.pathname, status: failure.status })
+        const headers: Record<string, string> = failure.retryAfter ? { 'retry-after': String(failure.retryAfter) } : {}
+        return error(failure.status, failure.type, failure.message, {}, headers)
+      }
+      const store = kind === 'customers' ? customers : subscriptions
+      const found = store.get(id)
+      if (!found || found.deleted || found.status === 'canceled') {
+        deletions.push({ path: url.pathname, status: 404 })
+        const noun = kind === 'customers' ? 'customer' : 'subscription'
+        return error(404, 'invalid_request_error', `No such ${noun}: '${id}'`, { code: 'resource_missing', param: 'id' })
+      }
+      deletions.push({ path: url.pathname, status: 200 })
+      if (kind === 'customers') {
+        customers.set(id, { ...found, deleted: true })
+        return Response.json({ id, object: 'customer', deleted: true })
+      }
+      const cancelled = { ...found, status: 'canceled', canceled_at: Math.floor(Date.now() / 1000) }
+      subscriptions.set(id, cancelled)
+      return Response.json(cancelled)
     }
     if (req.method !== 'POST') return error(404, 'invalid_request_error', `Unrecognized request URL (${req.method}: ${url.pathname}).`)
     const raw = await req.text()

@@ -47,7 +47,7 @@ const SentDrop = z.object({
 
 const ReceivedDrop = z.object({
   id: z.string(),
-  sender_id: z.string(),
+  sender_id: z.string().nullable().openapi({ description: 'null once the sender deleted their account (sender_name: "Deleted user")' }),
   sender_name: z.string().nullable(),
   sender_avatar_url: z.string().nullable(),
   is_system: z.boolean().openapi({ description: 'The daily assistant drop' }),
