@@ -37,7 +37,8 @@ export type DeletionOutcome = { user_id: string; deleted: boolean; finished: boo
 /** Stripe: cancels each subscription now and deletes the customers; gone already counts as done. */
 async function cancelStripe(stripe: Stripe, d: ClaimedDeletion) {
   const gone = (e: unknown) =>
-    e instanceof Stripe.errors.StripeInvalidRequestError && (e.code === 'resource_missing' || e.statusCode === 404)
+    e instanceof Stripe.errors.StripeInvalidRequestError &&
+    (e.code === 'resource_missing' || e.statusCode === 404)
   for (const id of d.stripe_subscription_ids) {
     await stripe.subscriptions.cancel(id).catch((e) => {
       if (!gone(e)) throw e
@@ -86,7 +87,11 @@ async function purgeStorage(db: Db, userId: string): Promise<number> {
   const bought = unwrap(await db.rpc('account_images_others_bought', { user_id: userId }))
   for (const image of bought) {
     const copy = `purchases/${image.purchase_id}/${image.object_name.split('/').pop()}`
-    await storageCall('/object/copy', { bucketId: 'tone-packs', sourceKey: image.object_name, destinationKey: copy })
+    await storageCall('/object/copy', {
+      bucketId: 'tone-packs',
+      sourceKey: image.object_name,
+      destinationKey: copy,
+    })
     unwrap(
       await db.rpc('move_bought_image', {
         purchase_id: image.purchase_id,
@@ -98,7 +103,9 @@ async function purgeStorage(db: Db, userId: string): Promise<number> {
   }
   let removed = 0
   for (;;) {
-    const objects = unwrap(await db.rpc('account_storage_objects', { user_id: userId, max_rows: STORAGE_PAGE }))
+    const objects = unwrap(
+      await db.rpc('account_storage_objects', { user_id: userId, max_rows: STORAGE_PAGE }),
+    )
     if (!objects.length) return removed
     const byBucket = Map.groupBy(objects, (o) => o.bucket_id)
     for (const [bucket, list] of byBucket) {

@@ -363,7 +363,7 @@ begin
          (select private.music_decrypt(t.access_token) from private.music_tokens t where t.user_id = c.user_id),
          (select private.music_decrypt(t.refresh_token) from private.music_tokens t where t.user_id = c.user_id),
          c.stripe_done_at is not null, c.music_done_at is not null, c.storage_done_at is not null,
-         c.rows_done_at is not null, c.rows_done_at is not null,
+         c.rows_done_at is not null, coalesce(c.rows_done_at < now() - interval '1 day', false),
          (select count(*) from private.account_deletions r
            where (r.claimed_until is null or r.claimed_until < now())
              and private.account_deletion_due(r))
@@ -568,13 +568,17 @@ grant execute on function public.ai_usage_platform_totals(date, date) to authent
 -- walk in tests/user_deletion_test.ts checks every such column against (a new user column
 -- without a line here fails it). handling: cascade / set null (the foreign key does it), dissolved (a squad goes, by trigger),
 -- tombstone (the id becomes the deletion's tombstone), deleted (rows removed by
--- delete_account_rows), relinked (workout chains: the neighbours join up).
+-- delete_account_rows), relinked (workout chains: the neighbours join up), kept a day (the
+-- deletion record itself, until its final sweep).
 create or replace function private.account_deletion_columns()
 returns table (table_name text, column_name text, handling text)
 language sql immutable
 set search_path = ''
 as $$
   values
+    ('private.account_deletions', 'user_id', 'kept a day'),
+    ('private.account_deletions', 'requested_by', 'kept a day'),
+    ('private.music_tokens', 'user_id', 'cascade'),
     ('auth.identities', 'user_id', 'cascade'),
     ('auth.sessions', 'user_id', 'cascade'),
     ('public.profiles', 'id', 'cascade'),
@@ -724,7 +728,7 @@ begin
   delete from auth.users u where u.id = target;
 
   update private.account_deletions x
-     set rows_done_at = now(), email = null, last_error = null
+     set rows_done_at = now(), email = null
    where x.user_id = target
   returning * into d;
   return private.account_deletion_status(d);

@@ -10,7 +10,9 @@ import { idParams } from '../../../_shared/validation.ts'
 import { endpoint, routeModule } from '../../openapi.ts'
 
 const Confirm = z.object({
-  confirm: z.literal('DELETE').openapi({ description: 'The word DELETE, so no client deletes an account by accident' }),
+  confirm: z.literal('DELETE').openapi({
+    description: 'The word DELETE, so no client deletes an account by accident',
+  }),
 }).strict()
 
 export const AccountDeletion = z.object({
@@ -48,12 +50,18 @@ const tag = 'Profile'
 export const accountRoutes = routeModule()
   .openapi(
     endpoint({
-      method: 'delete', path: '/user/account', tag, auth: 'bearer', body: Confirm, errors: [403, 409],
+      method: 'delete',
+      path: '/user/account',
+      tag,
+      auth: 'bearer',
+      body: Confirm,
+      errors: [403, 409],
       response: z.object({ deletion: AccountDeletion }),
-      summary: 'Delete the caller\'s account and everything it owns',
-      description: 'Needs a sign-in from the last 10 minutes (else 401: sign in again) and `{confirm: "DELETE"}`. ' +
+      summary: "Delete the caller's account and everything it owns",
+      description:
+        'Needs a sign-in from the last 10 minutes (else 401: sign in again) and `{confirm: "DELETE"}`. ' +
         'The account stops working at once. Its Stripe subscription is cancelled and the customer deleted, the ' +
-        'music provider\'s tokens revoked where it can, every file it owns removed, then the account and its ' +
+        "music provider's tokens revoked where it can, every file it owns removed, then the account and its " +
         'rows. 409 names the organizations it owns that have other members: transfer them first. 403 inside an ' +
         'impersonation session. A second call answers how the first stands.',
     }),
@@ -65,10 +73,17 @@ export const accountRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'delete', path: '/admin/users/{id}', tag: 'Admin', auth: 'superAdmin', params: idParams('id'),
-      body: Confirm, errors: [409], response: z.object({ deletion: AccountDeletion }),
-      summary: 'Delete a user\'s account (support)',
-      description: 'As DELETE /user/account, for a super admin acting on a user\'s request: `{confirm: "DELETE"}`; ' +
+      method: 'delete',
+      path: '/admin/users/{id}',
+      tag: 'Admin',
+      auth: 'superAdmin',
+      params: idParams('id'),
+      body: Confirm,
+      errors: [409],
+      response: z.object({ deletion: AccountDeletion }),
+      summary: "Delete a user's account (support)",
+      description:
+        'As DELETE /user/account, for a super admin acting on a user\'s request: `{confirm: "DELETE"}`; ' +
         '409 while the user owns organizations with other members, or for the last super admin.',
     }),
     async (c) => {
@@ -80,9 +95,13 @@ export const accountRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'get', path: '/admin/users/{id}/deletion', tag: 'Admin', auth: 'superAdmin', params: idParams('id'),
+      method: 'get',
+      path: '/admin/users/{id}/deletion',
+      tag: 'Admin',
+      auth: 'superAdmin',
+      params: idParams('id'),
       response: z.object({ deletion: AccountDeletion }),
-      summary: 'How a user\'s account deletion stands',
+      summary: "How a user's account deletion stands",
       description: '404 when none is under way (never asked, or finished a day after the rows went).',
     }),
     async (c) => {
@@ -94,11 +113,16 @@ export const accountRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'post', path: '/cron/account-deletions', tag, auth: { cron: 'frontend' }, bodyRequired: false,
+      method: 'post',
+      path: '/cron/account-deletions',
+      tag,
+      auth: { cron: 'frontend' },
+      bodyRequired: false,
       body: z.object({ limit: z.number().int().min(1).max(100).optional() }).strict(),
       response: z.object({ success: z.boolean(), message: z.string(), results: JobResults }),
       summary: 'Scheduled: finish account deletions (pg_cron every 5 minutes)',
-      description: 'Claims up to `limit` (default 10) deletions with a step left or their final storage sweep ' +
+      description:
+        'Claims up to `limit` (default 10) deletions with a step left or their final storage sweep ' +
         'due, skipping those another run holds, and runs their steps. Failures are retried with a backoff.',
     }),
     async (c) => {
@@ -117,13 +141,18 @@ export const accountRoutes = routeModule()
       }
       console.log('account-deletions:', JSON.stringify(results))
       const { error } = await db.rpc('record_job_run', {
-        job: 'account-deletions', started_at: startedAt.toISOString(), succeeded: outcomes.length - failed.length,
-        failed: failed.length, remaining, details: { deleted: results.deleted, finished: results.finished },
+        job: 'account-deletions',
+        started_at: startedAt.toISOString(),
+        succeeded: outcomes.length - failed.length,
+        failed: failed.length,
+        remaining,
+        details: { deleted: results.deleted, finished: results.finished },
       })
       if (error) console.error('account-deletions: could not log the run', error)
       return c.json({
         success: true,
-        message: `Ran ${outcomes.length} account deletions (${failed.length} with a failed step, ${remaining} remaining)`,
+        message:
+          `Ran ${outcomes.length} account deletions (${failed.length} with a failed step, ${remaining} remaining)`,
         results,
       })
     },

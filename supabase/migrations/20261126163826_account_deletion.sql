@@ -71,6 +71,9 @@ CREATE OR REPLACE FUNCTION private.account_deletion_columns()
  SET search_path TO ''
 AS $function$
   values
+    ('private.account_deletions', 'user_id', 'kept a day'),
+    ('private.account_deletions', 'requested_by', 'kept a day'),
+    ('private.music_tokens', 'user_id', 'cascade'),
     ('auth.identities', 'user_id', 'cascade'),
     ('auth.sessions', 'user_id', 'cascade'),
     ('public.profiles', 'id', 'cascade'),
@@ -284,7 +287,7 @@ begin
          (select private.music_decrypt(t.access_token) from private.music_tokens t where t.user_id = c.user_id),
          (select private.music_decrypt(t.refresh_token) from private.music_tokens t where t.user_id = c.user_id),
          c.stripe_done_at is not null, c.music_done_at is not null, c.storage_done_at is not null,
-         c.rows_done_at is not null, c.rows_done_at is not null,
+         c.rows_done_at is not null, coalesce(c.rows_done_at < now() - interval '1 day', false),
          (select count(*) from private.account_deletions r
            where (r.claimed_until is null or r.claimed_until < now())
              and private.account_deletion_due(r))
@@ -359,7 +362,7 @@ begin
   delete from auth.users u where u.id = target;
 
   update private.account_deletions x
-     set rows_done_at = now(), email = null, last_error = null
+     set rows_done_at = now(), email = null
    where x.user_id = target
   returning * into d;
   return private.account_deletion_status(d);
