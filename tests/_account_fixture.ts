@@ -83,7 +83,6 @@ export type AccountFixture = {
     impersonationSessionId: string
     /** The subject (a super admin for a while) impersonating neighbour1. */
     subjectImpersonatedSessionId: string
-    aiPriceModel: string
   }
   notifications: { subjectNotificationIds: string[]; naming: { friend: string; neighbour1: string } }
 }
@@ -472,21 +471,13 @@ async function seedAdmin(
     return r.id as string
   })
   await actingAs(sql, admin, (tx) => tx`select public.set_user_role(${subject}, 'super_admin')`)
-  const aiPriceModel = `fixture-model-${tag()}`
   const adjustment = await actingAs(sql, subject, async (tx) => {
     const [adj] = await tx`select (private.admin_adjust_drops(${friend}, 5, 'fixture: goodwill', 'admin')).id`
-    const [cfg] = await tx`select daily_allowance from public.encouragement_config`
-    await tx`select private.update_encouragement_config(${
-      sql.json({ daily_allowance: cfg.daily_allowance })
-    })`
     const [tpl] = await tx`insert into public.encouragement_templates (type, title, content, is_approved)
                            values ('encouragement', 'Fixture template', 'You can do it', true) returning id`
-    // Scheduled a century ahead: rows with the subject as setter that never become current, so
-    // tests running beside this one see no new price or rate.
-    await tx`insert into public.ai_prices (model, unit, usd_per_unit, effective_at)
-             values (${aiPriceModel}, 'input_1m_tokens', 1, now() + interval '100 years')`
-    await tx`insert into public.token_conversion_rates (tokens_per_drop, effective_at)
-             values (1000, now() + interval '100 years')`
+    // The admin stamps on global rows (prices, conversion rates, the encouragement config) are
+    // left out: other tests read those tables beside this one. supabase/tests/account_deletion.test.sql
+    // covers their tombstones inside a rolled-back transaction.
     await tx`select private.review_workout_checkin(${reviewedCheckin}, 'verified', null)`
     await tx`select private.labs_remove_replication(${n2Replication}, 'fixture: duplicate')`
     await tx`select private.labs_set_account_type(${neighbour2}, 'classroom')`
@@ -508,7 +499,7 @@ async function seedAdmin(
   })
   await sql`insert into public.impersonation_writes (session_id, admin_id, target_id, table_name, operation, row_id, actor_role)
             values (${sessionId}, ${admin}, ${subject}, 'public.goals', 'UPDATE', ${crypto.randomUUID()}, 'authenticated')`
-  return { ...adjustment, impersonationSessionId: sessionId, aiPriceModel }
+  return { ...adjustment, impersonationSessionId: sessionId }
 }
 
 /** Notifications: one the subject has read, plus those the other areas sent (a received drop,
@@ -563,7 +554,6 @@ export async function seedEveryArea(sql: postgres.Sql, ids: AccountFixtureIds): 
     admin: {
       impersonationSessionId: admin.impersonationSessionId,
       subjectImpersonatedSessionId: admin.subjectImpersonatedSessionId,
-      aiPriceModel: admin.aiPriceModel,
     },
     notifications,
   }

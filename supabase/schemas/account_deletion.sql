@@ -49,7 +49,7 @@ comment on column private.account_deletions.tombstone_id is
 create index account_deletions_due on private.account_deletions (next_attempt_at);
 
 -- True for a request made with the token of an account being deleted (or deleted within the
--- token's lifetime). One primary-key probe; false at once for anonymous requests.
+-- token's lifetime). One primary-key probe.
 create or replace function private.account_being_deleted() returns boolean
 language sql stable security definer
 set search_path = ''
@@ -59,7 +59,7 @@ as $$
 $$;
 comment on function private.account_being_deleted() is
   'True when the request''s user has asked for (or been given) an account deletion.';
-grant execute on function private.account_being_deleted() to anon, authenticated, service_role;
+grant execute on function private.account_being_deleted() to authenticated, service_role;
 
 -- PostgREST's pre-request function (authenticator role setting pgrst.db_pre_request): a token of
 -- an ended impersonation session, or of an account being deleted, is refused with 401.
@@ -69,9 +69,12 @@ set search_path = ''
 as $$
 begin
   perform private.refuse_ended_impersonation();
-  if private.account_being_deleted() then
-    raise exception 'This account has been deleted'
-      using errcode = 'PT401', hint = 'Its data is being removed; sign up again to start over.';
+  -- Anonymous requests have no account (and anon may not run the definer below).
+  if (select auth.uid()) is not null then
+    if private.account_being_deleted() then
+      raise exception 'This account has been deleted'
+        using errcode = 'PT401', hint = 'Its data is being removed; sign up again to start over.';
+    end if;
   end if;
 end
 $$;

@@ -498,7 +498,7 @@ select is(
     where n.nspname in ('public', 'private')
       and not pg_temp.lint_is_extension_member(p.oid)
       and has_function_privilege('anon', p.oid, 'EXECUTE')),
-  array['private.account_being_deleted()', 'private.check_request()',
+  array['private.check_request()',
         'private.entry_track(text)', 'private.impersonation_live()', 'private.refuse_ended_impersonation()',
         'private.sees_whole_entry(uuid)', 'private.tone_icon_url(text)',
         'public.journal_feed(text, uuid, uuid, uuid, text, text, text, timestamp with time zone, uuid, integer)',
