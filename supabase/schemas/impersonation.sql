@@ -73,11 +73,14 @@ language plpgsql
 set search_path = ''
 as $$
 begin
-  if tg_op = 'UPDATE' and private.only_tombstones_changed(to_jsonb(old), to_jsonb(new), tg_argv::text[]) then
-    return new;
-  end if;
-  if tg_op = 'DELETE' and private.account_deletion_in_progress((to_jsonb(old) ->> 'user_id')::uuid) then
-    return old;
+  if tg_op = 'UPDATE' then
+    if private.only_tombstones_changed(to_jsonb(old), to_jsonb(new), tg_argv::text[]) then
+      return new;
+    end if;
+  elsif tg_op = 'DELETE' then
+    if private.account_deletion_in_progress((to_jsonb(old) ->> 'user_id')::uuid) then
+      return old;
+    end if;
   end if;
   raise exception '% rows are never changed or deleted', tg_table_name using errcode = '42501';
 end

@@ -254,9 +254,12 @@ CREATE OR REPLACE FUNCTION private.check_request()
 AS $function$
 begin
   perform private.refuse_ended_impersonation();
-  if private.account_being_deleted() then
-    raise exception 'This account has been deleted'
-      using errcode = 'PT401', hint = 'Its data is being removed; sign up again to start over.';
+  -- Anonymous requests have no account (and anon may not run the definer below).
+  if (select auth.uid()) is not null then
+    if private.account_being_deleted() then
+      raise exception 'This account has been deleted'
+        using errcode = 'PT401', hint = 'Its data is being removed; sign up again to start over.';
+    end if;
   end if;
 end
 $function$;
@@ -424,8 +427,10 @@ begin
     end if;
   end if;
   -- An adjustment made by an admin whose account is deleted keeps its row, under the tombstone.
-  if tg_op = 'UPDATE' and private.only_tombstones_changed(to_jsonb(old), to_jsonb(new), array['created_by']) then
-    return new;
+  if tg_op = 'UPDATE' then
+    if private.only_tombstones_changed(to_jsonb(old), to_jsonb(new), array['created_by']) then
+      return new;
+    end if;
   end if;
   raise exception 'drops_transactions is append-only' using errcode = '42501';
 end
@@ -525,11 +530,14 @@ CREATE OR REPLACE FUNCTION private.refuse_audit_change()
  SET search_path TO ''
 AS $function$
 begin
-  if tg_op = 'UPDATE' and private.only_tombstones_changed(to_jsonb(old), to_jsonb(new), tg_argv::text[]) then
-    return new;
-  end if;
-  if tg_op = 'DELETE' and private.account_deletion_in_progress((to_jsonb(old) ->> 'user_id')::uuid) then
-    return old;
+  if tg_op = 'UPDATE' then
+    if private.only_tombstones_changed(to_jsonb(old), to_jsonb(new), tg_argv::text[]) then
+      return new;
+    end if;
+  elsif tg_op = 'DELETE' then
+    if private.account_deletion_in_progress((to_jsonb(old) ->> 'user_id')::uuid) then
+      return old;
+    end if;
   end if;
   raise exception '% rows are never changed or deleted', tg_table_name using errcode = '42501';
 end
@@ -638,8 +646,10 @@ CREATE OR REPLACE FUNCTION private.stamp_effective_row()
 AS $function$
 begin
   -- The one change allowed: the setter's id becomes their account deletion's tombstone.
-  if tg_op = 'UPDATE' and private.only_tombstones_changed(to_jsonb(old), to_jsonb(new), array['created_by']) then
-    return new;
+  if tg_op = 'UPDATE' then
+    if private.only_tombstones_changed(to_jsonb(old), to_jsonb(new), array['created_by']) then
+      return new;
+    end if;
   end if;
   if tg_op = 'UPDATE' or tg_op = 'DELETE' then
     raise exception '% is append-only: add a new row instead', tg_table_name using errcode = '42501';
@@ -809,7 +819,7 @@ COMMENT ON TABLE "private"."ai_usage_of_deleted_accounts" IS 'AI usage of delete
 
 REVOKE ALL ON FUNCTION "private"."account_being_deleted"() FROM PUBLIC;
 
-GRANT EXECUTE ON FUNCTION "private"."account_being_deleted"() TO "anon", "authenticated", "postgres", "service_role";
+GRANT EXECUTE ON FUNCTION "private"."account_being_deleted"() TO "authenticated", "postgres", "service_role";
 
 REVOKE ALL ON FUNCTION "private"."account_deletion"(uuid) FROM PUBLIC;
 
