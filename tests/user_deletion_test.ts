@@ -27,6 +27,10 @@ import { stripeControl } from './_stripe.ts'
 const CRON = { 'x-cron-secret': 'local-frontend-cron-secret' }
 const png = encode({ width: 4, height: 4, data: new Uint8Array(4 * 4 * 3).fill(90), channels: 3 })
 
+// The account-deletions pg_cron job (every 5 minutes) would claim these tests' deletions
+// between their steps; the tests call its endpoint themselves, so it is paused for this file.
+await sql`select cron.alter_job(jobid, active := false) from cron.job where jobname = 'account-deletions' and active`
+
 /** A token for `u` issued `minutesAgo` minutes ago (still unexpired). */
 async function tokenIssuedAgo(u: TestUser, minutesAgo: number, extra: Record<string, unknown> = {}) {
   const iat = Math.floor(Date.now() / 1000) - minutesAgo * 60
