@@ -110,6 +110,23 @@ as $$ select 'Deleted user' $$;
 comment on function private.deleted_user_name() is 'The sender''s name shown for a drop or message whose sender deleted their account.';
 grant execute on function private.deleted_user_name() to authenticated, service_role;
 
+-- Hosted Realtime runs no pre-request either: notifications (the table it publishes) stop at once.
+create policy "notifications: nothing for an account being deleted" on public.notifications
+  as restrictive for select to authenticated
+  using (not (select private.account_being_deleted()));
+comment on policy "notifications: nothing for an account being deleted" on public.notifications is
+  'Realtime checks each change as the subscriber: a token of an account being deleted is sent nothing.';
+
+-- For /api: the PostgREST pre-request (private.check_request) runs before this and refuses a
+-- closed token, so a mutating route that reaches a provider with the service role stops first.
+create or replace function public.request_allowed() returns boolean
+language sql stable
+set search_path = ''
+as $$ select true $$;
+comment on function public.request_allowed() is
+  'True; PostgREST''s pre-request refuses an ended impersonation session or an account being deleted before it runs.';
+grant execute on function public.request_allowed() to authenticated;
+
 -- Whether new_id is the tombstone of the deletion of old_id: the one change the append-only
 -- audit and ledger tables accept (their triggers call this), made by private.delete_account_rows.
 create or replace function private.is_tombstone_of(old_id uuid, new_id uuid) returns boolean
@@ -235,9 +252,13 @@ begin
   if target = private.assistant_user_id() then
     raise exception 'The assistant''s account is the system''s and cannot be deleted' using errcode = 'PT409';
   end if;
+  -- The same lock as a demotion (private.guard_last_super_admin): two admins deleting or
+  -- demoting each other cannot both pass; admins already being deleted do not count.
+  perform pg_advisory_xact_lock(hashtext('public.profiles super_admin demotion'));
   if exists (select 1 from public.profiles p where p.id = target and p.role = 'super_admin')
      and not exists (select 1 from public.profiles p
-                      where p.role = 'super_admin' and p.is_active and p.id <> target) then
+                      where p.role = 'super_admin' and p.is_active and p.id <> target
+                        and not exists (select 1 from private.account_deletions d where d.user_id = p.id)) then
     raise exception 'The last super admin cannot be deleted: make another user super admin first'
       using errcode = 'PT409';
   end if;
@@ -260,6 +281,11 @@ begin
   -- Sign-ins end now; the auth user itself goes in the rows step.
   update auth.users set banned_until = 'infinity' where id = target;
   delete from auth.sessions where user_id = target;
+  -- Until the rows go, nothing runs for the account: jobs skip inactive profiles and links
+  -- that need reconnecting, and the packs it sells leave the shop (buyers keep theirs).
+  update public.profiles set is_active = false where id = target;
+  update public.music_connections set needs_reconnect = true where user_id = target;
+  update public.tone_packs set retired_at = now(), is_public = false where owner_id = target and retired_at is null;
   return private.account_deletion_status(row);
 end
 $$;
@@ -336,7 +362,7 @@ as $$
       or d.rows_done_at < now() - interval '1 day'
 $$;
 
--- Claims up to max_rows deletions with work left (a lease of 5 minutes: a crashed run's rows
+-- Claims up to max_rows deletions with work left (a lease of 15 minutes: a crashed run's rows
 -- come back), oldest first, skipping rows another run holds. With what the provider steps need.
 create or replace function private.claim_account_deletions(max_rows integer, only_user uuid default null)
 returns table (user_id uuid, requested_at timestamptz, stripe_customer_ids text[], stripe_subscription_ids text[],
@@ -351,7 +377,7 @@ begin
   return query
   with claimed as (
     update private.account_deletions d
-       set claimed_until = now() + interval '5 minutes', attempts = d.attempts + 1
+       set claimed_until = now() + interval '15 minutes', attempts = d.attempts + 1
      where d.user_id in (
        select x.user_id from private.account_deletions x
         where (only_user is null or x.user_id = only_user)
@@ -374,7 +400,7 @@ begin
 end
 $$;
 comment on function private.claim_account_deletions(integer, uuid) is
-  'Service role: claims due account deletions (lease 5 minutes, skip locked) with the provider data the steps need; remaining = due rows left unclaimed.';
+  'Service role: claims due account deletions (lease 15 minutes, skip locked) with the provider data the steps need; remaining = due rows left unclaimed.';
 grant execute on function private.claim_account_deletions(integer, uuid) to service_role;
 
 create or replace function public.claim_account_deletions(max_rows integer, only_user uuid default null)
@@ -409,7 +435,7 @@ begin
   end if;
   if step = 'final_sweep' then
     delete from private.account_deletions d where d.user_id = finish_account_deletion_step.user_id
-       and d.rows_done_at is not null;
+       and d.rows_done_at is not null and d.stripe_done_at is not null;
     return;
   end if;
   update private.account_deletions d
@@ -435,7 +461,8 @@ grant execute on function public.finish_account_deletion_step(uuid, text, text) 
 revoke execute on function public.finish_account_deletion_step(uuid, text, text) from public, anon, authenticated;
 
 -- The user's storage objects, a page at a time: everything under the user's folder (the first
--- path segment is the user's id in every bucket) or owned by them.
+-- path segment is the user's id in every bucket) or owned by them, and the copies of images
+-- they bought from a seller deleted before them.
 create or replace function private.account_storage_objects(user_id uuid, max_rows integer default 1000)
 returns table (bucket_id text, name text)
 language plpgsql stable security definer
@@ -448,6 +475,11 @@ begin
    where o.name like account_storage_objects.user_id::text || '/%'
       or o.owner_id = account_storage_objects.user_id::text
       or o.owner = account_storage_objects.user_id
+      -- Copies of bought images made when their seller was deleted are the buyer's.
+      or (o.bucket_id = 'tone-packs' and o.name like 'purchases/%'
+          and o.name in (select i.object_name from public.tone_pack_purchase_images i
+                           join public.tone_pack_purchases p on p.id = i.purchase_id
+                          where p.user_id = account_storage_objects.user_id))
    order by o.bucket_id, o.name
    limit greatest(coalesce(max_rows, 1000), 1);
 end
@@ -583,6 +615,7 @@ as $$
     ('private.account_deletions', 'requested_by', 'kept a day'),
     ('private.music_tokens', 'user_id', 'cascade'),
     ('auth.identities', 'user_id', 'cascade'),
+    ('auth.flow_state', 'user_id', 'deleted'),
     ('auth.sessions', 'user_id', 'cascade'),
     ('public.profiles', 'id', 'cascade'),
     ('public.ai_usage', 'user_id', 'cascade'),
@@ -728,6 +761,7 @@ begin
                                           or e.payload -> 'data' -> 'to' ? lower(d.email);
   end if;
 
+  delete from auth.flow_state f where f.user_id = target;
   delete from auth.users u where u.id = target;
 
   update private.account_deletions x

@@ -118,7 +118,7 @@ export const accountRoutes = routeModule()
       tag,
       auth: { cron: 'frontend' },
       bodyRequired: false,
-      body: z.object({ limit: z.number().int().min(1).max(100).optional() }).strict(),
+      body: z.object({ limit: z.number().int().min(1).max(25).optional() }).strict(),
       response: z.object({ success: z.boolean(), message: z.string(), results: JobResults }),
       summary: 'Scheduled: finish account deletions (pg_cron every 5 minutes)',
       description:

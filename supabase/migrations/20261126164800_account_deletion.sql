@@ -75,6 +75,7 @@ AS $function$
     ('private.account_deletions', 'requested_by', 'kept a day'),
     ('private.music_tokens', 'user_id', 'cascade'),
     ('auth.identities', 'user_id', 'cascade'),
+    ('auth.flow_state', 'user_id', 'deleted'),
     ('auth.sessions', 'user_id', 'cascade'),
     ('public.profiles', 'id', 'cascade'),
     ('public.ai_usage', 'user_id', 'cascade'),
@@ -218,6 +219,11 @@ begin
    where o.name like account_storage_objects.user_id::text || '/%'
       or o.owner_id = account_storage_objects.user_id::text
       or o.owner = account_storage_objects.user_id
+      -- Copies of bought images made when their seller was deleted are the buyer's.
+      or (o.bucket_id = 'tone-packs' and o.name like 'purchases/%'
+          and o.name in (select i.object_name from public.tone_pack_purchase_images i
+                           join public.tone_pack_purchases p on p.id = i.purchase_id
+                          where p.user_id = account_storage_objects.user_id))
    order by o.bucket_id, o.name
    limit greatest(coalesce(max_rows, 1000), 1);
 end
@@ -275,7 +281,7 @@ begin
   return query
   with claimed as (
     update private.account_deletions d
-       set claimed_until = now() + interval '5 minutes', attempts = d.attempts + 1
+       set claimed_until = now() + interval '15 minutes', attempts = d.attempts + 1
      where d.user_id in (
        select x.user_id from private.account_deletions x
         where (only_user is null or x.user_id = only_user)
@@ -362,6 +368,7 @@ begin
                                           or e.payload -> 'data' -> 'to' ? lower(d.email);
   end if;
 
+  delete from auth.flow_state f where f.user_id = target;
   delete from auth.users u where u.id = target;
 
   update private.account_deletions x
@@ -399,7 +406,7 @@ begin
   end if;
   if step = 'final_sweep' then
     delete from private.account_deletions d where d.user_id = finish_account_deletion_step.user_id
-       and d.rows_done_at is not null;
+       and d.rows_done_at is not null and d.stripe_done_at is not null;
     return;
   end if;
   update private.account_deletions d
@@ -433,6 +440,26 @@ begin
     end if;
   end if;
   raise exception 'drops_transactions is append-only' using errcode = '42501';
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.guard_last_super_admin()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  if old.role = 'super_admin' and new.role is distinct from 'super_admin' then
+    -- One demotion at a time, so two admins demoting each other cannot both succeed; the
+    -- check below then reads what the other transaction committed.
+    perform pg_advisory_xact_lock(hashtext('public.profiles super_admin demotion'));
+    if not exists (select 1 from public.profiles p where p.role = 'super_admin' and p.id <> new.id
+                     and not exists (select 1 from private.account_deletions d where d.user_id = p.id)) then
+      raise exception 'the last super admin cannot be demoted' using errcode = 'PT409';
+    end if;
+  end if;
+  return new;
 end
 $function$;
 
@@ -596,9 +623,13 @@ begin
   if target = private.assistant_user_id() then
     raise exception 'The assistant''s account is the system''s and cannot be deleted' using errcode = 'PT409';
   end if;
+  -- The same lock as a demotion (private.guard_last_super_admin): two admins deleting or
+  -- demoting each other cannot both pass; admins already being deleted do not count.
+  perform pg_advisory_xact_lock(hashtext('public.profiles super_admin demotion'));
   if exists (select 1 from public.profiles p where p.id = target and p.role = 'super_admin')
      and not exists (select 1 from public.profiles p
-                      where p.role = 'super_admin' and p.is_active and p.id <> target) then
+                      where p.role = 'super_admin' and p.is_active and p.id <> target
+                        and not exists (select 1 from private.account_deletions d where d.user_id = p.id)) then
     raise exception 'The last super admin cannot be deleted: make another user super admin first'
       using errcode = 'PT409';
   end if;
@@ -621,6 +652,11 @@ begin
   -- Sign-ins end now; the auth user itself goes in the rows step.
   update auth.users set banned_until = 'infinity' where id = target;
   delete from auth.sessions where user_id = target;
+  -- Until the rows go, nothing runs for the account: jobs skip inactive profiles and links
+  -- that need reconnecting, and the packs it sells leave the shop (buyers keep theirs).
+  update public.profiles set is_active = false where id = target;
+  update public.music_connections set needs_reconnect = true where user_id = target;
+  update public.tone_packs set retired_at = now(), is_public = false where owner_id = target and retired_at is null;
   return private.account_deletion_status(row);
 end
 $function$;
@@ -747,6 +783,13 @@ CREATE OR REPLACE FUNCTION public.move_bought_image(purchase_id uuid, tone text,
  SET search_path TO ''
 AS $function$ select private.move_bought_image(purchase_id, tone, object_name, url) $function$;
 
+CREATE OR REPLACE FUNCTION public.request_allowed()
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+ SET search_path TO ''
+AS $function$ select true $function$;
+
 ALTER TABLE "public"."encouragement_sent_drops" ADD CONSTRAINT "encouragement_sent_drops_sender_id_fkey" FOREIGN KEY (sender_id) REFERENCES public.profiles(id) ON DELETE SET NULL;
 
 ALTER TABLE "public"."labs_sponsor_messages" ADD CONSTRAINT "labs_sponsor_messages_sender_id_fkey" FOREIGN KEY (sender_id) REFERENCES public.profiles(id) ON DELETE SET NULL;
@@ -762,6 +805,8 @@ CREATE TRIGGER impersonation_writes_immutable BEFORE DELETE OR UPDATE ON public.
 CREATE TRIGGER labs_replication_removals_immutable BEFORE DELETE OR UPDATE ON public.labs_replication_removals FOR EACH ROW EXECUTE FUNCTION private.refuse_audit_change('removed_by');
 
 CREATE TRIGGER profiles_relink_workout_chains BEFORE DELETE ON public.profiles FOR EACH ROW EXECUTE FUNCTION private.relink_workout_chains_around();
+
+CREATE POLICY "notifications: nothing for an account being deleted" ON "public"."notifications" AS RESTRICTIVE FOR SELECT TO "authenticated" USING ((NOT ( SELECT private.account_being_deleted() AS account_being_deleted)));
 
 CREATE POLICY "storage.objects: nothing for an account being deleted" ON "storage"."objects" AS RESTRICTIVE FOR ALL TO "authenticated" USING ((NOT ( SELECT private.account_being_deleted() AS account_being_deleted))) WITH CHECK ((NOT ( SELECT private.account_being_deleted() AS account_being_deleted)));
 
@@ -785,7 +830,7 @@ COMMENT ON FUNCTION "private"."account_deletion_in_progress"(uuid) IS 'True whil
 
 COMMENT ON FUNCTION "private"."check_request"() IS 'PostgREST db-pre-request: 401 for an ended impersonation session or an account being deleted.';
 
-COMMENT ON FUNCTION "private"."claim_account_deletions"(integer, uuid) IS 'Service role: claims due account deletions (lease 5 minutes, skip locked) with the provider data the steps need; remaining = due rows left unclaimed.';
+COMMENT ON FUNCTION "private"."claim_account_deletions"(integer, uuid) IS 'Service role: claims due account deletions (lease 15 minutes, skip locked) with the provider data the steps need; remaining = due rows left unclaimed.';
 
 COMMENT ON FUNCTION "private"."delete_account_rows"(uuid) IS 'Service role: the rows step of an account deletion, in one transaction (see the section comment).';
 
@@ -810,6 +855,10 @@ COMMENT ON FUNCTION "public"."admin_delete_account"(uuid, text) IS 'Super admins
 COMMENT ON FUNCTION "public"."ai_usage_platform_totals"(date, date) IS 'Super admins: AI usage and cost per month and type for the whole platform, deleted accounts included.';
 
 COMMENT ON FUNCTION "public"."delete_my_account"(text) IS 'Deletes the caller''s account (confirm = ''DELETE'', a sign-in of the last 10 minutes). Returns the deletion''s status; the job or /api finishes the provider and storage steps.';
+
+COMMENT ON FUNCTION "public"."request_allowed"() IS 'True; PostgREST''s pre-request refuses an ended impersonation session or an account being deleted before it runs.';
+
+COMMENT ON POLICY "notifications: nothing for an account being deleted" ON "public"."notifications" IS 'Realtime checks each change as the subscriber: a token of an account being deleted is sent nothing.';
 
 COMMENT ON POLICY "storage.objects: nothing for an account being deleted" ON "storage"."objects" IS 'A token of an account being deleted lists, reads and writes nothing, so no upload can race the storage step.';
 
@@ -945,14 +994,32 @@ REVOKE ALL ON FUNCTION "public"."move_bought_image"(uuid, text, text, text) FROM
 
 GRANT EXECUTE ON FUNCTION "public"."move_bought_image"(uuid, text, text, text) TO "postgres", "service_role";
 
+REVOKE ALL ON FUNCTION "public"."request_allowed"() FROM PUBLIC;
+
+GRANT EXECUTE ON FUNCTION "public"."request_allowed"() TO "authenticated", "postgres", "service_role";
+
 GRANT DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE ON TABLE "private"."account_deletions" TO "postgres";
 
 GRANT DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE ON TABLE "private"."ai_usage_of_deleted_accounts" TO "postgres";
 
--- Role setting (migrations only): PostgREST's pre-request now also refuses an account being deleted.
-alter role authenticator set pgrst.db_pre_request = 'private.check_request';
-notify pgrst, 'reload config';
+-- Every profile made before this migration gets its preferences row (new ones get it by trigger).
+insert into public.notification_preferences (user_id) select p.id from public.profiles p on conflict do nothing;
 
--- Schedule (migrations only): finishes deletions whose provider or storage step failed, and
--- sweeps storage a day after each deletion.
-select private.schedule_edge_function_job('account-deletions', '*/5 * * * *', '/api/cron/account-deletions', 'CRON_SECRET');
+-- The sender (push deliveries and Expo receipts) every minute; the digest hourly (each user's
+-- own hour is checked per run); retention every 10 minutes, one chunk a run.
+select private.schedule_edge_function_job('notification-deliveries', '* * * * *', '/api/notifications/cron/deliver',
+  'NOTIFICATIONS_CRON_SECRET');
+select private.schedule_edge_function_job('notification-digests', '2 * * * *', '/api/notifications/cron/digest',
+  'NOTIFICATIONS_CRON_SECRET');
+select cron.schedule('notification-retention', '*/10 * * * *', 'select private.prune_notifications()');
+
+-- Table privileges, as the schema states them (a table-wide REVOKE ALL also takes column grants,
+-- so it comes first).
+revoke all on public.notification_devices from anon, authenticated, service_role;
+grant select, delete on public.notification_devices to authenticated, service_role;
+grant insert (kind, address, key_p256dh, key_auth, name) on public.notification_devices to authenticated;
+grant update (key_p256dh, key_auth, name) on public.notification_devices to authenticated;
+revoke all on public.notification_preferences from anon, authenticated, service_role;
+grant select on public.notification_preferences to authenticated, service_role;
+grant update (push_enabled, types, quiet_hours_start, quiet_hours_end, timezone, daily_cap, email_digest, digest_hour)
+  on public.notification_preferences to authenticated;
