@@ -91,6 +91,7 @@ test('every column that names a user has a rule for account deletion, and the fo
        and (exists (select 1 from pg_constraint k where k.contype = 'f' and k.conrelid = c.oid
                       and a.attnum = any (k.conkey)
                       and k.confrelid in ('public.profiles'::regclass, 'auth.users'::regclass))
+            or (n.nspname = 'auth' and a.attname = 'user_id')
             or (n.nspname <> 'auth'
                 and a.attname ~ '^(user|owner|admin|target|sender|recipient|submitter|applicant|member|mentioned_user|before_user|after_user|user_[0-9])(_id)?$|_by$'))`
   const missing = found.filter((f) => !rule.has(`${f.table_name}.${f.column_name}`))

@@ -40,6 +40,12 @@ async function cancelStripe(stripe: Stripe, d: ClaimedDeletion) {
     e instanceof Stripe.errors.StripeInvalidRequestError &&
     (e.code === 'resource_missing' || e.statusCode === 404)
   for (const id of d.stripe_subscription_ids) {
+    // Stripe refuses to cancel a cancelled subscription: a retry reads it first.
+    const current = await stripe.subscriptions.retrieve(id).catch((e) => {
+      if (gone(e)) return null
+      throw e
+    })
+    if (!current || current.status === 'canceled' || current.status === 'incomplete_expired') continue
     await stripe.subscriptions.cancel(id).catch((e) => {
       if (!gone(e)) throw e
     })
@@ -102,11 +108,16 @@ async function purgeStorage(db: Db, userId: string): Promise<number> {
     )
   }
   let removed = 0
+  let previous = ''
   for (;;) {
     const objects = unwrap(
       await db.rpc('account_storage_objects', { user_id: userId, max_rows: STORAGE_PAGE }),
     )
     if (!objects.length) return removed
+    // A page that starts where the last one did: Storage kept what it was asked to remove.
+    const first = `${objects[0].bucket_id}/${objects[0].name}`
+    if (first === previous) throw new StorageError(502, `storage kept ${first} after removing it`)
+    previous = first
     const byBucket = Map.groupBy(objects, (o) => o.bucket_id)
     for (const [bucket, list] of byBucket) {
       await storageCall(`/object/${encodeURIComponent(bucket)}`, { prefixes: list.map((o) => o.name) })

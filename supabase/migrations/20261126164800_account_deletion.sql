@@ -1002,24 +1002,10 @@ GRANT DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE ON TABLE "pr
 
 GRANT DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE ON TABLE "private"."ai_usage_of_deleted_accounts" TO "postgres";
 
--- Every profile made before this migration gets its preferences row (new ones get it by trigger).
-insert into public.notification_preferences (user_id) select p.id from public.profiles p on conflict do nothing;
+-- Role setting (migrations only): PostgREST's pre-request now also refuses an account being deleted.
+alter role authenticator set pgrst.db_pre_request = 'private.check_request';
+notify pgrst, 'reload config';
 
--- The sender (push deliveries and Expo receipts) every minute; the digest hourly (each user's
--- own hour is checked per run); retention every 10 minutes, one chunk a run.
-select private.schedule_edge_function_job('notification-deliveries', '* * * * *', '/api/notifications/cron/deliver',
-  'NOTIFICATIONS_CRON_SECRET');
-select private.schedule_edge_function_job('notification-digests', '2 * * * *', '/api/notifications/cron/digest',
-  'NOTIFICATIONS_CRON_SECRET');
-select cron.schedule('notification-retention', '*/10 * * * *', 'select private.prune_notifications()');
-
--- Table privileges, as the schema states them (a table-wide REVOKE ALL also takes column grants,
--- so it comes first).
-revoke all on public.notification_devices from anon, authenticated, service_role;
-grant select, delete on public.notification_devices to authenticated, service_role;
-grant insert (kind, address, key_p256dh, key_auth, name) on public.notification_devices to authenticated;
-grant update (key_p256dh, key_auth, name) on public.notification_devices to authenticated;
-revoke all on public.notification_preferences from anon, authenticated, service_role;
-grant select on public.notification_preferences to authenticated, service_role;
-grant update (push_enabled, types, quiet_hours_start, quiet_hours_end, timezone, daily_cap, email_digest, digest_hour)
-  on public.notification_preferences to authenticated;
+-- Schedule (migrations only): finishes deletions whose provider or storage step failed, and
+-- sweeps storage a day after each deletion.
+select private.schedule_edge_function_job('account-deletions', '*/5 * * * *', '/api/cron/account-deletions', 'CRON_SECRET');
