@@ -172,6 +172,9 @@ test('deleting a user who touched every area leaves nothing that names them and 
             values (${f.tonePacks.friendsPurchaseId}, 'happy', ${bought}, ${`${API_URL}/storage/v1/object/public/tone-packs/${bought}`}, now())
             on conflict (purchase_id, tone) do update set object_name = excluded.object_name, url = excluded.url`
 
+  // A PKCE sign-in in flight (GoTrue's flow_state has no foreign key to the user).
+  await sql`insert into auth.flow_state (id, user_id, auth_code, code_challenge_method, code_challenge, provider_type, authentication_method)
+            values (gen_random_uuid(), ${subject.id}, 'code', 's256', 'challenge', 'email', 'magiclink')`
   const platformBefore = await sql`select * from public.ai_usage_platform_totals() order by month, usage_type`
   const auditBefore =
     await sql`select count(*)::int as n from public.impersonation_audit where target_id = ${subject.id} or admin_id = ${subject.id}`
@@ -393,6 +396,18 @@ test('a Stripe outage leaves the deletion pending; the job finishes it, and the 
   assert.equal(asked.error, null, JSON.stringify(asked.error))
   assert.equal(asked.data.status, 'pending')
   assert.equal((await clientAs(u.token).from('profiles').select('id')).status, 401)
+  // /api changes that reach a provider with the service role are refused before they start.
+  assertError(await api('/api/music/sync', { method: 'POST', token: u.token }), 401)
+  assertError(
+    await api('/api/payment/create-checkout-session', {
+      method: 'POST',
+      token: u.token,
+      body: { priceId: 'price_premium_monthly' },
+    }),
+    401,
+  )
+  const [profile] = await sql`select is_active from public.profiles where id = ${u.id}`
+  assert.equal(profile.is_active, false, 'jobs skip the account until its rows go')
 
   const run = await api('/api/cron/account-deletions', { method: 'POST', headers: CRON, body: {} })
   assert.equal(run.status, 200, JSON.stringify(run.body))

@@ -7,7 +7,7 @@ create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 set local search_path = extensions;
 
-select plan(9);
+select plan(13);
 
 insert into auth.users (id, email) values
   ('44444444-0000-4000-8000-000000000001', 'leaving-admin@deletion.test'),
@@ -54,6 +54,32 @@ select throws_ok(
            created_by = (select tombstone_id from private.account_deletions limit 1)
      where model = 'deletion-test-model'$$,
   '42501', null, 'a tombstone does not open the row to other changes');
+
+-- The last super admin: admins being deleted do not count, so two cannot delete each other away.
+insert into auth.users (id, email) values
+  ('44444444-0000-4000-8000-000000000003', 'third-admin@deletion.test');
+update public.profiles set role = 'super_admin' where id = '44444444-0000-4000-8000-000000000003';
+select set_config('request.jwt.claims', json_build_object(
+  'sub', '44444444-0000-4000-8000-000000000003', 'role', 'authenticated')::text, true);
+update public.profiles set role = 'user'
+ where role = 'super_admin' and id not in ('44444444-0000-4000-8000-000000000002', '44444444-0000-4000-8000-000000000003');
+select lives_ok($$select public.admin_delete_account('44444444-0000-4000-8000-000000000002', 'DELETE')$$,
+                'one of two super admins deletes the other');
+select throws_ok($$select public.admin_delete_account('44444444-0000-4000-8000-000000000003', 'DELETE')$$,
+                 'PT409', null, 'the remaining one cannot delete themselves: the other is already being deleted');
+select set_config('request.jwt.claims', '', true);
+select throws_ok($$update public.profiles set role = 'user' where id = '44444444-0000-4000-8000-000000000003'$$,
+                 'PT409', null, 'nor be demoted');
+
+-- Realtime: a token of an account being deleted reads no notifications (hosted Realtime checks
+-- each change with the subscriber's claims and no pre-request).
+select private.notify('44444444-0000-4000-8000-000000000002', 'fixture.hello');
+select set_config('request.jwt.claims', json_build_object(
+  'sub', '44444444-0000-4000-8000-000000000002', 'role', 'authenticated')::text, true);
+set local role authenticated;
+select is((select count(*)::int from public.notifications), 0, 'the account being deleted reads no notification');
+reset role;
+select set_config('request.jwt.claims', '', true);
 
 select * from finish();
 rollback;
