@@ -221,14 +221,14 @@ isOneToOne: false
                   ]
                 },"encouragement_sent_drops": {
                   Row: {
-                    "bonus_drops_awarded": number,"content": string,"date_sent": string,"drop_type": string,"engaged_at": string | null,"engagement_checked": boolean,"entry_id": string | null,"id": string,"is_custom": boolean,"is_system": boolean,"read_at": string | null,"recipient_id": string,"sender_id": string,"sent_day": string,"template_id": string | null
+                    "bonus_drops_awarded": number,"content": string,"date_sent": string,"drop_type": string,"engaged_at": string | null,"engagement_checked": boolean,"entry_id": string | null,"id": string,"is_custom": boolean,"is_system": boolean,"read_at": string | null,"recipient_id": string,"sender_id": string | null,"sent_day": string,"template_id": string | null
                   }
                   ComputedFields: never
                   Insert: {
-                    "bonus_drops_awarded"?: number,"content": string,"date_sent"?: string,"drop_type": string,"engaged_at"?: string | null,"engagement_checked"?: boolean,"entry_id"?: string | null,"id"?: string,"is_custom"?: boolean,"is_system"?: boolean,"read_at"?: string | null,"recipient_id": string,"sender_id": string,"sent_day"?: string,"template_id"?: string | null
+                    "bonus_drops_awarded"?: number,"content": string,"date_sent"?: string,"drop_type": string,"engaged_at"?: string | null,"engagement_checked"?: boolean,"entry_id"?: string | null,"id"?: string,"is_custom"?: boolean,"is_system"?: boolean,"read_at"?: string | null,"recipient_id": string,"sender_id"?: string | null,"sent_day"?: string,"template_id"?: string | null
                   }
                   Update: {
-                    "bonus_drops_awarded"?: number,"content"?: string,"date_sent"?: string,"drop_type"?: string,"engaged_at"?: string | null,"engagement_checked"?: boolean,"entry_id"?: string | null,"id"?: string,"is_custom"?: boolean,"is_system"?: boolean,"read_at"?: string | null,"recipient_id"?: string,"sender_id"?: string,"sent_day"?: string,"template_id"?: string | null
+                    "bonus_drops_awarded"?: number,"content"?: string,"date_sent"?: string,"drop_type"?: string,"engaged_at"?: string | null,"engagement_checked"?: boolean,"entry_id"?: string | null,"id"?: string,"is_custom"?: boolean,"is_system"?: boolean,"read_at"?: string | null,"recipient_id"?: string,"sender_id"?: string | null,"sent_day"?: string,"template_id"?: string | null
                   }
                   Relationships: [
                     {
@@ -655,14 +655,14 @@ isOneToOne: false
                   ]
                 },"labs_sponsor_messages": {
                   Row: {
-                    "body": string,"created_at": string,"id": string,"sender_id": string,"sponsor_id": string
+                    "body": string,"created_at": string,"id": string,"sender_id": string | null,"sponsor_id": string
                   }
                   ComputedFields: never
                   Insert: {
-                    "body": string,"created_at"?: string,"id"?: string,"sender_id": string,"sponsor_id": string
+                    "body": string,"created_at"?: string,"id"?: string,"sender_id"?: string | null,"sponsor_id": string
                   }
                   Update: {
-                    "body"?: string,"created_at"?: string,"id"?: string,"sender_id"?: string,"sponsor_id"?: string
+                    "body"?: string,"created_at"?: string,"id"?: string,"sender_id"?: string | null,"sponsor_id"?: string
                   }
                   Relationships: [
                     {
@@ -1285,7 +1285,20 @@ isOneToOne: false
                 }
           }
           Functions: {
-            "activate_tone_pack":
+            "account_deletion":
+{ Args: { "user_id": string }; Returns: Json
+                           },
+"account_images_others_bought":
+{ Args: { "user_id": string }; Returns: {
+              "object_name": string,"purchase_id": string,"tone": string
+            }[]
+                           },
+"account_storage_objects":
+{ Args: { "max_rows"?: number,"user_id": string }; Returns: {
+              "bucket_id": string,"name": string
+            }[]
+                           },
+"activate_tone_pack":
 { Args: { "pack_id": string }; Returns: Json
                            },
 "admin_adjust_drops":
@@ -1308,6 +1321,9 @@ isOneToOne: false
         isOneToOne: true
         isSetofReturn: false
       } },
+"admin_delete_account":
+{ Args: { "confirm": string,"user_id": string }; Returns: Json
+                           },
 "admin_list_users":
 { Args: { "before_created_at"?: string,"before_id"?: string,"page_size"?: number,"search"?: string }; Returns: {
               "created_at": string,"drops_balance": number,"email": string,"full_name": string,"id": string,"is_active": boolean,"is_ai": boolean,"role": string,"token_usage": Json
@@ -1315,6 +1331,11 @@ isOneToOne: false
                            },
 "admin_workout_teams":
 { Args: { "target": string }; Returns: Json
+                           },
+"ai_usage_platform_totals":
+{ Args: { "from_month"?: string,"to_month"?: string }; Returns: {
+              "calls": number,"cost_usd": number,"image_count": number,"input_tokens": number,"month": string,"output_tokens": number,"usage_type": string
+            }[]
                            },
 "applied_migrations":
 { Args: Record<PropertyKey, never>; Returns: {
@@ -1353,6 +1374,11 @@ isOneToOne: false
                            },
 "caller_is_premium":
 { Args: Record<PropertyKey, never>; Returns: boolean
+                           },
+"claim_account_deletions":
+{ Args: { "max_rows": number,"only_user"?: string }; Returns: {
+              "final_sweep_due": boolean,"music_access_token": string,"music_done": boolean,"music_refresh_token": string,"remaining": number,"requested_at": string,"rows_done": boolean,"storage_done": boolean,"stripe_customer_ids": (string)[],"stripe_done": boolean,"stripe_subscription_ids": (string)[],"user_id": string
+            }[]
                            },
 "claim_ai_call":
 { Args: { "usage_type": string }; Returns: boolean
@@ -1412,8 +1438,14 @@ isOneToOne: false
 "custom_access_token_hook":
 { Args: { "event": Json }; Returns: Json
                            },
+"delete_account_rows":
+{ Args: { "target": string }; Returns: Json
+                           },
 "delete_ai_user":
 { Args: { "target_user": string }; Returns: undefined
+                           },
+"delete_my_account":
+{ Args: { "confirm": string }; Returns: Json
                            },
 "delete_tone_pack":
 { Args: { "pack_id": string }; Returns: Json
@@ -1441,6 +1473,9 @@ isOneToOne: false
                            },
 "fail_ai_job_item":
 { Args: { "error": string,"job_name": string,"user_id": string }; Returns: undefined
+                           },
+"finish_account_deletion_step":
+{ Args: { "error"?: string,"step": string,"user_id": string }; Returns: undefined
                            },
 "finish_email_send":
 { Args: { "error": string,"message_id": string,"provider_id": string,"status": string }; Returns: {
@@ -1680,7 +1715,7 @@ isOneToOne: false
               "body": string,
 "created_at": string,
 "id": string,
-"sender_id": string,
+"sender_id": string | null,
 "sponsor_id": string
             }
                           SetofOptions: {
@@ -1848,7 +1883,7 @@ isOneToOne: false
 "is_system": boolean,
 "read_at": string | null,
 "recipient_id": string,
-"sender_id": string,
+"sender_id": string | null,
 "sent_day": string,
 "template_id": string | null
             }
@@ -1863,6 +1898,9 @@ isOneToOne: false
                            },
 "monthly_token_usage":
 { Args: { "month": number,"user_id": string,"year": number }; Returns: Json
+                           },
+"move_bought_image":
+{ Args: { "object_name": string,"purchase_id": string,"tone": string,"url": string }; Returns: undefined
                            },
 "music_begin_connect":
 { Args: { "code_verifier": string,"state_hash": string }; Returns: string
@@ -1986,6 +2024,9 @@ isOneToOne: false
 "replace_stripe_customer":
 { Args: { "new_customer_id": string,"old_customer_id": string,"target_user_id": string }; Returns: string
                            },
+"request_allowed":
+{ Args: Record<PropertyKey, never>; Returns: boolean
+                           },
 "review_workout_checkin":
 { Args: { "checkin_id": string,"reason"?: string,"verdict": string }; Returns: Json
                            },
@@ -2029,7 +2070,7 @@ isOneToOne: false
 "is_system": boolean,
 "read_at": string | null,
 "recipient_id": string,
-"sender_id": string,
+"sender_id": string | null,
 "sent_day": string,
 "template_id": string | null
             }

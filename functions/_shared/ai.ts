@@ -53,7 +53,15 @@ let cached: { key: string; client: OpenAI } | undefined
 function clientFor(cfg: AiConfig): OpenAI {
   const key = `${cfg.apiKey}\n${cfg.baseURL ?? ''}`
   if (cached?.key !== key) {
-    cached = { key, client: new OpenAI({ apiKey: cfg.apiKey, baseURL: cfg.baseURL, maxRetries: 0, timeout: cfg.textTimeoutMs }) }
+    cached = {
+      key,
+      client: new OpenAI({
+        apiKey: cfg.apiKey,
+        baseURL: cfg.baseURL,
+        maxRetries: 0,
+        timeout: cfg.textTimeoutMs,
+      }),
+    }
   }
   return cached.client
 }
@@ -107,7 +115,8 @@ export interface CallOptions {
 }
 
 const TRANSIENT = new Set([408, 409, 429])
-const isTransient = (status: number | undefined) => status !== undefined && (TRANSIENT.has(status) || status >= 500)
+const isTransient = (status: number | undefined) =>
+  status !== undefined && (TRANSIENT.has(status) || status >= 500)
 
 /** How long the provider asked us to wait before retrying (ms), or a short backoff. */
 function retryDelay(e: unknown): number {
@@ -165,7 +174,8 @@ async function withDeadline<T>(
       return await attempt(signal, Math.max(1, endsAt - Date.now()))
     } catch (e) {
       const status = e instanceof OpenAI.APIError ? e.status : undefined
-      const connectionDropped = e instanceof OpenAI.APIConnectionError && !(e instanceof OpenAI.APIConnectionTimeoutError)
+      const connectionDropped = e instanceof OpenAI.APIConnectionError &&
+        !(e instanceof OpenAI.APIConnectionTimeoutError)
       const wait = retryDelay(e)
       // A retry needs the wait plus a little time for the answer itself.
       const fits = Date.now() + wait + 200 < endsAt
@@ -205,12 +215,16 @@ export async function structuredCompletion<S extends z.ZodType>(
   const cfg = aiConfig()
   if (!cfg) throw notConfigured()
   const client = clientFor(cfg)
-  const completion = await withDeadline(o, cfg.textTimeoutMs, (signal, remainingMs) =>
-    client.chat.completions.create({
-      model: cfg.textModel,
-      messages: [{ role: 'system', content: req.system }, { role: 'user', content: req.user }],
-      response_format: zodResponseFormat(req.schema, req.name),
-    }, { signal, timeout: remainingMs, maxRetries: 0 }))
+  const completion = await withDeadline(
+    o,
+    cfg.textTimeoutMs,
+    (signal, remainingMs) =>
+      client.chat.completions.create({
+        model: cfg.textModel,
+        messages: [{ role: 'system', content: req.system }, { role: 'user', content: req.user }],
+        response_format: zodResponseFormat(req.schema, req.name),
+      }, { signal, timeout: remainingMs, maxRetries: 0 }),
+  )
   const usage: TextUsage = {
     model: cfg.textModel, // what we asked for (replies name dated snapshots), so prices match
     inputTokens: completion.usage?.prompt_tokens ?? 0,
@@ -239,7 +253,9 @@ const MAX_IMAGE_BYTES = 5 * 1024 * 1024
 
 /** The image type by its magic bytes (what the storage bucket accepts), or null. */
 export function imageType(bytes: Uint8Array): 'image/png' | 'image/jpeg' | 'image/webp' | null {
-  if (bytes.length > 8 && bytes[0] === 0x89 && bytes[1] === 0x50 && bytes[2] === 0x4e && bytes[3] === 0x47) return 'image/png'
+  if (bytes.length > 8 && bytes[0] === 0x89 && bytes[1] === 0x50 && bytes[2] === 0x4e && bytes[3] === 0x47) {
+    return 'image/png'
+  }
   if (bytes.length > 3 && bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return 'image/jpeg'
   if (
     bytes.length > 12 && new TextDecoder().decode(bytes.subarray(0, 4)) === 'RIFF' &&
@@ -286,7 +302,11 @@ export async function generateImage(
       n: 1,
       size: req.size ?? '1024x1024',
       ...qualityParam(model, quality),
-      ...(isGptImage(model) ? { output_format: 'png' as const } : isDalle(model) ? { response_format: 'b64_json' as const } : {}),
+      ...(isGptImage(model)
+        ? { output_format: 'png' as const }
+        : isDalle(model)
+        ? { response_format: 'b64_json' as const }
+        : {}),
     }, { signal, timeout: remainingMs, maxRetries: 0 })
     const usage: ImageUsage = {
       model,
@@ -307,7 +327,8 @@ export async function generateImage(
     return { bytes, usage }
   })
   const { bytes, usage } = result
-  const invalid = (why: string) => new AiError('invalid_answer', `the generated image was unusable: ${why}`, usage)
+  const invalid = (why: string) =>
+    new AiError('invalid_answer', `the generated image was unusable: ${why}`, usage)
   if (!bytes) throw invalid('no image in the answer')
   if (bytes.length > MAX_IMAGE_BYTES) throw invalid('larger than 5 MB')
   const contentType = imageType(bytes)

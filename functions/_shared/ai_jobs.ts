@@ -30,8 +30,13 @@ export function jobSettings() {
 }
 
 /** Claims up to `chunkSize` due users of today's run; `remaining` counts them too. */
-export async function claimChunk<U>(job: AiJob, chunkSize: number): Promise<{ users: U[]; remaining: number }> {
-  const { users, remaining } = unwrap(await serviceDb().rpc('claim_ai_job_chunk', { job_name: job, chunk_size: chunkSize }))
+export async function claimChunk<U>(
+  job: AiJob,
+  chunkSize: number,
+): Promise<{ users: U[]; remaining: number }> {
+  const { users, remaining } = unwrap(
+    await serviceDb().rpc('claim_ai_job_chunk', { job_name: job, chunk_size: chunkSize }),
+  )
   return { users: users as U[], remaining } // the job's SQL builds its users' shape, which U names
 }
 
@@ -42,7 +47,12 @@ export async function failItem(job: AiJob, userId: string, error: string) {
 }
 
 /** Runs `work` over the items, `batchSize` at a time, pausing between batches. */
-export async function inBatches<T>(items: T[], batchSize: number, pauseMs: number, work: (item: T) => Promise<void>) {
+export async function inBatches<T>(
+  items: T[],
+  batchSize: number,
+  pauseMs: number,
+  work: (item: T) => Promise<void>,
+) {
   for (let i = 0; i < items.length; i += batchSize) {
     if (i > 0 && pauseMs > 0) await new Promise((r) => setTimeout(r, pauseMs))
     await Promise.all(items.slice(i, i + batchSize).map(work))
@@ -50,11 +60,23 @@ export async function inBatches<T>(items: T[], batchSize: number, pauseMs: numbe
 }
 
 /** Logs a run's start, outcome and remainder (SPEC Events 4): console and private.job_runs. */
-export async function logRun(job: AiJob, startedAt: Date, counts: { succeeded: number; failed: number; remaining: number }, details: Record<string, unknown>) {
-  console.log(`${job}: done in ${Date.now() - startedAt.getTime()} ms`, JSON.stringify({ ...counts, ...details }))
+export async function logRun(
+  job: AiJob,
+  startedAt: Date,
+  counts: { succeeded: number; failed: number; remaining: number },
+  details: Record<string, unknown>,
+) {
+  console.log(
+    `${job}: done in ${Date.now() - startedAt.getTime()} ms`,
+    JSON.stringify({ ...counts, ...details }),
+  )
   const { error } = await serviceDb().rpc('record_job_run', {
-    job, started_at: startedAt.toISOString(), succeeded: counts.succeeded, failed: counts.failed,
-    remaining: counts.remaining, details,
+    job,
+    started_at: startedAt.toISOString(),
+    succeeded: counts.succeeded,
+    failed: counts.failed,
+    remaining: counts.remaining,
+    details,
   })
   if (error) console.error(`${job}: could not log the run`, error)
 }

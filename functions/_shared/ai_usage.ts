@@ -43,7 +43,12 @@ export async function recordUsage(
 }
 
 /** Like recordUsage, but never throws: a failed write is logged (the call was still billed). */
-export async function recordUsageQuietly(userId: string, type: UsageType, usage: TextUsage | ImageUsage, refs: UsageRefs = {}) {
+export async function recordUsageQuietly(
+  userId: string,
+  type: UsageType,
+  usage: TextUsage | ImageUsage,
+  refs: UsageRefs = {},
+) {
   try {
     return await recordUsage(userId, type, usage, refs)
   } catch (e) {
@@ -80,7 +85,12 @@ export interface DailyClaim {
  * Claims up to `wanted` calls (images) of the caller's daily cap at once (db: the caller's
  * client), atomically in SQL; `granted` says how many may go to the provider.
  */
-export async function claimDailyCalls(db: Db, userId: string, type: UsageType, wanted: number): Promise<DailyClaim> {
+export async function claimDailyCalls(
+  db: Db,
+  userId: string,
+  type: UsageType,
+  wanted: number,
+): Promise<DailyClaim> {
   const claimed = unwrap(
     await db.rpc('claim_ai_calls', { usage_type: type, wanted, daily_cap: dailyCapOverride(type) }),
   )
@@ -88,7 +98,12 @@ export async function claimDailyCalls(db: Db, userId: string, type: UsageType, w
 }
 
 /** Counts one call against the caller's daily cap; 429 once reached. */
-export async function claimDailyCall(db: Db, userId: string, type: UsageType, what: string): Promise<DailyClaim> {
+export async function claimDailyCall(
+  db: Db,
+  userId: string,
+  type: UsageType,
+  what: string,
+): Promise<DailyClaim> {
   const claim = await claimDailyCalls(db, userId, type, 1)
   if (!claim.granted) throw tooManyRequests(`Daily limit for ${what} reached; try again tomorrow (UTC)`)
   return claim
@@ -102,7 +117,10 @@ export async function claimDailyCall(db: Db, userId: string, type: UsageType, wh
 export async function releaseDailyCalls(claim: DailyClaim, calls = 1) {
   if (!claim.counted || calls < 1) return
   const { error } = await serviceDb().rpc('release_ai_calls', {
-    user_id: claim.userId, usage_type: claim.type, day: claim.day, calls,
+    user_id: claim.userId,
+    usage_type: claim.type,
+    day: claim.day,
+    calls,
   })
   if (error) console.error(`could not give back ${calls} ${claim.type} call(s) of ${claim.userId}`, error)
 }

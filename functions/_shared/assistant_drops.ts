@@ -58,13 +58,27 @@ export async function generateDailyDrops(): Promise<DailyDropResults> {
     async (u) => {
       let message = GENERIC_MESSAGE
       if (u.analysis && ai) {
-        const { value, usage } = await structuredCompletion({ schema: Message, name: 'assistant_drop', system: SYSTEM, user: prompt(u.full_name, u.analysis) })
+        const { value, usage } = await structuredCompletion({
+          schema: Message,
+          name: 'assistant_drop',
+          system: SYSTEM,
+          user: prompt(u.full_name, u.analysis),
+        })
         await recordUsageQuietly(u.user_id, 'assistant_drop', usage)
         message = value.message
       }
-      const sent = unwrap(await serviceDb().rpc('send_assistant_drop', { user_id: u.user_id, content: message }))
+      const sent = unwrap(
+        await serviceDb().rpc('send_assistant_drop', { user_id: u.user_id, content: message }),
+      )
       return sent ? 'done' : 'skipped'
     },
   )
-  return { total: r.total, generated: r.succeeded, skipped: r.skipped, failed: r.failed, errors: r.errors, remaining: r.remaining }
+  return {
+    total: r.total,
+    generated: r.succeeded,
+    skipped: r.skipped,
+    failed: r.failed,
+    errors: r.errors,
+    remaining: r.remaining,
+  }
 }

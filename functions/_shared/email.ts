@@ -41,7 +41,10 @@ export interface ResendFailure {
 export function fromResend(error: ResendFailure): HttpError {
   console.error(`resend ${error.statusCode ?? 'network'} ${error.name ?? ''}: ${error.message ?? ''}`)
   if (error.statusCode === 429) return unavailable('The e-mail provider is busy; try again shortly')
-  return new HttpError(502, `The e-mail provider refused the message${error.message ? `: ${error.message}` : ''}`)
+  return new HttpError(
+    502,
+    `The e-mail provider refused the message${error.message ? `: ${error.message}` : ''}`,
+  )
 }
 
 export interface OutgoingEmail {
@@ -57,10 +60,20 @@ export async function sendEmail(
   idempotencyKey: string,
 ): Promise<{ id: string } | { error: ResendFailure }> {
   const { resend, from } = requireResend()
-  const payload = { from, to: [mail.to], subject: mail.subject, ...(mail.html ? { html: mail.html } : {}), ...(mail.text ? { text: mail.text } : {}) }
-  const { data, error } = await resend.emails.send(payload as Parameters<typeof resend.emails.send>[0], { idempotencyKey })
+  const payload = {
+    from,
+    to: [mail.to],
+    subject: mail.subject,
+    ...(mail.html ? { html: mail.html } : {}),
+    ...(mail.text ? { text: mail.text } : {}),
+  }
+  const { data, error } = await resend.emails.send(payload as Parameters<typeof resend.emails.send>[0], {
+    idempotencyKey,
+  })
   if (error) return { error }
-  if (!data?.id) return { error: { name: 'application_error', message: 'no message id in the reply', statusCode: 502 } }
+  if (!data?.id) {
+    return { error: { name: 'application_error', message: 'no message id in the reply', statusCode: 502 } }
+  }
   return { id: data.id }
 }
 
@@ -68,7 +81,9 @@ export async function sendEmail(
  * The body of an inbound e-mail (webhook events carry metadata only), or null without a key.
  * Made storable like the event (NUL and lone surrogates replaced): the mail is kept, not lost.
  */
-export async function inboundBody(emailId: string): Promise<{ text: string | null; html: string | null } | null> {
+export async function inboundBody(
+  emailId: string,
+): Promise<{ text: string | null; html: string | null } | null> {
   const client = resendClient()
   if (!client) return null
   const { data, error } = await client.resend.emails.receiving.get(emailId)
@@ -80,7 +95,9 @@ export async function inboundBody(emailId: string): Promise<{ text: string | nul
 /** Svix's headers: all three present, or null. */
 export function svixHeaders(get: (name: string) => string | undefined) {
   const id = get('svix-id'), timestamp = get('svix-timestamp'), signature = get('svix-signature')
-  return id && timestamp && signature ? { 'svix-id': id, 'svix-timestamp': timestamp, 'svix-signature': signature } : null
+  return id && timestamp && signature
+    ? { 'svix-id': id, 'svix-timestamp': timestamp, 'svix-signature': signature }
+    : null
 }
 
 /**
@@ -95,7 +112,8 @@ export function verifySvixSignature(rawBody: string, headers: Record<string, str
 // The shapes this code reads (zod): only the fields the webhook uses, per event type.
 // ---------------------------------------------------------------------------------------
 
-const TIME = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?)?\s*(Z|z|[+-]\d{2}(?::?\d{2})?)?$/
+const TIME =
+  /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?)?\s*(Z|z|[+-]\d{2}(?::?\d{2})?)?$/
 
 /**
  * A time as Resend writes it (ISO 8601, or Postgres' `2024-02-22 23:41:11.894719+00`): a real
@@ -104,14 +122,19 @@ const TIME = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1
 export function isWebhookTime(value: string): boolean {
   const m = TIME.exec(value)
   if (!m) return false
-  const [year, month, day, hour = 0, minute = 0, second = 0] = m.slice(1, 7).map((p) => (p === undefined ? undefined : Number(p))) as number[]
-  if (month < 1 || month > 12 || day < 1 || day > new Date(Date.UTC(year, month, 0)).getUTCDate()) return false
+  const [year, month, day, hour = 0, minute = 0, second = 0] = m.slice(1, 7).map((
+    p,
+  ) => (p === undefined ? undefined : Number(p))) as number[]
+  if (month < 1 || month > 12 || day < 1 || day > new Date(Date.UTC(year, month, 0)).getUTCDate()) {
+    return false
+  }
   if (hour > 23 || minute > 59 || second > 59) return false
   const zone = m[7]
   let offsetMinutes = 0
   if (zone && !/^z$/i.test(zone)) {
     const digits = zone.slice(1).replace(':', '')
-    offsetMinutes = (zone[0] === '-' ? -1 : 1) * (Number(digits.slice(0, 2)) * 60 + Number(digits.slice(2) || 0))
+    offsetMinutes = (zone[0] === '-' ? -1 : 1) *
+      (Number(digits.slice(0, 2)) * 60 + Number(digits.slice(2) || 0))
   }
   const at = Date.UTC(year, month - 1, day, hour, minute, second) - offsetMinutes * 60_000
   return at >= Date.UTC(2000, 0, 1) && at <= Date.now() + 86_400_000
@@ -127,7 +150,14 @@ const DeliveryData = z.looseObject({
   to: Recipients.nullish(),
   bounce: z.looseObject({ type: z.string().max(100).nullish() }).nullish(),
 })
-const DELIVERY_EVENTS = ['email.sent', 'email.delivered', 'email.delivery_delayed', 'email.bounced', 'email.complained', 'email.failed']
+const DELIVERY_EVENTS = [
+  'email.sent',
+  'email.delivered',
+  'email.delivery_delayed',
+  'email.bounced',
+  'email.complained',
+  'email.failed',
+]
 
 const ReceivedEvent = z.looseObject({
   created_at: Time.nullish(),
@@ -159,7 +189,9 @@ function storableJson(value: unknown, depth = 0): unknown {
   if (!value || typeof value !== 'object') return value
   if (depth >= MAX_EVENT_DEPTH) throw new TooDeep()
   if (Array.isArray(value)) return value.map((v) => storableJson(v, depth + 1))
-  return Object.fromEntries(Object.entries(value).map(([k, v]) => [storableText(k), storableJson(v, depth + 1)]))
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [storableText(k), storableJson(v, depth + 1)]),
+  )
 }
 
 /** The raw body as the payload of an ignored event (a JSON string), at most 100,000 characters. */
@@ -181,19 +213,29 @@ export function planEmailEvent(rawBody: string): EmailEventPlan {
   } catch {
     return { action: 'ignore', type: null, payload: rawPayload(rawBody), reason: 'body: not JSON' }
   }
-  const fields = (body && typeof body === 'object' && !Array.isArray(body) ? body : null) as Record<string, unknown> | null
+  const fields = (body && typeof body === 'object' && !Array.isArray(body) ? body : null) as
+    | Record<string, unknown>
+    | null
   const type = typeof fields?.type === 'string' ? storableText(fields.type, 100) : null
   let payload: unknown
   try {
     payload = storableJson(body)
   } catch (e) {
     if (!(e instanceof TooDeep)) throw e
-    return { action: 'ignore', type, payload: rawPayload(rawBody), reason: `event: nested deeper than ${MAX_EVENT_DEPTH} levels` }
+    return {
+      action: 'ignore',
+      type,
+      payload: rawPayload(rawBody),
+      reason: `event: nested deeper than ${MAX_EVENT_DEPTH} levels`,
+    }
   }
   const ignore = (reason: string): EmailEventPlan => ({ action: 'ignore', type, payload, reason })
   if (!fields) return ignore('event: must be an object')
   if (type === null || !/^[a-z_]+(\.[a-z_]+){1,5}$/.test(type)) return ignore('type: not a Resend event type')
-  if (fields.data !== undefined && fields.data !== null && (typeof fields.data !== 'object' || Array.isArray(fields.data))) {
+  if (
+    fields.data !== undefined && fields.data !== null &&
+    (typeof fields.data !== 'object' || Array.isArray(fields.data))
+  ) {
     return ignore('data: must be an object')
   }
   if (DELIVERY_EVENTS.includes(type)) {
@@ -203,7 +245,12 @@ export function planEmailEvent(rawBody: string): EmailEventPlan {
   if (type === 'email.received') {
     const parsed = ReceivedEvent.safeParse(fields)
     if (!parsed.success) return ignore(reasonOf(parsed.error))
-    return { action: 'store', type, event: payload as Record<string, unknown>, inboundEmailId: parsed.data.data.email_id }
+    return {
+      action: 'store',
+      type,
+      event: payload as Record<string, unknown>,
+      inboundEmailId: parsed.data.data.email_id,
+    }
   }
   return { action: 'store', type, event: payload as Record<string, unknown>, inboundEmailId: null }
 }

@@ -72,7 +72,9 @@ function constraintMessage(message: string): string | undefined {
     const level = required[1] === 'team_id' ? 'team' : 'org'
     return `${required[1]}: required when a visibility is ${level}`
   }
-  const field = message.match(/check constraint "[a-z]+(?:_[a-z]+)*?_(title|name|content|mood|tags|description|notes|status|settings|full_name|avatar_url|metadata_visibility|content_visibility)_check"/)
+  const field = message.match(
+    /check constraint "[a-z]+(?:_[a-z]+)*?_(title|name|content|mood|tags|description|notes|status|settings|full_name|avatar_url|metadata_visibility|content_visibility)_check"/,
+  )
   if (field) return `${field[1]}: value is not allowed (see the API limits)`
   return undefined
 }

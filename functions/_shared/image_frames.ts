@@ -52,11 +52,13 @@ class Reader {
   }
   u32le(at: number) {
     this.need(at, 4)
-    return (this.bytes[at] | this.bytes[at + 1] << 8 | this.bytes[at + 2] << 16 | this.bytes[at + 3] << 24) >>> 0
+    return (this.bytes[at] | this.bytes[at + 1] << 8 | this.bytes[at + 2] << 16 |
+      this.bytes[at + 3] << 24) >>> 0
   }
   u32be(at: number) {
     this.need(at, 4)
-    return (this.bytes[at] << 24 | this.bytes[at + 1] << 16 | this.bytes[at + 2] << 8 | this.bytes[at + 3]) >>> 0
+    return (this.bytes[at] << 24 | this.bytes[at + 1] << 16 | this.bytes[at + 2] << 8 |
+      this.bytes[at + 3]) >>> 0
   }
   text(at: number, n: number) {
     this.need(at, n)
@@ -97,7 +99,12 @@ function gifFrames(r: Reader): ImageFrames {
       at++
       skipSubBlocks()
     } else if (block === 0x2c) { // image descriptor
-      frames.push({ left: r.u16le(at), top: r.u16le(at + 2), width: r.u16le(at + 4), height: r.u16le(at + 6) })
+      frames.push({
+        left: r.u16le(at),
+        top: r.u16le(at + 2),
+        width: r.u16le(at + 4),
+        height: r.u16le(at + 6),
+      })
       const local = r.u8(at + 8)
       at += 9 + (local & 0x80 ? 3 * 2 ** ((local & 0x07) + 1) : 0)
       at++ // LZW minimum code size
@@ -122,7 +129,12 @@ function pngFrames(r: Reader): ImageFrames {
     const type = r.text(at + 4, 4)
     if (type === 'acTL') declared = r.u32be(at + 8)
     if (type === 'fcTL') {
-      frames.push({ width: r.u32be(at + 12), height: r.u32be(at + 16), left: r.u32be(at + 20), top: r.u32be(at + 24) })
+      frames.push({
+        width: r.u32be(at + 12),
+        height: r.u32be(at + 16),
+        left: r.u32be(at + 20),
+        top: r.u32be(at + 24),
+      })
     }
     if (type === 'IEND') break
     at += 12 + length
@@ -134,7 +146,9 @@ function pngFrames(r: Reader): ImageFrames {
 /** The size a VP8 (lossy) or VP8L (lossless) bitstream declares, at its chunk's data. */
 function webpBitstreamSize(r: Reader, type: string, data: number): [number, number] | null {
   if (type === 'VP8 ') {
-    if (r.u8(data + 3) !== 0x9d || r.u8(data + 4) !== 0x01 || r.u8(data + 5) !== 0x2a) fail('a VP8 chunk without its start code')
+    if (r.u8(data + 3) !== 0x9d || r.u8(data + 4) !== 0x01 || r.u8(data + 5) !== 0x2a) {
+      fail('a VP8 chunk without its start code')
+    }
     return [r.u16le(data + 6) & 0x3fff, r.u16le(data + 8) & 0x3fff]
   }
   if (type === 'VP8L') {
@@ -161,9 +175,13 @@ function webpFrames(r: Reader): ImageFrames {
       // Only the first counts for a decoder; the largest counts here.
       const declared: [number, number] = [r.u24le(data + 4) + 1, r.u24le(data + 7) + 1]
       if (!canvas || declared[0] * declared[1] > canvas[0] * canvas[1]) canvas = declared
-    }
-    else if (type === 'ANMF') {
-      const frame = { left: 2 * r.u24le(data), top: 2 * r.u24le(data + 3), width: r.u24le(data + 6) + 1, height: r.u24le(data + 9) + 1 }
+    } else if (type === 'ANMF') {
+      const frame = {
+        left: 2 * r.u24le(data),
+        top: 2 * r.u24le(data + 3),
+        width: r.u24le(data + 6) + 1,
+        height: r.u24le(data + 9) + 1,
+      }
       // The frame's bitstream (after ALPH, if any) is decoded at its own size.
       let sub = data + 16
       while (sub + 8 <= Math.min(end, data + size)) {
@@ -180,7 +198,9 @@ function webpFrames(r: Reader): ImageFrames {
   }
   if (!canvas && !single) fail('a WebP without an image')
   const [width, height] = canvas ?? single!
-  if (frames.length === 0) frames.push({ width: single?.[0] ?? width, height: single?.[1] ?? height, left: 0, top: 0 })
+  if (frames.length === 0) {
+    frames.push({ width: single?.[0] ?? width, height: single?.[1] ?? height, left: 0, top: 0 })
+  }
   return { width, height, frames, frameCount: frames.length }
 }
 

@@ -65,10 +65,14 @@ async function verifySignature(token: string): Promise<Claims> {
     throw unauthorized('Malformed token')
   }
   try {
-    if (alg === 'HS256') return (await jwtVerify(token, hmacKey(), { algorithms: ['HS256'], requiredClaims: ['exp'] })).payload as Claims
+    if (alg === 'HS256') {
+      return (await jwtVerify(token, hmacKey(), { algorithms: ['HS256'], requiredClaims: ['exp'] }))
+        .payload as Claims
+    }
     const set = keySet()
     if ((alg === 'ES256' || alg === 'RS256') && set) {
-      return (await jwtVerify(token, set, { algorithms: ['ES256', 'RS256'], requiredClaims: ['exp'] })).payload as Claims
+      return (await jwtVerify(token, set, { algorithms: ['ES256', 'RS256'], requiredClaims: ['exp'] }))
+        .payload as Claims
     }
   } catch (e) {
     if (e instanceof errors.JWTExpired) throw unauthorized('Token expired')

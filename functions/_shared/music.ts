@@ -16,6 +16,8 @@ export interface MusicConfig {
   successUrl?: string
   authUrl: string
   apiUrl: string
+  /** RFC 7009 revocation endpoint, where the provider has one (Spotify has none). */
+  revokeUrl?: string
   timeoutMs: number
   maxRetryAfterSeconds: number
   retryBaseMs: number
@@ -44,6 +46,7 @@ export function musicConfig(): MusicConfig | null {
     successUrl: optionalEnv('MUSIC_SUCCESS_URL'),
     authUrl: trimSlash(optionalEnv('MUSIC_AUTH_URL') ?? 'https://accounts.spotify.com'),
     apiUrl: trimSlash(optionalEnv('MUSIC_API_URL') ?? 'https://api.spotify.com/v1'),
+    revokeUrl: optionalEnv('MUSIC_REVOKE_URL'),
     timeoutMs: num('MUSIC_HTTP_TIMEOUT_MS', 10_000),
     maxRetryAfterSeconds: num('MUSIC_MAX_RETRY_AFTER_SECONDS', 30),
     retryBaseMs: num('MUSIC_RETRY_BASE_MS', 500),
@@ -63,7 +66,8 @@ const b64url = (bytes: Uint8Array) =>
 /** A fresh code_verifier: 64 characters from 48 random bytes (RFC 7636 allows 43 to 128). */
 export const newCodeVerifier = () => b64url(crypto.getRandomValues(new Uint8Array(48)))
 export const newState = () => b64url(crypto.getRandomValues(new Uint8Array(32)))
-export const codeChallenge = (verifier: string) => b64url(new Uint8Array(createHash('sha256').update(verifier).digest()))
+export const codeChallenge = (verifier: string) =>
+  b64url(new Uint8Array(createHash('sha256').update(verifier).digest()))
 /** The state is stored hashed: a leaked table row cannot complete anyone's login. */
 export const stateHash = (state: string) => createHash('sha256').update(state).digest('hex')
 
@@ -99,7 +103,9 @@ async function errorText(res: Response): Promise<string> {
   const text = await res.text().catch(() => '')
   try {
     const body = JSON.parse(text)
-    if (typeof body.error === 'string') return body.error_description ? `${body.error}: ${body.error_description}` : body.error
+    if (typeof body.error === 'string') {
+      return body.error_description ? `${body.error}: ${body.error_description}` : body.error
+    }
     if (body.error?.message) return body.error.message
   } catch { /* not JSON */ }
   return text.slice(0, 200) || res.statusText
@@ -122,14 +128,24 @@ async function call(cfg: MusicConfig, url: string, init: RequestInit): Promise<R
         await sleep(cfg.retryBaseMs * 2 ** (attempt - 1))
         continue
       }
-      throw new MusicError(timedOut ? 'timeout' : 'provider', 504, timedOut ? 'the music provider did not answer in time' : `the music provider is unreachable: ${(e as Error).message}`)
+      throw new MusicError(
+        timedOut ? 'timeout' : 'provider',
+        504,
+        timedOut
+          ? 'the music provider did not answer in time'
+          : `the music provider is unreachable: ${(e as Error).message}`,
+      )
     }
     if (res.status === 429) {
       const wait = Number(res.headers.get('retry-after') ?? '1')
       await res.body?.cancel()
       const seconds = Number.isFinite(wait) && wait >= 0 ? wait : 1
       if (seconds > cfg.maxRetryAfterSeconds || rateWaits >= 3) {
-        throw new MusicError('rate_limited', 429, `the music provider is rate limiting (retry after ${seconds} s)`)
+        throw new MusicError(
+          'rate_limited',
+          429,
+          `the music provider is rate limiting (retry after ${seconds} s)`,
+        )
       }
       rateWaits++
       attempt-- // waiting out a 429 is not a failed attempt
@@ -160,7 +176,9 @@ async function tokenRequest(cfg: MusicConfig, form: Record<string, string>): Pro
   const res = await call(cfg, `${cfg.authUrl}/api/token`, { method: 'POST', headers, body: body.toString() })
   if (!res.ok) {
     const message = await errorText(res)
-    if (res.status === 400 && /invalid_grant/.test(message)) throw new MusicError('invalid_grant', 400, message)
+    if (res.status === 400 && /invalid_grant/.test(message)) {
+      throw new MusicError('invalid_grant', 400, message)
+    }
     throw new MusicError('provider', res.status, `token endpoint answered ${res.status}: ${message}`)
   }
   const t = await res.json()
@@ -170,8 +188,40 @@ async function tokenRequest(cfg: MusicConfig, form: Record<string, string>): Pro
   return t
 }
 
+/**
+ * Revokes a token at the provider (RFC 7009), where it has an endpoint: 'revoked', or
+ * 'unsupported' without one (Spotify: the user removes the app at spotify.com/account/apps).
+ * Throws MusicError on a refusal or outage, so the caller retries later.
+ */
+export async function revokeToken(
+  cfg: MusicConfig,
+  token: string,
+  hint: 'access_token' | 'refresh_token',
+): Promise<'revoked' | 'unsupported'> {
+  if (!cfg.revokeUrl) return 'unsupported'
+  const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' }
+  const body = new URLSearchParams({ token, token_type_hint: hint })
+  if (cfg.clientSecret) headers.authorization = `Basic ${btoa(`${cfg.clientId}:${cfg.clientSecret}`)}`
+  else body.set('client_id', cfg.clientId)
+  const res = await call(cfg, cfg.revokeUrl, { method: 'POST', headers, body: body.toString() })
+  if (!res.ok) {
+    throw new MusicError(
+      'provider',
+      res.status,
+      `revocation endpoint answered ${res.status}: ${await errorText(res)}`,
+    )
+  }
+  await res.body?.cancel()
+  return 'revoked'
+}
+
 export const exchangeCode = (cfg: MusicConfig, code: string, verifier: string) =>
-  tokenRequest(cfg, { grant_type: 'authorization_code', code, redirect_uri: cfg.redirectUri, code_verifier: verifier })
+  tokenRequest(cfg, {
+    grant_type: 'authorization_code',
+    code,
+    redirect_uri: cfg.redirectUri,
+    code_verifier: verifier,
+  })
 
 export const refreshTokens = (cfg: MusicConfig, refreshToken: string) =>
   tokenRequest(cfg, { grant_type: 'refresh_token', refresh_token: refreshToken })
@@ -179,13 +229,21 @@ export const refreshTokens = (cfg: MusicConfig, refreshToken: string) =>
 async function getJson(cfg: MusicConfig, url: string, access: string): Promise<any> {
   const res = await call(cfg, url, { headers: { authorization: `Bearer ${access}` } })
   if (res.status === 401) throw new MusicError('unauthorized', 401, await errorText(res))
-  if (!res.ok) throw new MusicError('provider', res.status, `${new URL(url).pathname} answered ${res.status}: ${await errorText(res)}`)
+  if (!res.ok) {
+    throw new MusicError(
+      'provider',
+      res.status,
+      `${new URL(url).pathname} answered ${res.status}: ${await errorText(res)}`,
+    )
+  }
   return await res.json()
 }
 
 export async function musicUserId(cfg: MusicConfig, access: string): Promise<string> {
   const me = await getJson(cfg, `${cfg.apiUrl}/me`, access)
-  if (typeof me?.id !== 'string' || !me.id) throw new MusicError('provider', 502, '/me answered without an id')
+  if (typeof me?.id !== 'string' || !me.id) {
+    throw new MusicError('provider', 502, '/me answered without an id')
+  }
   return me.id
 }
 
@@ -195,7 +253,11 @@ export interface PlayedItem {
 }
 
 /** Recently played after `afterMs` (or the newest), following the cursors (at most 20 pages). */
-export async function recentlyPlayed(cfg: MusicConfig, access: string, afterMs: number | null): Promise<PlayedItem[]> {
+export async function recentlyPlayed(
+  cfg: MusicConfig,
+  access: string,
+  afterMs: number | null,
+): Promise<PlayedItem[]> {
   const first = new URL(`${cfg.apiUrl}/me/player/recently-played`)
   first.searchParams.set('limit', '50')
   if (afterMs !== null) first.searchParams.set('after', String(afterMs))
@@ -206,17 +268,27 @@ export async function recentlyPlayed(cfg: MusicConfig, access: string, afterMs: 
     for (const it of body.items ?? []) if (it?.track?.id && it.played_at) items.push(it)
     next = body.next ?? null
     // The bearer token goes only to the API's own origin, whatever `next` says.
-    if (next && new URL(next).origin !== first.origin) throw new MusicError('provider', 502, `next points off the API: ${next}`)
+    if (next && new URL(next).origin !== first.origin) {
+      throw new MusicError('provider', 502, `next points off the API: ${next}`)
+    }
   }
   return items
 }
 
 /** Full track objects for ids, 50 per request (the API's limit). */
-export async function lookupTracks(cfg: MusicConfig, access: string, ids: string[]): Promise<Record<string, unknown>[]> {
+export async function lookupTracks(
+  cfg: MusicConfig,
+  access: string,
+  ids: string[],
+): Promise<Record<string, unknown>[]> {
   const out: Record<string, unknown>[] = []
   for (let i = 0; i < ids.length; i += 50) {
     const batch = ids.slice(i, i + 50)
-    const body = await getJson(cfg, `${cfg.apiUrl}/tracks?ids=${batch.map(encodeURIComponent).join(',')}`, access)
+    const body = await getJson(
+      cfg,
+      `${cfg.apiUrl}/tracks?ids=${batch.map(encodeURIComponent).join(',')}`,
+      access,
+    )
     for (const t of body.tracks ?? []) if (t?.id) out.push(t)
   }
   return out
@@ -231,7 +303,8 @@ export function trackRow(t: any) {
     artists: (t.artists ?? []).map((a: { name?: string }) => a?.name).filter(Boolean),
     album: t.album?.name ?? null,
     album_image_url: images[0]?.url ?? null, // the provider lists the largest first
-    external_url: t.external_urls?.spotify ?? t.external_urls?.[Object.keys(t.external_urls ?? {})[0]] ?? null,
+    external_url: t.external_urls?.spotify ?? t.external_urls?.[Object.keys(t.external_urls ?? {})[0]] ??
+      null,
     duration_ms: Number.isInteger(t.duration_ms) ? t.duration_ms : null,
     explicit: t.explicit === true,
     raw: t,
@@ -261,12 +334,14 @@ const OVERLAP_MS = 60_000
 async function refreshAndStore(cfg: MusicConfig, db: Db, work: SyncWork): Promise<string> {
   const t = await refreshTokens(cfg, work.refresh_token)
   // PKCE refresh tokens are single use: store the rotated one before anything else can fail.
-  unwrap(await db.rpc('music_save_tokens', {
-    user_id: work.user_id,
-    access_token: t.access_token,
-    refresh_token: t.refresh_token ?? null,
-    expires_at: new Date(Date.now() + t.expires_in * 1000).toISOString(),
-  }))
+  unwrap(
+    await db.rpc('music_save_tokens', {
+      user_id: work.user_id,
+      access_token: t.access_token,
+      refresh_token: t.refresh_token ?? null,
+      expires_at: new Date(Date.now() + t.expires_in * 1000).toISOString(),
+    }),
+  )
   if (t.refresh_token) work.refresh_token = t.refresh_token
   return t.access_token
 }
@@ -291,12 +366,14 @@ export async function syncLink(cfg: MusicConfig, db: Db, work: SyncWork): Promis
   const full = new Map<string, unknown>()
   for (const it of items) if (typeof it.track.name === 'string') full.set(it.track.id, it.track)
   const missing = [...new Set(items.map((it) => it.track.id).filter((id) => !full.has(id)))]
-  if (missing.length) for (const t of await lookupTracks(cfg, access, missing)) full.set(String(t.id), t)
-  const reply = unwrap(await db.rpc('music_store_sync', {
-    user_id: work.user_id,
-    plays: items.map((it) => ({ track_id: it.track.id, played_at: it.played_at })),
-    tracks: [...full.values()].map(trackRow),
-  }).single())
+  if (missing.length) { for (const t of await lookupTracks(cfg, access, missing)) full.set(String(t.id), t) }
+  const reply = unwrap(
+    await db.rpc('music_store_sync', {
+      user_id: work.user_id,
+      plays: items.map((it) => ({ track_id: it.track.id, played_at: it.played_at })),
+      tracks: [...full.values()].map(trackRow),
+    }).single(),
+  )
   return reply
 }
 
@@ -328,11 +405,13 @@ export interface SyncAllResults {
  */
 export async function syncAll(cfg: MusicConfig, db: Db, limit = cfg.chunk): Promise<SyncAllResults> {
   const started = Date.now()
-  const claimed = unwrap(await db.rpc('music_claim_links', {
-    max_links: limit,
-    lease_seconds: Math.ceil(cfg.budgetMs / 1000) + 60,
-    min_interval_seconds: cfg.minIntervalSeconds,
-  }))
+  const claimed = unwrap(
+    await db.rpc('music_claim_links', {
+      max_links: limit,
+      lease_seconds: Math.ceil(cfg.budgetMs / 1000) + 60,
+      min_interval_seconds: cfg.minIntervalSeconds,
+    }),
+  )
   const results: SyncAllResults = {
     total: claimed.length,
     synced: 0,
@@ -341,7 +420,14 @@ export async function syncAll(cfg: MusicConfig, db: Db, limit = cfg.chunk): Prom
     errors: [],
     remaining: claimed[0] ? Number(claimed[0].remaining) : 0,
   }
-  console.log(JSON.stringify({ job: 'music-sync-all', event: 'start', claimed: claimed.length, remaining: results.remaining }))
+  console.log(
+    JSON.stringify({
+      job: 'music-sync-all',
+      event: 'start',
+      claimed: claimed.length,
+      remaining: results.remaining,
+    }),
+  )
   const queue = [...claimed]
   const worker = async () => {
     for (let work = queue.shift(); work; work = queue.shift()) {

@@ -35,7 +35,10 @@ export function decodeCursor(cursor: string | undefined): Cursor | undefined {
   if (!cursor) return undefined
   try {
     const [createdAt, id] = JSON.parse(atob(cursor))
-    if (typeof createdAt === 'string' && isStorableTimestamp(createdAt) && typeof id === 'string' && /^[0-9a-fA-F-]{1,36}$/.test(id)) {
+    if (
+      typeof createdAt === 'string' && isStorableTimestamp(createdAt) && typeof id === 'string' &&
+      /^[0-9a-fA-F-]{1,36}$/.test(id)
+    ) {
       return { createdAt, id }
     }
   } catch { /* fall through */ }
@@ -72,6 +75,10 @@ export async function newestFirstPage<Row extends { created_at: string; id: stri
 ) {
   const cursor = decodeCursor(q.before)
   if (cursor) query = query.or(olderThan(cursor))
-  const rows = unwrap(await query.order('created_at', { ascending: false }).order('id', { ascending: false }).limit(q.limit + 1))
+  const rows = unwrap(
+    await query.order('created_at', { ascending: false }).order('id', { ascending: false }).limit(
+      q.limit + 1,
+    ),
+  )
   return page(rows, q.limit)
 }

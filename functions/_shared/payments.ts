@@ -94,15 +94,26 @@ export function fromStripe(e: unknown, paramNames: Record<string, string> = {}):
 
 /** Stripe no longer knows the customer passed (deleted, or the account's keys changed mode). */
 export const isMissingCustomer = (e: unknown) =>
-  e instanceof Stripe.errors.StripeInvalidRequestError && e.code === 'resource_missing' && e.param === 'customer'
+  e instanceof Stripe.errors.StripeInvalidRequestError && e.code === 'resource_missing' &&
+  e.param === 'customer'
 
 /**
  * Checks a webhook's signature over the raw body (Stripe's scheme, 5-minute tolerance); throws
  * when it does not hold. The body is parsed only after, and separately: a signed body that is
  * not a valid event is the sender's bug, answered 2xx `ignored`, not a signature error.
  */
-export async function verifyStripeSignature(rawBody: string, signature: string, secret: string): Promise<void> {
-  await Stripe.webhooks.signature!.verifyHeaderAsync(rawBody, signature, secret, WEBHOOK_TOLERANCE_SECONDS, cryptoProvider)
+export async function verifyStripeSignature(
+  rawBody: string,
+  signature: string,
+  secret: string,
+): Promise<void> {
+  await Stripe.webhooks.signature!.verifyHeaderAsync(
+    rawBody,
+    signature,
+    secret,
+    WEBHOOK_TOLERANCE_SECONDS,
+    cryptoProvider,
+  )
 }
 
 export const HANDLED_EVENTS = [
@@ -119,7 +130,8 @@ type HandledEvent = typeof HANDLED_EVENTS[number]
 // stores comes from Stripe's current subscription (retrieved), never from the event's copy.
 // ---------------------------------------------------------------------------------------
 
-const stripeId = (prefix: string) => z.string().regex(new RegExp(`^${prefix}_[A-Za-z0-9_]{1,250}$`), `must be a Stripe ${prefix}_ id`)
+const stripeId = (prefix: string) =>
+  z.string().regex(new RegExp(`^${prefix}_[A-Za-z0-9_]{1,250}$`), `must be a Stripe ${prefix}_ id`)
 /** An id, or the object it names when expanded. */
 const stripeRef = (prefix: string) => z.union([stripeId(prefix), z.looseObject({ id: stripeId(prefix) })])
 /** Seconds since the epoch, 2000-01-01 to 2200-01-01 (the database also refuses an event from the future). */
@@ -133,7 +145,14 @@ const UserIdClaim = z.string().max(100).nullish().catch(null)
 const Metadata = z.looseObject({ user_id: UserIdClaim }).nullish().catch(null)
 
 export const SUBSCRIPTION_STATUSES = [
-  'incomplete', 'incomplete_expired', 'trialing', 'active', 'past_due', 'canceled', 'unpaid', 'paused',
+  'incomplete',
+  'incomplete_expired',
+  'trialing',
+  'active',
+  'past_due',
+  'canceled',
+  'unpaid',
+  'paused',
 ] as const
 
 const EventEnvelope = z.looseObject({
@@ -156,7 +175,9 @@ const EVENT_OBJECTS = {
   'customer.subscription.deleted': z.looseObject({ id: stripeId('sub') }),
   'invoice.payment_failed': z.looseObject({
     customer: stripeRef('cus').nullish(),
-    parent: z.looseObject({ subscription_details: z.looseObject({ subscription: stripeRef('sub') }).nullish() }).nullish(),
+    parent: z.looseObject({
+      subscription_details: z.looseObject({ subscription: stripeRef('sub') }).nullish(),
+    }).nullish(),
     // Endpoints on API versions before 2025-03-31.basil send the subscription here.
     subscription: stripeRef('sub').nullish(),
   }),
@@ -169,7 +190,9 @@ const RetrievedSubscription = z.looseObject({
   status: z.enum(SUBSCRIPTION_STATUSES),
   cancel_at_period_end: z.boolean(),
   metadata: Metadata,
-  items: z.looseObject({ data: z.array(z.looseObject({ current_period_end: unixSeconds.nullish() })).max(1000) }),
+  items: z.looseObject({
+    data: z.array(z.looseObject({ current_period_end: unixSeconds.nullish() })).max(1000),
+  }),
 })
 
 /** The first problems of a failed parse, as `path: message` (for the recorded reason). */
@@ -182,7 +205,8 @@ export function zodReason(error: z.ZodError, prefix = ''): string {
 const idOf = (v: string | { id: string } | null | undefined) => (typeof v === 'string' ? v : v?.id ?? null)
 const isoOf = (seconds: number) => new Date(seconds * 1000).toISOString()
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-const userIdOf = (...candidates: (string | null | undefined)[]) => candidates.find((c) => c && UUID.test(c)) ?? null
+const userIdOf = (...candidates: (string | null | undefined)[]) =>
+  candidates.find((c) => c && UUID.test(c)) ?? null
 
 async function sha256Hex(text: string): Promise<string> {
   const digest = await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text))
@@ -212,10 +236,15 @@ export async function planStripeEvent(rawBody: string): Promise<StripeEventPlan>
   } catch {
     body = undefined
   }
-  const fields = (body && typeof body === 'object' && !Array.isArray(body) ? body : {}) as Record<string, unknown>
+  const fields = (body && typeof body === 'object' && !Array.isArray(body) ? body : {}) as Record<
+    string,
+    unknown
+  >
   const type = typeof fields.type === 'string' ? storableText(fields.type, 100) : null
   if (type !== null && !(HANDLED_EVENTS as readonly string[]).includes(type)) return { action: 'skip', type }
-  const key = typeof fields.id === 'string' && /^evt_[A-Za-z0-9_]{1,250}$/.test(fields.id) ? fields.id : `sha256:${await sha256Hex(rawBody)}`
+  const key = typeof fields.id === 'string' && /^evt_[A-Za-z0-9_]{1,250}$/.test(fields.id)
+    ? fields.id
+    : `sha256:${await sha256Hex(rawBody)}`
   const created = typeof fields.created === 'number' && Number.isInteger(fields.created) &&
       fields.created >= 946_684_800 && fields.created <= 7_258_118_400
     ? isoOf(fields.created)
@@ -233,8 +262,15 @@ export async function planStripeEvent(rawBody: string): Promise<StripeEventPlan>
     case 'checkout.session.completed': {
       const s = parsed.data as z.infer<typeof EVENT_OBJECTS['checkout.session.completed']>
       const subscriptionId = s.mode === 'subscription' ? idOf(s.subscription) : null
-      if (!subscriptionId) return ignore('data.object: a checkout without a subscription (not a subscription checkout)')
-      return { action: 'apply', event, subscriptionId, claimedUserId: userIdOf(s.client_reference_id, s.metadata?.user_id) }
+      if (!subscriptionId) {
+        return ignore('data.object: a checkout without a subscription (not a subscription checkout)')
+      }
+      return {
+        action: 'apply',
+        event,
+        subscriptionId,
+        claimedUserId: userIdOf(s.client_reference_id, s.metadata?.user_id),
+      }
     }
     case 'invoice.payment_failed': {
       const inv = parsed.data as z.infer<typeof EVENT_OBJECTS['invoice.payment_failed']>
@@ -243,7 +279,12 @@ export async function planStripeEvent(rawBody: string): Promise<StripeEventPlan>
       return { action: 'apply', event, subscriptionId, claimedUserId: null }
     }
     default:
-      return { action: 'apply', event, subscriptionId: (parsed.data as { id: string }).id, claimedUserId: null }
+      return {
+        action: 'apply',
+        event,
+        subscriptionId: (parsed.data as { id: string }).id,
+        claimedUserId: null,
+      }
   }
 }
 
@@ -282,28 +323,41 @@ export interface SubscriptionState {
  * Stripe busy, failing or unreachable: throws 503, so Stripe retries the event later (the stored
  * state must be Stripe's latest, and the event's own copy may be older: docs/payments_email.md).
  */
-export async function latestSubscription(stripe: Stripe, id: string): Promise<{ state: SubscriptionState } | { missing: string }> {
+export async function latestSubscription(
+  stripe: Stripe,
+  id: string,
+): Promise<{ state: SubscriptionState } | { missing: string }> {
   const fetchedAt = preciseNow()
   let sub: unknown
   try {
     sub = await stripe.subscriptions.retrieve(id, {}, { timeout: retrieveTimeout(), maxNetworkRetries: 1 })
   } catch (e) {
-    if (e instanceof Stripe.errors.StripeInvalidRequestError && (e.statusCode === 404 || e.code === 'resource_missing')) {
+    if (
+      e instanceof Stripe.errors.StripeInvalidRequestError &&
+      (e.statusCode === 404 || e.code === 'resource_missing')
+    ) {
       return { missing: `Stripe does not know subscription ${id}` }
     }
     // Stripe refusing the request itself (400) would refuse every retry as well. A rejected or
     // under-privileged key (401/403) is ours to fix: retried, like 429 and 5xx.
-    if (e instanceof Stripe.errors.StripeInvalidRequestError && e.statusCode !== undefined && e.statusCode < 500 && e.statusCode !== 429) {
+    if (
+      e instanceof Stripe.errors.StripeInvalidRequestError && e.statusCode !== undefined &&
+      e.statusCode < 500 && e.statusCode !== 429
+    ) {
       return { missing: `Stripe refused to read subscription ${id}: ${e.message}` }
     }
-    const what = e instanceof Stripe.errors.StripeError ? `${e.type} ${e.statusCode ?? ''}: ${e.message}` : String(e)
+    const what = e instanceof Stripe.errors.StripeError
+      ? `${e.type} ${e.statusCode ?? ''}: ${e.message}`
+      : String(e)
     console.error(`stripe: retrieving ${id} failed (${what}); the event will be retried`)
-    throw unavailable('Stripe could not be asked for the subscription\'s current state; retry later')
+    throw unavailable("Stripe could not be asked for the subscription's current state; retry later")
   }
   const parsed = RetrievedSubscription.safeParse(sub)
   if (!parsed.success) {
     console.error(`stripe: subscription ${id} as retrieved is not readable: ${zodReason(parsed.error)}`)
-    return { missing: `Stripe's subscription ${id} is not readable: ${zodReason(parsed.error, 'subscription')}` }
+    return {
+      missing: `Stripe's subscription ${id} is not readable: ${zodReason(parsed.error, 'subscription')}`,
+    }
   }
   const s = parsed.data
   const ends = s.items.data.map((i) => i.current_period_end).filter((n): n is number => typeof n === 'number')

@@ -67,7 +67,11 @@ export async function uploadObject(
 ): Promise<string> {
   const res = await fetch(`${requiredEnv('SUPABASE_URL')}/storage/v1/object/${bucket}/${encodeName(name)}`, {
     method: 'POST',
-    headers: headers({ 'content-type': contentType, 'cache-control': 'max-age=31536000', 'x-upsert': 'false' }, asUser),
+    headers: headers({
+      'content-type': contentType,
+      'cache-control': 'max-age=31536000',
+      'x-upsert': 'false',
+    }, asUser),
     body: bytes as Uint8Array<ArrayBuffer>,
     signal: AbortSignal.timeout(TIMEOUT_MS),
   })
@@ -90,8 +94,9 @@ export async function removeObjects(bucket: string, names: string[]) {
       body: JSON.stringify({ prefixes: names }),
       signal: AbortSignal.timeout(TIMEOUT_MS),
     })
-    if (!res.ok) console.error(`removing ${names.join(', ')} from ${bucket} failed: ${res.status} ${await res.text()}`)
-    else await res.body?.cancel()
+    if (!res.ok) {
+      console.error(`removing ${names.join(', ')} from ${bucket} failed: ${res.status} ${await res.text()}`)
+    } else await res.body?.cancel()
   } catch (e) {
     console.error(`removing ${names.join(', ')} from ${bucket} failed`, e)
   }

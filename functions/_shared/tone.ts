@@ -14,7 +14,16 @@ import { serviceDb } from './db.ts'
 
 export const TONE_GROUPS = {
   positive: ['joyful', 'grateful', 'excited', 'hopeful', 'content', 'peaceful', 'optimistic'],
-  negative: ['sad', 'anxious', 'frustrated', 'angry', 'worried', 'disappointed', 'melancholic', 'pessimistic'],
+  negative: [
+    'sad',
+    'anxious',
+    'frustrated',
+    'angry',
+    'worried',
+    'disappointed',
+    'melancholic',
+    'pessimistic',
+  ],
   neutral: ['calm', 'contemplative', 'neutral', 'tired', 'energetic'],
 } as const
 export type Sentiment = keyof typeof TONE_GROUPS
@@ -49,7 +58,9 @@ const SYSTEM = [
 ].join(' ')
 
 export function sentimentOf(tone: Tone): Sentiment {
-  return (Object.keys(TONE_GROUPS) as Sentiment[]).find((s) => (TONE_GROUPS[s] as readonly string[]).includes(tone))!
+  return (Object.keys(TONE_GROUPS) as Sentiment[]).find((s) =>
+    (TONE_GROUPS[s] as readonly string[]).includes(tone)
+  )!
 }
 
 export function toneAnalysisConfigured() {
@@ -63,12 +74,24 @@ export async function analyzeTone(
 ): Promise<{ result: ToneResult; usage: TextUsage }> {
   const title = input.title?.trim()
   const user = `${title ? `Title: ${title}\n\n` : ''}${input.content.slice(0, ANALYZED_CHARS)}`
-  const { value, usage } = await structuredCompletion({ schema: ToneAnswer, name: 'tone_analysis', system: SYSTEM, user }, o)
+  const { value, usage } = await structuredCompletion({
+    schema: ToneAnswer,
+    name: 'tone_analysis',
+    system: SYSTEM,
+    user,
+  }, o)
   // Strongest first, each tone once.
   const seen = new Set<string>()
-  const tones = [...value.tones].sort((a, b) => b.score - a.score).filter((t) => !seen.has(t.tone) && seen.add(t.tone))
+  const tones = [...value.tones].sort((a, b) => b.score - a.score).filter((t) =>
+    !seen.has(t.tone) && seen.add(t.tone)
+  )
   return {
-    result: { primaryTone: value.primaryTone, tones, sentiment: sentimentOf(value.primaryTone), confidence: value.confidence },
+    result: {
+      primaryTone: value.primaryTone,
+      tones,
+      sentiment: sentimentOf(value.primaryTone),
+      confidence: value.confidence,
+    },
     usage,
   }
 }
@@ -110,9 +133,15 @@ export function startEntryAnalysis(
     const contentSha256 = await sha256Hex(input.content)
     try {
       const { result, usage } = await analyzeTone(input, { retries: 1, signal: controller.signal })
-      return { mood: result.confidence > CONFIDENCE_THRESHOLD ? result.primaryTone : null, usage, contentSha256 }
+      return {
+        mood: result.confidence > CONFIDENCE_THRESHOLD ? result.primaryTone : null,
+        usage,
+        contentSha256,
+      }
     } catch (e) {
-      if (!controller.signal.aborted) console.error('tone analysis failed; the entry is saved without a mood:', (e as Error).message)
+      if (!controller.signal.aborted) {
+        console.error('tone analysis failed; the entry is saved without a mood:', (e as Error).message)
+      }
       return { mood: null, usage: e instanceof AiError ? e.usage : undefined, contentSha256 }
     }
   })().catch((e) => {
@@ -129,7 +158,10 @@ type WrittenEntry = { id: string; user_id: string; mood: string | null; updated_
  * (public.apply_tone_analysis, service role), unless meanwhile the user chose a mood or
  * changed the text. Returns the entry as it now is. Never throws.
  */
-export async function applyEntryAnalysis<E extends WrittenEntry>(pending: PendingAnalysis, entry: E): Promise<E> {
+export async function applyEntryAnalysis<E extends WrittenEntry>(
+  pending: PendingAnalysis,
+  entry: E,
+): Promise<E> {
   const outcome = await pending.outcome
   if (!outcome || (!outcome.mood && !outcome.usage)) return entry
   const { data, error } = await serviceDb().rpc('apply_tone_analysis', {
@@ -146,5 +178,7 @@ export async function applyEntryAnalysis<E extends WrittenEntry>(pending: Pendin
     return entry
   }
   const applied = data as { mood_applied: boolean; mood: string | null; updated_at: string | null }
-  return applied.mood_applied ? { ...entry, mood: applied.mood, updated_at: applied.updated_at ?? entry.updated_at } : entry
+  return applied.mood_applied
+    ? { ...entry, mood: applied.mood, updated_at: applied.updated_at ?? entry.updated_at }
+    : entry
 }

@@ -5,7 +5,9 @@ import { z } from '@hono/zod-openapi'
 import { badRequest } from './errors.ts'
 
 const article = (word: string) => (/^[aeiou]/.test(word) ? `an ${word}` : `a ${word}`)
-const unit = (origin: string) => (origin === 'string' ? ' characters' : origin === 'array' || origin === 'set' ? ' items' : '')
+const unit = (
+  origin: string,
+) => (origin === 'string' ? ' characters' : origin === 'array' || origin === 'set' ? ' items' : '')
 
 /** The message of one issue, without its field (describeIssue adds the path). */
 function issueMessage(iss: z.core.$ZodRawIssue): string | undefined {
@@ -70,9 +72,11 @@ export const isoDate = () =>
 
 /** A path parameter object of UUIDs: idParams('id', 'userId'). */
 export function idParams<K extends string>(...names: K[]) {
-  return z.object(Object.fromEntries(names.map((n) => [n, uuid().openapi({ param: { name: n, in: 'path' } })])) as {
-    [P in K]: ReturnType<typeof uuid>
-  })
+  return z.object(
+    Object.fromEntries(names.map((n) => [n, uuid().openapi({ param: { name: n, in: 'path' } })])) as {
+      [P in K]: ReturnType<typeof uuid>
+    },
+  )
 }
 
 // ---- Strings Postgres cannot store, and structures too deep to store: refused before any

@@ -28,13 +28,19 @@ const NOT_THE_DATA = new Set([401, 403, 404, 408, 409, 429])
  */
 export function refusedAsBadData(error: { code?: string }, status?: number): boolean {
   const code = error.code ?? ''
-  if (code.startsWith('22') || code.startsWith('54') || code === '23502' || code === '23514' || code === 'PGRST102') return true
+  if (
+    code.startsWith('22') || code.startsWith('54') || code === '23502' || code === '23514' ||
+    code === 'PGRST102'
+  ) return true
   if (status === undefined || status < 400 || status > 499 || NOT_THE_DATA.has(status)) return false
   return !/^(P0|42|PGRST[23])/.test(code)
 }
 
 /** Any other failure: 503 when the database is unavailable, else 500; both make the provider retry. */
-export function webhookDbFailure(error: PostgrestError | { code?: string; message?: string }, what: string): HttpError {
+export function webhookDbFailure(
+  error: PostgrestError | { code?: string; message?: string },
+  what: string,
+): HttpError {
   const mapped = fromDb(error)
   if (mapped.status === 503) return mapped
   console.error(`${what}:`, error)

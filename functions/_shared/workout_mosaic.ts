@@ -30,7 +30,9 @@ export const TILE_COLORS: Record<TeamColor, Record<TileStatus, [number, number, 
 export const BACKGROUND: [number, number, number] = [245, 245, 245]
 
 /** Tile positions: each team a grid of the same column count, red first. */
-export function layoutMosaic(participants: Participant[]): { width: number; height: number; sections: Section[] } {
+export function layoutMosaic(
+  participants: Participant[],
+): { width: number; height: number; sections: Section[] } {
   const teams: Record<TeamColor, Participant[]> = {
     red: participants.filter((p) => p.teamColor === 'red'),
     blue: participants.filter((p) => p.teamColor === 'blue'),
@@ -45,7 +47,12 @@ export function layoutMosaic(participants: Participant[]): { width: number; heig
     teams[team].forEach((p, i) => {
       sections.push({
         ...p,
-        coordinates: { x: left + GAP + (i % cols) * (TILE + GAP), y: GAP + Math.floor(i / cols) * (TILE + GAP), width: TILE, height: TILE },
+        coordinates: {
+          x: left + GAP + (i % cols) * (TILE + GAP),
+          y: GAP + Math.floor(i / cols) * (TILE + GAP),
+          width: TILE,
+          height: TILE,
+        },
       })
     })
   })

@@ -5,8 +5,8 @@
 // database applies the offset, or the window's own time zone when there is none.
 import {
   FilterType,
-  type IMagickImage,
   ImageMagick,
+  type IMagickImage,
   initializeImageMagick,
   MagickFormat,
   MagickGeometry,
@@ -28,10 +28,15 @@ const startsWith = (bytes: Uint8Array, sig: number[], at = 0) => sig.every((b, i
 export function sniffImageType(bytes: Uint8Array): PhotoType | null {
   if (startsWith(bytes, [0xff, 0xd8, 0xff])) return 'image/jpeg'
   if (startsWith(bytes, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) return 'image/png'
-  if (startsWith(bytes, [0x47, 0x49, 0x46, 0x38]) && (bytes[4] === 0x37 || bytes[4] === 0x39) && bytes[5] === 0x61) {
+  if (
+    startsWith(bytes, [0x47, 0x49, 0x46, 0x38]) && (bytes[4] === 0x37 || bytes[4] === 0x39) &&
+    bytes[5] === 0x61
+  ) {
     return 'image/gif'
   }
-  if (startsWith(bytes, [0x52, 0x49, 0x46, 0x46]) && startsWith(bytes, [0x57, 0x45, 0x42, 0x50], 8)) return 'image/webp'
+  if (startsWith(bytes, [0x52, 0x49, 0x46, 0x46]) && startsWith(bytes, [0x57, 0x45, 0x42, 0x50], 8)) {
+    return 'image/webp'
+  }
   return null
 }
 
@@ -86,14 +91,26 @@ export async function readPhotoFacts(bytes: Uint8Array, type: PhotoType): Promis
   let tags: Record<string, unknown> | undefined
   try {
     tags = await exifr.parse(bytes, {
-      tiff: true, exif: true, gps: true, ifd1: false, xmp: false, icc: false, iptc: false, jfif: false, ihdr: false,
-      reviveValues: false, translateValues: false, translateKeys: true, mergeOutput: true,
+      tiff: true,
+      exif: true,
+      gps: true,
+      ifd1: false,
+      xmp: false,
+      icc: false,
+      iptc: false,
+      jfif: false,
+      ihdr: false,
+      reviveValues: false,
+      translateValues: false,
+      translateKeys: true,
+      mergeOutput: true,
     })
   } catch {
     return NONE
   }
   if (!tags) return NONE
-  const takenLocal = exifDateTime(tags.DateTimeOriginal) ?? exifDateTime(tags.CreateDate) ?? exifDateTime(tags.DateTime)
+  const takenLocal = exifDateTime(tags.DateTimeOriginal) ?? exifDateTime(tags.CreateDate) ??
+    exifDateTime(tags.DateTime)
   const latitude = gpsCoordinate(tags.GPSLatitude, tags.GPSLatitudeRef, 90)
   const longitude = gpsCoordinate(tags.GPSLongitude, tags.GPSLongitudeRef, 180)
   return {
@@ -178,25 +195,41 @@ export function checkPhotoSize(bytes: Uint8Array, type: PhotoType): void {
   try {
     image = imageFrames(bytes, type)
   } catch (e) {
-    if (e instanceof MalformedImage) throw new UnreadablePhoto(`not a readable ${type.slice(6).toUpperCase()} image (${e.message})`)
+    if (e instanceof MalformedImage) {
+      throw new UnreadablePhoto(`not a readable ${type.slice(6).toUpperCase()} image (${e.message})`)
+    }
     throw e
   }
   const { width, height, frames, frameCount } = image
-  if (frameCount > PHOTO_MAX_FRAMES) throw new UnreadablePhoto(`at most ${PHOTO_MAX_FRAMES} frames (this one has ${frameCount})`)
+  if (frameCount > PHOTO_MAX_FRAMES) {
+    throw new UnreadablePhoto(`at most ${PHOTO_MAX_FRAMES} frames (this one has ${frameCount})`)
+  }
   const sides = [[width, height], ...frames.map((f) => [f.width, f.height])]
   for (const [w, h] of sides) {
-    if (w * h > PHOTO_MAX_PIXELS) throw new UnreadablePhoto(`at most ${megapixels(PHOTO_MAX_PIXELS)} megapixels (this one is ${w}x${h})`)
-    if (w > PHOTO_MAX_SIDE || h > PHOTO_MAX_SIDE) throw new UnreadablePhoto(`at most ${PHOTO_MAX_SIDE} pixels a side (this one is ${w}x${h})`)
+    if (w * h > PHOTO_MAX_PIXELS) {
+      throw new UnreadablePhoto(`at most ${megapixels(PHOTO_MAX_PIXELS)} megapixels (this one is ${w}x${h})`)
+    }
+    if (w > PHOTO_MAX_SIDE || h > PHOTO_MAX_SIDE) {
+      throw new UnreadablePhoto(`at most ${PHOTO_MAX_SIDE} pixels a side (this one is ${w}x${h})`)
+    }
   }
   if (sides.some(([w, h]) => w === 0 || h === 0)) throw new UnreadablePhoto('an image without pixels')
   const outside = frames.findIndex((f) => f.left + f.width > width || f.top + f.height > height)
   if (outside >= 0) {
     const f = frames[outside]
-    throw new UnreadablePhoto(`frame ${outside + 1} (${f.width}x${f.height} at ${f.left},${f.top}) lies outside the ${width}x${height} image`)
+    throw new UnreadablePhoto(
+      `frame ${
+        outside + 1
+      } (${f.width}x${f.height} at ${f.left},${f.top}) lies outside the ${width}x${height} image`,
+    )
   }
   const total = frames.reduce((n, f) => n + f.width * f.height, 0)
   if (total > PHOTO_MAX_TOTAL_PIXELS) {
-    throw new UnreadablePhoto(`at most ${megapixels(PHOTO_MAX_TOTAL_PIXELS)} megapixels over all frames (this one has ${megapixels(total)})`)
+    throw new UnreadablePhoto(
+      `at most ${megapixels(PHOTO_MAX_TOTAL_PIXELS)} megapixels over all frames (this one has ${
+        megapixels(total)
+      })`,
+    )
   }
 }
 
@@ -250,7 +283,8 @@ export async function decodePhoto(bytes: Uint8Array, type: PhotoType): Promise<P
   const format = MAGICK_FORMAT[type]
   try {
     return ImageMagick.readCollection(bytes, new MagickReadSettings({ format }), (frames) => {
-      const turned = frames[0].orientation !== Orientation.Undefined && frames[0].orientation !== Orientation.TopLeft
+      const turned = frames[0].orientation !== Orientation.Undefined &&
+        frames[0].orientation !== Orientation.TopLeft
       const dhashAsSent = turned ? differenceHash(frames[0]) : null
       for (const frame of frames) {
         frame.autoOrient()

@@ -29,6 +29,7 @@ import { paymentRoutes } from './routes/payments.ts'
 import { profileRoutes } from './routes/profile.ts'
 import { teamRoutes } from './routes/teams.ts'
 import { tonePackRoutes } from './routes/tone_packs/index.ts'
+import { accountRoutes } from './routes/user_data/account.ts'
 import { userDataRoutes } from './routes/user_data/index.ts'
 import { workoutRoutes } from './routes/workout/index.ts'
 
@@ -100,6 +101,7 @@ const modules = [
   labsRoutes,
   impersonationRoutes,
   userDataRoutes,
+  accountRoutes,
 ]
 for (const m of modules) app.route('/', m)
 
@@ -112,7 +114,7 @@ app.doc31('/openapi.json', (c) => ({
     description: 'The edge-function API (`/functions/v1/api/...`). Every error body is `{error}`. ' +
       'Tables and RPCs are also served by PostgREST at `/rest/v1` with the same rules (RLS).',
   },
-  servers: [{ url: functionsBaseUrl(c.req.url), description: 'This project\'s edge functions' }],
+  servers: [{ url: functionsBaseUrl(c.req.url), description: "This project's edge functions" }],
 }))
 
 /**
@@ -148,6 +150,8 @@ app.onError((err, c) => {
   }
   const res = c.json({ error: message }, status as 400)
   for (const [k, v] of Object.entries(corsHeaders)) res.headers.set(k, v)
-  if (err instanceof HttpError && err.retryAfterSeconds) res.headers.set('Retry-After', String(err.retryAfterSeconds))
+  if (err instanceof HttpError && err.retryAfterSeconds) {
+    res.headers.set('Retry-After', String(err.retryAfterSeconds))
+  }
   return res
 })

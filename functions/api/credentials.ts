@@ -8,7 +8,7 @@
 // recorded in the session's audit before it runs. The rest of the request then acts for the
 // session: service-role calls it makes carry the session (functions/_shared/impersonation.ts).
 import type { Context, MiddlewareHandler } from 'hono'
-import { type CronGroup, checkCronSecret } from '../_shared/cron.ts'
+import { checkCronSecret, type CronGroup } from '../_shared/cron.ts'
 import { type Db, serviceDb, userDb } from '../_shared/db.ts'
 import { optionalEnv } from '../_shared/env.ts'
 import { forbidden, fromDb, HttpError, unauthorized } from '../_shared/errors.ts'
@@ -37,15 +37,27 @@ export type ApiEnv = {
 export async function beginImpersonatedRequest(token: string, claims: Claims, method: string, url: string) {
   if (!impersonationSessionOf(claims)) return
   const { pathname, search } = new URL(url)
-  const { error } = await userDb(token).rpc('begin_impersonated_request', { method, path: (pathname + search).slice(0, 2000) })
+  const { error } = await userDb(token).rpc('begin_impersonated_request', {
+    method,
+    path: (pathname + search).slice(0, 2000),
+  })
   if (error) throw fromDb(error)
 }
+
+const READS = new Set(['GET', 'HEAD', 'OPTIONS'])
 
 async function callerFrom(c: Context<ApiEnv>): Promise<Caller> {
   const token = bearerToken(c.req.header('authorization'))
   if (!token) throw unauthorized('Missing bearer token')
   const claims = await userClaims(token)
-  await beginImpersonatedRequest(token, claims, c.req.method, c.req.url)
+  if (impersonationSessionOf(claims)) {
+    await beginImpersonatedRequest(token, claims, c.req.method, c.req.url)
+  } else if (!READS.has(c.req.method)) {
+    // A change may reach a provider or Storage with the service role: the pre-request refuses
+    // first an account being deleted (reads as the caller meet it in every query).
+    const { error } = await userDb(token).rpc('request_allowed')
+    if (error) throw fromDb(error)
+  }
   return { id: claims.sub, email: claims.email ?? null, token, claims }
 }
 

@@ -8,12 +8,26 @@
 //       method: 'get', path: '/goals/{id}', summary: 'A goal with its check-ins', tag: 'Goals',
 //       auth: 'bearer', params: idParams('id'), response: Goal,
 //     }), async (c) => { const { id } = c.req.valid('param'); ... })
-import { createRoute, type OpenAPIHono as OpenAPIHonoType, OpenAPIHono, type RouteConfig, z } from '@hono/zod-openapi'
+import {
+  createRoute,
+  OpenAPIHono,
+  type OpenAPIHono as OpenAPIHonoType,
+  type RouteConfig,
+  z,
+} from '@hono/zod-openapi'
 import type { MiddlewareHandler } from 'hono'
 import type { CronGroup } from '../_shared/cron.ts'
 import { badRequest } from '../_shared/errors.ts'
 import { describeZodError } from '../_shared/validation.ts'
-import { adminOrCron, type ApiEnv, bearer, cronBearer, cronSecret, publicRoute, superAdmin } from './credentials.ts'
+import {
+  adminOrCron,
+  type ApiEnv,
+  bearer,
+  cronBearer,
+  cronSecret,
+  publicRoute,
+  superAdmin,
+} from './credentials.ts'
 
 /** Who may call a route, and how they prove it. */
 export type Credential =
@@ -26,7 +40,8 @@ export type Credential =
   | { signature: 'stripe' | 'svix' } // a provider-signed webhook; the handler verifies it
 
 export const ErrorBody = z.object({ error: z.string() }).openapi('Error', {
-  description: 'Every error body (SPEC Errors 1): a message for people, naming the field when the input was wrong.',
+  description:
+    'Every error body (SPEC Errors 1): a message for people, naming the field when the input was wrong.',
 })
 export const Message = z.object({ message: z.string() }).openapi('Message')
 /**
@@ -37,7 +52,9 @@ export const Message = z.object({ message: z.string() }).openapi('Message')
 export const orNull = <T extends z.ZodType>(schema: T) => z.union([schema, z.null()])
 
 /** The cursor of the next page of a newest-first list, or null at the end. */
-export const NextCursor = z.string().nullable().openapi({ description: 'Pass as `before` for the next page; null at the end.' })
+export const NextCursor = z.string().nullable().openapi({
+  description: 'Pass as `before` for the next page; null at the end.',
+})
 
 const ERROR_TEXT: Record<number, string> = {
   400: 'Bad input: the message names the field; nothing was written',
@@ -77,7 +94,8 @@ const ERROR_EXAMPLE: Record<number, string> = {
 /** Reply headers documented on a status, every route alike. */
 const RETRY_AFTER = {
   'Retry-After': {
-    description: 'Seconds to wait before repeating the request (a 503 sends it when a concurrent change got in the way).',
+    description:
+      'Seconds to wait before repeating the request (a 503 sends it when a concurrent change got in the way).',
     schema: { type: 'integer' as const, minimum: 0 },
     required: false,
   },
@@ -122,7 +140,9 @@ export interface EndpointDef<
 type RequestOf<Params, Query, Body> =
   & (Params extends z.ZodType ? { params: Params } : {})
   & (Query extends z.ZodType ? { query: Query } : {})
-  & (Body extends z.ZodType ? { body: { content: { 'application/json': { schema: Body } }; required: boolean } } : {})
+  & (Body extends z.ZodType
+    ? { body: { content: { 'application/json': { schema: Body } }; required: boolean } }
+    : {})
 
 export type Endpoint<M extends Method, P extends string, Params, Query, Body> =
   & Omit<RouteConfig, 'method' | 'path' | 'request'>
@@ -148,12 +168,16 @@ function securityFor(auth: Credential): Record<string, string[]>[] {
 }
 
 function credentialNote(auth: Credential): string {
-  if (auth === 'bearer') return 'Credential: a signed-in user\'s bearer token.'
-  if (auth === 'superAdmin') return 'Credential: a super admin\'s bearer token.'
+  if (auth === 'bearer') return "Credential: a signed-in user's bearer token."
+  if (auth === 'superAdmin') return "Credential: a super admin's bearer token."
   if (auth === 'none') return 'Credential: none.'
   if ('cron' in auth) return `Credential: x-cron-secret (${auth.cron} group).`
-  if ('cronBearer' in auth) return `Credential: Authorization: Bearer <cron secret> (${auth.cronBearer} group).`
-  if ('adminOrCron' in auth) return `Credential: a super admin's bearer token, or x-cron-secret (${auth.adminOrCron} group).`
+  if ('cronBearer' in auth) {
+    return `Credential: Authorization: Bearer <cron secret> (${auth.cronBearer} group).`
+  }
+  if ('adminOrCron' in auth) {
+    return `Credential: a super admin's bearer token, or x-cron-secret (${auth.adminOrCron} group).`
+  }
   return `Credential: the ${auth.signature === 'stripe' ? 'Stripe-Signature' : 'svix-*'} headers; no bearer.`
 }
 
@@ -180,12 +204,19 @@ export function endpoint<
   const request: Record<string, unknown> = {}
   if (d.params) request.params = d.params
   if (d.query) request.query = d.query
-  if (d.body) request.body = { content: { 'application/json': { schema: d.body } }, required: d.bodyRequired ?? true }
-  if (d.multipart) request.body = { content: { 'multipart/form-data': { schema: d.multipart } }, required: true }
+  if (d.body) {
+    request.body = { content: { 'application/json': { schema: d.body } }, required: d.bodyRequired ?? true }
+  }
+  if (d.multipart) {
+    request.body = { content: { 'multipart/form-data': { schema: d.multipart } }, required: true }
+  }
   // Documented only: the handler checks the key and names it in its own messages.
   if (d.idempotencyKey) {
     request.headers = z.object({
-      'idempotency-key': z.string().optional().openapi({ description: d.idempotencyKey, example: '5f1d2c3a-8e4b-4c7d-9a10-2b3c4d5e6f70' }),
+      'idempotency-key': z.string().optional().openapi({
+        description: d.idempotencyKey,
+        example: '5f1d2c3a-8e4b-4c7d-9a10-2b3c4d5e6f70',
+      }),
     })
   }
   const status = d.status ?? 200
@@ -199,7 +230,12 @@ export function endpoint<
     responses[code] = {
       description: ERROR_TEXT[code] ?? 'Error',
       ...(ERROR_HEADERS[code] ? { headers: ERROR_HEADERS[code] } : {}),
-      content: { 'application/json': { schema: ErrorBody, example: { error: ERROR_EXAMPLE[code] ?? ERROR_TEXT[code] ?? 'Error' } } },
+      content: {
+        'application/json': {
+          schema: ErrorBody,
+          example: { error: ERROR_EXAMPLE[code] ?? ERROR_TEXT[code] ?? 'Error' },
+        },
+      },
     }
   }
   return createRoute({
@@ -235,13 +271,14 @@ export function registerSecuritySchemes(app: OpenAPIHonoType<ApiEnv>) {
     type: 'http',
     scheme: 'bearer',
     bearerFormat: 'JWT',
-    description: 'A Supabase Auth access token (HS256 with the project secret, or ES256/RS256 from the JWKS).',
+    description:
+      'A Supabase Auth access token (HS256 with the project secret, or ES256/RS256 from the JWKS).',
   })
   r.registerComponent('securitySchemes', 'cronSecret', {
     type: 'apiKey',
     in: 'header',
     name: 'x-cron-secret',
-    description: 'The cron secret of the endpoint\'s group (docs/scheduled_jobs.md: Cron secrets).',
+    description: "The cron secret of the endpoint's group (docs/scheduled_jobs.md: Cron secrets).",
   })
   r.registerComponent('securitySchemes', 'cronBearer', {
     type: 'http',
@@ -252,12 +289,12 @@ export function registerSecuritySchemes(app: OpenAPIHonoType<ApiEnv>) {
     type: 'apiKey',
     in: 'header',
     name: 'Stripe-Signature',
-    description: 'Stripe\'s webhook signature over the raw body.',
+    description: "Stripe's webhook signature over the raw body.",
   })
   r.registerComponent('securitySchemes', 'svixSignature', {
     type: 'apiKey',
     in: 'header',
     name: 'svix-signature',
-    description: 'Resend\'s webhook signature (Svix headers svix-id, svix-timestamp, svix-signature).',
+    description: "Resend's webhook signature (Svix headers svix-id, svix-timestamp, svix-signature).",
   })
 }

@@ -57,7 +57,7 @@ create policy "role_changes: super admins read" on public.role_changes
   for select to authenticated using ((select private.is_super_admin()));
 
 -- Before a role change on profiles: refuses to demote the last super admin (serialized, so two
--- demotions cannot both pass).
+-- demotions cannot both pass); an admin whose account is being deleted does not count.
 create or replace function private.guard_last_super_admin() returns trigger
 language plpgsql security definer
 set search_path = ''
@@ -67,7 +67,8 @@ begin
     -- One demotion at a time, so two admins demoting each other cannot both succeed; the
     -- check below then reads what the other transaction committed.
     perform pg_advisory_xact_lock(hashtext('public.profiles super_admin demotion'));
-    if not exists (select 1 from public.profiles p where p.role = 'super_admin' and p.id <> new.id) then
+    if not exists (select 1 from public.profiles p where p.role = 'super_admin' and p.id <> new.id
+                     and not exists (select 1 from private.account_deletions d where d.user_id = p.id)) then
       raise exception 'the last super admin cannot be demoted' using errcode = 'PT409';
     end if;
   end if;

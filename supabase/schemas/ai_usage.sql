@@ -65,6 +65,12 @@ language plpgsql
 set search_path = ''
 as $$
 begin
+  -- The one change allowed: the setter's id becomes their account deletion's tombstone.
+  if tg_op = 'UPDATE' then
+    if private.only_tombstones_changed(to_jsonb(old), to_jsonb(new), array['created_by']) then
+      return new;
+    end if;
+  end if;
   if tg_op = 'UPDATE' or tg_op = 'DELETE' then
     raise exception '% is append-only: add a new row instead', tg_table_name using errcode = '42501';
   end if;

@@ -70,6 +70,12 @@ begin
       return old;
     end if;
   end if;
+  -- An adjustment made by an admin whose account is deleted keeps its row, under the tombstone.
+  if tg_op = 'UPDATE' then
+    if private.only_tombstones_changed(to_jsonb(old), to_jsonb(new), array['created_by']) then
+      return new;
+    end if;
+  end if;
   raise exception 'drops_transactions is append-only' using errcode = '42501';
 end
 $$;

@@ -246,7 +246,7 @@ create policy "encouragement_daily_drops: owners and super admins read" on publi
 
 create table public.encouragement_sent_drops (
   id uuid primary key default gen_random_uuid(),
-  sender_id uuid not null references public.profiles (id) on delete cascade,
+  sender_id uuid references public.profiles (id) on delete set null,
   recipient_id uuid not null references public.profiles (id) on delete cascade,
   drop_type text not null check (drop_type in ('encouragement', 'media', 'science_tidbit')),
   template_id uuid,
@@ -264,6 +264,8 @@ create table public.encouragement_sent_drops (
 alter table public.encouragement_sent_drops enable row level security;
 comment on table public.encouragement_sent_drops is
   'Sent encouragement drops. engagement_checked: judged once by engagement processing; bonus_drops_awarded > 0 marks a successful drop. is_system: the daily assistant drop (not counted against allowances).';
+comment on column public.encouragement_sent_drops.sender_id is
+  'Null once the sender deleted their account: the drop stays in the recipient''s history, from a deleted user.';
 comment on column public.encouragement_sent_drops.template_id is
   'The template sent (no foreign key: the drop keeps its text and this id after the template is deleted, and engagement runs maintain one index less).';
 comment on column public.encouragement_sent_drops.entry_id is
@@ -758,10 +760,10 @@ begin
     raise exception 'sign in first' using errcode = '42501';
   end if;
   return query
-  select d.id, d.sender_id, p.full_name, p.avatar_url, d.is_system, d.drop_type, d.content, d.template_id,
-         d.entry_id, d.date_sent, d.read_at
+  select d.id, d.sender_id, coalesce(p.full_name, private.deleted_user_name()), p.avatar_url, d.is_system,
+         d.drop_type, d.content, d.template_id, d.entry_id, d.date_sent, d.read_at
     from public.encouragement_sent_drops d
-    join public.profiles p on p.id = d.sender_id
+    left join public.profiles p on p.id = d.sender_id
    where d.recipient_id = (select auth.uid())
      and (not coalesce(unread_only, false) or d.read_at is null)
      and (before_date_sent is null or (d.date_sent, d.id) < (before_date_sent, before_id))

@@ -64,24 +64,36 @@ create policy "impersonation_audit: super admins read" on public.impersonation_a
 create policy "impersonation_writes: super admins read" on public.impersonation_writes
   for select to authenticated using ((select private.is_super_admin()));
 
--- The audit tables are immutable: any update, delete or truncate is refused, whoever asks.
+-- The audit tables are immutable: any update, delete or truncate is refused, whoever asks. Two
+-- exceptions serve an account deletion (account_deletion.sql): the user columns named as the
+-- trigger's arguments may change to the deletion's tombstone, and a row whose user_id is the
+-- account being deleted may go.
 create or replace function private.refuse_audit_change() returns trigger
 language plpgsql
 set search_path = ''
 as $$
 begin
+  if tg_op = 'UPDATE' then
+    if private.only_tombstones_changed(to_jsonb(old), to_jsonb(new), tg_argv::text[]) then
+      return new;
+    end if;
+  elsif tg_op = 'DELETE' then
+    if private.account_deletion_in_progress((to_jsonb(old) ->> 'user_id')::uuid) then
+      return old;
+    end if;
+  end if;
   raise exception '% rows are never changed or deleted', tg_table_name using errcode = '42501';
 end
 $$;
 
 create trigger impersonation_audit_immutable before update or delete on public.impersonation_audit
-  for each row execute function private.refuse_audit_change();
+  for each row execute function private.refuse_audit_change('admin_id', 'target_id');
 
 create trigger impersonation_audit_no_truncate before truncate on public.impersonation_audit
   for each statement execute function private.refuse_audit_change();
 
 create trigger impersonation_writes_immutable before update or delete on public.impersonation_writes
-  for each row execute function private.refuse_audit_change();
+  for each row execute function private.refuse_audit_change('admin_id', 'target_id');
 
 create trigger impersonation_writes_no_truncate before truncate on public.impersonation_writes
   for each statement execute function private.refuse_audit_change();
@@ -217,7 +229,7 @@ comment on function private.record_impersonated_write() is
   'AFTER row trigger on every audited table: records a write made in an impersonation session (refused once it has ended).';
 
 create trigger labs_replication_removals_immutable before update or delete on public.labs_replication_removals
-  for each row execute function private.refuse_audit_change();
+  for each row execute function private.refuse_audit_change('removed_by');
 
 create trigger labs_replication_removals_no_truncate before truncate on public.labs_replication_removals
   for each statement execute function private.refuse_audit_change();

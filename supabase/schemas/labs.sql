@@ -1566,7 +1566,7 @@ grant execute on function labs_process_step_prompts(integer) to authenticated, s
 create table public.labs_sponsor_messages (
   id uuid primary key default gen_random_uuid(),
   sponsor_id uuid not null references public.labs_sponsors (id) on delete cascade,
-  sender_id uuid not null references public.profiles (id) on delete cascade,
+  sender_id uuid references public.profiles (id) on delete set null,
   body text not null check (char_length(body) between 1 and 4000),
   created_at timestamptz not null default now()
 );
@@ -1575,6 +1575,8 @@ comment on table public.labs_sponsor_messages is
   'Messages relayed to approved sponsors: only the sender and the sponsor''s applicant read them, and no policy lets '
   'super admins (SPEC Other admin rules 1). The sender never sees who the applicant is. Written by '
   'private.labs_send_sponsor_message.';
+comment on column public.labs_sponsor_messages.sender_id is
+  'Null once the sender deleted their account: the message stays for the sponsor, from a deleted user.';
 revoke all on public.labs_sponsor_messages from anon, authenticated, service_role;
 grant select on public.labs_sponsor_messages to authenticated;
 

@@ -24,7 +24,7 @@ create table public.subscriptions (
   id uuid primary key default gen_random_uuid(),
   -- Null until the user is known: a subscription event may arrive before the checkout that
   -- names its user (or belong to a customer made outside the product).
-  user_id uuid references public.profiles (id) on delete cascade,
+  user_id uuid references public.profiles (id) on delete set null,
   stripe_customer_id text,
   stripe_subscription_id text unique,
   status text not null check (length(status) between 1 and 50),

@@ -317,9 +317,9 @@ alter table public.workout_chains enable row level security;
 comment on table public.workout_chains is
   'A user''s place in a date''s chain: neighbours, team and squad (unique per date and user).';
 comment on column public.workout_chains.before_user_id is
-  'The neighbour whose window ends closest before this one (no foreign key: cleared for recent dates when that user is deleted).';
+  'The neighbour whose window ends closest before this one (no foreign key: when that user is deleted, the one before them takes their place).';
 comment on column public.workout_chains.after_user_id is
-  'The neighbour whose window starts closest after this one ends (no foreign key: cleared for recent dates when that user is deleted).';
+  'The neighbour whose window starts closest after this one ends (no foreign key: when that user is deleted, the one after them takes their place).';
 comment on column public.workout_chains.squad_id is
   'The user''s squad that date (no foreign key: cleared when the squad goes with a deleted member).';
 comment on column public.workout_chains.user_id is
@@ -2101,6 +2101,30 @@ comment on function private.forget_workout_squads_of() is
 
 create trigger profiles_forget_workout_squads before delete on public.profiles
   for each row execute function private.forget_workout_squads_of();
+
+-- Before a profile goes: on every date the user was in a chain, their neighbours join up (the one
+-- before now passes to the one after), so a chain keeps going around a deleted account.
+create or replace function private.relink_workout_chains_around() returns trigger
+language plpgsql security definer
+set search_path = ''
+as $$
+begin
+  update public.workout_chains prev set after_user_id = mine.after_user_id
+    from public.workout_chains mine
+   where mine.user_id = old.id and prev.date = mine.date and prev.user_id = mine.before_user_id
+     and prev.after_user_id = old.id;
+  update public.workout_chains next set before_user_id = mine.before_user_id
+    from public.workout_chains mine
+   where mine.user_id = old.id and next.date = mine.date and next.user_id = mine.after_user_id
+     and next.before_user_id = old.id;
+  return old;
+end
+$$;
+comment on function private.relink_workout_chains_around() is
+  'Before a profile is deleted: on each date of the user''s chains, the neighbours before and after are linked to each other.';
+
+create trigger profiles_relink_workout_chains before delete on public.profiles
+  for each row execute function private.relink_workout_chains_around();
 
 -- After profiles are deleted, once for the statement: links to them on recent and future dates.
 create or replace function private.forget_workout_links_to() returns trigger

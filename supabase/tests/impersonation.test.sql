@@ -113,7 +113,7 @@ select is_empty('select * from pg_temp.unaudited_tables()', 'the next ALTER TABL
 -- =========================================================================================
 select is((select s from pg_catalog.pg_db_role_setting r cross join lateral unnest(r.setconfig) s
             where r.setrole = 'authenticator'::regrole and r.setdatabase = 0 and s like 'pgrst.db_pre_request=%'),
-  'pgrst.db_pre_request=private.refuse_ended_impersonation', 'the authenticator role names the pre-request function');
+  'pgrst.db_pre_request=private.check_request', 'the authenticator role names the pre-request function');
 select ok(has_function_privilege('anon', 'private.refuse_ended_impersonation()', 'execute')
           and has_function_privilege('authenticated', 'private.refuse_ended_impersonation()', 'execute')
           and has_function_privilege('service_role', 'private.refuse_ended_impersonation()', 'execute'),

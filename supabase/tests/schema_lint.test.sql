@@ -498,12 +498,13 @@ select is(
     where n.nspname in ('public', 'private')
       and not pg_temp.lint_is_extension_member(p.oid)
       and has_function_privilege('anon', p.oid, 'EXECUTE')),
-  array['private.entry_track(text)', 'private.impersonation_live()', 'private.refuse_ended_impersonation()',
+  array['private.check_request()',
+        'private.entry_track(text)', 'private.impersonation_live()', 'private.refuse_ended_impersonation()',
         'private.sees_whole_entry(uuid)', 'private.tone_icon_url(text)',
         'public.journal_feed(text, uuid, uuid, uuid, text, text, text, timestamp with time zone, uuid, integer)',
         'public.journal_stats(text)'],
   'anon executes only the entry view''s seam functions, journal_feed and journal_stats (granted on purpose: anon reads public entries) '
-  'and PostgREST''s pre-request check (it runs for every request, anonymous ones too)');
+  'and PostgREST''s pre-request check and its parts (it runs for every request, anonymous ones too)');
 select is(
   (select array_agg(pg_temp.lint_signature(p.oid) order by pg_temp.lint_signature(p.oid))
      from pg_catalog.pg_proc p join pg_catalog.pg_namespace n on n.oid = p.pronamespace

@@ -288,8 +288,9 @@ select throws_ok($$select count(*) from public.workout_windows$$, '42501', null,
 reset role;
 
 -- ---------------------------------------------------------------------------------------
--- A deleted user: their rows and squads go, links to them are cleared on
--- recent and future dates, an older row keeping the id shows no neighbour.
+-- A deleted user: their rows and squads go, their neighbours before and after are linked to each
+-- other, other links to them are cleared on recent and future dates, an older row keeping the
+-- id shows no neighbour.
 -- ---------------------------------------------------------------------------------------
 insert into public.workout_chains (date, user_id, before_user_id, team_color)
 values ('2020-01-06', pg_temp.u(1), pg_temp.u(4), 'red');
@@ -300,8 +301,8 @@ select is((select count(*)::integer from public.workout_squads where pg_temp.u(4
           'and so do the squads they were in');
 select is((select count(*)::integer from public.workout_chains where date = '2030-01-07' and user_id in (pg_temp.u(2), pg_temp.u(6))
              and squad_id is null), 2, 'the other members of that squad have none');
-select is(array[pg_temp.link(2), pg_temp.link(3), pg_temp.link(5)], array['01<2>-', '01<3>-', '-<5>06'],
-          'links to the deleted user are cleared (before of u5, after of u2 and u3); the others stay');
+select is(array[pg_temp.link(2), pg_temp.link(3), pg_temp.link(5)], array['01<2>-', '01<3>05', '03<5>06'],
+          'the chain joins up around the deleted u4 (u3, before it, now passes to u5, after it); u2''s link to u4 is cleared');
 select is((select private.workout_user_card(before_user_id) from public.workout_chains where user_id = pg_temp.u(1) and date = '2020-01-06'),
           null, 'an older row may keep the id of a deleted user, which shows as no neighbour');
 

@@ -78,7 +78,11 @@ export function trackObject(id: string) {
     type: 'track',
     uri: `spotify:track:${id}`,
     name: `Song ${id}`,
-    artists: [{ id: `a-${id}`, name: `Artist ${id}`, type: 'artist' }, { id: 'a-guest', name: 'Guest', type: 'artist' }],
+    artists: [{ id: `a-${id}`, name: `Artist ${id}`, type: 'artist' }, {
+      id: 'a-guest',
+      name: 'Guest',
+      type: 'artist',
+    }],
     album: {
       id: `al-${id}`,
       name: `Album ${id}`,
@@ -138,7 +142,11 @@ async function scripted(user: MusicUser, path: string): Promise<Response | undef
   if (i < 0) return undefined
   const [r] = user.script.splice(i, 1)
   if (r.delay_ms) await new Promise((ok) => setTimeout(ok, r.delay_ms))
-  return json(r.body ?? { error: { status: r.status, message: `scripted ${r.status}` } }, r.status, r.headers ?? {})
+  return json(
+    r.body ?? { error: { status: r.status, message: `scripted ${r.status}` } },
+    r.status,
+    r.headers ?? {},
+  )
 }
 
 async function token(req: Request, url: URL): Promise<Response> {
@@ -155,7 +163,9 @@ async function token(req: Request, url: URL): Promise<Response> {
     log(user, req, url, grant)
     const early = await scripted(user, '/api/token')
     if (early) return early
-    if (form.get('redirect_uri') !== code.redirect_uri) return oauthError('invalid_grant', 'Invalid redirect URI')
+    if (form.get('redirect_uri') !== code.redirect_uri) {
+      return oauthError('invalid_grant', 'Invalid redirect URI')
+    }
     const verifier = form.get('code_verifier') ?? ''
     if (!verifier || (await sha256b64url(verifier)) !== code.challenge) {
       return oauthError('invalid_grant', 'code_verifier was incorrect')
@@ -176,16 +186,46 @@ async function token(req: Request, url: URL): Promise<Response> {
   return oauthError('unsupported_grant_type', `grant_type ${grant} is not supported`)
 }
 
+// RFC 7009 token revocation (an OAuth provider's /revoke; Spotify has none, so production
+// leaves MUSIC_REVOKE_URL unset): the token stops working; an unknown token is 200 too.
+const revocations: { token: string; token_type_hint: string | null; known: boolean }[] = []
+
+async function revoke(req: Request, url: URL): Promise<Response> {
+  const form = new URLSearchParams(await req.text())
+  const basic = req.headers.get('authorization')?.match(/^Basic (.+)$/)
+  const clientId = basic ? atob(basic[1]).split(':')[0] : form.get('client_id')
+  if (clientId !== FAKE_MUSIC_CLIENT_ID) return oauthError('invalid_client', 'Invalid client', 401)
+  const token = form.get('token') ?? ''
+  if (!token) return oauthError('invalid_request', 'token is required')
+  const refresh = refreshTokens.get(token)
+  const access = accessTokens.get(token)
+  const owner = refresh?.user ?? access?.user
+  if (refresh) refresh.used = true
+  if (access) access.expires = 0
+  if (owner) log(users.get(owner)!, req, url, form.get('token_type_hint') ?? undefined)
+  revocations.push({ token, token_type_hint: form.get('token_type_hint'), known: Boolean(owner) })
+  return new Response(null, { status: 200 })
+}
+
 function authorize(url: URL): Response {
   const q = url.searchParams
-  if (q.get('client_id') !== FAKE_MUSIC_CLIENT_ID) return new Response('INVALID_CLIENT: Invalid client', { status: 400 })
-  if (q.get('response_type') !== 'code' || q.get('code_challenge_method') !== 'S256' || !q.get('code_challenge')) {
+  if (q.get('client_id') !== FAKE_MUSIC_CLIENT_ID) {
+    return new Response('INVALID_CLIENT: Invalid client', { status: 400 })
+  }
+  if (
+    q.get('response_type') !== 'code' || q.get('code_challenge_method') !== 'S256' || !q.get('code_challenge')
+  ) {
     return new Response('response_type=code with an S256 code_challenge is required', { status: 400 })
   }
   const user = users.get(q.get('login') ?? '')
   if (!user) return new Response('unknown login', { status: 400 })
   const code = `fake-code-${random()}`
-  codes.set(code, { user: user.id, challenge: q.get('code_challenge')!, redirect_uri: q.get('redirect_uri')!, used: false })
+  codes.set(code, {
+    user: user.id,
+    challenge: q.get('code_challenge')!,
+    redirect_uri: q.get('redirect_uri')!,
+    used: false,
+  })
   const target = new URL(q.get('redirect_uri')!)
   target.searchParams.set('code', code)
   target.searchParams.set('state', q.get('state') ?? '')
@@ -206,12 +246,16 @@ function recentlyPlayed(user: MusicUser, url: URL, base: string): Response {
   if (after) {
     const newer = kept.filter((p) => Date.parse(p.played_at) > Number(after)).reverse() // oldest first
     page = newer.slice(0, limit).reverse()
-    if (newer.length > limit) next = `${base}/v1/me/player/recently-played?limit=${limit}&after=${Date.parse(page[0].played_at)}`
+    if (newer.length > limit) {
+      next = `${base}/v1/me/player/recently-played?limit=${limit}&after=${Date.parse(page[0].played_at)}`
+    }
   } else {
     const older = before ? kept.filter((p) => Date.parse(p.played_at) < Number(before)) : kept
     page = older.slice(0, limit)
     if (older.length > limit) {
-      next = `${base}/v1/me/player/recently-played?limit=${limit}&before=${Date.parse(page[page.length - 1].played_at)}`
+      next = `${base}/v1/me/player/recently-played?limit=${limit}&before=${
+        Date.parse(page[page.length - 1].played_at)
+      }`
     }
   }
   const item = (p: Play) => ({
@@ -224,7 +268,12 @@ function recentlyPlayed(user: MusicUser, url: URL, base: string): Response {
   return json({
     items: page.map(item),
     next,
-    cursors: page.length ? { after: String(Date.parse(page[0].played_at)), before: String(Date.parse(page[page.length - 1].played_at)) } : null,
+    cursors: page.length
+      ? {
+        after: String(Date.parse(page[0].played_at)),
+        before: String(Date.parse(page[page.length - 1].played_at)),
+      }
+      : null,
     limit,
     href: url.toString(),
   })
@@ -240,7 +289,9 @@ async function api(req: Request, url: URL, base: string): Promise<Response> {
   if (early) return early
   if (user.latency_ms) await new Promise((ok) => setTimeout(ok, user.latency_ms))
   if (at.expires <= Date.now()) return apiError(401, 'The access token expired')
-  if (url.pathname === '/v1/me') return json({ id: user.id, display_name: `Listener ${user.id}`, type: 'user' })
+  if (url.pathname === '/v1/me') {
+    return json({ id: user.id, display_name: `Listener ${user.id}`, type: 'user' })
+  }
   if (url.pathname === '/v1/me/player/recently-played') return recentlyPlayed(user, url, base)
   if (url.pathname === '/v1/tracks') {
     const ids = (url.searchParams.get('ids') ?? '').split(',').filter(Boolean)
@@ -293,6 +344,10 @@ async function control(req: Request, url: URL): Promise<Response> {
     for (const t of accessTokens.values()) if (t.user === b.user) t.expires = 0
     return json({ ok: true })
   }
+  if (req.method === 'GET' && url.pathname === '/__control/revocations') {
+    const token = url.searchParams.get('token')
+    return json({ revocations: revocations.filter((r) => !token || r.token === token) })
+  }
   if (req.method === 'GET' && url.pathname === '/__control/requests') {
     return json({ requests: users.get(url.searchParams.get('user') ?? '')?.requests ?? [] })
   }
@@ -306,6 +361,7 @@ export function handler(base: () => string) {
     if (url.pathname.startsWith('/__control/')) return await control(req, url)
     if (req.method === 'GET' && url.pathname === '/authorize') return authorize(url)
     if (req.method === 'POST' && url.pathname === '/api/token') return await token(req, url)
+    if (req.method === 'POST' && url.pathname === '/api/revoke') return await revoke(req, url)
     if (req.method === 'GET' && url.pathname.startsWith('/v1/')) return await api(req, url, base())
     return apiError(404, 'Not found')
   }
@@ -320,6 +376,7 @@ export function start() {
       MUSIC_CLIENT_ID: FAKE_MUSIC_CLIENT_ID,
       MUSIC_AUTH_URL: base,
       MUSIC_API_URL: `${base}/v1`,
+      MUSIC_REVOKE_URL: `${base}/api/revoke`,
       MUSIC_REDIRECT_URI: 'http://127.0.0.1/music/callback',
       MUSIC_FAKE_CONTROL_URL: `${base}/__control`,
       // Short waits so tests of slow answers and Retry-After stay quick.

@@ -55,9 +55,20 @@ export function start(): Promise<{ env: Record<string, string>; stop(): Promise<
   const slow = new Map<string, number>()
   const subscriptions = new Map<string, Params>()
   const retrievals = new Map<string, number>()
+  /** DELETE requests answered (subscription cancellations, customer deletions), in order. */
+  const deletions: { path: string; status: number }[] = []
 
-  const error = (status: number, type: string, message: string, extra: Params = {}, headers: Record<string, string> = {}) =>
-    Response.json({ error: { type, message, ...extra } }, { status, headers: { 'request-id': `req_${rand()}`, ...headers } })
+  const error = (
+    status: number,
+    type: string,
+    message: string,
+    extra: Params = {},
+    headers: Record<string, string> = {},
+  ) =>
+    Response.json({ error: { type, message, ...extra } }, {
+      status,
+      headers: { 'request-id': `req_${rand()}`, ...headers },
+    })
 
   function create(path: string, params: Params, version: string | null): { status: number; body: unknown } {
     if (path === '/v1/customers') {
@@ -73,18 +84,45 @@ export function start(): Promise<{ env: Record<string, string>; stop(): Promise<
     }
     if (path === '/v1/checkout/sessions') {
       const items = (params.line_items ?? []) as { price?: string; quantity?: string }[]
-      const missing = (param: string) => ({ status: 400, body: { error: { type: 'invalid_request_error', code: 'parameter_missing', param, message: `Missing required param: ${param}.` } } })
+      const missing = (param: string) => ({
+        status: 400,
+        body: {
+          error: {
+            type: 'invalid_request_error',
+            code: 'parameter_missing',
+            param,
+            message: `Missing required param: ${param}.`,
+          },
+        },
+      })
       if (params.mode !== 'subscription' && params.mode !== 'payment') return missing('mode')
       if (!params.success_url) return missing('success_url')
       if (!items.length) return missing('line_items')
       if (!PRICES.has(items[0].price ?? '')) {
         return {
           status: 400,
-          body: { error: { type: 'invalid_request_error', code: 'resource_missing', param: 'line_items[0][price]', message: `No such price: '${items[0].price}'` } },
+          body: {
+            error: {
+              type: 'invalid_request_error',
+              code: 'resource_missing',
+              param: 'line_items[0][price]',
+              message: `No such price: '${items[0].price}'`,
+            },
+          },
         }
       }
       if (params.customer && !customers.has(String(params.customer))) {
-        return { status: 400, body: { error: { type: 'invalid_request_error', code: 'resource_missing', param: 'customer', message: `No such customer: '${params.customer}'` } } }
+        return {
+          status: 400,
+          body: {
+            error: {
+              type: 'invalid_request_error',
+              code: 'resource_missing',
+              param: 'customer',
+              message: `No such customer: '${params.customer}'`,
+            },
+          },
+        }
       }
       const id = `cs_test_${rand()}`
       const session = {
@@ -105,7 +143,12 @@ export function start(): Promise<{ env: Record<string, string>; stop(): Promise<
       sessions.push({ ...session, params, user_id: user, stripe_version: version })
       return { status: 200, body: session }
     }
-    return { status: 404, body: { error: { type: 'invalid_request_error', message: `Unrecognized request URL (POST: ${path}).` } } }
+    return {
+      status: 404,
+      body: {
+        error: { type: 'invalid_request_error', message: `Unrecognized request URL (POST: ${path}).` },
+      },
+    }
   }
 
   const server = Deno.serve({ hostname: '127.0.0.1', port: 0, onListen: () => {} }, async (req) => {
@@ -118,6 +161,9 @@ export function start(): Promise<{ env: Record<string, string>; stop(): Promise<
       if (req.method === 'GET' && url.pathname === '/__control/sessions') {
         return Response.json(sessions.filter((s) => s.user_id === user))
       }
+      if (req.method === 'GET' && url.pathname === '/__control/deletions') {
+        return Response.json(deletions)
+      }
       if (req.method === 'GET' && url.pathname === '/__control/retrievals') {
         return Response.json({ count: retrievals.get(url.searchParams.get('subscription_id') ?? '') ?? 0 })
       }
@@ -128,8 +174,11 @@ export function start(): Promise<{ env: Record<string, string>; stop(): Promise<
       }
       if (url.pathname === '/__control/fail') {
         failures.set(body.subscription_id ?? body.user_id, {
-          status: body.status, type: body.type ?? 'api_error', message: body.message ?? 'Something went wrong on Stripe\'s end.',
-          times: body.times ?? 1, retryAfter: body.retry_after,
+          status: body.status,
+          type: body.type ?? 'api_error',
+          message: body.message ?? "Something went wrong on Stripe's end.",
+          times: body.times ?? 1,
+          retryAfter: body.retry_after,
         })
         return Response.json({ ok: true })
       }
@@ -145,7 +194,11 @@ export function start(): Promise<{ env: Record<string, string>; stop(): Promise<
     }
 
     if (req.headers.get('authorization') !== `Bearer ${key}`) {
-      return error(401, 'invalid_request_error', 'Invalid API Key provided: ' + (req.headers.get('authorization') ?? '').slice(7, 15) + '****')
+      return error(
+        401,
+        'invalid_request_error',
+        'Invalid API Key provided: ' + (req.headers.get('authorization') ?? '').slice(7, 15) + '****',
+      )
     }
     const retrieve = url.pathname.match(/^\/v1\/subscriptions\/([^/]+)$/)
     if (req.method === 'GET' && retrieve) {
@@ -161,22 +214,69 @@ export function start(): Promise<{ env: Record<string, string>; stop(): Promise<
       }
       const sub = subscriptions.get(id)
       if (!sub) {
-        return error(404, 'invalid_request_error', `No such subscription: '${id}'`, { code: 'resource_missing', param: 'id' })
+        return error(404, 'invalid_request_error', `No such subscription: '${id}'`, {
+          code: 'resource_missing',
+          param: 'id',
+        })
       }
       return Response.json(sub, { headers: { 'request-id': `req_${rand()}` } })
     }
-    if (req.method !== 'POST') return error(404, 'invalid_request_error', `Unrecognized request URL (${req.method}: ${url.pathname}).`)
+    // Cancelling a subscription (DELETE /v1/subscriptions/:id) and deleting a customer
+    // (DELETE /v1/customers/:id): a second time answers 404 resource_missing, as Stripe does for
+    // a deleted customer (a cancelled subscription answers 400 there; the client treats both as done).
+    const removal = url.pathname.match(/^\/v1\/(subscriptions|customers)\/([^/]+)$/)
+    if (req.method === 'DELETE' && removal) {
+      const [, kind, rawId] = removal
+      const id = decodeURIComponent(rawId)
+      const failure = failures.get(id)
+      if (failure && failure.times > 0) {
+        failure.times--
+        deletions.push({ path: url.pathname, status: failure.status })
+        const headers: Record<string, string> = failure.retryAfter
+          ? { 'retry-after': String(failure.retryAfter) }
+          : {}
+        return error(failure.status, failure.type, failure.message, {}, headers)
+      }
+      const store = kind === 'customers' ? customers : subscriptions
+      const found = store.get(id)
+      if (!found || found.deleted || found.status === 'canceled') {
+        deletions.push({ path: url.pathname, status: 404 })
+        const noun = kind === 'customers' ? 'customer' : 'subscription'
+        return error(404, 'invalid_request_error', `No such ${noun}: '${id}'`, {
+          code: 'resource_missing',
+          param: 'id',
+        })
+      }
+      deletions.push({ path: url.pathname, status: 200 })
+      if (kind === 'customers') {
+        customers.set(id, { ...found, deleted: true })
+        return Response.json({ id, object: 'customer', deleted: true })
+      }
+      const cancelled = { ...found, status: 'canceled', canceled_at: Math.floor(Date.now() / 1000) }
+      subscriptions.set(id, cancelled)
+      return Response.json(cancelled)
+    }
+    if (req.method !== 'POST') {
+      return error(404, 'invalid_request_error', `Unrecognized request URL (${req.method}: ${url.pathname}).`)
+    }
     const raw = await req.text()
     const params = decodeForm(raw)
-    const user = ((params.metadata as Params | undefined)?.user_id ?? params.client_reference_id) as string | undefined
+    const user = ((params.metadata as Params | undefined)?.user_id ?? params.client_reference_id) as
+      | string
+      | undefined
 
     if (user && slow.has(user)) await new Promise((r) => setTimeout(r, slow.get(user)))
     const failure = user ? failures.get(user) : undefined
     if (failure && failure.times > 0) {
       failure.times--
-      const headers: Record<string, string> = failure.retryAfter !== undefined ? { 'retry-after': String(failure.retryAfter) } : {}
+      const headers: Record<string, string> = failure.retryAfter !== undefined
+        ? { 'retry-after': String(failure.retryAfter) }
+        : {}
       // Tell the SDK not to retry, so one configured failure is one failed call.
-      return error(failure.status, failure.type, failure.message, {}, { ...headers, 'stripe-should-retry': 'false' })
+      return error(failure.status, failure.type, failure.message, {}, {
+        ...headers,
+        'stripe-should-retry': 'false',
+      })
     }
 
     const idemKey = req.headers.get('idempotency-key')
@@ -188,13 +288,25 @@ export function start(): Promise<{ env: Record<string, string>; stop(): Promise<
     const scoped = `${url.pathname} ${idemKey}`
     const seen = idempotent.get(scoped)
     if (seen && seen.params !== raw) {
-      return error(400, 'idempotency_error', `Keys for idempotent requests can only be used with the same parameters they were first used with.`)
+      return error(
+        400,
+        'idempotency_error',
+        `Keys for idempotent requests can only be used with the same parameters they were first used with.`,
+      )
     }
     if (seen && !seen.answer) {
-      return error(409, 'idempotency_error', 'There is currently another in-progress request using this Idempotent Key (that probably means you submitted twice, and the other request is still going through): ' + idemKey + '. Please try again later.')
+      return error(
+        409,
+        'idempotency_error',
+        'There is currently another in-progress request using this Idempotent Key (that probably means you submitted twice, and the other request is still going through): ' +
+          idemKey + '. Please try again later.',
+      )
     }
     if (seen?.answer) {
-      return Response.json(seen.answer.body, { status: seen.answer.status, headers: { 'idempotent-replayed': 'true' } })
+      return Response.json(seen.answer.body, {
+        status: seen.answer.status,
+        headers: { 'idempotent-replayed': 'true' },
+      })
     }
     const entry: { params: string; answer?: { status: number; body: unknown } } = { params: raw }
     idempotent.set(scoped, entry)

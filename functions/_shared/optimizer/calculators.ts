@@ -48,7 +48,10 @@ const impedance: Calculator = {
     capacitance_f: { min: 1e-12, max: 1e-6, steps: 40, scale: 'log' },
   },
   evaluate: (v) => v[0] * Math.sqrt(v[2] / v[1]),
-  details: (v) => ({ resonant_frequency_hz: resonantFrequency(v[1], v[2]), characteristic_impedance_ohm: Math.sqrt(v[1] / v[2]) }),
+  details: (v) => ({
+    resonant_frequency_hz: resonantFrequency(v[1], v[2]),
+    characteristic_impedance_ohm: Math.sqrt(v[1] / v[2]),
+  }),
 }
 
 // Single-layer air-core solenoid. Inductance by Wheeler's formula, L[µH] = r²N²/(9r + 10ℓ)
@@ -72,14 +75,22 @@ const coil: Calculator = {
     turns: { min: 5, max: 500, steps: 25 },
   },
   evaluate: (v) => resonantFrequency(coilInductance(v[0], v[1], v[2]), coilCapacitance(v[0], v[1])),
-  details: (v) => ({ inductance_h: coilInductance(v[0], v[1], v[2]), self_capacitance_f: coilCapacitance(v[0], v[1]) }),
+  details: (v) => ({
+    inductance_h: coilInductance(v[0], v[1], v[2]),
+    self_capacitance_f: coilCapacitance(v[0], v[1]),
+  }),
 }
 
 // Water electrolysis cell: V = E_rev + b·log10(j/j0) + j·gap/κ (reversible voltage 1.23 V,
 // combined Tafel slope b = 0.12 V/decade, exchange current density j0 = 1e-6 A/cm², ohmic drop
 // across the electrolyte gap). Energy efficiency against the higher heating value:
 // η = 1.481 V / V (capped at 1).
-export const ELECTROLYSIS = { reversibleV: 1.23, tafelSlopeV: 0.12, exchangeCurrentAcm2: 1e-6, thermoneutralV: 1.481 }
+export const ELECTROLYSIS = {
+  reversibleV: 1.23,
+  tafelSlopeV: 0.12,
+  exchangeCurrentAcm2: 1e-6,
+  thermoneutralV: 1.481,
+}
 function cellVoltage(j: number, gapCm: number, kappa: number) {
   const e = ELECTROLYSIS
   return e.reversibleV + e.tafelSlopeV * Math.log10(j / e.exchangeCurrentAcm2) + (j * gapCm) / kappa

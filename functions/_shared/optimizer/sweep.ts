@@ -42,10 +42,15 @@ function gridPoints(r: ParameterRange): Float64Array {
 }
 
 /** The ranges to sweep: the calculator's defaults, each overridden by the request's. */
-export function resolveRanges(calc: Calculator, given: OptimizeRequest['ranges'] = {}): Record<string, ParameterRange> {
+export function resolveRanges(
+  calc: Calculator,
+  given: OptimizeRequest['ranges'] = {},
+): Record<string, ParameterRange> {
   for (const name of Object.keys(given)) {
     if (!(name in calc.parameters)) {
-      throw badRequest(`ranges.${name}: not a parameter of this calculator (${Object.keys(calc.parameters).join(', ')})`)
+      throw badRequest(
+        `ranges.${name}: not a parameter of this calculator (${Object.keys(calc.parameters).join(', ')})`,
+      )
     }
   }
   const out: Record<string, ParameterRange> = {}
@@ -62,7 +67,13 @@ export function resolveRanges(calc: Calculator, given: OptimizeRequest['ranges']
 
 export function optimize(req: OptimizeRequest): OptimizeResult {
   const calc = CALCULATORS[req.calculator]
-  if (!calc) throw badRequest(`calculator: unknown calculator ${JSON.stringify(req.calculator)} (one of ${Object.keys(CALCULATORS).join(', ')})`)
+  if (!calc) {
+    throw badRequest(
+      `calculator: unknown calculator ${JSON.stringify(req.calculator)} (one of ${
+        Object.keys(CALCULATORS).join(', ')
+      })`,
+    )
+  }
   if (!Number.isInteger(req.top_n) || req.top_n < 1 || req.top_n > MAX_TOP_N) {
     throw badRequest(`top_n: must be an integer from 1 to ${MAX_TOP_N}`)
   }
@@ -121,5 +132,13 @@ export function optimize(req: OptimizeRequest): OptimizeResult {
     const inputs = Object.fromEntries(names.map((k, d) => [k, point[d]]))
     results.push({ rank: r + 1, inputs, [calc.objective]: sign * bestScore[r], ...calc.details(point) })
   }
-  return { calculator: req.calculator, objective: calc.objective, goal: calc.goal, combinations, evaluated, ranges, results }
+  return {
+    calculator: req.calculator,
+    objective: calc.objective,
+    goal: calc.goal,
+    combinations,
+    evaluated,
+    ranges,
+    results,
+  }
 }

@@ -26,7 +26,12 @@ export interface Probe {
 }
 
 /** The report from one database probe; degraded when the round trip failed. */
-export function healthReport(probe: Probe, files: Map<string, string>, commit: string, uptimeSeconds: number) {
+export function healthReport(
+  probe: Probe,
+  files: Map<string, string>,
+  commit: string,
+  uptimeSeconds: number,
+) {
   const applied = new Set(probe.appliedVersions)
   return {
     status: probe.ok ? 'ok' : 'degraded',
@@ -34,7 +39,9 @@ export function healthReport(probe: Probe, files: Map<string, string>, commit: s
     commit,
     uptime_seconds: Math.floor(uptimeSeconds),
     // Unknown while the database is unreachable.
-    unapplied_migrations: probe.ok ? [...files.keys()].sort().filter((v) => !applied.has(v)).map((v) => files.get(v)!) : null,
+    unapplied_migrations: probe.ok
+      ? [...files.keys()].sort().filter((v) => !applied.has(v)).map((v) => files.get(v)!)
+      : null,
   }
 }
 
@@ -48,7 +55,9 @@ const Health = z.object({
     job_name: z.string(),
     schedule: z.string(),
     active: z.boolean(),
-    last_status: z.string().nullable().describe('cron.job_run_details status of the last run (succeeded, failed, running); null: never ran'),
+    last_status: z.string().nullable().describe(
+      'cron.job_run_details status of the last run (succeeded, failed, running); null: never ran',
+    ),
     last_started_at: z.string().nullable(),
     last_finished_at: z.string().nullable(),
     last_message: z.string().nullable(),
@@ -58,10 +67,16 @@ const Health = z.object({
 export const adminRoutes = routeModule()
   .openapi(
     endpoint({
-      method: 'get', path: '/admin/health', tag: 'Admin', auth: 'bearer', errors: [403], response: Health,
+      method: 'get',
+      path: '/admin/health',
+      tag: 'Admin',
+      auth: 'bearer',
+      errors: [403],
+      response: Health,
       summary: 'Production health (super admin)',
-      description: 'degraded when the database round trip fails (SPEC Errors 5). The caller must be a super admin ' +
-        '(profiles.role; while the database is unreachable, the token\'s user_role claim).',
+      description:
+        'degraded when the database round trip fails (SPEC Errors 5). The caller must be a super admin ' +
+        "(profiles.role; while the database is unreachable, the token's user_role claim).",
     }),
     async (c) => {
       const { degraded } = await superAdminEvenIfDegraded(c.var.caller)
@@ -70,7 +85,11 @@ export const adminRoutes = routeModule()
       if (!degraded) {
         try {
           const { data, error } = await c.var.db.rpc('applied_migrations')
-          probe = { ok: !error, latencyMs: performance.now() - t0, appliedVersions: (data ?? []).map((r: { version: string }) => r.version) }
+          probe = {
+            ok: !error,
+            latencyMs: performance.now() - t0,
+            appliedVersions: (data ?? []).map((r: { version: string }) => r.version),
+          }
           if (error) console.error('health probe failed', error)
         } catch (e) {
           console.error('health probe failed', e)
@@ -83,6 +102,9 @@ export const adminRoutes = routeModule()
         if (jobs.error) console.error('health: cron job status failed', jobs.error)
         else cron = jobs.data
       }
-      return c.json({ ...healthReport(probe, await migrationFiles(), commit, (Date.now() - startedAt) / 1000), cron })
+      return c.json({
+        ...healthReport(probe, await migrationFiles(), commit, (Date.now() - startedAt) / 1000),
+        cron,
+      })
     },
   )

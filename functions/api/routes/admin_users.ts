@@ -12,7 +12,9 @@ const ROLES = ['user', 'super_admin'] as const
 
 const UsersQuery = z.object({
   ...pageQuery,
-  q: z.string().trim().min(1).max(200).optional().openapi({ description: 'Part of the e-mail address or the name' }),
+  q: z.string().trim().min(1).max(200).optional().openapi({
+    description: 'Part of the e-mail address or the name',
+  }),
 }).strict()
 
 const AdminUser = z.object({
@@ -55,9 +57,13 @@ const tag = 'Admin'
 export const adminUserRoutes = routeModule()
   .openapi(
     endpoint({
-      method: 'get', path: '/admin/users', tag, auth: 'superAdmin', query: UsersQuery,
+      method: 'get',
+      path: '/admin/users',
+      tag,
+      auth: 'superAdmin',
+      query: UsersQuery,
       response: z.object({ users: z.array(AdminUser), next_cursor: NextCursor }),
-      summary: 'Users, newest first, with drops balance and this month\'s token usage',
+      summary: "Users, newest first, with drops balance and this month's token usage",
       description: 'Searchable by e-mail or name (`q`); one database query per page.',
     }),
     async (c) => {
@@ -77,11 +83,18 @@ export const adminUserRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'put', path: '/admin/users/{id}/role', tag, auth: 'superAdmin', params: idParams('id'), body: RoleBody,
-      response: RoleChange, errors: [409],
-      summary: 'Change a user\'s role (user or super_admin)',
-      description: 'Audited in role_changes (who, whom, old and new role, when). The last super admin cannot be ' +
-        'demoted (409). Takes effect on the user\'s next request.',
+      method: 'put',
+      path: '/admin/users/{id}/role',
+      tag,
+      auth: 'superAdmin',
+      params: idParams('id'),
+      body: RoleBody,
+      response: RoleChange,
+      errors: [409],
+      summary: "Change a user's role (user or super_admin)",
+      description:
+        'Audited in role_changes (who, whom, old and new role, when). The last super admin cannot be ' +
+        "demoted (409). Takes effect on the user's next request.",
     }),
     async (c) => {
       const { id } = c.req.valid('param')
@@ -91,7 +104,11 @@ export const adminUserRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'get', path: '/admin/conversion/rates', tag, auth: 'superAdmin', query: z.object(pageQuery).strict(),
+      method: 'get',
+      path: '/admin/conversion/rates',
+      tag,
+      auth: 'superAdmin',
+      query: z.object(pageQuery).strict(),
       response: z.object({ current: orNull(Rate), history: z.array(Rate), next_cursor: NextCursor }),
       summary: 'The tokens-to-drops rate in force and every rate ever set (newest effective first)',
     }),
@@ -106,7 +123,9 @@ export const adminUserRoutes = routeModule()
       }
       const [current, rows] = await Promise.all([
         c.var.db.rpc('current_token_conversion_rate').select(RATE_COLUMNS).maybeSingle(),
-        query.order('effective_at', { ascending: false }).order('id', { ascending: false }).limit(q.limit + 1),
+        query.order('effective_at', { ascending: false }).order('id', { ascending: false }).limit(
+          q.limit + 1,
+        ),
       ])
       const rates = unwrap(rows)
       const history = rates.slice(0, q.limit)
@@ -114,13 +133,20 @@ export const adminUserRoutes = routeModule()
       return c.json({
         current: unwrap(current),
         history,
-        next_cursor: rates.length > q.limit ? encodeCursor({ created_at: last.effective_at, id: last.id }) : null,
+        next_cursor: rates.length > q.limit
+          ? encodeCursor({ created_at: last.effective_at, id: last.id })
+          : null,
       })
     },
   )
   .openapi(
     endpoint({
-      method: 'post', path: '/admin/conversion/rates', tag, auth: 'superAdmin', body: NewRate, status: 201,
+      method: 'post',
+      path: '/admin/conversion/rates',
+      tag,
+      auth: 'superAdmin',
+      body: NewRate,
+      status: 201,
       response: z.object({ rate: Rate, current: orNull(Rate) }),
       summary: 'Set a new tokens-to-drops rate',
       description: 'In force at once (or from effective_at); earlier rates stay in the history unchanged.',
@@ -130,7 +156,9 @@ export const adminUserRoutes = routeModule()
       const rate = unwrap(
         await c.var.db.from('token_conversion_rates').insert(body).select(RATE_COLUMNS).single(),
       )
-      const current = unwrap(await c.var.db.rpc('current_token_conversion_rate').select(RATE_COLUMNS).maybeSingle())
+      const current = unwrap(
+        await c.var.db.rpc('current_token_conversion_rate').select(RATE_COLUMNS).maybeSingle(),
+      )
       return c.json({ rate, current: current as z.infer<typeof Rate> | null }, 201)
     },
   )

@@ -9,7 +9,12 @@ const VerifyBody = z.object({ token: z.string().min(1).max(8192) })
 export const authRoutes = routeModule()
   .openapi(
     endpoint({
-      method: 'post', path: '/auth/verify', tag: 'Session', auth: 'none', body: VerifyBody, errors: [401],
+      method: 'post',
+      path: '/auth/verify',
+      tag: 'Session',
+      auth: 'none',
+      body: VerifyBody,
+      errors: [401],
       summary: 'Verify an access token',
       description: 'The token of a stopped or expired impersonation session is no longer valid (401).',
       response: z.object({ user: z.object({ id: z.string(), email: z.string().nullable() }) }),

@@ -34,29 +34,40 @@ const JobReply = z.object({
     successful: z.number().int(),
     failed: z.number().int(),
     errors: z.array(z.string()),
-    remaining: z.number().int().openapi({ description: 'Due users left for later invocations (pg_cron calls again while > 0)' }),
+    remaining: z.number().int().openapi({
+      description: 'Due users left for later invocations (pg_cron calls again while > 0)',
+    }),
   }),
 }).openapi('AnalyzeNotesResult')
 
 export const chatRoutes = routeModule()
   .openapi(
     endpoint({
-      method: 'post', path: '/chat/cron/analyze-notes', tag, auth: { cron: 'chat' },
-      summary: 'Analyse recent notes of a chunk of due users (scheduled 0 2 * * *, repeated while users remain)',
-      description: 'Users with read_notes_enabled and entries in the last 7 days (at most 50 read), one analysis per user per UTC day. ' +
+      method: 'post',
+      path: '/chat/cron/analyze-notes',
+      tag,
+      auth: { cron: 'chat' },
+      summary:
+        'Analyse recent notes of a chunk of due users (scheduled 0 2 * * *, repeated while users remain)',
+      description:
+        'Users with read_notes_enabled and entries in the last 7 days (at most 50 read), one analysis per user per UTC day. ' +
         'Per-user failures are listed in results.errors; the run itself succeeds.',
       response: JobReply,
     }),
     async (c) => {
       const results = await analyzeNotes()
-      const message = `Analysed ${results.successful} of ${results.total} users (${results.failed} failed, ${results.remaining} remaining)`
+      const message =
+        `Analysed ${results.successful} of ${results.total} users (${results.failed} failed, ${results.remaining} remaining)`
       return c.json({ success: true, message, results })
     },
   )
   .openapi(
     endpoint({
-      method: 'get', path: '/chat/analysis/latest', tag, auth: 'bearer',
-      summary: 'The caller\'s latest note analysis (null before the first)',
+      method: 'get',
+      path: '/chat/analysis/latest',
+      tag,
+      auth: 'bearer',
+      summary: "The caller's latest note analysis (null before the first)",
       response: z.object({ analysis: orNull(Analysis) }),
     }),
     async (c) => {

@@ -4,12 +4,20 @@ import { unwrap } from '../../_shared/errors.ts'
 import { newestFirstPage, pageQuery } from '../../_shared/pagination.ts'
 import { endpoint, NextCursor, routeModule } from '../openapi.ts'
 
-const TRANSACTION_TYPES = ['signup_bonus', 'monthly_recurring', 'purchase', 'refund', 'admin_adjustment'] as const
+const TRANSACTION_TYPES = [
+  'signup_bonus',
+  'monthly_recurring',
+  'purchase',
+  'refund',
+  'admin_adjustment',
+] as const
 
 const HistoryQuery = z.object({ ...pageQuery, type: z.enum(TRANSACTION_TYPES).optional() }).strict()
 
 const Transaction = z.object({
-  id: z.number().int().openapi({ description: 'The ledger row\'s id (a bigint identity, as /rest/v1 returns it).' }),
+  id: z.number().int().openapi({
+    description: "The ledger row's id (a bigint identity, as /rest/v1 returns it).",
+  }),
   amount: z.number().int(),
   type: z.enum(TRANSACTION_TYPES),
   description: z.string().nullable(),
@@ -25,18 +33,28 @@ const tag = 'Drops'
 export const dropsRoutes = routeModule()
   .openapi(
     endpoint({
-      method: 'get', path: '/drops/balance', tag, auth: 'bearer', summary: 'The caller\'s balance',
+      method: 'get',
+      path: '/drops/balance',
+      tag,
+      auth: 'bearer',
+      summary: "The caller's balance",
       response: z.object({ balance: z.number().int() }),
     }),
     async (c) => {
-      const data = unwrap(await c.var.db.from('profiles').select('drops_balance').eq('id', c.var.caller.id).single())
+      const data = unwrap(
+        await c.var.db.from('profiles').select('drops_balance').eq('id', c.var.caller.id).single(),
+      )
       return c.json({ balance: data.drops_balance })
     },
   )
   .openapi(
     endpoint({
-      method: 'get', path: '/drops/transactions', tag, auth: 'bearer', query: HistoryQuery,
-      summary: 'The caller\'s ledger, newest first',
+      method: 'get',
+      path: '/drops/transactions',
+      tag,
+      auth: 'bearer',
+      query: HistoryQuery,
+      summary: "The caller's ledger, newest first",
       response: z.object({ transactions: z.array(Transaction), next_cursor: NextCursor }),
     }),
     async (c) => {
@@ -51,25 +69,52 @@ export const dropsRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'post', path: '/drops/award-monthly', tag, auth: 'bearer',
-      summary: 'This month\'s award for the caller, once (30, or 250 for premium)',
-      response: z.object({ awarded: z.boolean(), amount: z.number().int().nullable(), month: z.string(), balance: z.number().int() }),
+      method: 'post',
+      path: '/drops/award-monthly',
+      tag,
+      auth: 'bearer',
+      summary: "This month's award for the caller, once (30, or 250 for premium)",
+      response: z.object({
+        awarded: z.boolean(),
+        amount: z.number().int().nullable(),
+        month: z.string(),
+        balance: z.number().int(),
+      }),
     }),
     async (c) => {
       const r = unwrap(await c.var.db.rpc('award_monthly_drops').single())
-      return c.json({ awarded: r.awarded, amount: r.amount, month: r.award_month.slice(0, 7), balance: r.balance })
+      return c.json({
+        awarded: r.awarded,
+        amount: r.amount,
+        month: r.award_month.slice(0, 7),
+        balance: r.balance,
+      })
     },
   )
   .openapi(
     endpoint({
-      method: 'post', path: '/drops/cron/award-monthly-all', tag, auth: { cron: 'drops' },
-      summary: 'This month\'s award for every user (scheduled 0 0 1 * *)',
-      description: 'When DROPS_CRON_SECRET is unset, a super-admin or service-role bearer token is required instead.',
-      response: z.object({ success: z.boolean(), month: z.string(), awarded: z.number().int(), skipped: z.number().int() }),
+      method: 'post',
+      path: '/drops/cron/award-monthly-all',
+      tag,
+      auth: { cron: 'drops' },
+      summary: "This month's award for every user (scheduled 0 0 1 * *)",
+      description:
+        'When DROPS_CRON_SECRET is unset, a super-admin or service-role bearer token is required instead.',
+      response: z.object({
+        success: z.boolean(),
+        month: z.string(),
+        awarded: z.number().int(),
+        skipped: z.number().int(),
+      }),
     }),
     async (c) => {
       const r = unwrap(await c.var.db.rpc('award_monthly_drops_all').single())
       console.log(`award-monthly-all ${r.award_month}: awarded ${r.awarded}, skipped ${r.skipped}`)
-      return c.json({ success: true, month: r.award_month.slice(0, 7), awarded: r.awarded, skipped: r.skipped })
+      return c.json({
+        success: true,
+        month: r.award_month.slice(0, 7),
+        awarded: r.awarded,
+        skipped: r.skipped,
+      })
     },
   )

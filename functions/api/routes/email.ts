@@ -30,7 +30,9 @@ const SendRequest = z.object({
   html: z.string().max(EMAIL_LIMITS.html).optional(),
   text: z.string().max(EMAIL_LIMITS.text).optional(),
 }).strict().superRefine((b, ctx) => {
-  if (!b.html?.trim() && !b.text?.trim()) ctx.addIssue({ code: 'custom', path: ['text'], message: 'html or text is required' })
+  if (!b.html?.trim() && !b.text?.trim()) {
+    ctx.addIssue({ code: 'custom', path: ['text'], message: 'html or text is required' })
+  }
 }).openapi('EmailSendRequest')
 
 const EmailMessage = z.object({
@@ -49,8 +51,15 @@ type EmailMessageRow = z.infer<typeof EmailMessage>
 const COLUMNS = 'id, user_id, to_address, subject, provider_id, status, error, created_at, updated_at'
 /** The documented fields of a row; its status is one the table's check constraint allows. */
 const shape = (m: Omit<EmailMessageRow, 'status'> & { status: string }): EmailMessageRow => ({
-  id: m.id, user_id: m.user_id, to_address: m.to_address, subject: m.subject, provider_id: m.provider_id,
-  status: m.status as EmailMessageRow['status'], error: m.error, created_at: m.created_at, updated_at: m.updated_at,
+  id: m.id,
+  user_id: m.user_id,
+  to_address: m.to_address,
+  subject: m.subject,
+  provider_id: m.provider_id,
+  status: m.status as EmailMessageRow['status'],
+  error: m.error,
+  created_at: m.created_at,
+  updated_at: m.updated_at,
 })
 
 /** The client's Idempotency-Key (printable ASCII), or a fresh one for a request without it. */
@@ -72,7 +81,11 @@ const tag = 'E-mail'
 export const emailRoutes = routeModule()
   .openapi(
     endpoint({
-      method: 'post', path: '/email/send', tag, auth: 'bearer', body: SendRequest,
+      method: 'post',
+      path: '/email/send',
+      tag,
+      auth: 'bearer',
+      body: SendRequest,
       summary: 'Send an e-mail (to yourself; super admins to anyone)',
       description: 'Ordinary users may send only to their own verified address; super admins to anyone. ' +
         'At most the daily cap (default 20) per user in any 24 hours (429). Suppressed (bounced/complained) ' +
@@ -80,16 +93,24 @@ export const emailRoutes = routeModule()
         'instead of sending again (409 if reused for a different e-mail). 503 when RESEND_API_KEY or EMAIL_FROM is not set.',
       response: z.object({ message: z.string(), email: EmailMessage }),
       errors: [403, 409, 422, 429, 502],
-      idempotencyKey: '1..200 printable ASCII characters. A retry with the same key returns the first result instead ' +
+      idempotencyKey:
+        '1..200 printable ASCII characters. A retry with the same key returns the first result instead ' +
         'of sending again; the same key for a different e-mail is 409.',
     }),
     async (c) => {
       const mail = c.req.valid('json')
       const key = idempotencyKey(c.req.header('idempotency-key'))
       requireResend()
-      const hash = await sha256(JSON.stringify([mail.to.toLowerCase(), mail.subject, mail.html ?? null, mail.text ?? null]))
+      const hash = await sha256(
+        JSON.stringify([mail.to.toLowerCase(), mail.subject, mail.html ?? null, mail.text ?? null]),
+      )
       const begun = unwrap(
-        await c.var.db.rpc('begin_email_send', { to_address: mail.to, subject: mail.subject, idempotency_key: key, request_hash: hash }).single(),
+        await c.var.db.rpc('begin_email_send', {
+          to_address: mail.to,
+          subject: mail.subject,
+          idempotency_key: key,
+          request_hash: hash,
+        }).single(),
       )
       const logged = begun.message
       if (begun.existing && logged.status !== 'sending' && logged.status !== 'failed') {
@@ -105,7 +126,11 @@ export const emailRoutes = routeModule()
         throw new HttpError(409, 'Idempotency-Key: the same e-mail is being sent right now; retry shortly')
       }
       if ('error' in sent) {
-        const { error } = await finish(null, 'failed', sent.error.message ?? sent.error.name ?? 'provider error')
+        const { error } = await finish(
+          null,
+          'failed',
+          sent.error.message ?? sent.error.name ?? 'provider error',
+        )
         if (error) console.error(`e-mail ${logged.id}: could not log the failure`, error)
         throw fromResend(sent.error)
       }
@@ -113,15 +138,22 @@ export const emailRoutes = routeModule()
       if (error) {
         // Sent, but the log could not be updated: say so rather than invite a second send.
         console.error(`e-mail ${logged.id} sent as ${sent.id}, log not updated`, error)
-        return c.json({ message: 'E-mail sent', email: shape({ ...logged, provider_id: sent.id, status: 'sent' }) })
+        return c.json({
+          message: 'E-mail sent',
+          email: shape({ ...logged, provider_id: sent.id, status: 'sent' }),
+        })
       }
       return c.json({ message: 'E-mail sent', email: shape(data) })
     },
   )
   .openapi(
     endpoint({
-      method: 'get', path: '/email/messages', tag, auth: 'bearer', query: z.object(pageQuery).strict(),
-      summary: 'The caller\'s sent e-mail, newest first',
+      method: 'get',
+      path: '/email/messages',
+      tag,
+      auth: 'bearer',
+      query: z.object(pageQuery).strict(),
+      summary: "The caller's sent e-mail, newest first",
       response: z.object({ messages: z.array(EmailMessage), next_cursor: NextCursor }),
     }),
     async (c) => {
@@ -133,9 +165,13 @@ export const emailRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'post', path: '/email/webhook', tag, auth: { signature: 'svix' },
+      method: 'post',
+      path: '/email/webhook',
+      tag,
+      auth: { signature: 'svix' },
       summary: 'Resend events (Svix-signed): delivery, bounces, complaints, inbound mail',
-      description: 'The body is a Resend webhook event, verified with RESEND_WEBHOOK_SECRET over the raw body and the ' +
+      description:
+        'The body is a Resend webhook event, verified with RESEND_WEBHOOK_SECRET over the raw body and the ' +
         'svix-id/svix-timestamp/svix-signature headers (±5 minutes) before it is parsed. Each event is stored once by ' +
         'svix-id; bounced (not transient) and complained recipients are suppressed; email.received is stored with its ' +
         'body fetched from Resend. A signed event that cannot be applied (malformed, a value the database refuses) is ' +
@@ -155,7 +191,9 @@ export const emailRoutes = routeModule()
       if (!headers) throw badRequest('svix-id, svix-timestamp, svix-signature: headers are required')
       if (headers['svix-id'].length > 255) throw badRequest('svix-id: at most 255 characters')
       const secret = optionalEnv('RESEND_WEBHOOK_SECRET')
-      if (!secret) throw unavailable('The e-mail webhook is not configured (RESEND_WEBHOOK_SECRET is not set)')
+      if (!secret) {
+        throw unavailable('The e-mail webhook is not configured (RESEND_WEBHOOK_SECRET is not set)')
+      }
       try {
         verifySvixSignature(raw, headers, secret)
       } catch (e) {
@@ -169,11 +207,19 @@ export const emailRoutes = routeModule()
       const ignore = async (type: string | null, payload: unknown, reason: string) => {
         console.error(`resend event ${svixId} (${type ?? 'no type'}) ignored: ${reason}`)
         const record = (payload: unknown, reason: string) =>
-          db.rpc('record_ignored_email_event', { svix_id: svixId, event_type: type, payload, reason: storableText(reason, 2000) })
+          db.rpc('record_ignored_email_event', {
+            svix_id: svixId,
+            event_type: type,
+            payload,
+            reason: storableText(reason, 2000),
+          })
         let { data, error, status } = await record(payload, reason)
         if (error && refusedAsBadData(error, status)) {
           // The payload itself refused: keep the raw text instead, and say why.
-          ;({ data, error, status } = await record(rawPayload(raw), `${reason} (payload kept as text: ${error.message})`))
+          ;({ data, error, status } = await record(
+            rawPayload(raw),
+            `${reason} (payload kept as text: ${error.message})`,
+          ))
         }
         if (error) throw webhookDbFailure(error, `resend event ${svixId}: recording it as ignored`)
         return reply(data as 'ignored' | 'replay', reason)
@@ -183,7 +229,11 @@ export const emailRoutes = routeModule()
       if (plan.action === 'ignore') return await ignore(plan.type, plan.payload, plan.reason)
       // Inbound events carry metadata only; the body is fetched (a failure answers 502: Resend retries).
       const inbound = plan.inboundEmailId ? await inboundBody(plan.inboundEmailId) : null
-      const { data: outcome, error, status } = await db.rpc('record_email_event', { svix_id: svixId, payload: plan.event, inbound })
+      const { data: outcome, error, status } = await db.rpc('record_email_event', {
+        svix_id: svixId,
+        payload: plan.event,
+        inbound,
+      })
       if (error && refusedAsBadData(error, status)) return await ignore(plan.type, plan.event, error.message)
       if (error) throw webhookDbFailure(error, `resend event ${svixId} not stored`)
       return reply(outcome as 'stored' | 'replay')

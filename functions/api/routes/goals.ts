@@ -55,7 +55,12 @@ const goalId = idParams('id')
 export const goalRoutes = routeModule()
   .openapi(
     endpoint({
-      method: 'get', path: '/goals', tag, auth: 'bearer', query: ListQuery, summary: 'The caller\'s goals, newest first',
+      method: 'get',
+      path: '/goals',
+      tag,
+      auth: 'bearer',
+      query: ListQuery,
+      summary: "The caller's goals, newest first",
       response: z.object({ goals: z.array(Goal), next_cursor: NextCursor }),
     }),
     async (c) => {
@@ -68,13 +73,21 @@ export const goalRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'get', path: '/goals/{id}', tag, auth: 'bearer', params: goalId, summary: 'A goal with its check-ins',
+      method: 'get',
+      path: '/goals/{id}',
+      tag,
+      auth: 'bearer',
+      params: goalId,
+      summary: 'A goal with its check-ins',
       response: Goal.extend({ check_ins: z.array(CheckIn) }),
     }),
     async (c) => {
       const { id } = c.req.valid('param')
       const goal = unwrap(
-        await c.var.db.from('goals').select(`${COLUMNS}, check_ins:goal_check_ins(${CHECK_IN_COLUMNS})`).eq('id', id)
+        await c.var.db.from('goals').select(`${COLUMNS}, check_ins:goal_check_ins(${CHECK_IN_COLUMNS})`).eq(
+          'id',
+          id,
+        )
           .order('created_at', { referencedTable: 'goal_check_ins', ascending: false }).maybeSingle(),
       )
       if (!goal) throw notFound('Goal not found')
@@ -82,12 +95,29 @@ export const goalRoutes = routeModule()
     },
   )
   .openapi(
-    endpoint({ method: 'post', path: '/goals', tag, auth: 'bearer', body: NewGoal, status: 201, response: Goal, summary: 'Create a goal' }),
-    async (c) => c.json(unwrap(await c.var.db.from('goals').insert(c.req.valid('json')).select(COLUMNS).single()), 201),
+    endpoint({
+      method: 'post',
+      path: '/goals',
+      tag,
+      auth: 'bearer',
+      body: NewGoal,
+      status: 201,
+      response: Goal,
+      summary: 'Create a goal',
+    }),
+    async (c) =>
+      c.json(unwrap(await c.var.db.from('goals').insert(c.req.valid('json')).select(COLUMNS).single()), 201),
   )
   .openapi(
     endpoint({
-      method: 'put', path: '/goals/{id}', tag, auth: 'bearer', params: goalId, body: GoalPatch, response: Goal, errors: [403],
+      method: 'put',
+      path: '/goals/{id}',
+      tag,
+      auth: 'bearer',
+      params: goalId,
+      body: GoalPatch,
+      response: Goal,
+      errors: [403],
       summary: 'Change a goal',
     }),
     async (c) => {
@@ -101,7 +131,13 @@ export const goalRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'delete', path: '/goals/{id}', tag, auth: 'bearer', params: goalId, response: Message, errors: [403],
+      method: 'delete',
+      path: '/goals/{id}',
+      tag,
+      auth: 'bearer',
+      params: goalId,
+      response: Message,
+      errors: [403],
       summary: 'Delete a goal',
     }),
     async (c) => {
@@ -113,8 +149,17 @@ export const goalRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'post', path: '/goals/{id}/check-ins', tag, auth: 'bearer', params: goalId, body: NewCheckIn,
-      bodyRequired: false, status: 201, response: CheckIn, errors: [403], summary: 'Record a check-in on a goal',
+      method: 'post',
+      path: '/goals/{id}/check-ins',
+      tag,
+      auth: 'bearer',
+      params: goalId,
+      body: NewCheckIn,
+      bodyRequired: false,
+      status: 201,
+      response: CheckIn,
+      errors: [403],
+      summary: 'Record a check-in on a goal',
     }),
     async (c) => {
       const { id } = c.req.valid('param')
@@ -122,7 +167,10 @@ export const goalRoutes = routeModule()
       const goal = unwrap(await c.var.db.from('goals').select('user_id').eq('id', id).maybeSingle())
       if (!goal) throw notFound('Goal not found')
       if (goal.user_id !== c.var.caller.id) await refuseWrite(c.var.db, 'goals', { id }, 'goal')
-      const checkIn = unwrap(await c.var.db.from('goal_check_ins').insert({ goal_id: id, ...body }).select(CHECK_IN_COLUMNS).single())
+      const checkIn = unwrap(
+        await c.var.db.from('goal_check_ins').insert({ goal_id: id, ...body }).select(CHECK_IN_COLUMNS)
+          .single(),
+      )
       return c.json(checkIn, 201)
     },
   )

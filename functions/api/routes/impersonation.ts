@@ -28,8 +28,11 @@ const tag = 'Admin'
 export function signingSecret(env: (name: string) => string | undefined = optionalEnv): Uint8Array {
   const secret = env('JWT_SECRET') ?? env('SUPABASE_JWT_SECRET')
   if (!secret) {
-    throw new HttpError(501, 'Impersonation needs the project\'s HS256 JWT secret (JWT_SECRET); this project signs tokens ' +
-      'with an asymmetric key that only Supabase Auth holds, so the API cannot mint a token for another user')
+    throw new HttpError(
+      501,
+      "Impersonation needs the project's HS256 JWT secret (JWT_SECRET); this project signs tokens " +
+        'with an asymmetric key that only Supabase Auth holds, so the API cannot mint a token for another user',
+    )
   }
   return new TextEncoder().encode(secret)
 }
@@ -48,10 +51,17 @@ const AuditRow = z.object({
 export const impersonationRoutes = routeModule()
   .openapi(
     endpoint({
-      method: 'post', path: '/admin/impersonation', tag, auth: 'superAdmin', errors: [404, 409, 501], status: 201,
+      method: 'post',
+      path: '/admin/impersonation',
+      tag,
+      auth: 'superAdmin',
+      errors: [404, 409, 501],
+      status: 201,
       body: z.object({ user_id: uuid(), reason: z.string().trim().min(1).max(1000) }).strict(),
-      summary: 'Start impersonating a user (super admin): audited, with a mandatory reason; returns a token of at most 15 minutes',
-      description: 'Never another super admin (403) or an inactive user (409). The token carries `act: {sub: <admin id>}` and ' +
+      summary:
+        'Start impersonating a user (super admin): audited, with a mandatory reason; returns a token of at most 15 minutes',
+      description:
+        'Never another super admin (403) or an inactive user (409). The token carries `act: {sub: <admin id>}` and ' +
         '`impersonation_session`; every row written in the session (by the token or by the api on its behalf) and every ' +
         'mutating /api request made with it are recorded in impersonation_writes. 501 where the project cannot mint tokens.',
       response: z.object({
@@ -67,7 +77,9 @@ export const impersonationRoutes = routeModule()
       const secret = signingSecret() // before anything is written
       const session = unwrap(
         await c.var.db.rpc('start_impersonation', {
-          target_user_id: body.user_id, reason: body.reason, lifetime_seconds: IMPERSONATION_TOKEN_SECONDS,
+          target_user_id: body.user_id,
+          reason: body.reason,
+          lifetime_seconds: IMPERSONATION_TOKEN_SECONDS,
         }).single(),
       )
       const exp = Math.floor(new Date(session.expires_at).getTime() / 1000)
@@ -83,7 +95,9 @@ export const impersonationRoutes = routeModule()
         .setIssuedAt()
         .setExpirationTime(exp)
         .sign(secret)
-      console.log(`impersonation started: admin ${c.var.caller.id} as ${session.target_id}, session ${session.session_id}`)
+      console.log(
+        `impersonation started: admin ${c.var.caller.id} as ${session.target_id}, session ${session.session_id}`,
+      )
       return c.json({
         session_id: session.session_id,
         access_token: token,
@@ -95,22 +109,34 @@ export const impersonationRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'post', path: '/admin/impersonation/stop', tag, auth: 'bearer', errors: [403, 404], bodyRequired: false,
+      method: 'post',
+      path: '/admin/impersonation/stop',
+      tag,
+      auth: 'bearer',
+      errors: [403, 404],
+      bodyRequired: false,
       body: z.object({ session_id: uuid().optional() }).strict(),
-      summary: 'End an impersonation session: with the impersonation token itself, or as a super admin naming session_id',
-      description: 'From the next request on, the session\'s token gets 401 {error: "The impersonation session has ended"} ' +
+      summary:
+        'End an impersonation session: with the impersonation token itself, or as a super admin naming session_id',
+      description:
+        'From the next request on, the session\'s token gets 401 {error: "The impersonation session has ended"} ' +
         'everywhere: /api, PostgREST (reads included) and storage.',
       response: z.object({ session_id: z.string().nullable(), stopped: z.boolean() }),
     }),
     async (c) => {
-      const sessionId = c.req.valid('json')?.session_id ?? (c.var.caller.claims.impersonation_session as string | undefined) ?? null
+      const sessionId = c.req.valid('json')?.session_id ??
+        (c.var.caller.claims.impersonation_session as string | undefined) ?? null
       const stopped = unwrap(await c.var.db.rpc('stop_impersonation', { session_id: sessionId }))
       return c.json({ session_id: sessionId, stopped })
     },
   )
   .openapi(
     endpoint({
-      method: 'get', path: '/admin/impersonation/audit', tag, auth: 'superAdmin', query: z.object(pageQuery).strict(),
+      method: 'get',
+      path: '/admin/impersonation/audit',
+      tag,
+      auth: 'superAdmin',
+      query: z.object(pageQuery).strict(),
       summary: 'The impersonation audit trail, newest first (super admin); rows never change',
       response: z.object({
         audit: z.array(AuditRow),
@@ -119,7 +145,9 @@ export const impersonationRoutes = routeModule()
             `actor_role) and each mutating /api request (kind request: operation = method, detail.path); at most ${WRITES_ON_AUDIT_PAGE}`,
         ),
         writes_truncated: z.boolean()
-          .describe('True when the sessions did more than `writes` holds: page through GET /admin/impersonation/sessions/{id}/writes'),
+          .describe(
+            'True when the sessions did more than `writes` holds: page through GET /admin/impersonation/sessions/{id}/writes',
+          ),
         next_cursor: NextCursor,
       }),
     }),
@@ -132,14 +160,19 @@ export const impersonationRoutes = routeModule()
         const t = JSON.stringify(cursor.createdAt)
         query = query.or(`created_at.lt.${t},and(created_at.eq.${t},id.lt.${cursor.id})`)
       }
-      const rows = unwrap(await query.order('created_at', { ascending: false }).order('id', { ascending: false }).limit(q.limit + 1)) as
-        z.infer<typeof AuditRow>[]
+      const rows = unwrap(
+        await query.order('created_at', { ascending: false }).order('id', { ascending: false }).limit(
+          q.limit + 1,
+        ),
+      ) as z.infer<typeof AuditRow>[]
       const audit = rows.slice(0, q.limit)
       const sessions = [...new Set(audit.map((r) => r.session_id))]
       const writes = sessions.length
         ? unwrap(
           await c.var.db.from('impersonation_writes').select('*').in('session_id', sessions)
-            .order('created_at', { ascending: false }).order('id', { ascending: false }).limit(WRITES_ON_AUDIT_PAGE + 1),
+            .order('created_at', { ascending: false }).order('id', { ascending: false }).limit(
+              WRITES_ON_AUDIT_PAGE + 1,
+            ),
         )
         : []
       return c.json({
@@ -152,9 +185,14 @@ export const impersonationRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'get', path: '/admin/impersonation/sessions/{id}/writes', tag, auth: 'superAdmin',
-      params: z.object({ id: uuid() }), query: z.object(pageQuery).strict(),
-      summary: 'Everything one impersonation session did (each row written, each mutating request), newest first (super admin)',
+      method: 'get',
+      path: '/admin/impersonation/sessions/{id}/writes',
+      tag,
+      auth: 'superAdmin',
+      params: z.object({ id: uuid() }),
+      query: z.object(pageQuery).strict(),
+      summary:
+        'Everything one impersonation session did (each row written, each mutating request), newest first (super admin)',
       response: z.object({ writes: z.array(z.record(z.string(), z.unknown())), next_cursor: NextCursor }),
     }),
     async (c) => {

@@ -7,7 +7,12 @@ import { dailyCapOverride } from '../../_shared/ai_usage.ts'
 import { type Db, givenArgs } from '../../_shared/db.ts'
 import { badRequest, notFound, unwrap } from '../../_shared/errors.ts'
 import { decodeCursor, page, pageQuery } from '../../_shared/pagination.ts'
-import { applyEntryAnalysis, sha256Hex, startEntryAnalysis, toneAnalysisConfigured } from '../../_shared/tone.ts'
+import {
+  applyEntryAnalysis,
+  sha256Hex,
+  startEntryAnalysis,
+  toneAnalysisConfigured,
+} from '../../_shared/tone.ts'
 import { idParams, uuid } from '../../_shared/validation.ts'
 import { requireSharingTargets, sharingFields, VISIBILITY_LEVELS } from '../../_shared/visibility.ts'
 import { endpoint, Message, NextCursor, routeModule } from '../openapi.ts'
@@ -17,7 +22,9 @@ export const LIMITS = { title: 200, content: 100_000, mood: 50, tags: 20, tag: 5
 const title = z.string().trim().min(1).max(LIMITS.title)
 const content = z.string().max(LIMITS.content)
 const mood = z.string().trim().toLowerCase().min(1).max(LIMITS.mood)
-const tags = z.array(z.string().trim().min(1).max(LIMITS.tag)).max(LIMITS.tags).transform((t) => [...new Set(t)])
+const tags = z.array(z.string().trim().min(1).max(LIMITS.tag)).max(LIMITS.tags).transform((
+  t,
+) => [...new Set(t)])
 
 const NewEntry = z.object({
   title,
@@ -40,13 +47,15 @@ const EntryPatch = z.object({
 const FeedQuery = z.object({
   ...pageQuery,
   scope: z.enum(['own', 'visible']).default('own')
-    .openapi({ description: 'own: the caller\'s entries; visible: every entry the caller may see' }),
+    .openapi({ description: "own: the caller's entries; visible: every entry the caller may see" }),
   team_id: uuid().optional(),
   org_id: uuid().optional(),
   notebook_id: uuid().optional(),
   mood: mood.optional(),
   tag: z.string().trim().min(1).max(LIMITS.tag).optional(),
-  q: z.string().trim().min(1).max(200).optional().openapi({ description: 'Full-text search in title and visible content' }),
+  q: z.string().trim().min(1).max(200).optional().openapi({
+    description: 'Full-text search in title and visible content',
+  }),
 }).strict()
 
 const StatsQuery = z.object({ scope: FeedQuery.shape.scope }).strict()
@@ -68,8 +77,10 @@ export const EntrySchema = z.object({
   music_track_id: z.string().nullable(),
   created_at: z.string(),
   updated_at: z.string(),
-  background_url: z.string().nullable().describe('The entry\'s generated background image (POST /api/ai/generate-background)'),
-  tone_icon_url: z.string().nullable().describe('Icon of the viewer\'s active tone pack for the entry\'s mood'),
+  background_url: z.string().nullable().describe(
+    "The entry's generated background image (POST /api/ai/generate-background)",
+  ),
+  tone_icon_url: z.string().nullable().describe("Icon of the viewer's active tone pack for the entry's mood"),
   track: z.object({
     id: z.string(),
     name: z.string(),
@@ -87,23 +98,43 @@ const Stats = z.object({
   moods: z.array(z.object({ mood: z.string(), count: z.number().int() })),
 })
 
-type Entry = { id: string; user_id: string; created_at: string; updated_at: string; mood: string | null; title: string; content: string | null }
+type Entry = {
+  id: string
+  user_id: string
+  created_at: string
+  updated_at: string
+  mood: string | null
+  title: string
+  content: string | null
+}
 
 // Tone analysis (functions/_shared/tone.ts): on create it runs beside the insert; on update it
 // first asks the database whether the new text should be analysed (owner, text really changed,
 // mood not chosen by the user, daily cap), then runs beside the update. Never fails the write.
 function claimToneCall(db: Db) {
   return async () =>
-    (await db.rpc('claim_ai_calls', { usage_type: 'tone_analysis', daily_cap: dailyCapOverride('tone_analysis') })).data?.granted === 1
+    (await db.rpc('claim_ai_calls', {
+      usage_type: 'tone_analysis',
+      daily_cap: dailyCapOverride('tone_analysis'),
+    })).data?.granted === 1
 }
 
-async function planReanalysis(db: Db, id: string, patch: { title?: string; content?: string; mood?: string | null }) {
+async function planReanalysis(
+  db: Db,
+  id: string,
+  patch: { title?: string; content?: string; mood?: string | null },
+) {
   if (patch.content === undefined || patch.mood || !toneAnalysisConfigured()) return null
   const { data, error } = await db.rpc('begin_entry_tone_analysis', {
-    entry_id: id, content_sha256: await sha256Hex(patch.content), daily_cap: dailyCapOverride('tone_analysis'),
+    entry_id: id,
+    content_sha256: await sha256Hex(patch.content),
+    daily_cap: dailyCapOverride('tone_analysis'),
   })
   if (error || !data?.analyze) return null
-  return startEntryAnalysis({ title: patch.title ?? data.title, content: patch.content }, () => Promise.resolve(true))
+  return startEntryAnalysis(
+    { title: patch.title ?? data.title, content: patch.content },
+    () => Promise.resolve(true),
+  )
 }
 
 const tag = 'Journal'
@@ -111,7 +142,11 @@ const tag = 'Journal'
 export const journalRoutes = routeModule()
   .openapi(
     endpoint({
-      method: 'get', path: '/journal', tag, auth: 'bearer', query: FeedQuery,
+      method: 'get',
+      path: '/journal',
+      tag,
+      auth: 'bearer',
+      query: FeedQuery,
       summary: 'A page of entries, newest first',
       response: z.object({ entries: z.array(EntrySchema), next_cursor: NextCursor }),
     }),
@@ -119,18 +154,21 @@ export const journalRoutes = routeModule()
       const q = c.req.valid('query')
       const cursor = decodeCursor(q.before)
       const rows = unwrap(
-        await c.var.db.rpc('journal_feed', givenArgs({
-          scope: q.scope,
-          team_id: q.team_id,
-          org_id: q.org_id,
-          notebook_id: q.notebook_id,
-          mood: q.mood,
-          tag: q.tag,
-          search: q.q,
-          before_created_at: cursor?.createdAt,
-          before_id: cursor?.id,
-          page_size: q.limit + 1,
-        })),
+        await c.var.db.rpc(
+          'journal_feed',
+          givenArgs({
+            scope: q.scope,
+            team_id: q.team_id,
+            org_id: q.org_id,
+            notebook_id: q.notebook_id,
+            mood: q.mood,
+            tag: q.tag,
+            search: q.q,
+            before_created_at: cursor?.createdAt,
+            before_id: cursor?.id,
+            page_size: q.limit + 1,
+          }),
+        ),
       )
       const { items, next_cursor } = page(rows, q.limit)
       return c.json({ entries: items, next_cursor })
@@ -138,14 +176,22 @@ export const journalRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'get', path: '/journal/stats', tag, auth: 'bearer', query: StatsQuery,
-      summary: 'Counts, tags and moods over the entries in scope', response: Stats,
+      method: 'get',
+      path: '/journal/stats',
+      tag,
+      auth: 'bearer',
+      query: StatsQuery,
+      summary: 'Counts, tags and moods over the entries in scope',
+      response: Stats,
     }),
     async (c) => c.json(unwrap(await c.var.db.rpc('journal_stats', { scope: c.req.valid('query').scope }))),
   )
   .openapi(
     endpoint({
-      method: 'post', path: '/journal/backfill-mentions', tag, auth: 'bearer',
+      method: 'post',
+      path: '/journal/backfill-mentions',
+      tag,
+      auth: 'bearer',
       summary: 'Index mentions of older entries; repeat until remaining is 0',
       response: z.object({ remaining: z.number().int() }),
     }),
@@ -153,20 +199,34 @@ export const journalRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'get', path: '/journal/{id}', tag, auth: 'bearer', params: idParams('id'),
-      summary: 'One entry as the caller may see it', response: EntryReply,
+      method: 'get',
+      path: '/journal/{id}',
+      tag,
+      auth: 'bearer',
+      params: idParams('id'),
+      summary: 'One entry as the caller may see it',
+      response: EntryReply,
     }),
     async (c) => {
       const { id } = c.req.valid('param')
-      const entry = unwrap(await c.var.db.from('journal_entry_details').select('*').eq('id', id).maybeSingle())
+      const entry = unwrap(
+        await c.var.db.from('journal_entry_details').select('*').eq('id', id).maybeSingle(),
+      )
       if (!entry) throw notFound('Entry not found')
       return c.json({ entry })
     },
   )
   .openapi(
     endpoint({
-      method: 'post', path: '/journal', tag, auth: 'bearer', body: NewEntry, status: 201, response: EntryReply,
-      summary: 'Create an entry', description: 'Without a mood, tone analysis may set one (SPEC Tone analysis).',
+      method: 'post',
+      path: '/journal',
+      tag,
+      auth: 'bearer',
+      body: NewEntry,
+      status: 201,
+      response: EntryReply,
+      summary: 'Create an entry',
+      description: 'Without a mood, tone analysis may set one (SPEC Tone analysis).',
     }),
     async (c) => {
       const body = c.req.valid('json')
@@ -180,8 +240,15 @@ export const journalRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'put', path: '/journal/{id}', tag, auth: 'bearer', params: idParams('id'), body: EntryPatch,
-      summary: 'Change an entry (the owner)', response: EntryReply, errors: [403],
+      method: 'put',
+      path: '/journal/{id}',
+      tag,
+      auth: 'bearer',
+      params: idParams('id'),
+      body: EntryPatch,
+      summary: 'Change an entry (the owner)',
+      response: EntryReply,
+      errors: [403],
     }),
     async (c) => {
       const { id } = c.req.valid('param')
@@ -197,8 +264,14 @@ export const journalRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'delete', path: '/journal/{id}', tag, auth: 'bearer', params: idParams('id'),
-      summary: 'Delete an entry (the owner)', response: Message, errors: [403],
+      method: 'delete',
+      path: '/journal/{id}',
+      tag,
+      auth: 'bearer',
+      params: idParams('id'),
+      summary: 'Delete an entry (the owner)',
+      response: Message,
+      errors: [403],
     }),
     async (c) => {
       const { id } = c.req.valid('param')

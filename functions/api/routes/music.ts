@@ -67,9 +67,14 @@ const SyncAllResults = z.object({
 export const musicRoutes = routeModule()
   .openapi(
     endpoint({
-      method: 'post', path: '/music/connect', tag, auth: 'bearer', errors: [403, 503],
+      method: 'post',
+      path: '/music/connect',
+      tag,
+      auth: 'bearer',
+      errors: [403, 503],
       summary: 'Start connecting a music account (OAuth authorization code with PKCE)',
-      description: 'Open `authorizeUrl` in the browser; the provider returns to MUSIC_REDIRECT_URI with `code` and ' +
+      description:
+        'Open `authorizeUrl` in the browser; the provider returns to MUSIC_REDIRECT_URI with `code` and ' +
         '`state`, which go to GET /api/music/callback. The state is single use and expires in 10 minutes. ' +
         '403 inside an impersonation session: linking an outside account is for the user themselves.',
       response: z.object({ authorizeUrl: z.string(), state: z.string(), expires_at: z.string() }),
@@ -78,20 +83,28 @@ export const musicRoutes = routeModule()
       const cfg = configured()
       const state = newState()
       const verifier = newCodeVerifier()
-      const expires = unwrap(await c.var.db.rpc('music_begin_connect', { state_hash: stateHash(state), code_verifier: verifier }))
+      const expires = unwrap(
+        await c.var.db.rpc('music_begin_connect', { state_hash: stateHash(state), code_verifier: verifier }),
+      )
       return c.json({ authorizeUrl: authorizeUrl(cfg, state, verifier), state, expires_at: expires })
     },
   )
   .openapi(
     endpoint({
-      method: 'get', path: '/music/callback', tag, auth: 'none', errors: [502, 504],
-      summary: 'The provider\'s redirect: exchanges the code and stores the link',
+      method: 'get',
+      path: '/music/callback',
+      tag,
+      auth: 'none',
+      errors: [502, 504],
+      summary: "The provider's redirect: exchanges the code and stores the link",
       description: 'No bearer: the state is the credential. Unknown, used or expired state: 400. ' +
         'Redirects (302) to MUSIC_SUCCESS_URL when configured, else answers JSON.',
       query: z.object({
         state: z.string().min(1).max(200),
         code: z.string().min(1).max(2048).optional(),
-        error: z.string().max(200).optional().openapi({ description: 'Set by the provider when the user declined' }),
+        error: z.string().max(200).optional().openapi({
+          description: 'Set by the provider when the user declined',
+        }),
       }),
       response: Status,
     }),
@@ -102,24 +115,34 @@ export const musicRoutes = routeModule()
       const db = serviceDb()
       const [taken] = unwrap(await db.rpc('music_take_state', { state_hash: stateHash(q.state) }))
       if (taken.outcome !== 'ok') {
-        throw badRequest(`state: ${taken.outcome === 'used' ? 'already used' : taken.outcome === 'expired' ? 'expired' : 'unknown'}; connect again`)
+        throw badRequest(
+          `state: ${
+            taken.outcome === 'used' ? 'already used' : taken.outcome === 'expired' ? 'expired' : 'unknown'
+          }; connect again`,
+        )
       }
       if (q.error) throw badRequest(`the music provider did not authorize the connection: ${q.error}`)
       let link
       try {
         const tokens = await exchangeCode(cfg, q.code!, taken.code_verifier!)
-        if (!tokens.refresh_token) throw new MusicError('provider', 502, 'token endpoint answered without a refresh_token')
+        if (!tokens.refresh_token) {
+          throw new MusicError('provider', 502, 'token endpoint answered without a refresh_token')
+        }
         const id = await musicUserId(cfg, tokens.access_token)
-        link = unwrap(await db.rpc('music_save_link', {
-          user_id: taken.user_id,
-          music_user_id: id,
-          scope: tokens.scope ?? '',
-          access_token: tokens.access_token,
-          refresh_token: tokens.refresh_token,
-          expires_at: new Date(Date.now() + tokens.expires_in * 1000).toISOString(),
-        }))
+        link = unwrap(
+          await db.rpc('music_save_link', {
+            user_id: taken.user_id,
+            music_user_id: id,
+            scope: tokens.scope ?? '',
+            access_token: tokens.access_token,
+            refresh_token: tokens.refresh_token,
+            expires_at: new Date(Date.now() + tokens.expires_in * 1000).toISOString(),
+          }),
+        )
       } catch (e) {
-        if (e instanceof MusicError && e.kind === 'invalid_grant') throw badRequest(`code: the music provider refused it (${e.message})`)
+        if (e instanceof MusicError && e.kind === 'invalid_grant') {
+          throw badRequest(`code: the music provider refused it (${e.message})`)
+        }
         providerError(e)
       }
       if (cfg.successUrl) return c.redirect(cfg.successUrl, 302)
@@ -136,18 +159,30 @@ export const musicRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'get', path: '/music/status', tag, auth: 'bearer', errors: [503],
-      summary: 'The caller\'s music link', response: Status,
+      method: 'get',
+      path: '/music/status',
+      tag,
+      auth: 'bearer',
+      errors: [503],
+      summary: "The caller's music link",
+      response: Status,
     }),
     async (c) => {
       configured()
-      const row = unwrap(await c.var.db.from('music_connections')
-        .select('music_user_id, scope, connected_at, last_synced_at, needs_reconnect, last_error')
-        .eq('user_id', c.var.caller.id).maybeSingle())
+      const row = unwrap(
+        await c.var.db.from('music_connections')
+          .select('music_user_id, scope, connected_at, last_synced_at, needs_reconnect, last_error')
+          .eq('user_id', c.var.caller.id).maybeSingle(),
+      )
       if (!row) {
         return c.json({
-          connected: false, music_user_id: null, scope: null, connected_at: null, last_synced_at: null,
-          needs_reconnect: false, last_error: null,
+          connected: false,
+          music_user_id: null,
+          scope: null,
+          connected_at: null,
+          last_synced_at: null,
+          needs_reconnect: false,
+          last_error: null,
         })
       }
       return c.json({ connected: true, ...row } as z.infer<typeof Status>)
@@ -155,7 +190,11 @@ export const musicRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'delete', path: '/music/connection', tag, auth: 'bearer', errors: [503],
+      method: 'delete',
+      path: '/music/connection',
+      tag,
+      auth: 'bearer',
+      errors: [503],
       summary: 'Disconnect: removes tokens and link (plays stay unless purge=true)',
       query: z.object({ purge: z.enum(['true', 'false']).optional() }).strict(),
       response: z.object({ disconnected: z.boolean(), plays_removed: z.number().int() }),
@@ -168,9 +207,14 @@ export const musicRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'post', path: '/music/sync', tag, auth: 'bearer', errors: [404, 409, 429, 502, 504],
-      summary: 'Sync the caller\'s listening history now (per-user cooldown)',
-      description: '429 with Retry-After within MUSIC_SYNC_COOLDOWN_SECONDS of the previous call; 409 while ' +
+      method: 'post',
+      path: '/music/sync',
+      tag,
+      auth: 'bearer',
+      errors: [404, 409, 429, 502, 504],
+      summary: "Sync the caller's listening history now (per-user cooldown)",
+      description:
+        '429 with Retry-After within MUSIC_SYNC_COOLDOWN_SECONDS of the previous call; 409 while ' +
         'another sync holds the link or when the provider refused the stored token (connect again).',
       response: z.object({
         synced: z.boolean(),
@@ -181,11 +225,13 @@ export const musicRoutes = routeModule()
     async (c) => {
       const cfg = configured()
       const db = serviceDb()
-      const [claim] = unwrap(await db.rpc('music_claim_user', {
-        user_id: c.var.caller.id,
-        cooldown_seconds: cfg.cooldownSeconds,
-        lease_seconds: 300,
-      }))
+      const [claim] = unwrap(
+        await db.rpc('music_claim_user', {
+          user_id: c.var.caller.id,
+          cooldown_seconds: cfg.cooldownSeconds,
+          lease_seconds: 300,
+        }),
+      )
       if (claim.outcome === 'not_connected') throw notFound('No music account is connected')
       if (claim.outcome === 'needs_reconnect') throw conflict('The music account must be connected again')
       if (claim.outcome === 'busy') throw conflict('A sync of this account is already running')
@@ -198,16 +244,23 @@ export const musicRoutes = routeModule()
         return c.json({ synced: true, plays_added: r.plays_added, entries_linked: r.entries_linked })
       } catch (e) {
         const message = await recordFailure(db, c.var.caller.id, e)
-        if (e instanceof MusicError && e.kind === 'invalid_grant') throw conflict(`The music account must be connected again (${message})`)
+        if (e instanceof MusicError && e.kind === 'invalid_grant') {
+          throw conflict(`The music account must be connected again (${message})`)
+        }
         providerError(e)
       }
     },
   )
   .openapi(
     endpoint({
-      method: 'post', path: '/music/sync-all', tag, auth: { cron: 'music' }, errors: [503],
+      method: 'post',
+      path: '/music/sync-all',
+      tag,
+      auth: { cron: 'music' },
+      errors: [503],
       summary: 'Scheduled listening sync: one chunk of due links (pg_cron every 15 minutes)',
-      description: 'Claims up to `limit` (default MUSIC_SYNC_CHUNK) due links, oldest sync first, skipping links ' +
+      description:
+        'Claims up to `limit` (default MUSIC_SYNC_CHUNK) due links, oldest sync first, skipping links ' +
         'another run holds, so runs side by side share the work. Per-user failures are in `errors`.',
       body: z.object({
         limit: z.number().int().min(1).max(1000).optional(),
@@ -222,7 +275,8 @@ export const musicRoutes = routeModule()
       const results = await syncAll(cfg, c.var.db, limit ?? cfg.chunk)
       return c.json({
         success: true,
-        message: `Synced ${results.synced} of ${results.total} music links (${results.failed} failed, ${results.remaining} remaining)`,
+        message:
+          `Synced ${results.synced} of ${results.total} music links (${results.failed} failed, ${results.remaining} remaining)`,
         results,
       })
     },

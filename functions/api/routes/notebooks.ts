@@ -7,11 +7,14 @@ import { idParams } from '../../_shared/validation.ts'
 import { requireSharingTargets, sharingFields, VISIBILITY_LEVELS } from '../../_shared/visibility.ts'
 import { endpoint, Message, NextCursor, routeModule } from '../openapi.ts'
 
-const COLUMNS = 'id, user_id, name, metadata_visibility, content_visibility, team_id, org_id, created_at, updated_at'
+const COLUMNS =
+  'id, user_id, name, metadata_visibility, content_visibility, team_id, org_id, created_at, updated_at'
 
 const name = z.string().trim().min(1).max(200)
 const NewNotebook = z.object({ name, ...sharingFields }).strict().superRefine(requireSharingTargets)
-const NotebookPatch = z.object({ name: name.optional(), ...sharingFields }).strict().superRefine(requireSharingTargets)
+const NotebookPatch = z.object({ name: name.optional(), ...sharingFields }).strict().superRefine(
+  requireSharingTargets,
+)
 const ListQuery = z.object(pageQuery).strict()
 
 const Notebook = z.object({
@@ -32,7 +35,12 @@ const notebookId = idParams('id')
 export const notebookRoutes = routeModule()
   .openapi(
     endpoint({
-      method: 'get', path: '/notebooks', tag, auth: 'bearer', query: ListQuery, summary: 'The caller\'s notebooks',
+      method: 'get',
+      path: '/notebooks',
+      tag,
+      auth: 'bearer',
+      query: ListQuery,
+      summary: "The caller's notebooks",
       response: z.object({ notebooks: z.array(Notebook), next_cursor: NextCursor }),
     }),
     async (c) => {
@@ -42,21 +50,51 @@ export const notebookRoutes = routeModule()
     },
   )
   .openapi(
-    endpoint({ method: 'get', path: '/notebooks/{id}', tag, auth: 'bearer', params: notebookId, response: Notebook, summary: 'A notebook' }),
+    endpoint({
+      method: 'get',
+      path: '/notebooks/{id}',
+      tag,
+      auth: 'bearer',
+      params: notebookId,
+      response: Notebook,
+      summary: 'A notebook',
+    }),
     async (c) => {
-      const notebook = unwrap(await c.var.db.from('notebooks').select(COLUMNS).eq('id', c.req.valid('param').id).maybeSingle())
+      const notebook = unwrap(
+        await c.var.db.from('notebooks').select(COLUMNS).eq('id', c.req.valid('param').id).maybeSingle(),
+      )
       if (!notebook) throw notFound('Notebook not found')
       return c.json(notebook)
     },
   )
   .openapi(
-    endpoint({ method: 'post', path: '/notebooks', tag, auth: 'bearer', body: NewNotebook, status: 201, response: Notebook, summary: 'Create a notebook' }),
-    async (c) => c.json(unwrap(await c.var.db.from('notebooks').insert(c.req.valid('json')).select(COLUMNS).single()), 201),
+    endpoint({
+      method: 'post',
+      path: '/notebooks',
+      tag,
+      auth: 'bearer',
+      body: NewNotebook,
+      status: 201,
+      response: Notebook,
+      summary: 'Create a notebook',
+    }),
+    async (c) =>
+      c.json(
+        unwrap(await c.var.db.from('notebooks').insert(c.req.valid('json')).select(COLUMNS).single()),
+        201,
+      ),
   )
   .openapi(
     endpoint({
-      method: 'put', path: '/notebooks/{id}', tag, auth: 'bearer', params: notebookId, body: NotebookPatch, response: Notebook,
-      errors: [403], summary: 'Change a notebook; inheriting entries follow at once',
+      method: 'put',
+      path: '/notebooks/{id}',
+      tag,
+      auth: 'bearer',
+      params: notebookId,
+      body: NotebookPatch,
+      response: Notebook,
+      errors: [403],
+      summary: 'Change a notebook; inheriting entries follow at once',
     }),
     async (c) => {
       const { id } = c.req.valid('param')
@@ -69,7 +107,13 @@ export const notebookRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'delete', path: '/notebooks/{id}', tag, auth: 'bearer', params: notebookId, response: Message, errors: [403],
+      method: 'delete',
+      path: '/notebooks/{id}',
+      tag,
+      auth: 'bearer',
+      params: notebookId,
+      response: Message,
+      errors: [403],
       summary: 'Delete a notebook (its entries are kept)',
     }),
     async (c) => {

@@ -12,7 +12,9 @@ const tag = 'Notifications'
 const Notification = z.object({
   id: z.string(),
   user_id: z.string(),
-  type: z.string().describe('area.event, e.g. workout.baton_pass, workout.checkin_reminder, workout.chain_broken, workout.battle_result'),
+  type: z.string().describe(
+    'area.event, e.g. workout.baton_pass, workout.checkin_reminder, workout.chain_broken, workout.battle_result',
+  ),
   payload: z.record(z.string(), z.unknown()),
   created_at: z.string(),
   read_at: z.string().nullable(),
@@ -21,9 +23,16 @@ const Notification = z.object({
 export const notificationRoutes = routeModule()
   .openapi(
     endpoint({
-      method: 'get', path: '/notifications', tag, auth: 'bearer',
-      query: z.object({ ...pageQuery, unread: z.enum(['true', 'false']).optional(), type: z.string().max(100).optional() }).strict(),
-      summary: 'The caller\'s notifications, newest first',
+      method: 'get',
+      path: '/notifications',
+      tag,
+      auth: 'bearer',
+      query: z.object({
+        ...pageQuery,
+        unread: z.enum(['true', 'false']).optional(),
+        type: z.string().max(100).optional(),
+      }).strict(),
+      summary: "The caller's notifications, newest first",
       response: z.object({ notifications: z.array(Notification), next_cursor: NextCursor }),
     }),
     async (c) => {
@@ -38,9 +47,14 @@ export const notificationRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'post', path: '/notifications/read', tag, auth: 'bearer', bodyRequired: false,
+      method: 'post',
+      path: '/notifications/read',
+      tag,
+      auth: 'bearer',
+      bodyRequired: false,
       body: z.object({ ids: z.array(uuid()).min(1).max(500).optional() }).strict(),
-      summary: 'Mark the given notifications (or all) read', response: z.object({ marked: z.number().int() }),
+      summary: 'Mark the given notifications (or all) read',
+      response: z.object({ marked: z.number().int() }),
     }),
     async (c) => {
       const ids = c.req.valid('json')?.ids ?? null

@@ -44,47 +44,81 @@ const orgMember = idParams('id', 'userId')
 export const organizationRoutes = routeModule()
   .openapi(
     endpoint({
-      method: 'get', path: '/organizations', tag, auth: 'bearer', query: z.object(pageQuery).strict(),
+      method: 'get',
+      path: '/organizations',
+      tag,
+      auth: 'bearer',
+      query: z.object(pageQuery).strict(),
       summary: 'Organizations the caller belongs to (super admins: all)',
       response: z.object({ organizations: z.array(Organization), next_cursor: NextCursor }),
     }),
     async (c) => {
-      const { items, next_cursor } = await newestFirstPage(c.var.db.from('organizations').select(COLUMNS), c.req.valid('query'))
+      const { items, next_cursor } = await newestFirstPage(
+        c.var.db.from('organizations').select(COLUMNS),
+        c.req.valid('query'),
+      )
       return c.json({ organizations: items, next_cursor })
     },
   )
   .openapi(
     endpoint({
-      method: 'post', path: '/organizations', tag, auth: 'bearer', body: NewOrganization, status: 201,
-      summary: 'Create an organization; the creator becomes owner', response: z.object({ organization: Organization }),
+      method: 'post',
+      path: '/organizations',
+      tag,
+      auth: 'bearer',
+      body: NewOrganization,
+      status: 201,
+      summary: 'Create an organization; the creator becomes owner',
+      response: z.object({ organization: Organization }),
     }),
     async (c) => {
       const body = c.req.valid('json')
       const organization = unwrap(
-        await c.var.db.from('organizations').insert({ ...body, owner_id: c.var.caller.id }).select(COLUMNS).single(),
+        await c.var.db.from('organizations').insert({ ...body, owner_id: c.var.caller.id }).select(COLUMNS)
+          .single(),
       )
       return c.json({ organization }, 201)
     },
   )
   .openapi(
     endpoint({
-      method: 'get', path: '/organizations/{id}', tag, auth: 'bearer', params: orgId, summary: 'An organization (members)',
-      response: z.object({ organization: Organization, user_role: z.enum(['owner', 'admin', 'member']).nullable() }),
+      method: 'get',
+      path: '/organizations/{id}',
+      tag,
+      auth: 'bearer',
+      params: orgId,
+      summary: 'An organization (members)',
+      response: z.object({
+        organization: Organization,
+        user_role: z.enum(['owner', 'admin', 'member']).nullable(),
+      }),
     }),
     async (c) => {
       const { id } = c.req.valid('param')
-      const organization = unwrap(await c.var.db.from('organizations').select(COLUMNS).eq('id', id).maybeSingle())
+      const organization = unwrap(
+        await c.var.db.from('organizations').select(COLUMNS).eq('id', id).maybeSingle(),
+      )
       if (!organization) throw notFound('Organization not found')
       const mine = unwrap(
-        await c.var.db.from('organization_members').select('role').eq('org_id', id).eq('user_id', c.var.caller.id).maybeSingle(),
+        await c.var.db.from('organization_members').select('role').eq('org_id', id).eq(
+          'user_id',
+          c.var.caller.id,
+        ).maybeSingle(),
       )
       return c.json({ organization, user_role: mine?.role ?? null })
     },
   )
   .openapi(
     endpoint({
-      method: 'put', path: '/organizations/{id}', tag, auth: 'bearer', params: orgId, body: OrganizationPatch,
-      response: Organization, errors: [403], summary: 'Change an organization (owners)',
+      method: 'put',
+      path: '/organizations/{id}',
+      tag,
+      auth: 'bearer',
+      params: orgId,
+      body: OrganizationPatch,
+      response: Organization,
+      errors: [403],
+      summary: 'Change an organization (owners)',
     }),
     async (c) => {
       const { id } = c.req.valid('param')
@@ -97,7 +131,13 @@ export const organizationRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'delete', path: '/organizations/{id}', tag, auth: 'bearer', params: orgId, response: Message, errors: [403],
+      method: 'delete',
+      path: '/organizations/{id}',
+      tag,
+      auth: 'bearer',
+      params: orgId,
+      response: Message,
+      errors: [403],
       summary: 'Delete an organization (owners)',
     }),
     async (c) => {
@@ -109,15 +149,27 @@ export const organizationRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'get', path: '/organizations/{id}/members', tag, auth: 'bearer', params: orgId, summary: 'Members (members)',
+      method: 'get',
+      path: '/organizations/{id}/members',
+      tag,
+      auth: 'bearer',
+      params: orgId,
+      summary: 'Members (members)',
       response: z.object({ members: z.array(MemberSchema) }),
     }),
     async (c) => c.json({ members: await members.list(c.var.db, c.req.valid('param').id) }),
   )
   .openapi(
     endpoint({
-      method: 'post', path: '/organizations/{id}/members', tag, auth: 'bearer', params: orgId, body: NewMember,
-      status: 201, response: MemberSchema, errors: [403, 409],
+      method: 'post',
+      path: '/organizations/{id}/members',
+      tag,
+      auth: 'bearer',
+      params: orgId,
+      body: NewMember,
+      status: 201,
+      response: MemberSchema,
+      errors: [403, 409],
       summary: 'Add a member (owners); role owner hands over ownership',
     }),
     async (c) => {
@@ -125,7 +177,10 @@ export const organizationRoutes = routeModule()
       const body = c.req.valid('json')
       if (body.role === 'owner') {
         // Adding someone as owner hands them the organization (the old owner stays as admin).
-        const { error } = await c.var.db.rpc('transfer_organization_ownership', { target_org: id, new_owner_id: body.user_id })
+        const { error } = await c.var.db.rpc('transfer_organization_ownership', {
+          target_org: id,
+          new_owner_id: body.user_id,
+        })
         // Here the new owner is the body's user_id: name that field.
         if (error?.code === '22023') throw badRequest(error.message.replace(/^new_owner_id:/, 'user_id:'))
         unwrap({ data: null, error })
@@ -140,36 +195,64 @@ export const organizationRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'put', path: '/organizations/{id}/members/{userId}', tag, auth: 'bearer', params: orgMember, body: RoleChange,
-      response: MemberSchema, errors: [403], summary: 'Change a member\'s role (owners; never the owner\'s row)',
+      method: 'put',
+      path: '/organizations/{id}/members/{userId}',
+      tag,
+      auth: 'bearer',
+      params: orgMember,
+      body: RoleChange,
+      response: MemberSchema,
+      errors: [403],
+      summary: "Change a member's role (owners; never the owner's row)",
     }),
     async (c) => {
       const { id, userId } = c.req.valid('param')
       const rows = unwrap(
-        await c.var.db.from('organization_members').update(c.req.valid('json')).eq('org_id', id).eq('user_id', userId).select('user_id'),
+        await c.var.db.from('organization_members').update(c.req.valid('json')).eq('org_id', id).eq(
+          'user_id',
+          userId,
+        ).select('user_id'),
       )
-      if (!rows.length) await refuseWrite(c.var.db, 'organization_members', { org_id: id, user_id: userId }, 'member')
+      if (!rows.length) {
+        await refuseWrite(c.var.db, 'organization_members', { org_id: id, user_id: userId }, 'member')
+      }
       return c.json(await members.one(c.var.db, id, userId))
     },
   )
   .openapi(
     endpoint({
-      method: 'delete', path: '/organizations/{id}/members/{userId}', tag, auth: 'bearer', params: orgMember,
-      response: Message, errors: [403], summary: 'Remove a member (owners, or the member leaving)',
+      method: 'delete',
+      path: '/organizations/{id}/members/{userId}',
+      tag,
+      auth: 'bearer',
+      params: orgMember,
+      response: Message,
+      errors: [403],
+      summary: 'Remove a member (owners, or the member leaving)',
     }),
     async (c) => {
       const { id, userId } = c.req.valid('param')
       const rows = unwrap(
-        await c.var.db.from('organization_members').delete().eq('org_id', id).eq('user_id', userId).select('user_id'),
+        await c.var.db.from('organization_members').delete().eq('org_id', id).eq('user_id', userId).select(
+          'user_id',
+        ),
       )
-      if (!rows.length) await refuseWrite(c.var.db, 'organization_members', { org_id: id, user_id: userId }, 'member')
+      if (!rows.length) {
+        await refuseWrite(c.var.db, 'organization_members', { org_id: id, user_id: userId }, 'member')
+      }
       return c.json({ message: 'Member removed' })
     },
   )
   .openapi(
     endpoint({
-      method: 'post', path: '/organizations/{id}/transfer-ownership', tag, auth: 'bearer', params: orgId, body: Transfer,
-      response: z.object({ message: z.string(), owner_id: z.string() }), errors: [403],
+      method: 'post',
+      path: '/organizations/{id}/transfer-ownership',
+      tag,
+      auth: 'bearer',
+      params: orgId,
+      body: Transfer,
+      response: z.object({ message: z.string(), owner_id: z.string() }),
+      errors: [403],
       summary: 'Hand the organization to another member (the current owner)',
     }),
     async (c) => {

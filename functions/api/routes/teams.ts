@@ -9,7 +9,8 @@ import { idParams, uuid } from '../../_shared/validation.ts'
 import { endpoint, Message, NextCursor, routeModule } from '../openapi.ts'
 import { groupFields } from './organizations.ts'
 
-const COLUMNS = 'id, name, description, org_id, admin_id, settings, created_at, updated_at, organizations(id, name)'
+const COLUMNS =
+  'id, name, description, org_id, admin_id, settings, created_at, updated_at, organizations(id, name)'
 
 const NewTeam = z.object({
   name: groupFields.name,
@@ -49,7 +50,12 @@ const teamMember = idParams('id', 'userId')
 export const teamRoutes = routeModule()
   .openapi(
     endpoint({
-      method: 'get', path: '/teams', tag, auth: 'bearer', query: ListQuery, summary: 'Teams of the caller\'s organizations',
+      method: 'get',
+      path: '/teams',
+      tag,
+      auth: 'bearer',
+      query: ListQuery,
+      summary: "Teams of the caller's organizations",
       response: z.object({ teams: z.array(Team), next_cursor: NextCursor }),
     }),
     async (c) => {
@@ -62,7 +68,14 @@ export const teamRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'post', path: '/teams', tag, auth: 'bearer', body: NewTeam, status: 201, response: Team, errors: [404],
+      method: 'post',
+      path: '/teams',
+      tag,
+      auth: 'bearer',
+      body: NewTeam,
+      status: 201,
+      response: Team,
+      errors: [404],
       summary: 'Create a team (organization members); admin_id defaults to the caller',
       description: '404 when the organization does not exist or the caller is not one of its members.',
     }),
@@ -76,7 +89,12 @@ export const teamRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'get', path: '/teams/{id}', tag, auth: 'bearer', params: teamId, summary: 'A team (organization members)',
+      method: 'get',
+      path: '/teams/{id}',
+      tag,
+      auth: 'bearer',
+      params: teamId,
+      summary: 'A team (organization members)',
       response: z.object({ team: Team, user_role: z.enum(['admin', 'member']).nullable() }),
     }),
     async (c) => {
@@ -84,14 +102,22 @@ export const teamRoutes = routeModule()
       const team = unwrap(await c.var.db.from('teams').select(COLUMNS).eq('id', id).maybeSingle())
       if (!team) throw notFound('Team not found')
       const mine = unwrap(
-        await c.var.db.from('team_members').select('role').eq('team_id', id).eq('user_id', c.var.caller.id).maybeSingle(),
+        await c.var.db.from('team_members').select('role').eq('team_id', id).eq('user_id', c.var.caller.id)
+          .maybeSingle(),
       )
       return c.json({ team, user_role: mine?.role ?? null })
     },
   )
   .openapi(
     endpoint({
-      method: 'put', path: '/teams/{id}', tag, auth: 'bearer', params: teamId, body: TeamPatch, response: Team, errors: [403],
+      method: 'put',
+      path: '/teams/{id}',
+      tag,
+      auth: 'bearer',
+      params: teamId,
+      body: TeamPatch,
+      response: Team,
+      errors: [403],
       summary: 'Change a team (team admins; admin_id: organization owners)',
     }),
     async (c) => {
@@ -105,7 +131,13 @@ export const teamRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'delete', path: '/teams/{id}', tag, auth: 'bearer', params: teamId, response: Message, errors: [403],
+      method: 'delete',
+      path: '/teams/{id}',
+      tag,
+      auth: 'bearer',
+      params: teamId,
+      response: Message,
+      errors: [403],
       summary: 'Delete a team (team admins)',
     }),
     async (c) => {
@@ -117,15 +149,28 @@ export const teamRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'get', path: '/teams/{id}/members', tag, auth: 'bearer', params: teamId, summary: 'Members (organization members)',
+      method: 'get',
+      path: '/teams/{id}/members',
+      tag,
+      auth: 'bearer',
+      params: teamId,
+      summary: 'Members (organization members)',
       response: z.object({ members: z.array(MemberSchema) }),
     }),
     async (c) => c.json({ members: await members.list(c.var.db, c.req.valid('param').id) }),
   )
   .openapi(
     endpoint({
-      method: 'post', path: '/teams/{id}/members', tag, auth: 'bearer', params: teamId, body: NewMember, status: 201,
-      response: MemberSchema, errors: [403, 409], summary: 'Add an organization member to the team (team admins)',
+      method: 'post',
+      path: '/teams/{id}/members',
+      tag,
+      auth: 'bearer',
+      params: teamId,
+      body: NewMember,
+      status: 201,
+      response: MemberSchema,
+      errors: [403, 409],
+      summary: 'Add an organization member to the team (team admins)',
     }),
     async (c) => {
       const { id } = c.req.valid('param')
@@ -138,27 +183,51 @@ export const teamRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'put', path: '/teams/{id}/members/{userId}', tag, auth: 'bearer', params: teamMember, body: RoleChange,
-      response: MemberSchema, errors: [403], summary: 'Change a member\'s role (team admins; never the team admin\'s)',
+      method: 'put',
+      path: '/teams/{id}/members/{userId}',
+      tag,
+      auth: 'bearer',
+      params: teamMember,
+      body: RoleChange,
+      response: MemberSchema,
+      errors: [403],
+      summary: "Change a member's role (team admins; never the team admin's)",
     }),
     async (c) => {
       const { id, userId } = c.req.valid('param')
       const rows = unwrap(
-        await c.var.db.from('team_members').update(c.req.valid('json')).eq('team_id', id).eq('user_id', userId).select('user_id'),
+        await c.var.db.from('team_members').update(c.req.valid('json')).eq('team_id', id).eq(
+          'user_id',
+          userId,
+        ).select('user_id'),
       )
-      if (!rows.length) await refuseWrite(c.var.db, 'team_members', { team_id: id, user_id: userId }, 'member')
+      if (!rows.length) {
+        await refuseWrite(c.var.db, 'team_members', { team_id: id, user_id: userId }, 'member')
+      }
       return c.json(await members.one(c.var.db, id, userId))
     },
   )
   .openapi(
     endpoint({
-      method: 'delete', path: '/teams/{id}/members/{userId}', tag, auth: 'bearer', params: teamMember, response: Message,
-      errors: [403], summary: 'Remove a member (team admins, or the member leaving)',
+      method: 'delete',
+      path: '/teams/{id}/members/{userId}',
+      tag,
+      auth: 'bearer',
+      params: teamMember,
+      response: Message,
+      errors: [403],
+      summary: 'Remove a member (team admins, or the member leaving)',
     }),
     async (c) => {
       const { id, userId } = c.req.valid('param')
-      const rows = unwrap(await c.var.db.from('team_members').delete().eq('team_id', id).eq('user_id', userId).select('user_id'))
-      if (!rows.length) await refuseWrite(c.var.db, 'team_members', { team_id: id, user_id: userId }, 'member')
+      const rows = unwrap(
+        await c.var.db.from('team_members').delete().eq('team_id', id).eq('user_id', userId).select(
+          'user_id',
+        ),
+      )
+      if (!rows.length) {
+        await refuseWrite(c.var.db, 'team_members', { team_id: id, user_id: userId }, 'member')
+      }
       return c.json({ message: 'Member removed' })
     },
   )

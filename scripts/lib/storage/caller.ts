@@ -49,7 +49,7 @@ export async function identify(req: Request, ctx: StorageContext): Promise<Claim
   // The same check as PostgREST's pre-request function, reads included (one round trip, only
   // for impersonation tokens).
   if (typeof caller.impersonation_session === 'string') {
-    await asCaller(ctx, caller, (tx) => tx`select private.refuse_ended_impersonation()`)
+    await asCaller(ctx, caller, (tx) => tx`select private.check_request()`)
   }
   return caller
 }

@@ -5,7 +5,17 @@ import { badRequest, notFound, unwrap } from '../../../_shared/errors.ts'
 import { newestFirstPage, pageQuery } from '../../../_shared/pagination.ts'
 import { idParams } from '../../../_shared/validation.ts'
 import { endpoint, Message, NextCursor, routeModule } from '../../openapi.ts'
-import { Config, CONFIG_COLUMNS, dropType, Engagement, MEDIA_TYPES, runEngagement, tag, Template, TEMPLATE_COLUMNS } from './shared.ts'
+import {
+  Config,
+  CONFIG_COLUMNS,
+  dropType,
+  Engagement,
+  MEDIA_TYPES,
+  runEngagement,
+  tag,
+  Template,
+  TEMPLATE_COLUMNS,
+} from './shared.ts'
 
 const configValue = (max: number) => z.number().int().min(1).max(max)
 const ConfigPatch = z.object({
@@ -29,9 +39,15 @@ const NewTemplate = z.object({
   thumbnail_url: templateFields.thumbnail_url.optional(),
   is_approved: templateFields.is_approved.default(false),
 }).strict().superRefine((t, ctx) => {
-  if (t.type === 'media' && !t.media_type) ctx.addIssue({ code: 'custom', path: ['media_type'], message: 'required for media templates' })
+  if (t.type === 'media' && !t.media_type) {
+    ctx.addIssue({ code: 'custom', path: ['media_type'], message: 'required for media templates' })
+  }
   if (t.type !== 'media' && (t.media_type || t.thumbnail_url)) {
-    ctx.addIssue({ code: 'custom', path: [t.media_type ? 'media_type' : 'thumbnail_url'], message: 'only for media templates' })
+    ctx.addIssue({
+      code: 'custom',
+      path: [t.media_type ? 'media_type' : 'thumbnail_url'],
+      message: 'only for media templates',
+    })
   }
 }).openapi('NewEncouragementTemplate')
 const TemplatePatch = z.object(templateFields).partial().strict().openapi('EncouragementTemplatePatch')
@@ -39,13 +55,19 @@ const TemplatePatch = z.object(templateFields).partial().strict().openapi('Encou
 const AdminTemplateQuery = z.object({
   ...pageQuery,
   type: dropType.optional(),
-  approved: z.enum(['true', 'false']).optional().openapi({ description: 'Only approved (true) or unapproved (false) ones' }),
+  approved: z.enum(['true', 'false']).optional().openapi({
+    description: 'Only approved (true) or unapproved (false) ones',
+  }),
 }).strict()
 
 export const adminRoutes = routeModule()
   .openapi(
     endpoint({
-      method: 'get', path: '/encouragement-drops/admin/templates', tag, auth: 'superAdmin', query: AdminTemplateQuery,
+      method: 'get',
+      path: '/encouragement-drops/admin/templates',
+      tag,
+      auth: 'superAdmin',
+      query: AdminTemplateQuery,
       summary: 'All templates, approved or not, newest first',
       response: z.object({ templates: z.array(Template), next_cursor: NextCursor }),
     }),
@@ -60,32 +82,54 @@ export const adminRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'post', path: '/encouragement-drops/admin/templates', tag, auth: 'superAdmin', body: NewTemplate, status: 201,
-      summary: 'Create a template (unapproved unless is_approved)', response: z.object({ template: Template }),
+      method: 'post',
+      path: '/encouragement-drops/admin/templates',
+      tag,
+      auth: 'superAdmin',
+      body: NewTemplate,
+      status: 201,
+      summary: 'Create a template (unapproved unless is_approved)',
+      response: z.object({ template: Template }),
     }),
     async (c) => {
-      const template = unwrap(await c.var.db.from('encouragement_templates').insert(c.req.valid('json')).select(TEMPLATE_COLUMNS).single())
+      const template = unwrap(
+        await c.var.db.from('encouragement_templates').insert(c.req.valid('json')).select(TEMPLATE_COLUMNS)
+          .single(),
+      )
       return c.json({ template }, 201)
     },
   )
   .openapi(
     endpoint({
-      method: 'put', path: '/encouragement-drops/admin/templates/{id}', tag, auth: 'superAdmin', params: idParams('id'),
-      body: TemplatePatch, summary: 'Change or approve a template', response: z.object({ template: Template }),
+      method: 'put',
+      path: '/encouragement-drops/admin/templates/{id}',
+      tag,
+      auth: 'superAdmin',
+      params: idParams('id'),
+      body: TemplatePatch,
+      summary: 'Change or approve a template',
+      response: z.object({ template: Template }),
     }),
     async (c) => {
       const { id } = c.req.valid('param')
       const patch = c.req.valid('json')
       if (Object.keys(patch).length === 0) throw badRequest('body: nothing to update')
-      const rows = unwrap(await c.var.db.from('encouragement_templates').update(patch).eq('id', id).select(TEMPLATE_COLUMNS))
+      const rows = unwrap(
+        await c.var.db.from('encouragement_templates').update(patch).eq('id', id).select(TEMPLATE_COLUMNS),
+      )
       if (!rows.length) throw notFound('Template not found')
       return c.json({ template: rows[0] })
     },
   )
   .openapi(
     endpoint({
-      method: 'delete', path: '/encouragement-drops/admin/templates/{id}', tag, auth: 'superAdmin', params: idParams('id'),
-      summary: 'Delete a template (sent drops keep their text)', response: Message,
+      method: 'delete',
+      path: '/encouragement-drops/admin/templates/{id}',
+      tag,
+      auth: 'superAdmin',
+      params: idParams('id'),
+      summary: 'Delete a template (sent drops keep their text)',
+      response: Message,
     }),
     async (c) => {
       const { id } = c.req.valid('param')
@@ -96,7 +140,10 @@ export const adminRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'get', path: '/encouragement-drops/admin/config', tag, auth: 'superAdmin',
+      method: 'get',
+      path: '/encouragement-drops/admin/config',
+      tag,
+      auth: 'superAdmin',
       summary: 'The configuration and its latest changes (who, when, before, after)',
       response: z.object({
         config: Config.extend({ updated_at: z.string(), updated_by: z.string().nullable() }),
@@ -112,7 +159,9 @@ export const adminRoutes = routeModule()
     async (c) => {
       const [config, changes] = await Promise.all([
         c.var.db.from('encouragement_config').select(`${CONFIG_COLUMNS}, updated_at, updated_by`).single(),
-        c.var.db.from('encouragement_config_changes').select('id, changed_by, changed_at, old_values, new_values')
+        c.var.db.from('encouragement_config_changes').select(
+          'id, changed_by, changed_at, old_values, new_values',
+        )
           .order('changed_at', { ascending: false }).order('id', { ascending: false }).limit(20),
       ])
       return c.json({ config: unwrap(config), changes: unwrap(changes) })
@@ -120,7 +169,11 @@ export const adminRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'put', path: '/encouragement-drops/admin/config', tag, auth: 'superAdmin', body: ConfigPatch,
+      method: 'put',
+      path: '/encouragement-drops/admin/config',
+      tag,
+      auth: 'superAdmin',
+      body: ConfigPatch,
       summary: 'Change some configuration values (each a bounded positive integer); the change is recorded',
       response: Config,
     }),
@@ -133,8 +186,12 @@ export const adminRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'post', path: '/encouragement-drops/admin/process-engagement', tag, auth: 'superAdmin',
-      summary: 'Run engagement processing now', response: Engagement,
+      method: 'post',
+      path: '/encouragement-drops/admin/process-engagement',
+      tag,
+      auth: 'superAdmin',
+      summary: 'Run engagement processing now',
+      response: Engagement,
     }),
     async (c) => c.json(await runEngagement(c.var.db)),
   )

@@ -17,11 +17,15 @@ const Badge = z.object({
   emoji: z.string(),
   color: z.string(),
   total_sent: z.number().int(),
-  engagement_increases: z.number().int().openapi({ description: 'Successful drops: the recipient engaged within the window' }),
+  engagement_increases: z.number().int().openapi({
+    description: 'Successful drops: the recipient engaged within the window',
+  }),
   success_rate: z.number().openapi({ description: 'Percent of sent drops that were successful' }),
   bonus_earned: z.number().int(),
   consecutive_days: z.number().int(),
-  progress_to_next: z.number().openapi({ description: 'Percent of the way to the next level (100 at the top)' }),
+  progress_to_next: z.number().openapi({
+    description: 'Percent of the way to the next level (100 at the top)',
+  }),
   next_level: z.number().int().nullable(),
   next_level_name: z.string().nullable(),
   next_level_min_successful_drops: z.number().int().nullable(),
@@ -62,7 +66,11 @@ const LeaderboardRow = z.object({
 }).openapi('EncouragementLeaderboardRow')
 
 type BadgeRow = z.infer<typeof Badge>
-const numeric = (b: BadgeRow) => ({ ...b, success_rate: Number(b.success_rate), progress_to_next: Number(b.progress_to_next) })
+const numeric = (b: BadgeRow) => ({
+  ...b,
+  success_rate: Number(b.success_rate),
+  progress_to_next: Number(b.progress_to_next),
+})
 
 async function badgesOf(db: Db, ids: string[]) {
   return (unwrap(await db.rpc('encouragement_badges_of', { user_ids: ids }))).map(numeric)
@@ -71,15 +79,23 @@ async function badgesOf(db: Db, ids: string[]) {
 export const badgeRoutes = routeModule()
   .openapi(
     endpoint({
-      method: 'get', path: '/encouragement-drops/badge', tag, auth: 'bearer',
-      summary: 'The caller\'s badge', response: z.object({ badge: Badge }),
+      method: 'get',
+      path: '/encouragement-drops/badge',
+      tag,
+      auth: 'bearer',
+      summary: "The caller's badge",
+      response: z.object({ badge: Badge }),
     }),
     async (c) => c.json({ badge: (await badgesOf(c.var.db, [c.var.caller.id]))[0] }),
   )
   .openapi(
     endpoint({
-      method: 'get', path: '/encouragement-drops/badge/milestones', tag, auth: 'bearer',
-      summary: 'The caller\'s milestones, highest level first', response: z.object({ milestones: z.array(Milestone) }),
+      method: 'get',
+      path: '/encouragement-drops/badge/milestones',
+      tag,
+      auth: 'bearer',
+      summary: "The caller's milestones, highest level first",
+      response: z.object({ milestones: z.array(Milestone) }),
     }),
     async (c) => {
       const milestones = unwrap(
@@ -91,8 +107,13 @@ export const badgeRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'get', path: '/encouragement-drops/badge/{userId}', tag, auth: 'bearer', params: idParams('userId'),
-      summary: 'A user\'s badge', response: z.object({ badge: Badge }),
+      method: 'get',
+      path: '/encouragement-drops/badge/{userId}',
+      tag,
+      auth: 'bearer',
+      params: idParams('userId'),
+      summary: "A user's badge",
+      response: z.object({ badge: Badge }),
     }),
     async (c) => {
       const [badge] = await badgesOf(c.var.db, [c.req.valid('param').userId])
@@ -102,8 +123,12 @@ export const badgeRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'post', path: '/encouragement-drops/badge/update', tag, auth: 'bearer',
-      summary: 'Recalculate the caller\'s badge', response: z.object({ badge: Badge }),
+      method: 'post',
+      path: '/encouragement-drops/badge/update',
+      tag,
+      auth: 'bearer',
+      summary: "Recalculate the caller's badge",
+      response: z.object({ badge: Badge }),
     }),
     async (c) => {
       unwrap(await c.var.db.rpc('update_my_encouragement_badge'))
@@ -112,34 +137,49 @@ export const badgeRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'post', path: '/encouragement-drops/badges/bulk', tag, auth: 'bearer',
+      method: 'post',
+      path: '/encouragement-drops/badges/bulk',
+      tag,
+      auth: 'bearer',
       body: z.object({ user_ids: z.array(uuid()).min(1).max(100) }).strict().openapi('BulkBadgesRequest'),
-      summary: 'Badges of up to 100 users (unknown ids are left out)', response: z.object({ badges: z.array(Badge) }),
+      summary: 'Badges of up to 100 users (unknown ids are left out)',
+      response: z.object({ badges: z.array(Badge) }),
     }),
     async (c) => c.json({ badges: await badgesOf(c.var.db, c.req.valid('json').user_ids) }),
   )
   .openapi(
     endpoint({
-      method: 'get', path: '/encouragement-drops/leaderboard', tag, auth: 'bearer',
+      method: 'get',
+      path: '/encouragement-drops/leaderboard',
+      tag,
+      auth: 'bearer',
       query: z.object({ limit: z.coerce.number().int().min(1).max(100).default(50) }).strict(),
       summary: 'Top encouragers: engagement increases, then success rate (both descending; ties by user id)',
       response: z.object({ leaderboard: z.array(LeaderboardRow) }),
     }),
     async (c) => {
-      const rows = unwrap(await c.var.db.rpc('encouragement_leaderboard', { max_rows: c.req.valid('query').limit })) as
-        z.infer<typeof LeaderboardRow>[]
+      const rows = unwrap(
+        await c.var.db.rpc('encouragement_leaderboard', { max_rows: c.req.valid('query').limit }),
+      ) as z.infer<typeof LeaderboardRow>[]
       return c.json({ leaderboard: rows.map((r) => ({ ...r, success_rate: Number(r.success_rate) })) })
     },
   )
   .openapi(
     endpoint({
-      method: 'get', path: '/encouragement-drops/badge-definitions', tag, auth: 'bearer',
-      summary: 'The badge ladder', response: z.object({ definitions: z.array(Definition) }),
+      method: 'get',
+      path: '/encouragement-drops/badge-definitions',
+      tag,
+      auth: 'bearer',
+      summary: 'The badge ladder',
+      response: z.object({ definitions: z.array(Definition) }),
     }),
     async (c) => {
       const rows = unwrap(await c.var.db.from('encouragement_badge_definitions').select('*').order('level'))
       return c.json({
-        definitions: rows.map((d) => ({ ...d, min_success_rate: d.min_success_rate === null ? null : Number(d.min_success_rate) })),
+        definitions: rows.map((d) => ({
+          ...d,
+          min_success_rate: d.min_success_rate === null ? null : Number(d.min_success_rate),
+        })),
       })
     },
   )

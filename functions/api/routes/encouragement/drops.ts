@@ -28,7 +28,11 @@ const SendBody = z.object({
   entry_id: uuid().optional().openapi({ description: 'An entry the sender may see, the drop is about' }),
 }).strict().superRefine((b, ctx) => {
   if ((b.template_id === undefined) === (b.content === undefined)) {
-    ctx.addIssue({ code: 'custom', path: ['template_id'], message: 'give exactly one of template_id and content' })
+    ctx.addIssue({
+      code: 'custom',
+      path: ['template_id'],
+      message: 'give exactly one of template_id and content',
+    })
   }
 }).openapi('SendEncouragementDrop')
 
@@ -47,7 +51,9 @@ const SentDrop = z.object({
 
 const ReceivedDrop = z.object({
   id: z.string(),
-  sender_id: z.string(),
+  sender_id: z.string().nullable().openapi({
+    description: 'null once the sender deleted their account (sender_name: "Deleted user")',
+  }),
   sender_name: z.string().nullable(),
   sender_avatar_url: z.string().nullable(),
   is_system: z.boolean().openapi({ description: 'The daily assistant drop' }),
@@ -66,14 +72,22 @@ const ReceivedQuery = z.object({
 export const dropRoutes = routeModule()
   .openapi(
     endpoint({
-      method: 'get', path: '/encouragement-drops/my-drops', tag, auth: 'bearer',
-      summary: 'The caller\'s drops today (UTC day)', response: DailyDrops,
+      method: 'get',
+      path: '/encouragement-drops/my-drops',
+      tag,
+      auth: 'bearer',
+      summary: "The caller's drops today (UTC day)",
+      response: DailyDrops,
     }),
     async (c) => c.json(unwrap(await c.var.db.rpc('my_encouragement_drops'))),
   )
   .openapi(
     endpoint({
-      method: 'get', path: '/encouragement-drops/templates', tag, auth: 'bearer', query: TemplateQuery,
+      method: 'get',
+      path: '/encouragement-drops/templates',
+      tag,
+      auth: 'bearer',
+      query: TemplateQuery,
       summary: 'Approved templates, newest first, optionally of one type',
       response: z.object({ templates: z.array(Template), next_cursor: NextCursor }),
     }),
@@ -87,11 +101,18 @@ export const dropRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'post', path: '/encouragement-drops/send', tag, auth: 'bearer', body: SendBody, status: 201,
-      summary: 'Send a drop (one of today\'s allowance; custom content also counts against the custom cap)',
-      description: '429 when no drop or no custom drop is left today (the message says which); nothing is written then. ' +
+      method: 'post',
+      path: '/encouragement-drops/send',
+      tag,
+      auth: 'bearer',
+      body: SendBody,
+      status: 201,
+      summary: "Send a drop (one of today's allowance; custom content also counts against the custom cap)",
+      description:
+        '429 when no drop or no custom drop is left today (the message says which); nothing is written then. ' +
         '404 for an unknown or inactive recipient, a template that is not approved or not of drop_type, or an entry the sender cannot see.',
-      response: z.object({ drop: SentDrop }), errors: [404, 429],
+      response: z.object({ drop: SentDrop }),
+      errors: [404, 429],
     }),
     async (c) => {
       const b = c.req.valid('json')
@@ -102,16 +123,26 @@ export const dropRoutes = routeModule()
           template_id: b.template_id ?? null,
           content: b.content ?? null,
           entry_id: b.entry_id ?? null,
-        }).select('id, sender_id, recipient_id, drop_type, template_id, content, entry_id, is_custom, date_sent, read_at'),
+        }).select(
+          'id, sender_id, recipient_id, drop_type, template_id, content, entry_id, is_custom, date_sent, read_at',
+        ),
       )
       return c.json({ drop }, 201)
     },
   )
   .openapi(
     endpoint({
-      method: 'get', path: '/encouragement-drops/received', tag, auth: 'bearer', query: ReceivedQuery,
-      summary: 'Drops received by the caller, newest first, with the sender\'s name and avatar',
-      response: z.object({ drops: z.array(ReceivedDrop), unread_count: z.number().int(), next_cursor: NextCursor }),
+      method: 'get',
+      path: '/encouragement-drops/received',
+      tag,
+      auth: 'bearer',
+      query: ReceivedQuery,
+      summary: "Drops received by the caller, newest first, with the sender's name and avatar",
+      response: z.object({
+        drops: z.array(ReceivedDrop),
+        unread_count: z.number().int(),
+        next_cursor: NextCursor,
+      }),
     }),
     async (c) => {
       const q = c.req.valid('query')
@@ -130,26 +161,38 @@ export const dropRoutes = routeModule()
       if (unread.error) unwrap(unread)
       const items = drops.slice(0, q.limit)
       const last = items[items.length - 1]
-      const next_cursor = drops.length > q.limit ? encodeCursor({ created_at: last.date_sent, id: last.id }) : null
+      const next_cursor = drops.length > q.limit
+        ? encodeCursor({ created_at: last.date_sent, id: last.id })
+        : null
       return c.json({ drops: items, unread_count: unread.count ?? 0, next_cursor })
     },
   )
   .openapi(
     endpoint({
-      method: 'post', path: '/encouragement-drops/received/{id}/read', tag, auth: 'bearer', params: idParams('id'),
+      method: 'post',
+      path: '/encouragement-drops/received/{id}/read',
+      tag,
+      auth: 'bearer',
+      params: idParams('id'),
       summary: 'Mark a received drop read (read_at keeps the first time)',
       response: z.object({ id: z.string(), read_at: z.string() }),
     }),
     async (c) => {
       const { id } = c.req.valid('param')
-      const row = unwrap(await c.var.db.rpc('mark_encouragement_drop_read', { drop_id: id }).select('id, read_at'))
+      const row = unwrap(
+        await c.var.db.rpc('mark_encouragement_drop_read', { drop_id: id }).select('id, read_at'),
+      )
       return c.json(row)
     },
   )
   .openapi(
     endpoint({
-      method: 'get', path: '/encouragement-drops/config', tag, auth: 'bearer',
-      summary: 'The configuration (allowance, bonus, engagement window, custom cap)', response: Config,
+      method: 'get',
+      path: '/encouragement-drops/config',
+      tag,
+      auth: 'bearer',
+      summary: 'The configuration (allowance, bonus, engagement window, custom cap)',
+      response: Config,
     }),
     async (c) => c.json(unwrap(await c.var.db.from('encouragement_config').select(CONFIG_COLUMNS).single())),
   )

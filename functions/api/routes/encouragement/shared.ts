@@ -16,7 +16,8 @@ export const Config = z.object({
   engagement_window_hours: z.number().int(),
   max_custom_per_day: z.number().int(),
 }).openapi('EncouragementConfig')
-export const CONFIG_COLUMNS = 'daily_allowance, bonus_per_engagement, engagement_window_hours, max_custom_per_day'
+export const CONFIG_COLUMNS =
+  'daily_allowance, bonus_per_engagement, engagement_window_hours, max_custom_per_day'
 
 export const Template = z.object({
   id: z.string(),
@@ -30,15 +31,20 @@ export const Template = z.object({
   created_at: z.string(),
   updated_at: z.string(),
 }).openapi('EncouragementTemplate')
-export const TEMPLATE_COLUMNS = 'id, type, title, content, media_type, thumbnail_url, is_approved, usage_count, created_at, updated_at'
+export const TEMPLATE_COLUMNS =
+  'id, type, title, content, media_type, thumbnail_url, is_approved, usage_count, created_at, updated_at'
 
 export const Engagement = z.object({
   judged: z.number().int(),
   engaged: z.number().int(),
   bonuses_awarded: z.number().int(),
   badges_recalculated: z.number().int(),
-  remaining: z.number().int().openapi({ description: 'Drops whose window closed that are still unjudged (a larger backlog than one run takes)' }),
-  bonus_pairs_pruned: z.number().int().openapi({ description: 'Old one-bonus-per-pair-and-day records deleted by this run (at most 50,000)' }),
+  remaining: z.number().int().openapi({
+    description: 'Drops whose window closed that are still unjudged (a larger backlog than one run takes)',
+  }),
+  bonus_pairs_pruned: z.number().int().openapi({
+    description: 'Old one-bonus-per-pair-and-day records deleted by this run (at most 50,000)',
+  }),
   duration_ms: z.number(),
 }).openapi('EngagementProcessing')
 

@@ -21,12 +21,22 @@ const OptimizeBody = z.object({
 export const optimizerRoutes = routeModule()
   .openapi(
     endpoint({
-      method: 'post', path: '/labs/optimize', tag, auth: 'none', body: OptimizeBody,
-      summary: 'Top N parameter sets of a calculator by its objective (a grid sweep of at most 50,000 combinations)',
+      method: 'post',
+      path: '/labs/optimize',
+      tag,
+      auth: 'none',
+      body: OptimizeBody,
+      summary:
+        'Top N parameter sets of a calculator by its objective (a grid sweep of at most 50,000 combinations)',
       description: `Calculators: ${CALCULATOR_NAMES.join(', ')}. Pure computation: no bearer, no database.`,
       response: z.object({
-        calculator: z.string(), objective: z.string(), goal: z.enum(['maximize', 'minimize']), combinations: z.number().int(),
-        evaluated: z.number().int(), ranges: z.record(z.string(), Range), results: z.array(Row),
+        calculator: z.string(),
+        objective: z.string(),
+        goal: z.enum(['maximize', 'minimize']),
+        combinations: z.number().int(),
+        evaluated: z.number().int(),
+        ranges: z.record(z.string(), Range),
+        results: z.array(Row),
       }),
     }),
     (c) => c.json(optimize(c.req.valid('json'))),

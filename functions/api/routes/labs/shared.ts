@@ -11,5 +11,11 @@ export const text = (max: number) => z.string().trim().min(1).max(max)
 const MAX_MAGNITUDE = 1e15
 const MIN_MAGNITUDE = 1e-300
 export const plausibleNumber = () =>
-  z.number().min(-MAX_MAGNITUDE, `must be at least -${MAX_MAGNITUDE}`).max(MAX_MAGNITUDE, `must be at most ${MAX_MAGNITUDE}`)
-    .refine((v) => v === 0 || Math.abs(v) >= MIN_MAGNITUDE, `must be 0 or of magnitude at least ${MIN_MAGNITUDE}`)
+  z.number().min(-MAX_MAGNITUDE, `must be at least -${MAX_MAGNITUDE}`).max(
+    MAX_MAGNITUDE,
+    `must be at most ${MAX_MAGNITUDE}`,
+  )
+    .refine(
+      (v) => v === 0 || Math.abs(v) >= MIN_MAGNITUDE,
+      `must be 0 or of magnitude at least ${MIN_MAGNITUDE}`,
+    )

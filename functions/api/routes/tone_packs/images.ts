@@ -2,7 +2,14 @@
 // recorded) or uploaded. Only the api writes them (service role) into the public bucket, once
 // their bytes are known to be an image: no client may write there.
 import { z } from '@hono/zod-openapi'
-import { aiConfig, AiError, aiHttpError, generateImage, imageType, notConfigured } from '../../../_shared/ai.ts'
+import {
+  aiConfig,
+  AiError,
+  aiHttpError,
+  generateImage,
+  imageType,
+  notConfigured,
+} from '../../../_shared/ai.ts'
 import { claimDailyCalls, recordUsageQuietly, releaseDailyCalls } from '../../../_shared/ai_usage.ts'
 import { type Db, serviceDb } from '../../../_shared/db.ts'
 import { optionalEnv } from '../../../_shared/env.ts'
@@ -65,7 +72,10 @@ const positiveEnv = (name: string, fallback: number) => {
 
 /** Whether the pack still exists, unretired, as the caller's (one indexed read, under RLS). */
 async function stillOwned(db: Db, id: string, ownerId: string) {
-  const row = await db.from('tone_packs').select('id').eq('id', id).eq('owner_id', ownerId).is('retired_at', null).maybeSingle()
+  const row = await db.from('tone_packs').select('id').eq('id', id).eq('owner_id', ownerId).is(
+    'retired_at',
+    null,
+  ).maybeSingle()
   if (row.error) console.error(`tone pack ${id}: checking it still exists failed:`, row.error.message)
   return !row.error && row.data !== null
 }
@@ -75,24 +85,43 @@ async function stillOwned(db: Db, id: string, ownerId: string) {
  * owner's folder, and maps it to the tone. The replaced object is deleted unless a buyer holds
  * it. Service role: no client writes into the bucket (its policies allow none).
  */
-async function storeImage(userId: string, packId: string, tone: string, bytes: Uint8Array, type: keyof typeof EXTENSION) {
+async function storeImage(
+  userId: string,
+  packId: string,
+  tone: string,
+  bytes: Uint8Array,
+  type: keyof typeof EXTENSION,
+) {
   const objectName = `${userId}/${packId}/${tone}-${uniqueStamp()}.${EXTENSION[type]}`
   let url: string
   try {
     url = await uploadObject(TONE_PACK_BUCKET, objectName, bytes, type)
   } catch (e) {
     if (e instanceof StorageError && e.status === 413) throw new HttpError(413, 'file: must be at most 5 MB')
-    if (e instanceof StorageError && e.status === 415) throw badRequest('file: must be a PNG, JPEG or WEBP image')
+    if (e instanceof StorageError && e.status === 415) {
+      throw badRequest('file: must be a PNG, JPEG or WEBP image')
+    }
     console.error('tone pack image: storing failed:', (e as Error).message)
     throw new HttpError(502, 'Storing the image failed')
   }
   // Mapped by the service role for this owner: only the api decides which address an icon has.
-  const mapped = await serviceDb().rpc('set_tone_pack_image', { owner_id: userId, pack_id: packId, tone, object_name: objectName, url })
+  const mapped = await serviceDb().rpc('set_tone_pack_image', {
+    owner_id: userId,
+    pack_id: packId,
+    tone,
+    object_name: objectName,
+    url,
+  })
   if (mapped.error) {
     await removeObjects(TONE_PACK_BUCKET, [objectName])
     throw fromDb(mapped.error)
   }
-  const done = mapped.data as { tone: string; url: string; updated_at: string; previous_object: string | null }
+  const done = mapped.data as {
+    tone: string
+    url: string
+    updated_at: string
+    previous_object: string | null
+  }
   if (done.previous_object) await removeObjects(TONE_PACK_BUCKET, [done.previous_object])
   // The reply's documented fields; which object was replaced is the api's business.
   return { tone: done.tone, url: done.url, updated_at: done.updated_at }
@@ -101,10 +130,17 @@ async function storeImage(userId: string, packId: string, tone: string, bytes: U
 export const imageRoutes = routeModule()
   .openapi(
     endpoint({
-      method: 'post', path: '/tone-packs/{id}/generate-images', tag, auth: 'bearer', params: idParams('id'),
-      body: GenerateBody, response: Generated, errors: [403, 429, 503],
-      summary: 'Generate the pack\'s images for some tones (owner only)',
-      description: `One 1024x1024 image per tone from the pack's theme and name (AI_IMAGE_MODEL), stored in the public ` +
+      method: 'post',
+      path: '/tone-packs/{id}/generate-images',
+      tag,
+      auth: 'bearer',
+      params: idParams('id'),
+      body: GenerateBody,
+      response: Generated,
+      errors: [403, 429, 503],
+      summary: "Generate the pack's images for some tones (owner only)",
+      description:
+        `One 1024x1024 image per tone from the pack's theme and name (AI_IMAGE_MODEL), stored in the public ` +
         `bucket \`${TONE_PACK_BUCKET}\` at \`{userId}/{packId}/{tone}-{timestamp}-{random}.png\` and mapped as the pack's ` +
         'image for that tone (earlier buyers keep the image they bought). Each image counts against the daily cap for ' +
         'tone pack images (429 when none is left; tones past it are listed in `failed`) and is recorded in token usage ' +
@@ -122,10 +158,15 @@ export const imageRoutes = routeModule()
 
       // One claim for the whole request, counted per image; tones past the cap are refused.
       const claim = await claimDailyCalls(c.var.db, caller.id, 'tone_pack_image', body.tones.length)
-      if (!claim.granted) throw tooManyRequests('Daily limit for tone pack images reached; try again tomorrow (UTC)')
+      if (!claim.granted) {
+        throw tooManyRequests('Daily limit for tone pack images reached; try again tomorrow (UTC)')
+      }
       const allowed = body.tones.slice(0, claim.granted)
       const overCap = body.tones.slice(claim.granted)
-        .map((tone) => ({ tone, error: 'Daily limit for tone pack images reached; try again tomorrow (UTC)' }))
+        .map((tone) => ({
+          tone,
+          error: 'Daily limit for tone pack images reached; try again tomorrow (UTC)',
+        }))
 
       // Places the provider never billed are given back at the end; a billed image counts
       // whatever fails after it (the caller could delete the pack mid-request on purpose).
@@ -137,7 +178,10 @@ export const imageRoutes = routeModule()
         const remaining = endsAt - Date.now()
         if (remaining < 1000) {
           unbilled++
-          return { tone, error: 'Not attempted: the request\'s time budget was spent; ask again for this tone' }
+          return {
+            tone,
+            error: "Not attempted: the request's time budget was spent; ask again for this tone",
+          }
         }
         // Deleted (or retired) since the request began: no image is paid for a pack that is gone.
         if (packGone || !(await stillOwned(c.var.db, id, caller.id))) {
@@ -153,8 +197,9 @@ export const imageRoutes = routeModule()
           )
         } catch (e) {
           // A billed reply we could not use counts; a call the provider did not bill is given back.
-          if (e instanceof AiError && e.usage) await recordUsageQuietly(caller.id, 'tone_pack_image', e.usage, { packId: id })
-          else unbilled++
+          if (e instanceof AiError && e.usage) {
+            await recordUsageQuietly(caller.id, 'tone_pack_image', e.usage, { packId: id })
+          } else unbilled++
           console.error(`tone pack ${id} ${tone}: generation failed:`, (e as Error).message)
           return { tone, error: aiHttpError(e).message }
         }
@@ -177,10 +222,17 @@ export const imageRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'put', path: '/tone-packs/{id}/images/{tone}', tag, auth: 'bearer', params: ImageParams,
-      multipart: ImageUpload, response: z.object({ image: Image }), errors: [403],
-      summary: 'Upload the pack\'s image for one tone (owner only)',
-      description: 'multipart/form-data with a `file` part: PNG, JPEG or WEBP (checked by its bytes), at most 5 MB. ' +
+      method: 'put',
+      path: '/tone-packs/{id}/images/{tone}',
+      tag,
+      auth: 'bearer',
+      params: ImageParams,
+      multipart: ImageUpload,
+      response: z.object({ image: Image }),
+      errors: [403],
+      summary: "Upload the pack's image for one tone (owner only)",
+      description:
+        'multipart/form-data with a `file` part: PNG, JPEG or WEBP (checked by its bytes), at most 5 MB. ' +
         'Stored as a new object in the bucket and mapped as the image for the tone (earlier buyers keep the image they ' +
         'bought; a replaced image nobody bought is deleted).',
     }),

@@ -14,7 +14,9 @@ const packFields = {
   description: z.string().trim().max(PACK_LIMITS.description),
   theme: z.enum(THEMES),
   is_public: z.boolean(),
-  price_drops: z.number().int().min(0).max(PACK_LIMITS.price).openapi({ description: 'Price in drops; 0 is free' }),
+  price_drops: z.number().int().min(0).max(PACK_LIMITS.price).openapi({
+    description: 'Price in drops; 0 is free',
+  }),
 }
 const NewPack = z.object({
   name: packFields.name,
@@ -36,17 +38,24 @@ const PurchasedPack = Purchase.extend({ pack: orNull(Pack) }).openapi('Purchased
 
 const ListQuery = z.object({
   ...pageQuery,
-  purchased_before: pageQuery.before.openapi({ description: 'The purchased_next_cursor of the previous page' }),
+  purchased_before: pageQuery.before.openapi({
+    description: 'The purchased_next_cursor of the previous page',
+  }),
 }).strict()
 
 export const packRoutes = routeModule()
   .openapi(
     endpoint({
-      method: 'get', path: '/tone-packs', tag, auth: 'bearer', query: ListQuery,
-      summary: 'Packs the caller owns, was shared, bought, or that are public; and the caller\'s purchases',
-      description: 'Two sections, each newest first and paginated on its own: `packs` (page with `before`) and ' +
-        '`purchased` (the caller\'s purchases, page with `purchased_before`). Each pack carries its images and the ' +
-        'caller\'s relation to it.',
+      method: 'get',
+      path: '/tone-packs',
+      tag,
+      auth: 'bearer',
+      query: ListQuery,
+      summary: "Packs the caller owns, was shared, bought, or that are public; and the caller's purchases",
+      description:
+        'Two sections, each newest first and paginated on its own: `packs` (page with `before`) and ' +
+        "`purchased` (the caller's purchases, page with `purchased_before`). Each pack carries its images and the " +
+        "caller's relation to it.",
       response: z.object({
         packs: z.array(Pack),
         next_cursor: NextCursor,
@@ -64,13 +73,18 @@ export const packRoutes = routeModule()
         throw badRequest('purchased_before: not a valid cursor')
       }
       const args = (cur: typeof packsAfter) => ({
-        before_created_at: cur?.createdAt ?? null, before_id: cur?.id ?? null, page_size: q.limit + 1,
+        before_created_at: cur?.createdAt ?? null,
+        before_id: cur?.id ?? null,
+        page_size: q.limit + 1,
       })
       const [packs, purchases] = await Promise.all([
         c.var.db.rpc('list_tone_packs', args(packsAfter)),
         c.var.db.rpc('list_tone_pack_purchases', args(purchasesAfter)),
       ])
-      const pageOf = <K extends string>(rows: ({ id: string; created_at: string } & Record<K, unknown>)[], key: K) => {
+      const pageOf = <K extends string>(
+        rows: ({ id: string; created_at: string } & Record<K, unknown>)[],
+        key: K,
+      ) => {
         const items = rows.slice(0, q.limit)
         const last = items[items.length - 1]
         return { items: items.map((r) => r[key]), next: rows.length > q.limit ? encodeCursor(last) : null }
@@ -87,15 +101,27 @@ export const packRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'get', path: '/tone-packs/{id}', tag, auth: 'bearer', params: idParams('id'), response: PackReply,
+      method: 'get',
+      path: '/tone-packs/{id}',
+      tag,
+      auth: 'bearer',
+      params: idParams('id'),
+      response: PackReply,
       summary: 'A pack with its images',
-      description: 'For a caller who may use or buy it (owner, sharee, buyer, public) and super admins; anyone else: 404.',
+      description:
+        'For a caller who may use or buy it (owner, sharee, buyer, public) and super admins; anyone else: 404.',
     }),
     async (c) => c.json({ pack: await getPack(c.var.db, c.req.valid('param').id) }),
   )
   .openapi(
     endpoint({
-      method: 'post', path: '/tone-packs', tag, auth: 'bearer', body: NewPack, response: PackReply, status: 201,
+      method: 'post',
+      path: '/tone-packs',
+      tag,
+      auth: 'bearer',
+      body: NewPack,
+      response: PackReply,
+      status: 201,
       summary: 'Create a pack (the caller owns it)',
     }),
     async (c) => {
@@ -106,9 +132,17 @@ export const packRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'put', path: '/tone-packs/{id}', tag, auth: 'bearer', params: idParams('id'), body: PackPatch,
-      response: PackReply, errors: [403], summary: 'Change a pack (owner only)',
-      description: 'Any of name, description, theme, is_public, price_drops. Unpublishing never takes a pack back from its buyers.',
+      method: 'put',
+      path: '/tone-packs/{id}',
+      tag,
+      auth: 'bearer',
+      params: idParams('id'),
+      body: PackPatch,
+      response: PackReply,
+      errors: [403],
+      summary: 'Change a pack (owner only)',
+      description:
+        'Any of name, description, theme, is_public, price_drops. Unpublishing never takes a pack back from its buyers.',
     }),
     async (c) => {
       const { id } = c.req.valid('param')
@@ -124,9 +158,16 @@ export const packRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'delete', path: '/tone-packs/{id}', tag, auth: 'bearer', params: idParams('id'), errors: [403],
-      response: Message.extend({ result: z.enum(['deleted', 'retired']) }), summary: 'Delete a pack (owner only)',
-      description: 'A pack nobody bought is removed with its images and shares. A pack someone bought is retired: ' +
+      method: 'delete',
+      path: '/tone-packs/{id}',
+      tag,
+      auth: 'bearer',
+      params: idParams('id'),
+      errors: [403],
+      response: Message.extend({ result: z.enum(['deleted', 'retired']) }),
+      summary: 'Delete a pack (owner only)',
+      description:
+        'A pack nobody bought is removed with its images and shares. A pack someone bought is retired: ' +
         'gone for the owner, the public and sharees, kept for its buyers (their purchase and ledger rows stay).',
     }),
     async (c) => {

@@ -132,7 +132,7 @@ export const userDataRoutes = routeModule()
           'Streamed as it is produced. The ZIP holds export.json (this document), the media files the ' +
           'caller owns (entry backgrounds, check-in photos, pack images) under media/, and README.txt. Another ' +
           "user's rows never appear, even where the caller may read them (a teammate's shared entry). " +
-          '403 inside an impersonation session: the export is the user\'s own copy.',
+          "403 inside an impersonation session: the export is the user's own copy.",
         response: ExportDocument,
         responseDescription: 'application/zip by default; with format=json the document alone',
       })

@@ -9,13 +9,28 @@ const BattleTeam = z.object({
   totalChips: z.number().int(),
   robotPower: z.number().int().describe('floor(chips*10 + members*5 + (chips/members)*20)'),
   memberCount: z.number().int(),
-  members: z.array(z.object({ userId: z.string(), chips: z.number().int(), name: z.string().nullable(), avatarUrl: z.string().nullable(), isAi: z.boolean() })),
+  members: z.array(
+    z.object({
+      userId: z.string(),
+      chips: z.number().int(),
+      name: z.string().nullable(),
+      avatarUrl: z.string().nullable(),
+      isAi: z.boolean(),
+    }),
+  ),
 })
 const BattleResult = z.object({
   redRobotPower: z.number().int(),
   blueRobotPower: z.number().int(),
   badGuyPower: z.number().int(),
-  rounds: z.array(z.object({ round: z.number().int(), redDamage: z.number().int(), blueDamage: z.number().int(), badGuyDamage: z.number().int() })),
+  rounds: z.array(
+    z.object({
+      round: z.number().int(),
+      redDamage: z.number().int(),
+      blueDamage: z.number().int(),
+      badGuyDamage: z.number().int(),
+    }),
+  ),
   redTotalDamage: z.number().int(),
   blueTotalDamage: z.number().int(),
   finalOutcome: z.string(),
@@ -42,49 +57,81 @@ const BattleWeek = z.object({
   battle: orNull(Battle),
   redTeam: BattleTeam,
   blueTeam: BattleTeam,
-  dailyStats: z.array(z.object({ date: z.string(), redTeamChips: z.number().int(), blueTeamChips: z.number().int() })),
+  dailyStats: z.array(
+    z.object({ date: z.string(), redTeamChips: z.number().int(), blueTeamChips: z.number().int() }),
+  ),
 })
-const BattleRun = z.object({ battle: Battle, winner: z.enum(['red', 'blue', 'tie']), battleResult: BattleResult, alreadyExecuted: z.boolean() })
+const BattleRun = z.object({
+  battle: Battle,
+  winner: z.enum(['red', 'blue', 'tie']),
+  battleResult: BattleResult,
+  alreadyExecuted: z.boolean(),
+})
 const BattleHistory = z.object({
   battles: z.array(Battle),
-  userStats: z.object({ totalChipsContributed: z.number().int(), battlesWon: z.number().int(), longestChain: z.number().int() }),
+  userStats: z.object({
+    totalChipsContributed: z.number().int(),
+    battlesWon: z.number().int(),
+    longestChain: z.number().int(),
+  }),
 })
 const WeeklyBattle = z.object({ battle: Battle, created: z.boolean() })
 
 export const battleRoutes = routeModule()
   .openapi(
     endpoint({
-      method: 'get', path: `${base}/battle/week/{weekStartDate}`, tag, auth: 'bearer', params: WeekParams,
-      summary: 'A week\'s battle with live team totals (weekStartDate must be a Monday)',
+      method: 'get',
+      path: `${base}/battle/week/{weekStartDate}`,
+      tag,
+      auth: 'bearer',
+      params: WeekParams,
+      summary: "A week's battle with live team totals (weekStartDate must be a Monday)",
       response: BattleWeek,
     }),
-    async (c) => c.json(unwrap(await c.var.db.rpc('workout_battle_week', { week_start: c.req.valid('param').weekStartDate }))),
+    async (c) =>
+      c.json(
+        unwrap(await c.var.db.rpc('workout_battle_week', { week_start: c.req.valid('param').weekStartDate })),
+      ),
   )
   .openapi(
     endpoint({
-      method: 'post', path: `${base}/battle/execute/{weekStartDate}`, tag, auth: { adminOrCron: 'workout-window' },
-      params: WeekParams, summary: 'Run a week\'s battle (once; deterministic, seeded by the week)',
+      method: 'post',
+      path: `${base}/battle/execute/{weekStartDate}`,
+      tag,
+      auth: { adminOrCron: 'workout-window' },
+      params: WeekParams,
+      summary: "Run a week's battle (once; deterministic, seeded by the week)",
       response: BattleRun,
     }),
     async (c) => {
-      const result = unwrap(await c.var.db.rpc('execute_workout_battle', { week_start: c.req.valid('param').weekStartDate }))
+      const result = unwrap(
+        await c.var.db.rpc('execute_workout_battle', { week_start: c.req.valid('param').weekStartDate }),
+      )
       logRun('workout-execute-battle', { week: c.req.valid('param').weekStartDate })
       return c.json(result)
     },
   )
   .openapi(
     endpoint({
-      method: 'get', path: `${base}/battle/history`, tag, auth: 'bearer',
+      method: 'get',
+      path: `${base}/battle/history`,
+      tag,
+      auth: 'bearer',
       query: z.object({ limit: z.coerce.number().int().min(1).max(104).default(52) }).strict(),
-      summary: 'Battles, newest first, and the caller\'s stats',
+      summary: "Battles, newest first, and the caller's stats",
       response: BattleHistory,
     }),
-    async (c) => c.json(unwrap(await c.var.db.rpc('workout_battle_history', { page_size: c.req.valid('query').limit }))),
+    async (c) =>
+      c.json(unwrap(await c.var.db.rpc('workout_battle_history', { page_size: c.req.valid('query').limit }))),
   )
   .openapi(
     endpoint({
-      method: 'post', path: `${base}/battle/cron/generate-weekly`, tag, auth: { cron: 'workout-window' },
-      summary: 'Weekly battle generation (0 0 * * 1)', response: WeeklyBattle,
+      method: 'post',
+      path: `${base}/battle/cron/generate-weekly`,
+      tag,
+      auth: { cron: 'workout-window' },
+      summary: 'Weekly battle generation (0 0 * * 1)',
+      response: WeeklyBattle,
     }),
     async (c) => {
       console.log(JSON.stringify({ job: 'workout-weekly-battle', event: 'start' }))

@@ -6,10 +6,26 @@ import { serviceDb } from '../../../_shared/db.ts'
 import { badRequest, fromDb, unwrap } from '../../../_shared/errors.ts'
 import { removeObjects, uploadObject } from '../../../_shared/storage.ts'
 import { isoDate } from '../../../_shared/validation.ts'
-import { PHOTO_EXTENSIONS, preparePhoto, readPhotoFacts, UnreadablePhoto } from '../../../_shared/workout_photo.ts'
+import {
+  PHOTO_EXTENSIONS,
+  preparePhoto,
+  readPhotoFacts,
+  UnreadablePhoto,
+} from '../../../_shared/workout_photo.ts'
 import { endpoint, orNull, routeModule } from '../../openapi.ts'
 import { CheckinForm, readCheckinForm } from './checkin_form.ts'
-import { base, Checkin, CHECKIN_BUCKET, DateParams, logRun, PageQuery, Squad, storageFailure, tag, UserCard } from './shared.ts'
+import {
+  base,
+  Checkin,
+  CHECKIN_BUCKET,
+  DateParams,
+  logRun,
+  PageQuery,
+  Squad,
+  storageFailure,
+  tag,
+  UserCard,
+} from './shared.ts'
 
 const TeamStats = z.object({
   totalMembers: z.number().int(),
@@ -50,7 +66,10 @@ const CheckinDone = z.object({
   chainStatus: z.enum(['continued', 'broken']),
   nextUserNotified: z.boolean(),
 })
-const MyCheckin = z.object({ checkin: orNull(Checkin), status: z.enum(['pending', 'completed', 'failed', 'not_started']) })
+const MyCheckin = z.object({
+  checkin: orNull(Checkin),
+  status: z.enum(['pending', 'completed', 'failed', 'not_started']),
+})
 const DayCheckins = z.object({
   checkins: z.array(Checkin.extend({ user: UserCard })),
   stats: z.object({ total: z.number().int(), completed: z.number().int(), failed: z.number().int() }),
@@ -59,34 +78,53 @@ const DayCheckins = z.object({
 export const chainRoutes = routeModule()
   .openapi(
     endpoint({
-      method: 'get', path: `${base}/chain/{date}`, tag, auth: 'bearer', params: DateParams,
-      summary: 'The caller\'s chain on a date: neighbours, team, squad and their check-ins',
+      method: 'get',
+      path: `${base}/chain/{date}`,
+      tag,
+      auth: 'bearer',
+      params: DateParams,
+      summary: "The caller's chain on a date: neighbours, team, squad and their check-ins",
       response: ChainDay,
     }),
     async (c) => c.json(unwrap(await c.var.db.rpc('workout_chain', { target: c.req.valid('param').date }))),
   )
   .openapi(
     endpoint({
-      method: 'get', path: `${base}/squad/{date}`, tag, auth: 'bearer', params: DateParams,
-      summary: 'The caller\'s squad on a date and its check-ins',
+      method: 'get',
+      path: `${base}/squad/{date}`,
+      tag,
+      auth: 'bearer',
+      params: DateParams,
+      summary: "The caller's squad on a date and its check-ins",
       response: SquadDay,
     }),
     async (c) => c.json(unwrap(await c.var.db.rpc('workout_squad', { target: c.req.valid('param').date }))),
   )
   .openapi(
     endpoint({
-      method: 'get', path: `${base}/team-stats/{date}`, tag, auth: 'bearer', params: DateParams,
+      method: 'get',
+      path: `${base}/team-stats/{date}`,
+      tag,
+      auth: 'bearer',
+      params: DateParams,
       summary: 'Red and blue team totals on a date',
       description: 'failed: the window has ended without a check-in; pending: not yet (or not started).',
       response: TeamDay,
     }),
-    async (c) => c.json(unwrap(await c.var.db.rpc('workout_team_stats', { target: c.req.valid('param').date }))),
+    async (c) =>
+      c.json(unwrap(await c.var.db.rpc('workout_team_stats', { target: c.req.valid('param').date }))),
   )
   .openapi(
     endpoint({
-      method: 'post', path: `${base}/checkin`, tag, auth: 'bearer', multipart: CheckinForm, status: 201,
+      method: 'post',
+      path: `${base}/checkin`,
+      tag,
+      auth: 'bearer',
+      multipart: CheckinForm,
+      status: 201,
       summary: 'Check in with a photo (one per user per day)',
-      description: 'Chips: 1, +1 when the before user checked in earlier that day, +0.5 in the first 30 minutes ' +
+      description:
+        'Chips: 1, +1 when the before user checked in earlier that day, +0.5 in the first 30 minutes ' +
         'of the window, +2 from the seventh consecutive day, floored. The photo is stored without its metadata ' +
         '(EXIF, XMP, IPTC, comments), turned upright. It verifies when its EXIF capture time is inside the window ' +
         '± 30 minutes, the server received it inside the window ± 30 minutes, at most 120 minutes (and not more than ' +
@@ -133,32 +171,51 @@ export const chainRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'get', path: `${base}/checkin/{date}`, tag, auth: 'bearer', params: DateParams,
-      summary: 'The caller\'s check-in on a date and the day status',
+      method: 'get',
+      path: `${base}/checkin/{date}`,
+      tag,
+      auth: 'bearer',
+      params: DateParams,
+      summary: "The caller's check-in on a date and the day status",
       response: MyCheckin,
     }),
-    async (c) => c.json(unwrap(await c.var.db.rpc('my_workout_checkin', { target: c.req.valid('param').date }))),
+    async (c) =>
+      c.json(unwrap(await c.var.db.rpc('my_workout_checkin', { target: c.req.valid('param').date }))),
   )
   .openapi(
     endpoint({
-      method: 'get', path: `${base}/checkins/{date}`, tag, auth: 'bearer', params: DateParams,
+      method: 'get',
+      path: `${base}/checkins/{date}`,
+      tag,
+      auth: 'bearer',
+      params: DateParams,
       query: z.object(PageQuery).strict(),
-      summary: 'A page of the date\'s check-ins (newest first) and the day\'s participant stats',
+      summary: "A page of the date's check-ins (newest first) and the day's participant stats",
       response: DayCheckins,
     }),
     async (c) => {
       const q = c.req.valid('query')
       return c.json(unwrap(
-        await c.var.db.rpc('workout_day_checkins', { target: c.req.valid('param').date, page_size: q.limit, before_created_at: q.before ?? null }),
+        await c.var.db.rpc('workout_day_checkins', {
+          target: c.req.valid('param').date,
+          page_size: q.limit,
+          before_created_at: q.before ?? null,
+        }),
       ))
     },
   )
   .openapi(
     endpoint({
-      method: 'post', path: `${base}/generate-chains`, tag, auth: 'bearer', body: GenerateBody, bodyRequired: false,
-      summary: 'Generate (or complete) the chains of a date, today in the caller\'s window\'s zone by default',
-      description: 'Repeatable: adds users who set up since, keeps links a check-in counted on, never duplicates. ' +
-        'Users: today and tomorrow in their window\'s time zone (403 otherwise); super admins: any date within a ' +
+      method: 'post',
+      path: `${base}/generate-chains`,
+      tag,
+      auth: 'bearer',
+      body: GenerateBody,
+      bodyRequired: false,
+      summary: "Generate (or complete) the chains of a date, today in the caller's window's zone by default",
+      description:
+        'Repeatable: adds users who set up since, keeps links a check-in counted on, never duplicates. ' +
+        "Users: today and tomorrow in their window's time zone (403 otherwise); super admins: any date within a " +
         'year of today (400 beyond).',
       errors: [403],
       response: ChainRun,
@@ -170,8 +227,12 @@ export const chainRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'post', path: `${base}/cron/generate-chains`, tag, auth: { cron: 'workout-window' },
-      summary: 'Daily chain generation (0 0 * * *)', response: ChainRun,
+      method: 'post',
+      path: `${base}/cron/generate-chains`,
+      tag,
+      auth: { cron: 'workout-window' },
+      summary: 'Daily chain generation (0 0 * * *)',
+      response: ChainRun,
     }),
     async (c) => {
       console.log(JSON.stringify({ job: 'workout-generate-chains', event: 'start' }))

@@ -7,14 +7,21 @@ import { PHOTO_LIMIT_BYTES, PHOTO_TYPES, sniffImageType } from '../../../_shared
 // Documents the form; the handler reads and checks it (files are not zod's to judge).
 export const CheckinForm = z.object({
   photo: z.unknown().openapi({
-    type: 'string', format: 'binary',
-    description: 'JPEG, PNG, GIF or WEBP (read from the bytes), at most 10 MB, 25 megapixels a frame, 40 in all, 50 frames',
+    type: 'string',
+    format: 'binary',
+    description:
+      'JPEG, PNG, GIF or WEBP (read from the bytes), at most 10 MB, 25 megapixels a frame, 40 in all, 50 frames',
   }),
   activityType: z.unknown().openapi({ type: 'string', description: '1..50 characters' }),
-  latitude: z.unknown().optional().openapi({ type: 'number', description: 'Decimal degrees -90..90, at most 8 decimals' }),
-  longitude: z.unknown().optional().openapi({ type: 'number', description: 'Decimal degrees -180..180, at most 8 decimals' }),
+  latitude: z.unknown().optional().openapi({
+    type: 'number',
+    description: 'Decimal degrees -90..90, at most 8 decimals',
+  }),
+  longitude: z.unknown().optional().openapi({
+    type: 'number',
+    description: 'Decimal degrees -180..180, at most 8 decimals',
+  }),
 }).openapi('WorkoutCheckinForm')
-
 
 async function form(c: { req: { formData(): Promise<FormData> } }): Promise<FormData> {
   try {
@@ -38,7 +45,9 @@ function optionalCoordinate(value: FormDataEntryValue | null, field: string, lim
 export async function readCheckinForm(c: { req: { formData(): Promise<FormData> } }) {
   const data = await form(c)
   for (const key of data.keys()) {
-    if (!['photo', 'activityType', 'latitude', 'longitude'].includes(key)) throw badRequest(`${key}: not an accepted field`)
+    if (!['photo', 'activityType', 'latitude', 'longitude'].includes(key)) {
+      throw badRequest(`${key}: not an accepted field`)
+    }
   }
   const photo = data.get('photo')
   if (!(photo instanceof File)) throw badRequest('photo: is required (a file)')
@@ -49,10 +58,14 @@ export async function readCheckinForm(c: { req: { formData(): Promise<FormData> 
   if (activity.trim().length > 50) throw badRequest('activityType: must be at most 50 characters')
   const latitude = optionalCoordinate(data.get('latitude'), 'latitude', 90)
   const longitude = optionalCoordinate(data.get('longitude'), 'longitude', 180)
-  if ((latitude === null) !== (longitude === null)) throw badRequest('latitude: give both latitude and longitude')
+  if ((latitude === null) !== (longitude === null)) {
+    throw badRequest('latitude: give both latitude and longitude')
+  }
   const bytes = new Uint8Array(await photo.arrayBuffer())
   const type = sniffImageType(bytes)
-  if (!type) throw badRequest(`photo: must be a ${PHOTO_TYPES.map((t) => t.slice(6).toUpperCase()).join(', ')} image`)
+  if (!type) {
+    throw badRequest(`photo: must be a ${PHOTO_TYPES.map((t) => t.slice(6).toUpperCase()).join(', ')} image`)
+  }
   const declared = photo.type.toLowerCase()
   if ((PHOTO_TYPES as readonly string[]).includes(declared) && declared !== type) {
     throw badRequest(`photo: the file is ${type}, not ${declared}`)

@@ -15,10 +15,20 @@ const Mosaic = z.object({
     userId: z.string(),
     userName: z.string(),
     status: z.enum(['completed', 'failed', 'pending']),
-    coordinates: z.object({ x: z.number().int(), y: z.number().int(), width: z.number().int(), height: z.number().int() }),
+    coordinates: z.object({
+      x: z.number().int(),
+      y: z.number().int(),
+      width: z.number().int(),
+      height: z.number().int(),
+    }),
     teamColor: z.enum(['red', 'blue']),
   })),
-  stats: z.object({ totalParticipants: z.number().int(), completed: z.number().int(), failed: z.number().int(), pending: z.number().int() }),
+  stats: z.object({
+    totalParticipants: z.number().int(),
+    completed: z.number().int(),
+    failed: z.number().int(),
+    pending: z.number().int(),
+  }),
   updatedAt: z.string(),
 }).openapi('WorkoutMosaic')
 
@@ -29,7 +39,12 @@ async function generateMosaic(db: Db, date: string) {
   const png = drawMosaic(layout)
   const name = `${date}/${crypto.randomUUID()}.png`
   const url = await uploadObject(MOSAIC_BUCKET, name, png, 'image/png').catch(storageFailure)
-  const saved = await db.rpc('save_workout_mosaic', { target: date, image_url: url, object_name: name, sections: layout.sections })
+  const saved = await db.rpc('save_workout_mosaic', {
+    target: date,
+    image_url: url,
+    object_name: name,
+    sections: layout.sections,
+  })
   if (saved.error) {
     await removeObjects(MOSAIC_BUCKET, [name])
     throw fromDb(saved.error)
@@ -42,8 +57,13 @@ async function generateMosaic(db: Db, date: string) {
 export const mosaicRoutes = routeModule()
   .openapi(
     endpoint({
-      method: 'get', path: `${base}/mosaic/{date}`, tag, auth: 'bearer', params: DateParams,
-      summary: 'The mosaic of a date', response: z.object({ mosaic: Mosaic }),
+      method: 'get',
+      path: `${base}/mosaic/{date}`,
+      tag,
+      auth: 'bearer',
+      params: DateParams,
+      summary: 'The mosaic of a date',
+      response: z.object({ mosaic: Mosaic }),
     }),
     async (c) => {
       const { date } = c.req.valid('param')
@@ -54,7 +74,12 @@ export const mosaicRoutes = routeModule()
           imageUrl: row.image_url,
           date: row.date,
           sections: row.sections,
-          stats: { totalParticipants: row.total_participants, completed: row.completed_count, failed: row.failed_count, pending: row.pending_count },
+          stats: {
+            totalParticipants: row.total_participants,
+            completed: row.completed_count,
+            failed: row.failed_count,
+            pending: row.pending_count,
+          },
           updatedAt: row.updated_at,
         },
       })
@@ -62,8 +87,13 @@ export const mosaicRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'post', path: `${base}/mosaic/generate/{date}`, tag, auth: { adminOrCron: 'workout-window' }, params: DateParams,
-      summary: 'Draw (or redraw) a date\'s mosaic PNG and store it', response: z.object({ mosaic: Mosaic, message: z.string() }),
+      method: 'post',
+      path: `${base}/mosaic/generate/{date}`,
+      tag,
+      auth: { adminOrCron: 'workout-window' },
+      params: DateParams,
+      summary: "Draw (or redraw) a date's mosaic PNG and store it",
+      response: z.object({ mosaic: Mosaic, message: z.string() }),
     }),
     async (c) => {
       const { date } = c.req.valid('param')

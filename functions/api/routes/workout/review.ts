@@ -19,39 +19,68 @@ const QueuedCheckin = Checkin.extend({ user: UserCard })
 export const reviewRoutes = routeModule()
   .openapi(
     endpoint({
-      method: 'get', path: `${base}/admin/checkins`, tag, auth: 'superAdmin', query: ReviewQuery,
+      method: 'get',
+      path: `${base}/admin/checkins`,
+      tag,
+      auth: 'superAdmin',
+      query: ReviewQuery,
       summary: 'Check-ins by review status (pending by default), newest first',
       response: z.object({ checkins: z.array(QueuedCheckin) }),
     }),
     async (c) => {
       const q = c.req.valid('query')
-      const checkins = unwrap(await c.var.db.rpc('workout_review_queue', {
-        review_status: q.status, page_size: q.limit, before_created_at: q.before ?? null,
-      }))
+      const checkins = unwrap(
+        await c.var.db.rpc('workout_review_queue', {
+          review_status: q.status,
+          page_size: q.limit,
+          before_created_at: q.before ?? null,
+        }),
+      )
       return c.json({ checkins })
     },
   )
   .openapi(
     endpoint({
-      method: 'post', path: `${base}/admin/checkins/{id}/verify`, tag, auth: 'superAdmin', params: idParams('id'),
-      body: VerifyBody, bodyRequired: false, summary: 'Verify a check-in', response: z.object({ checkin: Checkin }),
+      method: 'post',
+      path: `${base}/admin/checkins/{id}/verify`,
+      tag,
+      auth: 'superAdmin',
+      params: idParams('id'),
+      body: VerifyBody,
+      bodyRequired: false,
+      summary: 'Verify a check-in',
+      response: z.object({ checkin: Checkin }),
     }),
     async (c) => {
-      const checkin = unwrap(await c.var.db.rpc('review_workout_checkin', {
-        checkin_id: c.req.valid('param').id, verdict: 'verified', reason: c.req.valid('json')?.reason ?? null,
-      }))
+      const checkin = unwrap(
+        await c.var.db.rpc('review_workout_checkin', {
+          checkin_id: c.req.valid('param').id,
+          verdict: 'verified',
+          reason: c.req.valid('json')?.reason ?? null,
+        }),
+      )
       return c.json({ checkin })
     },
   )
   .openapi(
     endpoint({
-      method: 'post', path: `${base}/admin/checkins/{id}/reject`, tag, auth: 'superAdmin', params: idParams('id'),
-      body: RejectBody, summary: 'Reject a check-in (its chips stop counting)', response: z.object({ checkin: Checkin }),
+      method: 'post',
+      path: `${base}/admin/checkins/{id}/reject`,
+      tag,
+      auth: 'superAdmin',
+      params: idParams('id'),
+      body: RejectBody,
+      summary: 'Reject a check-in (its chips stop counting)',
+      response: z.object({ checkin: Checkin }),
     }),
     async (c) => {
-      const checkin = unwrap(await c.var.db.rpc('review_workout_checkin', {
-        checkin_id: c.req.valid('param').id, verdict: 'rejected', reason: c.req.valid('json').reason,
-      }))
+      const checkin = unwrap(
+        await c.var.db.rpc('review_workout_checkin', {
+          checkin_id: c.req.valid('param').id,
+          verdict: 'rejected',
+          reason: c.req.valid('json').reason,
+        }),
+      )
       return c.json({ checkin })
     },
   )

@@ -8,7 +8,15 @@ import { orNull } from '../../openapi.ts'
 
 export const tag = 'Workout windows'
 export const base = '/workout-window'
-export const ACTIVITY_TYPES = ['cardio', 'strength', 'walk', 'meditation', 'reading', 'homework', 'other'] as const
+export const ACTIVITY_TYPES = [
+  'cardio',
+  'strength',
+  'walk',
+  'meditation',
+  'reading',
+  'homework',
+  'other',
+] as const
 export const CHECKIN_BUCKET = 'workout-checkins'
 export const MOSAIC_BUCKET = 'workout-mosaics'
 
@@ -51,11 +59,14 @@ export const Squad = z.object({
   user3: orNull(UserCard),
 }).openapi('WorkoutSquad')
 
-export const pathDate = (name: string) => isoDate().openapi({ param: { name, in: 'path' }, example: '2026-11-23' })
+export const pathDate = (name: string) =>
+  isoDate().openapi({ param: { name, in: 'path' }, example: '2026-11-23' })
 export const DateParams = z.object({ date: pathDate('date') })
 export const PageQuery = {
   limit: z.coerce.number().int().min(1).max(200).default(100).openapi({ description: 'Page size, 1..200' }),
-  before: z.iso.datetime({ offset: true }).optional().openapi({ description: 'createdAt of the last item of the previous page' }),
+  before: z.iso.datetime({ offset: true }).optional().openapi({
+    description: 'createdAt of the last item of the previous page',
+  }),
 }
 
 /** A storage failure as the reply: 400 for a photo over the limit, else 503 (logged). */
@@ -68,4 +79,5 @@ export function storageFailure(e: unknown): never {
   throw e
 }
 
-export const logRun = (job: string, result: unknown) => console.log(JSON.stringify({ job, at: new Date().toISOString(), result }))
+export const logRun = (job: string, result: unknown) =>
+  console.log(JSON.stringify({ job, at: new Date().toISOString(), result }))

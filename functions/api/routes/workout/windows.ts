@@ -14,11 +14,17 @@ export function isTimeZone(tz: string) {
     return false
   }
 }
-const timezone = z.string().trim().min(1).max(50).refine(isTimeZone, 'must be an IANA time zone such as Europe/Paris')
+const timezone = z.string().trim().min(1).max(50).refine(
+  isTimeZone,
+  'must be an IANA time zone such as Europe/Paris',
+)
 const minutes = (t: string) => Number(t.slice(0, 2)) * 60 + Number(t.slice(3, 5))
 /** At most 8 decimals: what numeric(10,8) / numeric(11,8) keep. */
 const coordinate = (limit: number) =>
-  z.number().min(-limit).max(limit).refine((n) => Math.abs(n * 1e8 - Math.round(n * 1e8)) < 1e-4, 'must have at most 8 decimals')
+  z.number().min(-limit).max(limit).refine(
+    (n) => Math.abs(n * 1e8 - Math.round(n * 1e8)) < 1e-4,
+    'must have at most 8 decimals',
+  )
 
 const WindowSetup = z.object({
   activityType: z.enum(ACTIVITY_TYPES),
@@ -28,7 +34,11 @@ const WindowSetup = z.object({
   timezone,
 }).strict().superRefine((w, ctx) => {
   if ((minutes(w.windowEndTime) - minutes(w.windowStartTime) + 1440) % 1440 !== 120) {
-    ctx.addIssue({ code: 'custom', path: ['windowEndTime'], message: 'must be exactly 2 hours after windowStartTime' })
+    ctx.addIssue({
+      code: 'custom',
+      path: ['windowEndTime'],
+      message: 'must be exactly 2 hours after windowStartTime',
+    })
   }
   if (w.customActivity !== undefined && w.activityType !== 'other') {
     ctx.addIssue({ code: 'custom', path: ['customActivity'], message: 'only with activityType other' })
@@ -71,25 +81,35 @@ const LocationRow = z.object({
 export const windowRoutes = routeModule()
   .openapi(
     endpoint({
-      method: 'post', path: `${base}/setup`, tag, auth: 'bearer', body: WindowSetup,
-      summary: 'Set up (or replace) the caller\'s 2-hour daily window',
+      method: 'post',
+      path: `${base}/setup`,
+      tag,
+      auth: 'bearer',
+      body: WindowSetup,
+      summary: "Set up (or replace) the caller's 2-hour daily window",
       response: z.object({ window: WindowRow, message: z.string() }),
     }),
     async (c) => {
       const b = c.req.valid('json')
-      const window = unwrap(await c.var.db.rpc('setup_workout_window', {
-        activity_type: b.activityType,
-        custom_activity: b.customActivity ?? null,
-        window_start_time: b.windowStartTime,
-        window_end_time: b.windowEndTime,
-        timezone: b.timezone,
-      }))
+      const window = unwrap(
+        await c.var.db.rpc('setup_workout_window', {
+          activity_type: b.activityType,
+          custom_activity: b.customActivity ?? null,
+          window_start_time: b.windowStartTime,
+          window_end_time: b.windowEndTime,
+          timezone: b.timezone,
+        }),
+      )
       return c.json({ window, message: 'Workout window saved' })
     },
   )
   .openapi(
     endpoint({
-      method: 'get', path: `${base}/my-window`, tag, auth: 'bearer', summary: 'The caller\'s window and location',
+      method: 'get',
+      path: `${base}/my-window`,
+      tag,
+      auth: 'bearer',
+      summary: "The caller's window and location",
       response: z.object({ window: orNull(WindowRow), location: orNull(LocationRow) }),
     }),
     async (c) => {
@@ -103,8 +123,12 @@ export const windowRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'put', path: `${base}/update-location`, tag, auth: 'bearer', body: LocationPatch,
-      summary: 'Set the caller\'s location (fields given replace the stored ones); private to the caller',
+      method: 'put',
+      path: `${base}/update-location`,
+      tag,
+      auth: 'bearer',
+      body: LocationPatch,
+      summary: "Set the caller's location (fields given replace the stored ones); private to the caller",
       response: z.object({ message: z.string(), location: LocationRow }),
     }),
     async (c) => {
