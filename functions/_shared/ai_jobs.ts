@@ -61,7 +61,7 @@ export async function inBatches<T>(
 
 /** Logs a run's start, outcome and remainder (SPEC Events 4): console and private.job_runs. */
 export async function logRun(
-  job: AiJob,
+  job: string,
   startedAt: Date,
   counts: { succeeded: number; failed: number; remaining: number },
   details: Record<string, unknown>,

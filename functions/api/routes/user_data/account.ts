@@ -4,6 +4,7 @@
 // Stripe, the music provider and Storage run in functions/_shared/account_deletion.ts.
 import { z } from '@hono/zod-openapi'
 import { runAccountDeletions } from '../../../_shared/account_deletion.ts'
+import { logRun } from '../../../_shared/ai_jobs.ts'
 import { serviceDb } from '../../../_shared/db.ts'
 import { notFound, unwrap } from '../../../_shared/errors.ts'
 import { idParams } from '../../../_shared/validation.ts'
@@ -139,16 +140,11 @@ export const accountRoutes = routeModule()
         remaining,
         errors: failed.map((o) => ({ user_id: o.user_id, errors: o.errors })),
       }
-      console.log('account-deletions:', JSON.stringify(results))
-      const { error } = await db.rpc('record_job_run', {
-        job: 'account-deletions',
-        started_at: startedAt.toISOString(),
+      await logRun('account-deletions', startedAt, {
         succeeded: outcomes.length - failed.length,
         failed: failed.length,
         remaining,
-        details: { deleted: results.deleted, finished: results.finished },
-      })
-      if (error) console.error('account-deletions: could not log the run', error)
+      }, { deleted: results.deleted, finished: results.finished, errors: results.errors })
       return c.json({
         success: true,
         message:
