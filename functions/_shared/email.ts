@@ -49,6 +49,8 @@ export interface OutgoingEmail {
   subject: string
   html?: string
   text?: string
+  /** Extra headers (List-Unsubscribe and List-Unsubscribe-Post for the digest). */
+  headers?: Record<string, string>
 }
 
 /** Sends one e-mail; the idempotency key makes a retry of the same request a no-op at Resend. */
@@ -57,7 +59,7 @@ export async function sendEmail(
   idempotencyKey: string,
 ): Promise<{ id: string } | { error: ResendFailure }> {
   const { resend, from } = requireResend()
-  const payload = { from, to: [mail.to], subject: mail.subject, ...(mail.html ? { html: mail.html } : {}), ...(mail.text ? { text: mail.text } : {}) }
+  const payload = { from, to: [mail.to], subject: mail.subject, ...(mail.html ? { html: mail.html } : {}), ...(mail.text ? { text: mail.text } : {}), ...(mail.headers ? { headers: mail.headers } : {}) }
   const { data, error } = await resend.emails.send(payload as Parameters<typeof resend.emails.send>[0], { idempotencyKey })
   if (error) return { error }
   if (!data?.id) return { error: { name: 'application_error', message: 'no message id in the reply', statusCode: 502 } }
