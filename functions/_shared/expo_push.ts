@@ -18,7 +18,10 @@ export function expoClient(): Expo | null {
   if (!token) return null
   if (cached?.token !== token) {
     const retry = Number(optionalEnv('EXPO_RETRY_MIN_TIMEOUT_MS') ?? '')
-    cached = { token, client: new Expo({ accessToken: token, ...(retry > 0 ? { retryMinTimeout: retry } : {}) }) }
+    cached = {
+      token,
+      client: new Expo({ accessToken: token, ...(retry > 0 ? { retryMinTimeout: retry } : {}) }),
+    }
   }
   return cached.client
 }
@@ -33,5 +36,9 @@ export interface ExpoRequestFailure {
 
 export function expoFailure(e: unknown): ExpoRequestFailure {
   const err = e as { statusCode?: number; message?: string; code?: string }
-  return { status: typeof err?.statusCode === 'number' ? err.statusCode : null, message: `${err?.code ? `${err.code}: ` : ''}${err?.message ?? String(e)}` }
+  const status = typeof err?.statusCode === 'number' ? err.statusCode : null
+  return {
+    status,
+    message: `${status ?? 'network'}${err?.code ? ` ${err.code}` : ''}: ${err?.message ?? String(e)}`,
+  }
 }

@@ -22,12 +22,20 @@ interface DigestRow {
   unsubscribe_token: string
   local_date: string
   total: number
-  notifications: { id: string; type: string; payload: Record<string, unknown>; created_at: string; context: Record<string, string> | null }[]
+  notifications: {
+    id: string
+    type: string
+    payload: Record<string, unknown>
+    created_at: string
+    context: Record<string, string> | null
+  }[]
 }
 
 /** The link in the digest's List-Unsubscribe header and footer. */
 export const unsubscribeUrl = (token: string) =>
-  `${requiredEnv('SUPABASE_URL')}/functions/v1/api/notifications/unsubscribe?token=${encodeURIComponent(token)}`
+  `${requiredEnv('SUPABASE_URL')}/functions/v1/api/notifications/unsubscribe?token=${
+    encodeURIComponent(token)
+  }`
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 
@@ -46,7 +54,9 @@ export function digestEmail(row: DigestRow) {
   ].join('\n')
   const html = `<p>What happened since your last digest:</p><ul>${
     items.map((t) => `<li><strong>${escapeHtml(t.title)}</strong>: ${escapeHtml(t.body)}</li>`).join('')
-  }</ul>${more > 0 ? `<p>...and ${more} more in the app.</p>` : ''}<p style="color:#666">You get this because you turned on the daily digest. <a href="${
+  }</ul>${
+    more > 0 ? `<p>...and ${more} more in the app.</p>` : ''
+  }<p style="color:#666">You get this because you turned on the daily digest. <a href="${
     escapeHtml(link)
   }">Unsubscribe</a></p>`
   return {
@@ -58,25 +68,41 @@ export function digestEmail(row: DigestRow) {
   }
 }
 
-export async function runDigests(db: Db, options: { limit?: number; at?: string } = {}): Promise<DigestReport> {
+export async function runDigests(
+  db: Db,
+  options: { limit?: number; at?: string } = {},
+): Promise<DigestReport> {
   const report: DigestReport = { configured: !!resendClient(), claimed: 0, sent: 0, failed: 0, errors: [] }
   console.log(JSON.stringify({ job: 'notification-digests', event: 'start', configured: report.configured }))
   if (!report.configured) return report
   const at = options.at ?? new Date().toISOString()
-  const rows = unwrap(await db.rpc('claim_notification_digests', { max_users: options.limit ?? 100, at })) as unknown as DigestRow[]
+  const rows = unwrap(
+    await db.rpc('claim_notification_digests', { max_users: options.limit ?? 100, at }),
+  ) as unknown as DigestRow[]
   report.claimed = rows.length
   for (const row of rows) {
     const mail = digestEmail(row)
     // One digest per user and local day: a retried send of the same day is a no-op at Resend.
-    const result = await sendEmail(mail, `digest-${row.user_id}-${row.local_date}`).catch((e) => ({ error: { message: String(e) } }))
+    const result = await sendEmail(mail, `digest-${row.user_id}-${row.local_date}`).catch((e) => ({
+      error: { message: String(e) },
+    }))
     const sent = 'id' in result
     if (sent) report.sent++
     else {
       report.failed++
       report.errors.push({ user_id: row.user_id, error: result.error.message ?? 'send failed' })
     }
-    unwrap(await db.rpc('record_notification_digest', { user_id: row.user_id, local_date: row.local_date, sent, at }))
+    unwrap(
+      await db.rpc('record_notification_digest', {
+        user_id: row.user_id,
+        local_date: row.local_date,
+        sent,
+        at,
+      }),
+    )
   }
-  console.log(JSON.stringify({ job: 'notification-digests', event: 'done', ...report, errors: report.errors.length }))
+  console.log(
+    JSON.stringify({ job: 'notification-digests', event: 'done', ...report, errors: report.errors.length }),
+  )
   return report
 }

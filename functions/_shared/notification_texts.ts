@@ -37,7 +37,9 @@ export function notificationText(n: NotificationForText): NotificationText {
     case 'workout.checkin_reminder':
       return {
         title: 'Your workout window starts soon',
-        body: `Your window starts${at ? ` at ${at}` : ' in 30 minutes'}. Check in with a photo to keep the chain going.`,
+        body: `Your window starts${
+          at ? ` at ${at}` : ' in 30 minutes'
+        }. Check in with a photo to keep the chain going.`,
         path: '/workout/checkin',
       }
     case 'workout.chain_broken':
@@ -48,17 +50,25 @@ export function notificationText(n: NotificationForText): NotificationText {
       }
     case 'workout.battle_update': {
       const red = num(p.redTeamChips), blue = num(p.blueTeamChips)
-      const leader = p.leader === 'tie' ? 'The teams are tied' : team(p.leader) ? `${team(p.leader)} team leads` : 'The battle is on'
+      const leader = p.leader === 'tie'
+        ? 'The teams are tied'
+        : team(p.leader)
+        ? `${team(p.leader)} team leads`
+        : 'The battle is on'
       return {
         title: 'Battle update',
-        body: `${leader}${red !== undefined && blue !== undefined ? ` (Red ${red} chips, Blue ${blue})` : ''}.${
-          team(p.yourTeam) ? ` You are on ${team(p.yourTeam)}.` : ''
-        }`,
+        body: `${leader}${
+          red !== undefined && blue !== undefined ? ` (Red ${red} chips, Blue ${blue})` : ''
+        }.${team(p.yourTeam) ? ` You are on ${team(p.yourTeam)}.` : ''}`,
         path: seg(p.weekStartDate) ? `/workout/battle/${seg(p.weekStartDate)}` : '/workout',
       }
     }
     case 'workout.battle_result': {
-      const won = p.winner === 'tie' ? 'The battle ended in a tie.' : p.winner === p.yourTeam ? 'Your team won the battle!' : 'Your team lost this week\'s battle.'
+      const won = p.winner === 'tie'
+        ? 'The battle ended in a tie.'
+        : p.winner === p.yourTeam
+        ? 'Your team won the battle!'
+        : "Your team lost this week's battle."
       return {
         title: 'Battle result',
         body: `${won} See how it went.`,
@@ -68,7 +78,9 @@ export function notificationText(n: NotificationForText): NotificationText {
     case 'workout.checkin_rejected':
       return {
         title: 'Check-in not accepted',
-        body: `Your check-in${date ? ` of ${date}` : ''} was not accepted${str(p.reason) ? `: ${str(p.reason)!.slice(0, 120)}` : '.'}`,
+        body: `Your check-in${date ? ` of ${date}` : ''} was not accepted${
+          str(p.reason) ? `: ${str(p.reason)!.slice(0, 120)}` : '.'
+        }`,
         path: chain,
       }
     case 'encouragement.drop_received':
@@ -86,13 +98,17 @@ export function notificationText(n: NotificationForText): NotificationText {
     case 'organization.member_added':
       return {
         title: 'You joined an organization',
-        body: `${who} added you to ${str(p.organization_name) ? `"${str(p.organization_name)}"` : 'an organization'}.`,
+        body: `${who} added you to ${
+          str(p.organization_name) ? `"${str(p.organization_name)}"` : 'an organization'
+        }.`,
         path: seg(p.organization_id) ? `/organizations/${seg(p.organization_id)}` : '/organizations',
       }
     case 'organization.ownership_received':
       return {
         title: 'You own an organization now',
-        body: `${who} handed you ${str(p.organization_name) ? `"${str(p.organization_name)}"` : 'an organization'}.`,
+        body: `${who} handed you ${
+          str(p.organization_name) ? `"${str(p.organization_name)}"` : 'an organization'
+        }.`,
         path: seg(p.organization_id) ? `/organizations/${seg(p.organization_id)}` : '/organizations',
       }
     case 'team.member_added':

@@ -8,7 +8,7 @@ import type { Db } from './db.ts'
 import { unwrap } from './errors.ts'
 import { expoClient, expoFailure, type ExpoPushMessage, type ExpoPushTicket } from './expo_push.ts'
 import { notificationText } from './notification_texts.ts'
-import { sendWebPush, vapidConfig, type VapidConfig } from './web_push.ts'
+import { sendWebPush, type VapidConfig, vapidConfig } from './web_push.ts'
 
 export interface DeliveryOptions {
   /** Rows per claim (default 500). */
@@ -65,7 +65,8 @@ interface Outcome {
 /** Types a person acts on within minutes: sent with high priority. */
 const TIME_SENSITIVE = new Set(['workout.checkin_reminder', 'workout.baton_pass'])
 
-const ttlSeconds = (row: Claimed, now: number) => Math.max(60, Math.floor((Date.parse(row.expires_at) - now) / 1000))
+const ttlSeconds = (row: Claimed, now: number) =>
+  Math.max(60, Math.floor((Date.parse(row.expires_at) - now) / 1000))
 
 /** Runs `work` over `items` with at most `limit` at a time. */
 async function pool<T>(items: T[], limit: number, work: (item: T) => Promise<void>) {
@@ -85,7 +86,14 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
   const channels = [...(expo ? ['expo'] : []), ...(vapid ? ['web_push'] : [])]
   const report: DeliveryReport = {
     channels: { expo: !!expo, web_push: !!vapid },
-    claimed: 0, sent: 0, retried: 0, failed: 0, retired: 0, receipts_checked: 0, receipt_errors: 0, remaining: 0,
+    claimed: 0,
+    sent: 0,
+    retried: 0,
+    failed: 0,
+    retired: 0,
+    receipts_checked: 0,
+    receipt_errors: 0,
+    remaining: 0,
   }
   const startedAt = Date.now()
   console.log(JSON.stringify({ job: 'notification-deliveries', event: 'start', channels }))
@@ -104,29 +112,42 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
   /** Marks rows attempting; returns those this claim still holds. */
   const start = async (rows: Claimed[]) => {
     if (!rows.length) return rows
-    const held = new Set(unwrap(await db.rpc('start_notification_deliveries', { ids: rows.map((r) => r.id), claim: rows[0].claim_id })).map(Number))
+    const held = new Set(
+      unwrap(
+        await db.rpc('start_notification_deliveries', {
+          ids: rows.map((r) => r.id),
+          claim: rows[0].claim_id,
+        }),
+      ).map(Number),
+    )
     return rows.filter((r) => held.has(r.id))
   }
 
   const budget = options.timeBudgetMs ?? 40_000
   while (Date.now() - startedAt < budget) {
-    const claimed = unwrap(await db.rpc('claim_notification_deliveries', {
-      max_rows: options.chunk ?? 500,
-      lease_seconds: options.leaseSeconds ?? 120,
-      channels,
-      ...(options.at ? { at: options.at } : {}),
-    })) as unknown as (Claimed & { remaining: number })[]
+    const claimed = unwrap(
+      await db.rpc('claim_notification_deliveries', {
+        max_rows: options.chunk ?? 500,
+        lease_seconds: options.leaseSeconds ?? 120,
+        channels,
+        ...(options.at ? { at: options.at } : {}),
+      }),
+    ) as unknown as (Claimed & { remaining: number })[]
     report.remaining = claimed.length ? Number(claimed[0].remaining) : 0
     if (!claimed.length) break
     report.claimed += claimed.length
     await Promise.all([
       expo ? sendExpo(claimed.filter((r) => r.channel === 'expo'), options.expoConcurrency ?? 6) : null,
-      vapid ? sendWeb(vapid, claimed.filter((r) => r.channel === 'web_push'), options.webPushConcurrency ?? 50) : null,
+      vapid
+        ? sendWeb(vapid, claimed.filter((r) => r.channel === 'web_push'), options.webPushConcurrency ?? 50)
+        : null,
     ])
     if (!report.remaining) break
   }
   if (expo) await checkReceipts(options.receiptDelaySeconds ?? 900)
-  console.log(JSON.stringify({ job: 'notification-deliveries', event: 'done', ms: Date.now() - startedAt, ...report }))
+  console.log(
+    JSON.stringify({ job: 'notification-deliveries', event: 'done', ms: Date.now() - startedAt, ...report }),
+  )
   return report
 
   async function sendExpo(rows: Claimed[], concurrency: number) {
@@ -152,7 +173,9 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
       } catch (e) {
         const f = expoFailure(e)
         const retry = f.status === null || f.status === 429 || f.status >= 500
-        await record(live.map((r) => ({ id: r.id, outcome: retry ? 'retry' : 'failed', error: `expo: ${f.message}` })))
+        await record(
+          live.map((r) => ({ id: r.id, outcome: retry ? 'retry' : 'failed', error: `expo: ${f.message}` })),
+        )
         return
       }
       await record(live.map((r, i): Outcome => {
@@ -172,16 +195,34 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
       const live = await start(batch)
       const outcomes = await Promise.all(live.map(async (r): Promise<Outcome> => {
         const text = notificationText(r)
-        const payload = JSON.stringify({ title: text.title, body: text.body, path: text.path, notification_id: r.notification_id, type: r.type })
-        const res = await sendWebPush(vapid, { endpoint: r.address, p256dh: r.key_p256dh ?? '', auth: r.key_auth ?? '' }, payload, {
-          ttlSeconds: ttlSeconds(r, now),
-          urgency: TIME_SENSITIVE.has(r.type) ? 'high' : 'normal',
-          topic: r.notification_id.replace(/-/g, ''),
+        const payload = JSON.stringify({
+          title: text.title,
+          body: text.body,
+          path: text.path,
+          notification_id: r.notification_id,
+          type: r.type,
         })
+        const res = await sendWebPush(
+          vapid,
+          { endpoint: r.address, p256dh: r.key_p256dh ?? '', auth: r.key_auth ?? '' },
+          payload,
+          {
+            ttlSeconds: ttlSeconds(r, now),
+            urgency: TIME_SENSITIVE.has(r.type) ? 'high' : 'normal',
+            topic: r.notification_id.replace(/-/g, ''),
+          },
+        )
         if (res.ok) return { id: r.id, outcome: 'sent' }
         const error = `web push: ${res.message}`
         if (res.gone) return { id: r.id, outcome: 'retired', error }
-        if (res.retry) return { id: r.id, outcome: 'retry', error, ...(res.retryAfter ? { retry_after: res.retryAfter } : {}) }
+        if (res.retry) {
+          return {
+            id: r.id,
+            outcome: 'retry',
+            error,
+            ...(res.retryAfter ? { retry_after: res.retryAfter } : {}),
+          }
+        }
         return { id: r.id, outcome: 'failed', error }
       }))
       await record(outcomes)
@@ -197,7 +238,13 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
         try {
           receipts = await expo!.getPushNotificationReceiptsAsync(part.map((d) => d.ticket_id))
         } catch (e) {
-          await record(part.map((d) => ({ id: Number(d.id), outcome: 'receipt_retry', error: `expo receipts: ${expoFailure(e).message}` })))
+          await record(
+            part.map((d) => ({
+              id: Number(d.id),
+              outcome: 'receipt_retry',
+              error: `expo receipts: ${expoFailure(e).message}`,
+            })),
+          )
           return
         }
         await record(part.map((d): Outcome => {
@@ -207,7 +254,12 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
           if (r.status === 'ok') return { id: Number(d.id), outcome: 'receipt_ok' }
           report.receipt_errors++
           const code = r.details?.error
-          return { id: Number(d.id), outcome: 'receipt_error', error: `expo receipt: ${code ?? ''} ${r.message ?? ''}`.trim(), retire: code === 'DeviceNotRegistered' }
+          return {
+            id: Number(d.id),
+            outcome: 'receipt_error',
+            error: `expo receipt: ${code ?? ''} ${r.message ?? ''}`.trim(),
+            retire: code === 'DeviceNotRegistered',
+          }
         }))
       })
       if (due.length < 3000) return

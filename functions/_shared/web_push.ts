@@ -38,6 +38,29 @@ export type WebPushOutcome =
 
 const LOOPBACK = /^http:\/\/(127\.0\.0\.1|localhost)(:\d+)?\//
 
+/**
+ * The VAPID header for a push service's origin, signed once and reused for 12 hours (of its
+ * 24): an ES256 signature per message would cost more than the message's own encryption.
+ */
+const vapidHeaders = new Map<string, { headers: Record<string, string>; until: number }>()
+function vapidHeadersFor(vapid: VapidConfig, endpoint: string): Record<string, string> {
+  const origin = new URL(endpoint).origin
+  const key = `${origin} ${vapid.publicKey} ${vapid.subject}`
+  const cached = vapidHeaders.get(key)
+  if (cached && cached.until > Date.now()) return cached.headers
+  const expiration = Math.floor(Date.now() / 1000) + 12 * 3600
+  const headers = webpush.getVapidHeaders(
+    origin,
+    vapid.subject,
+    vapid.publicKey,
+    vapid.privateKey,
+    'aes128gcm',
+    expiration,
+  ) as Record<string, string>
+  vapidHeaders.set(key, { headers, until: Date.now() + 11 * 3600_000 })
+  return headers
+}
+
 /** Sends one message; never throws. `topic` lets the push service replace an undelivered one. */
 export async function sendWebPush(
   vapid: VapidConfig,
@@ -45,8 +68,17 @@ export async function sendWebPush(
   payload: string,
   options: { ttlSeconds: number; urgency: 'normal' | 'high'; topic?: string; timeoutMs?: number },
 ): Promise<WebPushOutcome> {
-  if (!target.endpoint.startsWith('https://') && !(LOOPBACK.test(target.endpoint) && optionalEnv('WEB_PUSH_ALLOW_LOOPBACK') === 'true')) {
-    return { ok: false, status: null, gone: false, retry: false, message: 'endpoint not allowed (https only)' }
+  if (
+    !target.endpoint.startsWith('https://') &&
+    !(LOOPBACK.test(target.endpoint) && optionalEnv('WEB_PUSH_ALLOW_LOOPBACK') === 'true')
+  ) {
+    return {
+      ok: false,
+      status: null,
+      gone: false,
+      retry: false,
+      message: 'endpoint not allowed (https only)',
+    }
   }
   let details
   try {
@@ -54,7 +86,7 @@ export async function sendWebPush(
       { endpoint: target.endpoint, keys: { p256dh: target.p256dh, auth: target.auth } },
       payload,
       {
-        vapidDetails: { subject: vapid.subject, publicKey: vapid.publicKey, privateKey: vapid.privateKey },
+        headers: vapidHeadersFor(vapid, target.endpoint),
         TTL: Math.max(0, Math.floor(options.ttlSeconds)),
         urgency: options.urgency,
         ...(options.topic ? { topic: options.topic } : {}),
@@ -62,14 +94,22 @@ export async function sendWebPush(
     )
   } catch (e) {
     // Keys the library cannot use: this subscription can never receive anything.
-    return { ok: false, status: null, gone: true, retry: false, message: `bad subscription: ${(e as Error).message}` }
+    return {
+      ok: false,
+      status: null,
+      gone: true,
+      retry: false,
+      message: `bad subscription: ${(e as Error).message}`,
+    }
   }
   try {
     const res = await fetch(details.endpoint, {
       method: details.method,
       // fetch sets Content-Length itself; the library gives some values as numbers.
       headers: Object.fromEntries(
-        Object.entries(details.headers as Record<string, unknown>).filter(([k]) => k.toLowerCase() !== 'content-length')
+        Object.entries(details.headers as Record<string, unknown>).filter(([k]) =>
+          k.toLowerCase() !== 'content-length'
+        )
           .map(([k, v]) => [k, String(v)]),
       ),
       body: new Uint8Array(details.body as Uint8Array),

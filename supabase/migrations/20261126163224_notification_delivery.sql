@@ -85,7 +85,7 @@ begin
   if new.timezone is not null then
     new.timezone := private.canonical_timezone(new.timezone);
     if new.timezone is null then
-      raise exception 'timezone: must be an IANA time zone name (e.g. Europe/Paris)' using errcode = '22023';
+      raise exception 'timezone: must be an IANA time zone name (e.g. Europe/Paris)' using errcode = '23514';
     end if;
   end if;
   perform private.check_required('daily_cap', new.daily_cap);

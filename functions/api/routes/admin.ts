@@ -1,6 +1,9 @@
 // GET /api/admin/health: the production health page for super admins.
 import { z } from '@hono/zod-openapi'
+import { resendClient } from '../../_shared/email.ts'
 import { optionalEnv } from '../../_shared/env.ts'
+import { expoConfigured } from '../../_shared/expo_push.ts'
+import { webPushConfigured } from '../../_shared/web_push.ts'
 import { superAdminEvenIfDegraded } from '../credentials.ts'
 import { endpoint, routeModule } from '../openapi.ts'
 
@@ -26,7 +29,12 @@ export interface Probe {
 }
 
 /** The report from one database probe; degraded when the round trip failed. */
-export function healthReport(probe: Probe, files: Map<string, string>, commit: string, uptimeSeconds: number) {
+export function healthReport(
+  probe: Probe,
+  files: Map<string, string>,
+  commit: string,
+  uptimeSeconds: number,
+) {
   const applied = new Set(probe.appliedVersions)
   return {
     status: probe.ok ? 'ok' : 'degraded',
@@ -34,7 +42,9 @@ export function healthReport(probe: Probe, files: Map<string, string>, commit: s
     commit,
     uptime_seconds: Math.floor(uptimeSeconds),
     // Unknown while the database is unreachable.
-    unapplied_migrations: probe.ok ? [...files.keys()].sort().filter((v) => !applied.has(v)).map((v) => files.get(v)!) : null,
+    unapplied_migrations: probe.ok
+      ? [...files.keys()].sort().filter((v) => !applied.has(v)).map((v) => files.get(v)!)
+      : null,
   }
 }
 
@@ -48,20 +58,35 @@ const Health = z.object({
     job_name: z.string(),
     schedule: z.string(),
     active: z.boolean(),
-    last_status: z.string().nullable().describe('cron.job_run_details status of the last run (succeeded, failed, running); null: never ran'),
+    last_status: z.string().nullable().describe(
+      'cron.job_run_details status of the last run (succeeded, failed, running); null: never ran',
+    ),
     last_started_at: z.string().nullable(),
     last_finished_at: z.string().nullable(),
     last_message: z.string().nullable(),
   })).nullable().describe('Each pg_cron job with its last run (null while the database is unreachable)'),
+  notification_channels: z.object({
+    expo: z.boolean().describe('EXPO_ACCESS_TOKEN is set'),
+    web_push: z.boolean().describe(
+      'WEB_PUSH_VAPID_PUBLIC_KEY, WEB_PUSH_VAPID_PRIVATE_KEY and WEB_PUSH_SUBJECT are set',
+    ),
+    email: z.boolean().describe('RESEND_API_KEY and EMAIL_FROM are set (the digest)'),
+  }).describe('Which notification channels are on; a channel that is off is skipped, nothing else breaks'),
 }).openapi('Health')
 
 export const adminRoutes = routeModule()
   .openapi(
     endpoint({
-      method: 'get', path: '/admin/health', tag: 'Admin', auth: 'bearer', errors: [403], response: Health,
+      method: 'get',
+      path: '/admin/health',
+      tag: 'Admin',
+      auth: 'bearer',
+      errors: [403],
+      response: Health,
       summary: 'Production health (super admin)',
-      description: 'degraded when the database round trip fails (SPEC Errors 5). The caller must be a super admin ' +
-        '(profiles.role; while the database is unreachable, the token\'s user_role claim).',
+      description:
+        'degraded when the database round trip fails (SPEC Errors 5). The caller must be a super admin ' +
+        "(profiles.role; while the database is unreachable, the token's user_role claim).",
     }),
     async (c) => {
       const { degraded } = await superAdminEvenIfDegraded(c.var.caller)
@@ -70,7 +95,11 @@ export const adminRoutes = routeModule()
       if (!degraded) {
         try {
           const { data, error } = await c.var.db.rpc('applied_migrations')
-          probe = { ok: !error, latencyMs: performance.now() - t0, appliedVersions: (data ?? []).map((r: { version: string }) => r.version) }
+          probe = {
+            ok: !error,
+            latencyMs: performance.now() - t0,
+            appliedVersions: (data ?? []).map((r: { version: string }) => r.version),
+          }
           if (error) console.error('health probe failed', error)
         } catch (e) {
           console.error('health probe failed', e)
@@ -83,6 +112,15 @@ export const adminRoutes = routeModule()
         if (jobs.error) console.error('health: cron job status failed', jobs.error)
         else cron = jobs.data
       }
-      return c.json({ ...healthReport(probe, await migrationFiles(), commit, (Date.now() - startedAt) / 1000), cron })
+      const notification_channels = {
+        expo: expoConfigured(),
+        web_push: webPushConfigured(),
+        email: !!resendClient(),
+      }
+      return c.json({
+        ...healthReport(probe, await migrationFiles(), commit, (Date.now() - startedAt) / 1000),
+        cron,
+        notification_channels,
+      })
     },
   )

@@ -2,28 +2,37 @@
 // is told (workout baton pass, reminders, chain broken, battle results, memberships). Read
 // through the caller's token, so RLS shows only their own; Realtime can push the same rows.
 import { z } from '@hono/zod-openapi'
-import { unwrap } from '../../_shared/errors.ts'
-import { newestFirstPage, pageQuery } from '../../_shared/pagination.ts'
-import { uuid } from '../../_shared/validation.ts'
-import { endpoint, NextCursor, routeModule } from '../openapi.ts'
+import { unwrap } from '../../../_shared/errors.ts'
+import { newestFirstPage, pageQuery } from '../../../_shared/pagination.ts'
+import { uuid } from '../../../_shared/validation.ts'
+import { endpoint, NextCursor, routeModule } from '../../openapi.ts'
 
 const tag = 'Notifications'
 
 const Notification = z.object({
   id: z.string(),
   user_id: z.string(),
-  type: z.string().describe('area.event, e.g. workout.baton_pass, workout.checkin_reminder, workout.chain_broken, workout.battle_result'),
+  type: z.string().describe(
+    'area.event, e.g. workout.baton_pass, workout.checkin_reminder, workout.chain_broken, workout.battle_result',
+  ),
   payload: z.record(z.string(), z.unknown()),
   created_at: z.string(),
   read_at: z.string().nullable(),
 }).openapi('Notification')
 
-export const notificationRoutes = routeModule()
+export const inboxRoutes = routeModule()
   .openapi(
     endpoint({
-      method: 'get', path: '/notifications', tag, auth: 'bearer',
-      query: z.object({ ...pageQuery, unread: z.enum(['true', 'false']).optional(), type: z.string().max(100).optional() }).strict(),
-      summary: 'The caller\'s notifications, newest first',
+      method: 'get',
+      path: '/notifications',
+      tag,
+      auth: 'bearer',
+      query: z.object({
+        ...pageQuery,
+        unread: z.enum(['true', 'false']).optional(),
+        type: z.string().max(100).optional(),
+      }).strict(),
+      summary: "The caller's notifications, newest first",
       response: z.object({ notifications: z.array(Notification), next_cursor: NextCursor }),
     }),
     async (c) => {
@@ -38,9 +47,16 @@ export const notificationRoutes = routeModule()
   )
   .openapi(
     endpoint({
-      method: 'post', path: '/notifications/read', tag, auth: 'bearer', bodyRequired: false,
+      method: 'post',
+      path: '/notifications/read',
+      tag,
+      auth: 'bearer',
+      bodyRequired: false,
       body: z.object({ ids: z.array(uuid()).min(1).max(500).optional() }).strict(),
-      summary: 'Mark the given notifications (or all) read', response: z.object({ marked: z.number().int() }),
+      summary: 'Mark the given notifications (or all) read',
+      response: z.object({ marked: z.number().int() }),
+      description:
+        'A notification read is not pushed any more (if it was still waiting) and is left out of the e-mail digest.',
     }),
     async (c) => {
       const ids = c.req.valid('json')?.ids ?? null
