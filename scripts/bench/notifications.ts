@@ -9,6 +9,7 @@
 //      halfway and started again; then every outbox row is compared with what the fakes received:
 //      duplicates and lost deliveries are counted, and the wall time to the last delivery.
 // Knobs: BENCH_NOTIF_NOTIFICATIONS (100000), BENCH_NOTIF_USERS (50000), BENCH_NOTIF_LATENCY_MS (50),
+// BENCH_NOTIF_WEB_EVERY (2: every second user also has a Web Push subscription), BENCH_NOTIF_SENDERS (1: senders side by side),
 // BENCH_NOTIF_INSERTS (5000 per side), BENCH_SENDER_CHUNK (1000), BENCH_SENDER_LEASE_S (10),
 // BENCH_SENDER_WEB_CONCURRENCY (100).
 import postgres from 'postgres'
@@ -28,22 +29,36 @@ async function insertCost(db: postgres.Sql) {
   await db`insert into public.notification_devices (user_id, kind, address) values (${withDevice}, 'expo', 'ExponentPushToken[bench-insert]')
            on conflict do nothing`
   const loop = (user: string, count: number) =>
-    db.unsafe(`do $$ begin for i in 1..${count} loop perform private.notify('${user}', 'labs.step_prompt', '{"title": "x"}'); end loop; end $$`)
+    db.unsafe(
+      `do $$ begin for i in 1..${count} loop perform private.notify('${user}', 'labs.step_prompt', '{"title": "x"}'); end loop; end $$`,
+    )
   const sides = { device: 0, none: 0, off: 0 }
   const rounds = 5
   for (let r = 0; r < rounds; r++) {
     for (const side of ['device', 'none', 'off'] as const) {
-      if (side === 'off') await db`alter table public.notifications disable trigger notifications_queue_deliveries`
+      if (side === 'off') {
+        await db`alter table public.notifications disable trigger notifications_queue_deliveries`
+      }
       const t0 = performance.now()
       await loop(side === 'none' ? without : withDevice, n / rounds)
       sides[side] += performance.now() - t0
-      if (side === 'off') await db`alter table public.notifications enable trigger notifications_queue_deliveries`
+      if (side === 'off') {
+        await db`alter table public.notifications enable trigger notifications_queue_deliveries`
+      }
     }
   }
   const us = (ms: number) => (ms * 1000) / n
-  console.log(`  insert of a notification (${n} per side, in the database): trigger off ${us(sides.off).toFixed(1)} µs; ` +
-    `with the outbox trigger, recipient with 1 device ${us(sides.device).toFixed(1)} µs (+${us(sides.device - sides.off).toFixed(1)} µs), ` +
-    `with none ${us(sides.none).toFixed(1)} µs (+${us(sides.none - sides.off).toFixed(1)} µs); target: under +200 µs`)
+  console.log(
+    `  insert of a notification (${n} per side, in the database): trigger off ${
+      us(sides.off).toFixed(1)
+    } µs; ` +
+      `with the outbox trigger, recipient with 1 device ${us(sides.device).toFixed(1)} µs (+${
+        us(sides.device - sides.off).toFixed(1)
+      } µs), ` +
+      `with none ${us(sides.none).toFixed(1)} µs (+${
+        us(sides.none - sides.off).toFixed(1)
+      } µs); target: under +200 µs`,
+  )
   await db`delete from public.notifications where user_id in (${withDevice}, ${without})`
 }
 
@@ -52,6 +67,7 @@ async function fanOut(stack: Stack, db: postgres.Sql) {
   const users = knob('BENCH_NOTIF_USERS', 50_000)
   const latencyMs = knob('BENCH_NOTIF_LATENCY_MS', 50)
   const perUser = Math.max(1, Math.round(notifications / users))
+  const webEvery = knob('BENCH_NOTIF_WEB_EVERY', 2)
   const expo = await startExpo({ latencyMs, countOnly: true })
   const web = await startWebPush({ latencyMs, countOnly: true })
   try {
@@ -61,55 +77,84 @@ async function fanOut(stack: Stack, db: postgres.Sql) {
                from generate_series(1, ${users}) i on conflict do nothing`
     await db`update public.notification_preferences set quiet_hours_start = null, quiet_hours_end = null, daily_cap = 500
               where user_id::text like 'b24a0000-%'`
-    const sub = await (await fetch(`${web.env.WEB_PUSH_FAKE_URL}/__control/subscribe`, { method: 'POST', body: '{"shared": true}' })).json()
+    const sub = await (await fetch(`${web.env.WEB_PUSH_FAKE_URL}/__control/subscribe`, {
+      method: 'POST',
+      body: '{"shared": true}',
+    })).json()
     await db`insert into public.notification_devices (user_id, kind, address)
              select ('b24a0000-0000-4000-8000-' || lpad(to_hex(i), 12, '0'))::uuid, 'expo', 'ExponentPushToken[bench-' || i || ']'
                from generate_series(1, ${users}) i on conflict do nothing`
     await db`insert into public.notification_devices (user_id, kind, address, key_p256dh, key_auth)
              select ('b24a0000-0000-4000-8000-' || lpad(to_hex(i), 12, '0'))::uuid, 'web_push',
                     ${web.env.WEB_PUSH_FAKE_URL} || '/push/' || gen_random_uuid(), ${sub.keys.p256dh}, ${sub.keys.auth}
-               from generate_series(2, ${users}, 2) i on conflict do nothing`
-    console.log(`  fixture: ${users} users, their devices in ${((performance.now() - t0) / 1000).toFixed(1)} s`)
+               from generate_series(${webEvery}, ${users}, ${webEvery}) i on conflict do nothing`
+    console.log(
+      `  fixture: ${users} users, their devices in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+    )
     const t1 = performance.now()
     const step = 10_000
     for (let from = 1; from <= users; from += step) {
       await db`insert into public.notifications (user_id, type, payload)
                select ('b24a0000-0000-4000-8000-' || lpad(to_hex(i), 12, '0'))::uuid, 'labs.step_prompt', jsonb_build_object('title', 'Step ' || k)
-                 from generate_series(${from}::int, ${Math.min(users, from + step - 1)}::int) i, generate_series(1, ${perUser}) k`
+                 from generate_series(${from}::int, ${
+        Math.min(users, from + step - 1)
+      }::int) i, generate_series(1, ${perUser}) k`
     }
-    const expected = await db`select d.channel, d.notification_id, v.address from private.notification_deliveries d
+    const expected =
+      await db`select d.channel, d.notification_id, v.address from private.notification_deliveries d
                                join public.notification_devices v on v.id = d.device_id where d.user_id::text like 'b24a0000-%'`
     const written = users * perUser
-    console.log(`  ${written} notifications written (10,000 users a statement) with ${expected.length} outbox rows in ` +
-      `${((performance.now() - t1) / 1000).toFixed(1)} s`)
+    console.log(
+      `  ${written} notifications written (10,000 users a statement) with ${expected.length} outbox rows in ` +
+        `${((performance.now() - t1) / 1000).toFixed(1)} s`,
+    )
 
     const env = {
-      ...stack.functionEnv, ...expo.env, ...web.env,
-      SUPABASE_URL: stack.apiUrl, SUPABASE_SERVICE_ROLE_KEY: stack.serviceRoleKey, SUPABASE_ANON_KEY: stack.anonKey,
+      ...stack.functionEnv,
+      ...expo.env,
+      ...web.env,
+      SUPABASE_URL: stack.apiUrl,
+      SUPABASE_SERVICE_ROLE_KEY: stack.serviceRoleKey,
+      SUPABASE_ANON_KEY: stack.anonKey,
     }
     const spawn = () =>
       new Deno.Command(`${ROOT}/node_modules/.bin/deno`, {
-        args: ['run', '-A', `${ROOT}/scripts/bench/_notification_sender.ts`], env, stdout: 'inherit', stderr: 'inherit',
+        args: ['run', '-A', `${ROOT}/scripts/bench/_notification_sender.ts`],
+        env,
+        stdout: 'inherit',
+        stderr: 'inherit',
       }).spawn()
     const received = () => expo.counts.size + web.counts.size
+    const senders = knob('BENCH_NOTIF_SENDERS', 1)
     const started = performance.now()
-    const first = spawn()
+    const first = Array.from({ length: senders }, spawn)
+    const allDone = Promise.all(first.map((p) => p.status))
     while (received() < expected.length / 2) {
-      const done = await Promise.race([first.status.then(() => true), new Promise((r) => setTimeout(() => r(false), 50))])
+      const done = await Promise.race([
+        allDone.then(() => true),
+        new Promise((r) => setTimeout(() => r(false), 50)),
+      ])
       if (done) break
     }
-    first.kill('SIGKILL')
-    await first.status
+    for (const p of first) {
+      try {
+        p.kill('SIGKILL')
+      } catch { /* it had already finished */ }
+    }
+    await allDone
     const killedAt = performance.now()
-    console.log(`  sender killed after ${((killedAt - started) / 1000).toFixed(1)} s with ${received()} deliveries received; restarting`)
+    console.log(
+      `  ${senders} sender(s) killed after ${
+        ((killedAt - started) / 1000).toFixed(1)
+      } s with ${received()} deliveries received; restarting`,
+    )
     let runs = 1
     while (true) {
       const [{ open }] = await db`select count(*)::int as open from private.notification_deliveries
                                   where user_id::text like 'b24a0000-%' and status in ('pending', 'claimed', 'attempting')`
       if (!open) break
       runs++
-      const again = spawn()
-      await again.status
+      await Promise.all(Array.from({ length: senders }, spawn).map((p) => p.status))
       await new Promise((r) => setTimeout(r, 500)) // leases of the dead run end after BENCH_SENDER_LEASE_S
     }
     const elapsed = (performance.now() - started) / 1000
@@ -124,11 +169,17 @@ async function fanOut(stack: Stack, db: postgres.Sql) {
     const duplicates = [...expo.counts.values(), ...web.counts.values()].filter((c) => c > 1).length
     const statuses = await db`select status, count(*)::int as n from private.notification_deliveries
                               where user_id::text like 'b24a0000-%' group by 1 order by 1`
-    console.log(`  fan-out: ${written} notifications, ${expected.length} deliveries (${expo.counts.size} Expo, ${web.counts.size} Web Push ` +
-      `received) in ${elapsed.toFixed(1)} s with ${latencyMs} ms provider latency, sender killed once (${runs} runs): ` +
-      `${duplicates} duplicates, ${lost} lost; target: 100,000 to 150,000 devices within 60 s, 0 and 0`)
-    console.log(`    outbox: ${statuses.map((s) => `${s.status} ${s.n}`).join(', ')} ` +
-      `(unknown: attempted by the killed run; delivered at most once, so not sent again)`)
+    console.log(
+      `  fan-out: ${written} notifications, ${expected.length} deliveries (${expo.counts.size} Expo, ${web.counts.size} Web Push ` +
+        `received) in ${
+          elapsed.toFixed(1)
+        } s with ${latencyMs} ms provider latency, ${senders} sender(s) side by side, killed once (${runs} rounds): ` +
+        `${duplicates} duplicates, ${lost} lost; target: 100,000 to 150,000 devices within 60 s, 0 and 0`,
+    )
+    console.log(
+      `    outbox: ${statuses.map((s) => `${s.status} ${s.n}`).join(', ')} ` +
+        `(unknown: attempted by the killed run; delivered at most once, so not sent again)`,
+    )
     await db`delete from public.notifications where user_id::text like 'b24a0000-%'`
     await db`delete from public.notification_devices where user_id::text like 'b24a0000-%'`
   } finally {

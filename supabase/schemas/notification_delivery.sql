@@ -332,7 +332,6 @@ create index notification_deliveries_user_day on private.notification_deliveries
   where claimed_at is not null;
 create index notification_deliveries_receipts_due on private.notification_deliveries (sent_at)
   where ticket_id is not null and receipt_status is null;
-create index notification_deliveries_by_age on private.notification_deliveries (created_at);
 
 -- Written in the notification's own transaction, one statement per insert statement (set-based:
 -- a bulk insert of notifications costs one query here). A check-in reminder goes out 30 minutes
@@ -367,8 +366,11 @@ set search_path = ''
 as $$
   select jsonb_strip_nulls(jsonb_build_object(
     'actorName', (select nullif(btrim(p.full_name), '') from public.profiles p
-                   where p.id::text = coalesce(n.payload ->> 'fromUserId', n.payload ->> 'beforeUserId',
-                                               n.payload ->> 'sender_id', n.payload ->> 'shared_by', n.payload ->> 'by')),
+                   where p.id = (select case when a.id ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+                                             then a.id::uuid end
+                                   from (select coalesce(n.payload ->> 'fromUserId', n.payload ->> 'beforeUserId',
+                                                         n.payload ->> 'sender_id', n.payload ->> 'shared_by',
+                                                         n.payload ->> 'by') as id) a)),
     'windowStart', (select to_char(w.window_start_time, 'HH24:MI') from public.workout_windows w where w.user_id = n.user_id)))
 $$;
 
@@ -782,10 +784,12 @@ begin
   if not private.is_trusted_caller() then
     raise exception 'the scheduler, the service role or super admins only' using errcode = '42501';
   end if;
+  -- Ids grow with time, so the oldest rows are first in the primary key (no index on created_at
+  -- to slow down each notification's insert).
   delete from private.notification_deliveries d
    where d.id in (select o.id from private.notification_deliveries o
                    where o.created_at < now() - make_interval(days => delivery_days)
-                   order by o.created_at limit n);
+                   order by o.id limit n);
   get diagnostics deliveries_deleted = row_count;
   delete from public.notifications x
    where x.id in (select o.id from public.notifications o

@@ -303,8 +303,11 @@ CREATE OR REPLACE FUNCTION private.notification_context(n public.notifications)
 AS $function$
   select jsonb_strip_nulls(jsonb_build_object(
     'actorName', (select nullif(btrim(p.full_name), '') from public.profiles p
-                   where p.id::text = coalesce(n.payload ->> 'fromUserId', n.payload ->> 'beforeUserId',
-                                               n.payload ->> 'sender_id', n.payload ->> 'shared_by', n.payload ->> 'by')),
+                   where p.id = (select case when a.id ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+                                             then a.id::uuid end
+                                   from (select coalesce(n.payload ->> 'fromUserId', n.payload ->> 'beforeUserId',
+                                                         n.payload ->> 'sender_id', n.payload ->> 'shared_by',
+                                                         n.payload ->> 'by') as id) a)),
     'windowStart', (select to_char(w.window_start_time, 'HH24:MI') from public.workout_windows w where w.user_id = n.user_id)))
 $function$;
 
@@ -335,10 +338,12 @@ begin
   if not private.is_trusted_caller() then
     raise exception 'the scheduler, the service role or super admins only' using errcode = '42501';
   end if;
+  -- Ids grow with time, so the oldest rows are first in the primary key (no index on created_at
+  -- to slow down each notification's insert).
   delete from private.notification_deliveries d
    where d.id in (select o.id from private.notification_deliveries o
                    where o.created_at < now() - make_interval(days => delivery_days)
-                   order by o.created_at limit n);
+                   order by o.id limit n);
   get diagnostics deliveries_deleted = row_count;
   delete from public.notifications x
    where x.id in (select o.id from public.notifications o
@@ -659,8 +664,6 @@ ALTER TABLE "private"."notification_digests" ADD CONSTRAINT "notification_digest
 ALTER TABLE "private"."notification_deliveries" ADD CONSTRAINT "notification_deliveries_device_id_fkey" FOREIGN KEY (device_id) REFERENCES public.notification_devices(id) ON DELETE CASCADE;
 
 ALTER TABLE "public"."notification_preferences" ADD CONSTRAINT "notification_preferences_user_id_fkey" FOREIGN KEY (user_id) REFERENCES public.profiles(id) ON DELETE CASCADE;
-
-CREATE INDEX notification_deliveries_by_age ON private.notification_deliveries USING btree (created_at);
 
 CREATE INDEX notification_deliveries_by_device ON private.notification_deliveries USING btree (device_id);
 
