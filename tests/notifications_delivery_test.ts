@@ -185,3 +185,20 @@ test('a lease that runs out: claimed rows go back to pending, rows being sent ar
   }) as id`
   assert.deepEqual(late.filter((r) => r.id !== null), [])
 })
+
+test('receipts a dead run was asking for are asked for again after its hold', async () => {
+  const user = await createUser()
+  await expoDevice(user)
+  const [n] =
+    await sql`insert into public.notifications (user_id, type, created_at) values (${user.id}, 'team.member_added', '2027-06-01T12:00:00Z') returning id`
+  const [row] =
+    await sql`update private.notification_deliveries set status = 'sent', ticket_id = 'ticket-of-a-dead-run',
+                            sent_at = now() - interval '1 hour', receipt_status = 'checking', claimed_until = now() + interval '5 minutes'
+                          where notification_id = ${n.id} returning id`
+  const held = await sql`select id from private.claim_expo_receipts(5000, 0) where id = ${row.id}`
+  assert.equal(held.length, 0)
+  await sql`update private.notification_deliveries set claimed_until = now() - interval '1 second' where id = ${row.id}`
+  const again = await sql`select id, ticket_id from private.claim_expo_receipts(5000, 0) where id = ${row.id}`
+  assert.deepEqual(again.map((r) => r.ticket_id), ['ticket-of-a-dead-run'])
+  await sql`delete from public.notifications where id = ${n.id}`
+})

@@ -26,7 +26,8 @@ test("the digest goes out at the user's hour in their zone, once a day, without 
     r,
   ) => r.id)
   // Read in the app: left out of the digest.
-  await sql`update public.notifications set read_at = now() where id = ${ids[2]}`
+  const read = await api('/api/notifications/read', { token: user.token, body: { ids: [ids[2]] } })
+  assert.equal(read.body.marked, 1)
 
   await digest('2027-03-01T12:30:00Z') // 07:30 in New York
   assert.equal((await inbox(user.email)).length, 0)

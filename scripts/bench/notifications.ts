@@ -38,18 +38,28 @@ async function insertCost(db: postgres.Sql) {
   const sides = { device: [] as number[], none: [] as number[], off: [] as number[] }
   for (let r = 0; r < rounds; r++) {
     for (const side of ['device', 'none', 'off'] as const) {
-      if (side === 'off') await db`alter table public.notifications disable trigger notifications_queue_deliveries`
+      if (side === 'off') {
+        await db`alter table public.notifications disable trigger notifications_queue_deliveries`
+      }
       const t0 = performance.now()
       await loop(side === 'none' ? without : withDevice, n / rounds)
       sides[side].push(((performance.now() - t0) * 1000) / (n / rounds))
-      if (side === 'off') await db`alter table public.notifications enable trigger notifications_queue_deliveries`
+      if (side === 'off') {
+        await db`alter table public.notifications enable trigger notifications_queue_deliveries`
+      }
     }
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
   const [off, device, none] = [median(sides.off), median(sides.device), median(sides.none)]
-  console.log(`  insert of a notification (${n} per side in ${rounds} alternating rounds, in the database, medians): ` +
-    `trigger off ${off.toFixed(1)} µs; with the outbox trigger, recipient with 1 device ${device.toFixed(1)} µs ` +
-    `(+${(device - off).toFixed(1)} µs), with none ${none.toFixed(1)} µs (+${(none - off).toFixed(1)} µs); target: under +200 µs`)
+  console.log(
+    `  insert of a notification (${n} per side in ${rounds} alternating rounds, in the database, medians): ` +
+      `trigger off ${off.toFixed(1)} µs; with the outbox trigger, recipient with 1 device ${
+        device.toFixed(1)
+      } µs ` +
+      `(+${(device - off).toFixed(1)} µs), with none ${none.toFixed(1)} µs (+${
+        (none - off).toFixed(1)
+      } µs); target: under +200 µs`,
+  )
   await db`delete from public.notifications where user_id in (${withDevice}, ${without})`
 }
 

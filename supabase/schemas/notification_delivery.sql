@@ -331,7 +331,7 @@ create index notification_deliveries_by_device on private.notification_deliverie
 create index notification_deliveries_user_day on private.notification_deliveries (user_id, claimed_at)
   where claimed_at is not null;
 create index notification_deliveries_receipts_due on private.notification_deliveries (sent_at)
-  where ticket_id is not null and receipt_status is null;
+  where ticket_id is not null and (receipt_status is null or receipt_status = 'checking');
 
 -- Written in the notification's own transaction, one statement per insert statement (set-based:
 -- a bulk insert of notifications costs one query here). A check-in reminder goes out 30 minutes
@@ -542,8 +542,8 @@ begin
                                 then now() + make_interval(secs => greatest(coalesce(r.retry_after, 0),
                                                                             least(3600, 30 * power(2, greatest(d.attempts - 1, 0)))))
                                 else d.deliver_after end,
-           claim_id = case when r.outcome like 'receipt%' then d.claim_id else null end,
-           claimed_until = case when r.outcome like 'receipt%' then d.claimed_until else null end,
+           claim_id = null,
+           claimed_until = null,
            -- A retried row no longer counts towards the daily cap until it is claimed again.
            claimed_at = case when r.outcome = 'retry' then null else d.claimed_at end,
            error = coalesce(r.error, d.error)
@@ -578,14 +578,16 @@ comment on function public.record_notification_deliveries(jsonb) is
   'Service role (the sender job): records the providers'' answers (sent, retry with backoff, failed, retired, receipts).';
 grant execute on function public.record_notification_deliveries(jsonb) to service_role;
 
--- Expo tickets whose receipts are due (sent at least delay_seconds ago, within Expo's day).
+-- Expo tickets whose receipts are due (sent at least delay_seconds ago, within Expo's day),
+-- held for 5 minutes: a run that dies while asking leaves them to the next one.
 create or replace function private.claim_expo_receipts(max_rows integer, delay_seconds integer) returns table (id bigint, ticket_id text)
 language sql security definer
 set search_path = ''
 as $$
   with due as (
     select d.id from private.notification_deliveries d
-     where d.ticket_id is not null and d.receipt_status is null
+     where d.ticket_id is not null
+       and (d.receipt_status is null or (d.receipt_status = 'checking' and d.claimed_until < now()))
        and d.sent_at <= now() - make_interval(secs => greatest(coalesce(delay_seconds, 900), 0))
      order by d.sent_at
      limit least(greatest(coalesce(max_rows, 1000), 1), 5000)
@@ -596,7 +598,7 @@ as $$
       from due where d.id = due.id and d.sent_at < now() - interval '23 hours'
     returning d.id
   )
-  update private.notification_deliveries d set receipt_status = 'checking'
+  update private.notification_deliveries d set receipt_status = 'checking', claimed_until = now() + interval '5 minutes'
     from due where d.id = due.id and d.id not in (select e.id from expired e)
   returning d.id, d.ticket_id
 $$;

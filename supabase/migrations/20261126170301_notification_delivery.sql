@@ -105,7 +105,8 @@ CREATE OR REPLACE FUNCTION private.claim_expo_receipts(max_rows integer, delay_s
 AS $function$
   with due as (
     select d.id from private.notification_deliveries d
-     where d.ticket_id is not null and d.receipt_status is null
+     where d.ticket_id is not null
+       and (d.receipt_status is null or (d.receipt_status = 'checking' and d.claimed_until < now()))
        and d.sent_at <= now() - make_interval(secs => greatest(coalesce(delay_seconds, 900), 0))
      order by d.sent_at
      limit least(greatest(coalesce(max_rows, 1000), 1), 5000)
@@ -116,7 +117,7 @@ AS $function$
       from due where d.id = due.id and d.sent_at < now() - interval '23 hours'
     returning d.id
   )
-  update private.notification_deliveries d set receipt_status = 'checking'
+  update private.notification_deliveries d set receipt_status = 'checking', claimed_until = now() + interval '5 minutes'
     from due where d.id = due.id and d.id not in (select e.id from expired e)
   returning d.id, d.ticket_id
 $function$;
@@ -436,8 +437,8 @@ begin
                                 then now() + make_interval(secs => greatest(coalesce(r.retry_after, 0),
                                                                             least(3600, 30 * power(2, greatest(d.attempts - 1, 0)))))
                                 else d.deliver_after end,
-           claim_id = case when r.outcome like 'receipt%' then d.claim_id else null end,
-           claimed_until = case when r.outcome like 'receipt%' then d.claimed_until else null end,
+           claim_id = null,
+           claimed_until = null,
            -- A retried row no longer counts towards the daily cap until it is claimed again.
            claimed_at = case when r.outcome = 'retry' then null else d.claimed_at end,
            error = coalesce(r.error, d.error)
@@ -673,7 +674,7 @@ CREATE INDEX notification_deliveries_due ON private.notification_deliveries USIN
 
 CREATE INDEX notification_deliveries_leased ON private.notification_deliveries USING btree (claimed_until) WHERE (status = ANY (ARRAY['claimed'::text, 'attempting'::text]));
 
-CREATE INDEX notification_deliveries_receipts_due ON private.notification_deliveries USING btree (sent_at) WHERE ((ticket_id IS NOT NULL) AND (receipt_status IS NULL));
+CREATE INDEX notification_deliveries_receipts_due ON private.notification_deliveries USING btree (sent_at) WHERE ((ticket_id IS NOT NULL) AND ((receipt_status IS NULL) OR (receipt_status = 'checking'::text)));
 
 CREATE INDEX notification_deliveries_user_day ON private.notification_deliveries USING btree (user_id, claimed_at) WHERE (claimed_at IS NOT NULL);
 
