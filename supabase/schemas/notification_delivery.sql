@@ -131,7 +131,8 @@ comment on function public.register_notification_device(text, text, text, text, 
   'The same token on another account moves here; the caller''s own is refreshed and sent to again.';
 grant execute on function public.register_notification_device(text, text, text, text, text) to authenticated;
 
--- Registering again (the upsert's update) refreshes the registration and lifts a retirement.
+-- Registering again (the upsert's update, which always sets the keys) refreshes the
+-- registration and lifts a retirement; renaming a device does not.
 create or replace function private.refresh_notification_device() returns trigger
 language plpgsql
 set search_path = ''
@@ -143,7 +144,7 @@ begin
   return new;
 end
 $$;
-create trigger notification_devices_refresh before update of key_p256dh, key_auth, name on public.notification_devices
+create trigger notification_devices_refresh before update of key_p256dh, key_auth on public.notification_devices
   for each row execute function private.refresh_notification_device();
 
 -- ---------------------------------------------------------------------------------------------

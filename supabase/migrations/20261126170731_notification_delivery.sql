@@ -686,7 +686,7 @@ CREATE TRIGGER notification_devices_check_fields BEFORE INSERT OR UPDATE OF kind
 
 CREATE TRIGGER notification_devices_move BEFORE INSERT ON public.notification_devices FOR EACH ROW EXECUTE FUNCTION private.move_notification_device();
 
-CREATE TRIGGER notification_devices_refresh BEFORE UPDATE OF key_p256dh, key_auth, name ON public.notification_devices FOR EACH ROW EXECUTE FUNCTION private.refresh_notification_device();
+CREATE TRIGGER notification_devices_refresh BEFORE UPDATE OF key_p256dh, key_auth ON public.notification_devices FOR EACH ROW EXECUTE FUNCTION private.refresh_notification_device();
 
 CREATE TRIGGER notification_preferences_check_fields BEFORE INSERT OR UPDATE OF push_enabled, types, quiet_hours_start, quiet_hours_end, timezone, daily_cap, email_digest, digest_hour ON public.notification_preferences FOR EACH ROW EXECUTE FUNCTION private.check_notification_preference_fields();
 
