@@ -505,6 +505,11 @@ async function seedAdmin(
 /** Notifications: one the subject has read, plus those the other areas sent (a received drop,
  *  being added to orgShared); and the ids of notifications to others that name the subject. */
 async function seedNotifications(sql: postgres.Sql, ids: AccountFixtureIds) {
+  // A phone and a digest subscription: the notification below gets a delivery row in the outbox.
+  await sql`insert into public.notification_devices (user_id, kind, address)
+            values (${ids.subject}, 'expo', ${`ExponentPushToken[fixture-${ids.subject}]`})`
+  await sql`update public.notification_preferences set email_digest = true where user_id = ${ids.subject}`
+  await sql`insert into private.notification_digests (user_id) values (${ids.subject}) on conflict do nothing`
   await sql`select private.notify(${ids.subject}, 'fixture.hello', '{"hello": "subject"}')`
   await sql`update public.notifications set read_at = now() where user_id = ${ids.subject} and type = 'fixture.hello'`
   const mine =

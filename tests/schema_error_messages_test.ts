@@ -36,7 +36,12 @@ async function world() {
   await sql`insert into public.workout_windows (user_id, activity_type, window_start_time, window_end_time, timezone)
     values (${user.id}, 'cardio', '06:00', '08:00', 'UTC')`
   await sql`insert into public.workout_locations (user_id, city) values (${user.id}, 'Paris')`
-  return { user, admin, member, orgId, teamId, goalId: goal.id as string, packId: pack.id as string, experimentId: experiment.id as string }
+  const [device] = await sql`insert into public.notification_devices (user_id, kind, address)
+    values (${user.id}, 'expo', ${`ExponentPushToken[errors-${crypto.randomUUID()}]`}) returning id`
+  return {
+    user, admin, member, orgId, teamId, goalId: goal.id as string, packId: pack.id as string, experimentId: experiment.id as string,
+    deviceId: device.id as string,
+  }
 }
 
 function cases(w: Awaited<ReturnType<typeof world>>): Case[] {
@@ -122,6 +127,21 @@ function cases(w: Awaited<ReturnType<typeof world>>): Case[] {
     { table: 'labs_experiments', write: { title: long(201) }, match: { id: w.experimentId }, message: 'title: must be at most 200 characters' },
     { table: 'labs_experiments', write: { title: 't', calculator: 'toaster' }, message: 'calculator: must be one of resonance, coil, impedance, electrolysis, pulsed_dc, plasma' },
     { table: 'labs_experiments', write: { title: 't' }, message: 'calculator: is required', code: '23502' },
+    // notification devices and preferences
+    { table: 'notification_devices', write: { kind: 'sms', address: 'x' }, message: 'kind: must be one of expo, web_push' },
+    { table: 'notification_devices', write: { kind: 'expo', address: 'abc' }, message: 'address: must be an Expo push token (ExponentPushToken[...])' },
+    { table: 'notification_devices', write: { kind: 'web_push', address: 'ftp://push.example/x', key_p256dh: long(87), key_auth: long(22) }, message: 'address: must be an https URL (the subscription\'s endpoint)' },
+    { table: 'notification_devices', write: { kind: 'web_push', address: 'https://push.example/x' }, message: 'key_p256dh: is required', code: '23502' },
+    { table: 'notification_devices', write: { kind: 'web_push', address: 'https://push.example/x', key_p256dh: 'short', key_auth: long(22) }, message: 'key_p256dh: must be the subscription\'s p256dh key (base64url)' },
+    { table: 'notification_devices', write: { name: long(101) }, match: { id: w.deviceId }, message: 'name: must be at most 100 characters' },
+    { table: 'notification_preferences', write: { daily_cap: 0 }, match: mine, message: 'daily_cap: must be at least 1' },
+    { table: 'notification_preferences', write: { digest_hour: 24 }, match: mine, message: 'digest_hour: must be at most 23' },
+    { table: 'notification_preferences', write: { types: { bad: { push: false } } }, match: mine, message: 'types: "bad" is not a notification type (area.event)' },
+    { table: 'notification_preferences', write: { types: { 'workout.battle_update': { push: 'no' } } }, match: mine, message: 'types.workout.battle_update.push: must be a boolean' },
+    { table: 'notification_preferences', write: { types: { 'workout.battle_update': { sms: true } } }, match: mine, message: 'types.workout.battle_update channel: must be one of push, email' },
+    { table: 'notification_preferences', write: { quiet_hours_start: null }, match: mine, message: 'quiet_hours_end: quiet hours need both a start and an end (or neither)' },
+    { table: 'notification_preferences', write: { timezone: 'Mars/Olympus' }, match: mine, message: 'timezone: must be an IANA time zone name (e.g. Europe/Paris)' },
+    { table: 'notification_preferences', write: { push_enabled: null }, match: mine, message: 'push_enabled: is required', code: '23502' },
   ]
 }
 

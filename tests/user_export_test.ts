@@ -168,6 +168,11 @@ async function world() {
             values (${me.id}, 'tone_analysis', 'gpt-test', 100, 20, 0.0012)`
   await sql`insert into public.notifications (user_id, type, payload) values (${me.id}, 'test.export', '{"hello": "me"}')`
   await sql`insert into public.notifications (user_id, type, payload) values (${other.id}, 'test.export', '{"hello": "olive"}')`
+  // A phone each, and my quiet hours moved.
+  await sql`insert into public.notification_devices (user_id, kind, address, name)
+            values (${me.id}, 'expo', ${`ExponentPushToken[export-${me.id}]`}, 'My phone'),
+                   (${other.id}, 'expo', ${`ExponentPushToken[export-${other.id}]`}, 'Olive phone')`
+  await sql`update public.notification_preferences set quiet_hours_start = '23:00', daily_cap = 7 where user_id = ${me.id}`
   await sql`insert into public.music_tracks (id, name, artists, raw) values ('track-export-1', 'Song', array['Band'], '{}')
             on conflict (id) do nothing`
   await sql`insert into public.music_plays (user_id, played_at, track_id) values (${me.id}, now(), 'track-export-1')`
@@ -251,6 +256,10 @@ test('export: a ZIP with export.json, the media files byte-equal to storage, and
   )
   assert.equal(doc.ai_usage.calls.find((c: any) => c.model === 'gpt-test')?.input_tokens, 100)
   assert.ok(doc.notifications.some((n: any) => n.payload.hello === 'me'))
+  assert.deepEqual(doc.notification_settings.devices.map((d: any) => d.name), ['My phone'], 'my devices only')
+  assert.ok(!('key_auth' in doc.notification_settings.devices[0]))
+  assert.equal(doc.notification_settings.preferences.quiet_hours_start, '23:00:00')
+  assert.equal(doc.notification_settings.preferences.daily_cap, 7)
   assert.ok(w.impersonated, 'the super admin started a session')
   assert.equal(doc.impersonation_sessions.length, 1)
   assert.equal(doc.impersonation_sessions[0].reason, 'support ticket 42')

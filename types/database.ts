@@ -813,6 +813,46 @@ isOneToOne: false
       referencedColumns: ["id"]
     }
                   ]
+                },"notification_devices": {
+                  Row: {
+                    "address": string,"created_at": string,"id": string,"key_auth": string | null,"key_p256dh": string | null,"kind": string,"name": string | null,"registered_at": string,"retired_at": string | null,"retired_reason": string | null,"user_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "address": string,"created_at"?: string,"id"?: string,"key_auth"?: string | null,"key_p256dh"?: string | null,"kind": string,"name"?: string | null,"registered_at"?: string,"retired_at"?: string | null,"retired_reason"?: string | null,"user_id"?: string
+                  }
+                  Update: {
+                    "address"?: string,"created_at"?: string,"id"?: string,"key_auth"?: string | null,"key_p256dh"?: string | null,"kind"?: string,"name"?: string | null,"registered_at"?: string,"retired_at"?: string | null,"retired_reason"?: string | null,"user_id"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "notification_devices_user_id_fkey"
+      columns: ["user_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
+                },"notification_preferences": {
+                  Row: {
+                    "daily_cap": number,"digest_hour": number,"email_digest": boolean,"push_enabled": boolean,"quiet_hours_end": string | null,"quiet_hours_start": string | null,"timezone": string | null,"types": NonNullable<Json>,"updated_at": string,"user_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "daily_cap"?: number,"digest_hour"?: number,"email_digest"?: boolean,"push_enabled"?: boolean,"quiet_hours_end"?: string | null,"quiet_hours_start"?: string | null,"timezone"?: string | null,"types"?: NonNullable<Json>,"updated_at"?: string,"user_id": string
+                  }
+                  Update: {
+                    "daily_cap"?: number,"digest_hour"?: number,"email_digest"?: boolean,"push_enabled"?: boolean,"quiet_hours_end"?: string | null,"quiet_hours_start"?: string | null,"timezone"?: string | null,"types"?: NonNullable<Json>,"updated_at"?: string,"user_id"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "notification_preferences_user_id_fkey"
+      columns: ["user_id"]
+isOneToOne: true
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
                 },"notifications": {
                   Row: {
                     "created_at": string,"id": string,"payload": NonNullable<Json>,"read_at": string | null,"type": string,"user_id": string
@@ -1388,6 +1428,21 @@ isOneToOne: false
                            },
 "claim_ai_job_chunk":
 { Args: { "chunk_size"?: number,"job_name": string }; Returns: Json
+                           },
+"claim_expo_receipts":
+{ Args: { "delay_seconds"?: number,"max_rows"?: number }; Returns: {
+              "id": number,"ticket_id": string
+            }[]
+                           },
+"claim_notification_deliveries":
+{ Args: { "at"?: string,"channels"?: (string)[],"lease_seconds"?: number,"max_rows"?: number }; Returns: {
+              "address": string,"attempts": number,"channel": string,"claim_id": string,"context": Json,"created_at": string,"expires_at": string,"id": number,"key_auth": string,"key_p256dh": string,"notification_id": string,"payload": Json,"remaining": number,"type": string,"user_id": string
+            }[]
+                           },
+"claim_notification_digests":
+{ Args: { "at"?: string,"lease_seconds"?: number,"max_users"?: number }; Returns: {
+              "email": string,"local_date": string,"notifications": Json,"total": number,"unsubscribe_token": string,"user_id": string
+            }[]
                            },
 "create_journal_entry":
 { Args: { "content"?: string,"content_visibility"?: string,"metadata_visibility"?: string,"mood"?: string,"notebook_id"?: string,"org_id"?: string,"tags"?: (string)[],"team_id"?: string,"title": string }; Returns: {
@@ -2006,12 +2061,38 @@ isOneToOne: false
 "record_job_run":
 { Args: { "details"?: Json,"failed": number,"job": string,"remaining": number,"started_at": string,"succeeded": number }; Returns: undefined
                            },
+"record_notification_deliveries":
+{ Args: { "results": Json }; Returns: number
+                           },
+"record_notification_digest":
+{ Args: { "at"?: string,"local_date": string,"sent": boolean,"user_id": string }; Returns: undefined
+                           },
 "refresh_workout_battle_standing":
 { Args: { "week_start"?: string }; Returns: Json
                            },
 "refuse_while_impersonating":
 { Args: { "action": string }; Returns: undefined
                            },
+"register_notification_device":
+{ Args: { "address": string,"key_auth"?: string,"key_p256dh"?: string,"kind": string,"name"?: string }; Returns: {
+              "address": string,
+"created_at": string,
+"id": string,
+"key_auth": string | null,
+"key_p256dh": string | null,
+"kind": string,
+"name": string | null,
+"registered_at": string,
+"retired_at": string | null,
+"retired_reason": string | null,
+"user_id": string
+            }
+                          SetofOptions: {
+        from: "*"
+        to: "notification_devices"
+        isOneToOne: true
+        isSetofReturn: false
+      } },
 "register_workout_photo":
 { Args: { "dhash": number,"dhash_as_sent": number,"latitude"?: number,"longitude"?: number,"object_name": string,"offset_minutes"?: number,"owner_id": string,"photo_url": string,"taken_local"?: string }; Returns: undefined
                            },
@@ -2115,6 +2196,9 @@ isOneToOne: false
               "expires_at": string,"session_id": string,"target_email": string,"target_id": string
             }[]
                            },
+"start_notification_deliveries":
+{ Args: { "claim": string,"ids": (number)[] }; Returns: number[]
+                           },
 "stop_impersonation":
 { Args: { "session_id"?: string }; Returns: boolean
                            },
@@ -2142,6 +2226,9 @@ isOneToOne: false
       } },
 "unshare_tone_pack":
 { Args: { "pack_id": string,"user_id": string }; Returns: boolean
+                           },
+"unsubscribe_notification_digest":
+{ Args: { "token": string }; Returns: boolean
                            },
 "update_encouragement_config":
 { Args: { "patch": Json }; Returns: {

@@ -10,6 +10,7 @@ export type CronGroup =
   | 'drops'
   | 'music'
   | 'labs'
+  | 'notifications'
   | 'frontend'
 
 interface GroupRule {
@@ -33,6 +34,7 @@ export const CRON_GROUPS: Record<CronGroup, GroupRule> = {
   'drops': { variables: ['DROPS_CRON_SECRET'], mode: 'any', optional: true },
   'music': { variables: ['MUSIC_SYNC_CRON_SECRET'], mode: 'any' },
   'labs': { variables: ['LABS_CRON_SECRET', 'WORKOUT_WINDOW_CRON_SECRET'], mode: 'any' },
+  'notifications': { variables: ['NOTIFICATIONS_CRON_SECRET'], mode: 'any' },
   // Frontend-hosted scheduled routes (SPEC Authentication 6): Authorization: Bearer <CRON_SECRET>.
   'frontend': { variables: ['CRON_SECRET'], mode: 'any' },
 }

@@ -52,6 +52,8 @@ export interface OutgoingEmail {
   subject: string
   html?: string
   text?: string
+  /** Extra headers (List-Unsubscribe and List-Unsubscribe-Post for the digest). */
+  headers?: Record<string, string>
 }
 
 /** Sends one e-mail; the idempotency key makes a retry of the same request a no-op at Resend. */
@@ -66,6 +68,7 @@ export async function sendEmail(
     subject: mail.subject,
     ...(mail.html ? { html: mail.html } : {}),
     ...(mail.text ? { text: mail.text } : {}),
+    ...(mail.headers ? { headers: mail.headers } : {}),
   }
   const { data, error } = await resend.emails.send(payload as Parameters<typeof resend.emails.send>[0], {
     idempotencyKey,

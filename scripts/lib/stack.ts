@@ -50,6 +50,7 @@ const LOCAL_CRON_SECRETS: Record<string, string> = {
   DROPS_CRON_SECRET: 'local-drops-cron-secret',
   MUSIC_SYNC_CRON_SECRET: 'local-music-sync-cron-secret',
   LABS_CRON_SECRET: 'local-labs-cron-secret',
+  NOTIFICATIONS_CRON_SECRET: 'local-notifications-cron-secret',
   CRON_SECRET: 'local-frontend-cron-secret',
 }
 

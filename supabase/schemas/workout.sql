@@ -1963,6 +1963,8 @@ create index workout_squads_by_date on public.workout_squads (date, team_color);
 -- ---------------------------------------------------------------------------------------------
 -- The five-minute job: synthetic users' check-ins, reminders 30 minutes before a window, and
 -- "chain broken" for the after user of a window that ended without a check-in (Events 3).
+-- A reminder is written up to 35 minutes ahead (the job runs every 5), and its push goes out at
+-- exactly 30 minutes before the start (notification_delivery.sql: the outbox's deliver_after).
 -- ---------------------------------------------------------------------------------------------
 
 create or replace function private.workout_stock_photo_url() returns text
@@ -2020,13 +2022,13 @@ begin
     select w.user_id, d.day, private.workout_window_start(d.day, w.window_start_time, w.timezone) as starts
       from public.workout_windows w
       join public.profiles p on p.id = w.user_id and p.is_active and not p.is_ai
-      cross join lateral (select ((at + interval '30 minutes') at time zone w.timezone)::date as day) d
+      cross join lateral (select ((at + interval '35 minutes') at time zone w.timezone)::date as day) d
      where w.is_active
   ), sent as (
     insert into public.notifications (user_id, type, payload)
     select r.user_id, 'workout.checkin_reminder', jsonb_build_object('date', r.day, 'windowStartsAt', r.starts)
       from due_reminders r
-     where r.starts > at and r.starts <= at + interval '30 minutes'
+     where r.starts > at and r.starts <= at + interval '35 minutes'
        and not exists (select 1 from public.workout_checkins k where k.user_id = r.user_id and k.date = r.day)
        and not exists (select 1 from public.notifications n where n.user_id = r.user_id and n.type = 'workout.checkin_reminder'
                           and n.created_at > at - interval '1 day' and n.payload ->> 'date' = r.day::text)

@@ -19,6 +19,7 @@ interface Sent {
   html?: string
   text?: string
   idempotency_key: string | null
+  headers?: Record<string, string>
 }
 
 export function start(): Promise<{ env: Record<string, string>; stop(): Promise<void> }> {
@@ -95,7 +96,7 @@ export function start(): Promise<{ env: Record<string, string>; stop(): Promise<
     }
     await new Promise((r) => setTimeout(r, 20))
     const id = rand()
-    sent.push({ id, from: body.from, to, subject: body.subject, html: body.html, text: body.text, idempotency_key: idemKey })
+    sent.push({ id, from: body.from, to, subject: body.subject, html: body.html, text: body.text, idempotency_key: idemKey, headers: body.headers })
     if (idemKey) idempotent.get(idemKey)!.id = id
     return Response.json({ id })
   })

@@ -1,6 +1,9 @@
 // GET /api/admin/health: the production health page for super admins.
 import { z } from '@hono/zod-openapi'
+import { resendClient } from '../../_shared/email.ts'
 import { optionalEnv } from '../../_shared/env.ts'
+import { expoConfigured } from '../../_shared/expo_push.ts'
+import { webPushConfigured } from '../../_shared/web_push.ts'
 import { superAdminEvenIfDegraded } from '../credentials.ts'
 import { endpoint, routeModule } from '../openapi.ts'
 
@@ -62,6 +65,13 @@ const Health = z.object({
     last_finished_at: z.string().nullable(),
     last_message: z.string().nullable(),
   })).nullable().describe('Each pg_cron job with its last run (null while the database is unreachable)'),
+  notification_channels: z.object({
+    expo: z.boolean().describe('EXPO_ACCESS_TOKEN is set'),
+    web_push: z.boolean().describe(
+      'WEB_PUSH_VAPID_PUBLIC_KEY, WEB_PUSH_VAPID_PRIVATE_KEY and WEB_PUSH_SUBJECT are set',
+    ),
+    email: z.boolean().describe('RESEND_API_KEY and EMAIL_FROM are set (the digest)'),
+  }).describe('Which notification channels are on; a channel that is off is skipped, nothing else breaks'),
 }).openapi('Health')
 
 export const adminRoutes = routeModule()
@@ -102,9 +112,15 @@ export const adminRoutes = routeModule()
         if (jobs.error) console.error('health: cron job status failed', jobs.error)
         else cron = jobs.data
       }
+      const notification_channels = {
+        expo: expoConfigured(),
+        web_push: webPushConfigured(),
+        email: !!resendClient(),
+      }
       return c.json({
         ...healthReport(probe, await migrationFiles(), commit, (Date.now() - startedAt) / 1000),
         cron,
+        notification_channels,
       })
     },
   )

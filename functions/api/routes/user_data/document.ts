@@ -273,6 +273,27 @@ export async function* exportDocument(
       'id',
     ),
   )
+  yield* object('notification_settings', [
+    [
+      'devices',
+      () =>
+        all(
+          db,
+          'notification_devices',
+          'id, kind, address, name, created_at, registered_at, retired_at, retired_reason',
+          own,
+          'created_at',
+        ),
+    ],
+    [
+      'preferences',
+      () =>
+        one(
+          'notification_preferences',
+          'push_enabled, types, quiet_hours_start, quiet_hours_end, timezone, daily_cap, email_digest, digest_hour, updated_at',
+        ),
+    ],
+  ])
   yield* write(
     'email_messages',
     () =>

@@ -276,6 +276,27 @@ const Notification = z.object({
   read_at: sn,
   created_at: s,
 })
+const Device = z.object({
+  id: s,
+  kind: z.enum(['expo', 'web_push']),
+  address: s,
+  name: sn,
+  created_at: s,
+  registered_at: s,
+  retired_at: sn,
+  retired_reason: sn,
+})
+const NotificationPreferences = z.object({
+  push_enabled: z.boolean(),
+  types: j,
+  quiet_hours_start: sn,
+  quiet_hours_end: sn,
+  timezone: sn,
+  daily_cap: i,
+  email_digest: z.boolean(),
+  digest_hour: i,
+  updated_at: s,
+})
 const EmailMessage = z.object({
   id: s,
   to_address: s,
@@ -389,6 +410,12 @@ export const ExportDocument = z.object({
   }),
   ai_usage: z.object({ calls: z.array(AiCall), monthly: z.array(AiMonth) }),
   notifications: z.array(Notification),
+  notification_settings: z.object({
+    devices: z.array(Device).describe(
+      'Phones and browsers registered for push (the Web Push keys are left out)',
+    ),
+    preferences: NotificationPreferences.nullable(),
+  }),
   email_messages: z.array(EmailMessage),
   labs: z.object({
     classroom_account: z.object({ created_at: s }).nullable(),

@@ -2,10 +2,10 @@
 // is told (workout baton pass, reminders, chain broken, battle results, memberships). Read
 // through the caller's token, so RLS shows only their own; Realtime can push the same rows.
 import { z } from '@hono/zod-openapi'
-import { unwrap } from '../../_shared/errors.ts'
-import { newestFirstPage, pageQuery } from '../../_shared/pagination.ts'
-import { uuid } from '../../_shared/validation.ts'
-import { endpoint, NextCursor, routeModule } from '../openapi.ts'
+import { unwrap } from '../../../_shared/errors.ts'
+import { newestFirstPage, pageQuery } from '../../../_shared/pagination.ts'
+import { uuid } from '../../../_shared/validation.ts'
+import { endpoint, NextCursor, routeModule } from '../../openapi.ts'
 
 const tag = 'Notifications'
 
@@ -20,7 +20,7 @@ const Notification = z.object({
   read_at: z.string().nullable(),
 }).openapi('Notification')
 
-export const notificationRoutes = routeModule()
+export const inboxRoutes = routeModule()
   .openapi(
     endpoint({
       method: 'get',
@@ -55,6 +55,8 @@ export const notificationRoutes = routeModule()
       body: z.object({ ids: z.array(uuid()).min(1).max(500).optional() }).strict(),
       summary: 'Mark the given notifications (or all) read',
       response: z.object({ marked: z.number().int() }),
+      description:
+        'A notification read is not pushed any more (if it was still waiting) and is left out of the e-mail digest.',
     }),
     async (c) => {
       const ids = c.req.valid('json')?.ids ?? null

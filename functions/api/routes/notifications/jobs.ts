@@ -1,0 +1,162 @@
+// The scheduled sides of notification delivery (pg_cron, NOTIFICATIONS_CRON_SECRET): the push
+// sender every minute, the e-mail digest hourly; and the digest's one-click unsubscribe.
+import { z } from '@hono/zod-openapi'
+import { serviceDb } from '../../../_shared/db.ts'
+import { notFound, unwrap } from '../../../_shared/errors.ts'
+import { runDigests } from '../../../_shared/notification_digest.ts'
+import { runDeliveries } from '../../../_shared/push_delivery.ts'
+import { endpoint, routeModule } from '../../openapi.ts'
+
+const tag = 'Notifications'
+
+const At = z.string().datetime({ offset: true }).optional().describe(
+  'Act as of this moment (tests, catching up); default now',
+)
+
+const DeliveryReport = z.object({
+  channels: z.object({ expo: z.boolean(), web_push: z.boolean() }),
+  claimed: z.number().int(),
+  sent: z.number().int(),
+  retried: z.number().int(),
+  failed: z.number().int(),
+  retired: z.number().int(),
+  receipts_checked: z.number().int(),
+  receipt_errors: z.number().int(),
+  remaining: z.number().int().describe('Due deliveries still pending after this run'),
+})
+
+const DigestReport = z.object({
+  configured: z.boolean(),
+  claimed: z.number().int(),
+  sent: z.number().int(),
+  failed: z.number().int(),
+  errors: z.array(z.object({ user_id: z.string(), error: z.string() })),
+})
+
+export const jobRoutes = routeModule()
+  .openapi(
+    endpoint({
+      method: 'post',
+      path: '/notifications/cron/deliver',
+      tag,
+      auth: { cron: 'notifications' },
+      bodyRequired: false,
+      body: z.object({
+        limit: z.number().int().min(1).max(5000).optional().describe('Rows per claim (default 500)'),
+        time_budget_ms: z.number().int().min(0).max(300_000).optional().describe(
+          'Stop claiming after this long (default 40000)',
+        ),
+        receipt_delay_seconds: z.number().int().min(0).max(86_400).optional().describe(
+          'Ask for Expo receipts of tickets this old (default 900)',
+        ),
+        at: At,
+        scheduled_at: z.string().max(100).optional(),
+      }),
+      response: z.object({ success: z.boolean(), message: z.string(), results: DeliveryReport }),
+      summary: 'Scheduled push delivery: due outbox rows to Expo and Web Push (pg_cron every minute)',
+      description:
+        'Claims chunks of due deliveries (skipping rows another run holds, so runs side by side share the work), ' +
+        'applies preferences, quiet hours and the daily cap, sends, records each outcome (429/5xx: retried with backoff; ' +
+        'DeviceNotRegistered, 404/410: the device is retired), then checks Expo receipts. A channel whose configuration is ' +
+        'missing is skipped (results.channels).',
+    }),
+    async (c) => {
+      const b = c.req.valid('json') ?? {}
+      const results = await runDeliveries(c.var.db, {
+        chunk: b.limit,
+        timeBudgetMs: b.time_budget_ms,
+        receiptDelaySeconds: b.receipt_delay_seconds,
+        at: b.at,
+      })
+      return c.json({
+        success: true,
+        message:
+          `Sent ${results.sent} of ${results.claimed} claimed (${results.retried} to retry, ${results.failed} failed, ` +
+          `${results.retired} retired; ${results.remaining} remaining)`,
+        results,
+      })
+    },
+  )
+  .openapi(
+    endpoint({
+      method: 'post',
+      path: '/notifications/cron/digest',
+      tag,
+      auth: { cron: 'notifications' },
+      bodyRequired: false,
+      body: z.object({
+        limit: z.number().int().min(1).max(1000).optional().describe('Users per run (default 100)'),
+        at: At,
+        scheduled_at: z.string().max(100).optional(),
+      }),
+      response: z.object({ success: z.boolean(), message: z.string(), results: DigestReport }),
+      summary: 'Scheduled e-mail digests (pg_cron hourly)',
+      description:
+        'Users who opted in, at or past their digest hour in their time zone, with unread notifications since ' +
+        'their last digest: one e-mail each through Resend, with List-Unsubscribe one-click headers. Skipped (configured: ' +
+        'false) while e-mail is not configured. Per-user failures are in results.errors.',
+    }),
+    async (c) => {
+      const b = c.req.valid('json') ?? {}
+      const results = await runDigests(c.var.db, { limit: b.limit, at: b.at })
+      return c.json({
+        success: true,
+        message: `Sent ${results.sent} of ${results.claimed} digests (${results.failed} failed)`,
+        results,
+      })
+    },
+  )
+  .openapi(
+    endpoint({
+      method: 'post',
+      path: '/notifications/unsubscribe',
+      tag,
+      auth: 'none',
+      bodyRequired: false,
+      query: z.object({ token: z.string().uuid('must be the token from the e-mail') }).strict(),
+      response: z.object({ unsubscribed: z.boolean() }),
+      errors: [404],
+      summary: 'One-click unsubscribe from the e-mail digest (RFC 8058)',
+      description: "The URL of the digest's List-Unsubscribe header; mail clients POST it with the body " +
+        '`List-Unsubscribe=One-Click`. Turns the digest off (email_digest false). 404 for an unknown token.',
+    }),
+    async (c) => {
+      const { token } = c.req.valid('query')
+      const known = unwrap(await serviceDb().rpc('unsubscribe_notification_digest', { token }))
+      if (!known) throw notFound('Unknown unsubscribe link')
+      // The confirmation form of the GET page posts here from a browser: answer it with a page.
+      if (c.req.header('accept')?.includes('text/html')) {
+        return c.html(unsubscribePage('You will not get the daily digest any more.', null))
+      }
+      return c.json({ unsubscribed: true })
+    },
+  )
+  .openapi(
+    endpoint({
+      method: 'get',
+      path: '/notifications/unsubscribe',
+      tag,
+      auth: 'none',
+      query: z.object({ token: z.string().uuid('must be the token from the e-mail') }).strict(),
+      responseDescription: 'An HTML page with one button that POSTs the unsubscribe',
+      summary: "The page behind the digest's unsubscribe link",
+      description:
+        'What a person who clicks the link in the e-mail sees. It changes nothing by itself (mail ' +
+        'scanners open links; RFC 8058 says a GET must not unsubscribe): its button POSTs the one-click form.',
+    }),
+    (c) => {
+      const { token } = c.req.valid('query')
+      return c.html(unsubscribePage('Stop the daily e-mail digest?', token))
+    },
+  )
+
+/** A small page: the question with its button (token given), or the answer. */
+function unsubscribePage(message: string, token: string | null) {
+  const form = token === null ? '' : `<form method="post" action="?token=${encodeURIComponent(token)}">` +
+    '<input type="hidden" name="List-Unsubscribe" value="One-Click">' +
+    '<button type="submit">Unsubscribe</button></form>'
+  return '<!doctype html><html lang="en"><head><meta charset="utf-8">' +
+    '<meta name="viewport" content="width=device-width, initial-scale=1"><title>Daily digest</title></head>' +
+    `<body><h1>Daily digest</h1><p>${message}</p>${form}` +
+    '<p>You can turn it on again in the app, under notification settings.</p></body></html>'
+}

@@ -1,0 +1,128 @@
+// The daily e-mail digest (through the Resend fake) with its one-click unsubscribe, and retention.
+import { strict as assert } from 'node:assert'
+import { api, assertError, createUser, env, sql, test } from './_helpers.ts'
+
+const CRON = { 'x-cron-secret': env('NOTIFICATIONS_CRON_SECRET') }
+const digest = async (at: string) => {
+  const res = await api('/api/notifications/cron/digest', { headers: CRON, body: { at } })
+  assert.equal(res.status, 200, JSON.stringify(res.body))
+  return res.body.results
+}
+const inbox = async (to: string) =>
+  await (await fetch(`${env('RESEND_BASE_URL')}/__control/sent?to=${encodeURIComponent(to)}`)).json()
+
+test("the digest goes out at the user's hour in their zone, once a day, without what they read; one click unsubscribes", async () => {
+  const user = await createUser()
+  const opt = await api('/api/notifications/preferences', {
+    method: 'PUT',
+    token: user.token,
+    body: { email_digest: true, timezone: 'America/New_York', digest_hour: 8 },
+  })
+  assert.equal(opt.status, 200)
+  const ids = (await sql`insert into public.notifications (user_id, type, payload, created_at) values
+      (${user.id}, 'tone_pack.shared', '{"pack_name": "Calm"}', '2027-03-01T10:00:00Z'),
+      (${user.id}, 'labs.step_prompt', '{"title": "Coil"}', '2027-03-01T10:01:00Z'),
+      (${user.id}, 'team.member_added', '{"team_name": "Blue"}', '2027-03-01T10:02:00Z') returning id`).map((
+    r,
+  ) => r.id)
+  // Read in the app: left out of the digest.
+  const read = await api('/api/notifications/read', { token: user.token, body: { ids: [ids[2]] } })
+  assert.equal(read.body.marked, 1)
+
+  await digest('2027-03-01T12:30:00Z') // 07:30 in New York
+  assert.equal((await inbox(user.email)).length, 0)
+  await digest('2027-03-01T13:05:00Z') // 08:05
+  const mails = await inbox(user.email)
+  assert.equal(mails.length, 1)
+  assert.equal(mails[0].subject, '2 new notifications')
+  assert.match(mails[0].text, /Someone shared "Calm" with you\./)
+  assert.match(mails[0].text, /Time for the next step of "Coil"\./)
+  assert.doesNotMatch(mails[0].text, /Blue/)
+  assert.equal(mails[0].headers['List-Unsubscribe-Post'], 'List-Unsubscribe=One-Click')
+  const link = /^<(https?:\/\/[^>]+)>$/.exec(mails[0].headers['List-Unsubscribe'])![1]
+  await digest('2027-03-01T20:00:00Z')
+  assert.equal((await inbox(user.email)).length, 1, 'one digest a day')
+
+  // One click (RFC 8058): a POST of List-Unsubscribe=One-Click to the link.
+  const path = new URL(link).pathname.replace(/^\/functions\/v1/, '') + new URL(link).search
+  // A person (or a mail scanner) opening the link gets a page with a button, and nothing changes.
+  const page = await fetch(link, { headers: { accept: 'text/html' } })
+  assert.equal(page.status, 200)
+  assert.match(page.headers.get('content-type') ?? '', /text\/html/)
+  const html = await page.text()
+  assert.match(html, /<form method="post" action="\?token=[0-9a-f-]{36}">/)
+  assert.match(html, /name="List-Unsubscribe" value="One-Click"/)
+  const [still] =
+    await sql`select email_digest from public.notification_preferences where user_id = ${user.id}`
+  assert.equal(still.email_digest, true, 'a GET does not unsubscribe')
+  const res = await api(path, {
+    method: 'POST',
+    rawBody: 'List-Unsubscribe=One-Click',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  })
+  assert.equal(res.status, 200, JSON.stringify(res.body))
+  assert.deepEqual(res.body, { unsubscribed: true })
+  // The page's button: a browser form post, answered with a page.
+  const again = await fetch(link, {
+    method: 'POST',
+    headers: { accept: 'text/html', 'content-type': 'application/x-www-form-urlencoded' },
+    body: 'List-Unsubscribe=One-Click',
+  })
+  assert.equal(again.status, 200)
+  assert.match(await again.text(), /You will not get the daily digest any more/)
+  const [prefs] =
+    await sql`select email_digest from public.notification_preferences where user_id = ${user.id}`
+  assert.equal(prefs.email_digest, false)
+  await sql`insert into public.notifications (user_id, type, created_at) values (${user.id}, 'team.member_added', '2027-03-02T10:00:00Z')`
+  await digest('2027-03-02T13:05:00Z')
+  assert.equal((await inbox(user.email)).length, 1)
+  assertError(
+    await api(`/api/notifications/unsubscribe?token=${crypto.randomUUID()}`, { method: 'POST' }),
+    404,
+  )
+  assertError(await api('/api/notifications/unsubscribe?token=nope', { method: 'POST' }), 400, 'token')
+})
+
+test('the cron endpoints want the notifications cron secret', async () => {
+  assertError(await api('/api/notifications/cron/deliver', { body: {} }), 401)
+  assertError(
+    await api('/api/notifications/cron/digest', { headers: { 'x-cron-secret': 'wrong' }, body: {} }),
+    401,
+  )
+  const [job] = await sql`select schedule from cron.job where jobname = 'notification-deliveries'`
+  assert.equal(job.schedule, '* * * * *')
+})
+
+test('retention prunes read notifications after 90 days and delivery rows after 30, in chunks', async () => {
+  const user = await createUser()
+  await sql`insert into public.notification_devices (user_id, kind, address) values (${user.id}, 'expo', ${`ExponentPushToken[old-${crypto.randomUUID()}]`})`
+  const [oldRead] = await sql`insert into public.notifications (user_id, type, created_at, read_at)
+    values (${user.id}, 'team.member_added', now() - interval '91 days', now() - interval '90 days') returning id`
+  const [oldUnread] = await sql`insert into public.notifications (user_id, type, created_at)
+    values (${user.id}, 'team.member_added', now() - interval '200 days') returning id`
+  const [recentRead] = await sql`insert into public.notifications (user_id, type, created_at, read_at)
+    values (${user.id}, 'team.member_added', now() - interval '10 days', now()) returning id`
+  await sql`update private.notification_deliveries set created_at = now() - interval '31 days' where notification_id = ${oldUnread.id}`
+  const [first] = await sql`select private.prune_notifications(90, 30, 1) as r`
+  assert.equal(first.r.more, true)
+  for (let i = 0; i < 1000; i++) {
+    const [{ r }] = await sql`select private.prune_notifications(90, 30, 5000) as r`
+    if (!r.more) break
+  }
+  const left = (await sql`select id from public.notifications where user_id = ${user.id}`).map((r) => r.id)
+    .sort()
+  assert.deepEqual(left, [oldUnread.id, recentRead.id].sort())
+  assert.equal(
+    oldRead.id &&
+      (await sql`select 1 from private.notification_deliveries where notification_id = ${oldUnread.id}`)
+        .length,
+    0,
+  )
+  assert.equal(
+    (await sql`select 1 from private.notification_deliveries where notification_id = ${recentRead.id}`)
+      .length,
+    1,
+  )
+  const [{ n }] = await sql`select count(*)::int as n from cron.job where jobname = 'notification-retention'`
+  assert.equal(n, 1)
+})
