@@ -63,13 +63,27 @@ export const dropsRoutes = routeModule()
   .openapi(
     endpoint({
       method: 'post', path: '/drops/cron/award-monthly-all', tag, auth: { cron: 'drops' },
-      summary: 'This month\'s award for every user (scheduled 0 0 1 * *)',
-      description: 'When DROPS_CRON_SECRET is unset, a super-admin or service-role bearer token is required instead.',
-      response: z.object({ success: z.boolean(), month: z.string(), awarded: z.number().int(), skipped: z.number().int() }),
+      summary: 'This month\'s award for every user, in chunks (scheduled 0 0 1 * *, again at 00:30)',
+      description: 'Walks all users in chunks of AWARD_MONTHLY_CHUNK (default 10,000), each its own transaction, ' +
+        'for at most AWARD_MONTHLY_BUDGET_MS (default 120,000); complete is false when the budget ran out first ' +
+        '(a later run completes the month: users already awarded are skipped). ' +
+        'When DROPS_CRON_SECRET is unset, a super-admin or service-role bearer token is required instead.',
+      response: z.object({
+        success: z.boolean(), month: z.string(), awarded: z.number().int(), skipped: z.number().int(), complete: z.boolean(),
+      }),
     }),
     async (c) => {
-      const r = unwrap(await c.var.db.rpc('award_monthly_drops_all').single())
-      console.log(`award-monthly-all ${r.award_month}: awarded ${r.awarded}, skipped ${r.skipped}`)
-      return c.json({ success: true, month: r.award_month.slice(0, 7), awarded: r.awarded, skipped: r.skipped })
+      const chunk = Number(Deno.env.get('AWARD_MONTHLY_CHUNK') ?? 10000)
+      const deadline = Date.now() + Number(Deno.env.get('AWARD_MONTHLY_BUDGET_MS') ?? 120_000)
+      let [awarded, skipped, month, after] = [0, 0, '', null as string | null]
+      do {
+        const r = unwrap(await c.var.db.rpc('award_monthly_drops_chunk', { after_id: after ?? undefined, chunk_size: chunk }).single())
+        awarded += r.awarded
+        skipped += r.skipped
+        month = r.award_month
+        after = r.last_id
+      } while (after && Date.now() < deadline)
+      console.log(`award-monthly-all ${month}: awarded ${awarded}, skipped ${skipped}${after ? ', stopped at the budget' : ''}`)
+      return c.json({ success: true, month: month.slice(0, 7), awarded, skipped, complete: after === null })
     },
   )
