@@ -404,12 +404,20 @@ begin
       join public.encouragement_badges b on b.user_id = i.user_id
      where incremental
     union all
-    select d.sender_id, count(*) as total_sent, count(*) filter (where d.bonus_drops_awarded > 0) as successes,
-           sum(d.bonus_drops_awarded) as bonus, max(d.sent_day) as last_day, null::integer
-      from public.encouragement_sent_drops d
-      join users u on u.id = d.sender_id
-     where not incremental
-     group by d.sender_id
+    -- (plus the totals of drops the retention job removed: retention.sql)
+    select x.sender_id, sum(x.total_sent)::bigint, sum(x.successes)::bigint, sum(x.bonus)::bigint, max(x.last_day), null::integer
+      from (select d.sender_id, count(*) as total_sent, count(*) filter (where d.bonus_drops_awarded > 0) as successes,
+                   sum(d.bonus_drops_awarded) as bonus, max(d.sent_day) as last_day
+              from public.encouragement_sent_drops d
+              join users u on u.id = d.sender_id
+             where not incremental
+             group by d.sender_id
+            union all
+            select r.sender_id, r.total_sent, r.successes, r.bonus, r.last_day
+              from private.encouragement_sent_drops_purged r
+              join users u on u.id = r.sender_id
+             where not incremental) x
+     group by x.sender_id
   ),
   -- The run of consecutive sending days ending at the last one: with the days numbered from
   -- the newest (rn = 1), a day belongs to it while day + rn - 1 is the newest day.
