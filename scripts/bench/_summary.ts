@@ -25,7 +25,7 @@ export async function printSummary(stack: Stack, elapsedSeconds: number) {
   const base = SCALE === 1 ? [] : await readFigures(1)
   console.log(`\n=== summary (BENCH_SCALE=${SCALE}, ${(elapsedSeconds / 60).toFixed(1)} min) ===`)
   const w = Math.max(20, ...figures.map((f) => f.name.length)) + 2
-  console.log(`${'figure'.padEnd(w)}${'1x'.padEnd(14)}${`${SCALE}x`.padEnd(14)}${'growth'.padEnd(9)}target`)
+  console.log(`${'figure'.padEnd(w)}${'1x'.padEnd(14)}${(SCALE === 1 ? '' : `${SCALE}x`).padEnd(14)}${'growth'.padEnd(9)}target`)
   for (const f of figures) {
     const one = SCALE === 1 ? f : base.find((b) => b.name === f.name)
     const growth = one && SCALE !== 1 && one.value > 0 ? `${(f.value / one.value).toFixed(2)}x` : '-'

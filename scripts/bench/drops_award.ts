@@ -97,7 +97,7 @@ async function benchAward(stack: Stack, chunk: number) {
               select 1 from public.monthly_drop_awards a where a.user_id = p.id and a.award_month = private.current_award_month()))::int as missing,
            (select count(*) from (select user_id from public.drops_transactions where type = 'monthly_recurring'
               and created_at >= date_trunc('month', now()) group by user_id having count(*) > 1) x)::int as twice,
-           (select count(*) from public.profiles p where p.drops_balance <>
+           (select count(*) from public.profiles p where p.id::text like 'a3000000-%' and p.drops_balance <>
               (select coalesce(sum(t.amount), 0) from public.drops_transactions t where t.user_id = p.id))::int as drift`
   console.log(
     `  run 3 (nothing left, SQL walk): ${run3.toFixed(1)} s; longest chunk (one transaction) ` +
@@ -105,10 +105,10 @@ async function benchAward(stack: Stack, chunk: number) {
   )
   console.log(
     `  checks: active users without this month's award ${check.missing}, awarded twice ${check.twice}, ` +
-      `balances differing from their ledger ${check.drift}`,
+      `balances differing from their ledger (this module's users) ${check.drift}`,
   )
   const total = chunks[0] + chunks[1] + run2 * 1000
-  figure(`monthly award, ${users.toLocaleString()} users`, total / 1000, 's', '< 60 s at 1M users')
+  figure('monthly award, all users', total / 1000, 's', '< 60 s at 1M users')
   figure('monthly award, longest transaction', Math.max(longest, ...chunks), 'ms', '< 5,000 ms')
   console.log(
     `targets (1,000,000 users): under 60 s in all (here ${(total / 1000).toFixed(1)} s: run 1 + run 2), ` +

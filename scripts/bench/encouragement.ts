@@ -45,7 +45,7 @@ export async function benchEncouragement(stack: Stack, runs: number) {
   const recalc = (performance.now() - t0) / 1000
   console.log(`badge recalculation of all ${profiles.toLocaleString()} users in chunks of ${chunk.toLocaleString()}: ` +
     `${recalc.toFixed(1)}s, ${written.toLocaleString()} badges written, longest chunk ${longest.toFixed(0)} ms`)
-  figure(`badge recalculation, ${profiles.toLocaleString()} users`, recalc, 's', '< 60 s at 1M users')
+  figure('badge recalculation, all users', recalc, 's', '< 60 s at 1M users')
   figure('badge recalculation, longest transaction', longest, 'ms', '< 5,000 ms')
 
   // Baseline: the judging query alone (read-only), the same checks the run makes: an
@@ -71,12 +71,22 @@ export async function benchEncouragement(stack: Stack, runs: number) {
            count(engaged_at)::int as engaged_ro from observed`
   const baseline = (performance.now() - t0) / 1000
   t0 = performance.now()
-  const [{ r }] = await db`select public.process_encouragement_engagement() as r`
+  // Runs (each at most 200,000 drops, as the hourly job) until nothing is due: summed.
+  const runs_: number[] = []
+  const r = { judged: 0, engaged: 0, bonuses_awarded: 0, badges_recalculated: 0, remaining: 0 }
+  do {
+    const r0 = performance.now()
+    const [{ one }] = await db`select public.process_encouragement_engagement() as one`
+    runs_.push((performance.now() - r0) / 1000)
+    for (const k of ['judged', 'engaged', 'bonuses_awarded', 'badges_recalculated'] as const) r[k] += one[k]
+    r.remaining = one.remaining
+  } while (r.remaining > 0 && runs_.length < 50)
   const run = (performance.now() - t0) / 1000
-  console.log(`engagement processing over ${due.toLocaleString()} due drops: ${run.toFixed(2)}s ` +
+  console.log(`engagement processing over ${due.toLocaleString()} due drops: ${run.toFixed(2)}s in ${runs_.length} run(s), ` +
+    `the longest ${Math.max(...runs_).toFixed(1)}s ` +
     `(judged ${r.judged.toLocaleString()}, engaged ${r.engaged.toLocaleString()}, bonuses ${r.bonuses_awarded.toLocaleString()}, ` +
     `badges recalculated ${r.badges_recalculated.toLocaleString()}, remaining ${r.remaining})`)
-  figure(`engagement run, ${due.toLocaleString()} due drops`, run, 's', '< 60 s at 1M due')
+  figure('engagement, all due drops', run, 's', '< 60 s at 1M due')
   console.log(`  baseline, the read-only judging query alone: ${baseline.toFixed(2)}s (${(run / baseline).toFixed(2)}x); ` +
     `same judgement: ${judged_ro === r.judged && engaged_ro === r.engaged ? 'yes' : 'NO'}`)
   t0 = performance.now()
@@ -114,7 +124,7 @@ export async function benchEncouragement(stack: Stack, runs: number) {
   console.log(`  SQL ${fmt(sqlBoard)} | PostgREST rpc ${fmt(rest)} | /api ${fmt(api)} (${(api.p50 / rest.p50).toFixed(2)}x PostgREST) | ` +
     `identical: ${same ? 'yes' : 'NO'}`)
   console.log(`  /api floor (GET /api/encouragement-drops/config): ${fmt(floor)}`)
-  figure(`leaderboard via /api, ${users.toLocaleString()} badges, p50`, api.p50, 'ms', '< 30 ms')
+  figure('leaderboard via /api, p50', api.p50, 'ms', '< 30 ms')
   console.log('targets: leaderboard p50 through /api < 30 ms; one engagement run over 100,000 due drops < 10 s')
   await Promise.all([db.end(), asUser.end()])
 }

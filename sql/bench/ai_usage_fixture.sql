@@ -20,9 +20,9 @@ create temporary table bench_ai_users on commit drop as
 
 insert into auth.users (id, email, created_at)
 select id, 'bench-ai-' || n || '@bench.local', created_at from bench_ai_users;
--- The admin search's copy of the e-mails (a trigger keeps it, and triggers are off here).
-insert into private.user_search_emails (user_id, email)
-select id, 'bench-ai-' || n || '@bench.local' from bench_ai_users;
+-- The admin search's copy of e-mails and names (triggers keep it, and triggers are off here).
+insert into private.user_search (user_id, email, full_name)
+select id, 'bench-ai-' || n || '@bench.local', 'Bench User ' || n from bench_ai_users;
 insert into public.profiles (id, full_name, role, drops_balance, created_at)
 select id, 'Bench User ' || n, case when n = 1 then 'super_admin' else 'user' end, 50 + n % 200, created_at
   from bench_ai_users;
@@ -64,7 +64,7 @@ select user_id, date_trunc('month', created_at at time zone 'UTC')::date, usage_
 commit;
 
 analyze auth.users;
-analyze private.user_search_emails;
+analyze private.user_search;
 analyze public.profiles;
 analyze public.ai_usage;
 analyze public.ai_usage_monthly;

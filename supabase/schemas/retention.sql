@@ -43,7 +43,67 @@ create index ai_usage_created_brin on public.ai_usage using brin (created_at);
 create index encouragement_sent_drops_date_brin on public.encouragement_sent_drops using brin (date_sent);
 create index impersonation_writes_created_brin on public.impersonation_writes using brin (created_at);
 create index labs_activity_events_created_brin on public.labs_activity_events using brin (created_at);
-create index music_plays_played_brin on public.music_plays using brin (played_at);
+create index music_plays_default_played_brin on private.music_plays_default using brin (played_at);
+
+-- Time partitions (plain declarative partitioning, no extension): music_plays has one partition
+-- per calendar month (UTC) in private, made ahead by each retention run for this month and the
+-- next two; a month that already has rows in the default partition is left there (creating it
+-- would have to move them). A month entirely past the keep is dropped whole.
+create or replace function private.ensure_music_play_partitions(months_ahead integer default 2) returns integer
+language plpgsql security definer
+set search_path = ''
+as $$
+declare
+  first_month date := date_trunc('month', now() at time zone 'UTC')::date;
+  m date;
+  made integer := 0;
+  name text;
+begin
+  for i in 0 .. greatest(months_ahead, 0) loop
+    m := (first_month + make_interval(months => i))::date;
+    name := 'music_plays_y' || to_char(m, 'YYYY') || 'm' || to_char(m, 'MM');
+    continue when to_regclass('private.' || name) is not null;
+    continue when exists (select 1 from private.music_plays_default d
+                           where d.played_at >= (m::timestamp at time zone 'UTC')
+                             and d.played_at < ((m + interval '1 month')::timestamp at time zone 'UTC'));
+    execute format('create table private.%I partition of public.music_plays for values from (%L) to (%L)',
+                   name, m::timestamp at time zone 'UTC', (m + interval '1 month')::timestamp at time zone 'UTC');
+    made := made + 1;
+  end loop;
+  return made;
+end
+$$;
+comment on function private.ensure_music_play_partitions(integer) is
+  'Makes the monthly partitions of music_plays for this month and the next months_ahead (unless the default partition holds rows of that month).';
+
+-- Drops the monthly partitions of music_plays that end at or before the cutoff; returns the rows
+-- they held.
+create or replace function private.drop_music_play_partitions(cutoff timestamptz) returns integer
+language plpgsql security definer
+set search_path = ''
+as $$
+declare
+  p record;
+  rows_gone bigint := 0;
+  n bigint;
+begin
+  for p in
+    select c.oid::regclass as part,
+           (regexp_match(pg_catalog.pg_get_expr(c.relpartbound, c.oid), 'TO \(''([^'']+)''\)'))[1]::timestamptz as upper_bound
+      from pg_catalog.pg_inherits i join pg_catalog.pg_class c on c.oid = i.inhrelid
+     where i.inhparent = 'public.music_plays'::regclass and c.relname ~ '^music_plays_y[0-9]{4}m[0-9]{2}$'
+  loop
+    if p.upper_bound <= cutoff then
+      execute format('select count(*) from %s', p.part) into n;
+      execute format('drop table %s', p.part);
+      rows_gone := rows_gone + n;
+    end if;
+  end loop;
+  return rows_gone;
+end
+$$;
+comment on function private.drop_music_play_partitions(timestamptz) is
+  'Retention: drops the monthly partitions of music_plays wholly before the cutoff.';
 
 -- Deletes at most max_rows rows of one table older than its policy's keep (none when keep is
 -- null); returns how many. Append-only guards let these deletes through (app.purging_expired,
@@ -56,6 +116,7 @@ declare
   policy private.retention_policies;
   cutoff timestamptz;
   deleted integer := 0;
+  n integer;
 begin
   select * into policy from private.retention_policies p where p.table_name = target;
   if not found then
@@ -72,10 +133,13 @@ begin
        where u.id = any (array(select x.id from public.ai_usage x where x.created_at < cutoff limit max_rows));
       get diagnostics deleted = row_count;
     when 'public.music_plays' then
-      delete from public.music_plays m
-       where (m.user_id, m.played_at) in (select x.user_id, x.played_at from public.music_plays x
+      -- Whole months first (a partition dropped), then older rows of the default partition.
+      deleted := private.drop_music_play_partitions(cutoff);
+      delete from private.music_plays_default m
+       where (m.user_id, m.played_at) in (select x.user_id, x.played_at from private.music_plays_default x
                                            where x.played_at < cutoff limit max_rows);
-      get diagnostics deleted = row_count;
+      get diagnostics n = row_count;
+      deleted := deleted + n;
     when 'public.encouragement_sent_drops' then
       -- Judged drops only (an unjudged drop still waits for its engagement run).
       with gone as (
@@ -148,6 +212,7 @@ begin
   if not private.is_trusted_caller() then
     raise exception 'only the scheduler or a super admin may run retention' using errcode = '42501';
   end if;
+  perform private.ensure_music_play_partitions();
   for p in select * from private.retention_policies where keep is not null order by table_name loop
     n := private.purge_expired(p.table_name, p.chunk_rows);
     total := total + n;

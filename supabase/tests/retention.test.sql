@@ -5,7 +5,7 @@ begin;
 create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
-select plan(24);
+select plan(29);
 
 -- A sends drops to B; A has AI usage, plays, impersonation writes; webhook events.
 insert into auth.users (id, email) values
@@ -48,6 +48,26 @@ create temp table badge_before as
 
 -- Plays, impersonation writes, webhook events, labs events (kept for ever).
 insert into public.music_tracks (id, name, raw) values ('pgtap-retention-track', 'Song', '{}');
+-- A monthly partition of plays eight months back, made by hand as the job makes them.
+do $$
+declare
+  m date := (date_trunc('month', now() at time zone 'UTC') - interval '8 months')::date;
+begin
+  execute format('create table private.%I partition of public.music_plays for values from (%L) to (%L)',
+                 'music_plays_y' || to_char(m, 'YYYY') || 'm' || to_char(m, 'MM'),
+                 m::timestamp at time zone 'UTC', (m + interval '1 month')::timestamp at time zone 'UTC');
+  insert into public.music_plays (user_id, played_at, track_id)
+  select '52000000-0000-4000-8000-00000000000a', (m::timestamp at time zone 'UTC') + g * interval '1 hour', 'pgtap-retention-track'
+    from generate_series(1, 40) g;
+end
+$$;
+select ok(exists (select 1 from pg_trigger t join pg_class c on c.oid = t.tgrelid
+                   where c.relname = 'music_plays_y' || to_char(now() at time zone 'UTC' - interval '8 months', 'YYYY"m"MM')
+                     and t.tgname = 'zz_record_impersonated_write'),
+  'a new partition carries the impersonation audit trigger (the event trigger)');
+select ok(exists (select 1 from pg_trigger t where t.tgrelid = 'private.music_plays_default'::regclass
+                     and t.tgname = 'zz_record_impersonated_write'),
+  'so does the default partition');
 insert into public.music_plays (user_id, played_at, track_id)
 select '52000000-0000-4000-8000-00000000000a'::uuid, now() - interval '200 days' - g * interval '3 minutes', 'pgtap-retention-track'
   from generate_series(1, 30) g
@@ -132,7 +152,15 @@ select results_eq(
   'a full badge recalculation after the purge gives the same badge');
 
 select is((select count(*)::int from public.music_plays where user_id = '52000000-0000-4000-8000-00000000000a'), 5,
-  'plays past 180 days are gone, recent ones stay');
+  'plays past 180 days are gone (a whole month''s partition and the default partition''s old rows), recent ones stay');
+select ok(to_regclass('private.music_plays_y' || to_char(now() at time zone 'UTC' - interval '8 months', 'YYYY"m"MM')) is null,
+  'the expired month''s partition was dropped');
+select ok(to_regclass('private.music_plays_y' || to_char(now() at time zone 'UTC' + interval '1 month', 'YYYY"m"MM')) is not null,
+  'the job made next month''s partition');
+select ok(exists (select 1 from pg_trigger t
+                   where t.tgrelid = to_regclass('private.music_plays_y' || to_char(now() at time zone 'UTC' + interval '1 month', 'YYYY"m"MM'))
+                     and t.tgname = 'zz_record_impersonated_write'),
+  'which carries the impersonation audit trigger');
 select is((select count(*)::int from public.impersonation_writes where target_id = '52000000-0000-4000-8000-00000000000a'), 1,
   'impersonation writes past two years are gone');
 select results_eq($$select event_id from private.stripe_events where event_id like 'evt_pgtap_retention%'$$,
