@@ -158,6 +158,18 @@ test('award_monthly_drops_chunk: chunks in id order; a run killed halfway and a 
   const drift = await sql`select p.id from public.profiles p
                           where p.drops_balance <> (select coalesce(sum(amount), 0) from public.drops_transactions t where t.user_id = p.id)`
   assert.equal(drift.length, 0, JSON.stringify(drift))
+  // Two walkers sharing the id range at a bound (until_id inclusive, after_id exclusive) see every user once.
+  const [{ mid, total }] = await sql`select (array_agg(id order by id))[count(*) / 2] as mid, count(*)::int as total from public.profiles`
+  let seenByWalkers = 0
+  for (const [start, until] of [[null, mid], [mid, null]]) {
+    let cursor: string | null = start
+    do {
+      const [r]: any = await sql`select * from public.award_monthly_drops_chunk(${cursor}::uuid, 3, ${until}::uuid)`
+      seenByWalkers += r.awarded + r.skipped
+      cursor = r.last_id
+    } while (cursor)
+  }
+  assert.ok(seenByWalkers >= total, `${seenByWalkers} of ${total}`)
   // Only trusted callers; chunk sizes within bounds.
   assert.equal((await clientAs(users[0].token).rpc('award_monthly_drops_chunk', {})).error?.code, '42501')
   await assert.rejects(sql`select * from public.award_monthly_drops_chunk(null, 0)`, /chunk_size: must be between 1 and 100000/)

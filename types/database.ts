@@ -1338,7 +1338,7 @@ isOneToOne: false
             }[]
                            },
 "award_monthly_drops_chunk":
-{ Args: { "after_id"?: string,"chunk_size"?: number }; Returns: {
+{ Args: { "after_id"?: string,"chunk_size"?: number,"until_id"?: string }; Returns: {
               "award_month": string,"awarded": number,"last_id": string,"skipped": number
             }[]
                            },
