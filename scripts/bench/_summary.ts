@@ -63,9 +63,11 @@ export async function printSummary(stack: Stack, elapsedSeconds: number) {
         }`,
     )
   }
+  // Figures this run did not measure (BENCH_ONLY) keep their last value.
+  const kept = (await readFigures(SCALE)).filter((old) => !figures.some((f) => f.name === old.name))
   await Deno.mkdir(DIR, { recursive: true })
   await Deno.writeTextFile(
     `${DIR}/scale-${SCALE}.json`,
-    JSON.stringify({ scale: SCALE, at: new Date().toISOString(), figures, sizes }, null, 1),
+    JSON.stringify({ scale: SCALE, at: new Date().toISOString(), figures: [...figures, ...kept], sizes }, null, 1),
   )
 }

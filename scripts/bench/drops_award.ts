@@ -43,13 +43,13 @@ async function benchAward(stack: Stack, chunk: number) {
   t0 = performance.now()
   for (let i = 0; i < 2; i++) {
     const c0 = performance.now()
-    const [r]: any = await db`select * from private.award_monthly_drops_chunk(${after}::uuid, ${chunk})`
+    const [r]: any = await db`select * from private.award_monthly_drops_chunk(${after}::uuid, ${chunk}, null)`
     chunks.push(performance.now() - c0)
     after = r.last_id
   }
   const victim = postgres(stack.dbUrl, { max: 1, onnotice: () => {} })
   const [{ pid }] = await victim`select pg_backend_pid() as pid`
-  const doomed = victim`select * from private.award_monthly_drops_chunk(${after}::uuid, ${chunk})`.catch((
+  const doomed = victim`select * from private.award_monthly_drops_chunk(${after}::uuid, ${chunk}, null)`.catch((
     e,
   ) => e)
   await new Promise((r) => setTimeout(r, Math.min(300, Math.max(50, chunks[0] / 3))))
@@ -87,7 +87,7 @@ async function benchAward(stack: Stack, chunk: number) {
   let longest = 0
   do {
     const c0 = performance.now()
-    const [r]: any = await db`select * from private.award_monthly_drops_chunk(${after}::uuid, ${chunk})`
+    const [r]: any = await db`select * from private.award_monthly_drops_chunk(${after}::uuid, ${chunk}, null)`
     longest = Math.max(longest, performance.now() - c0)
     after = r.last_id
   } while (after)
