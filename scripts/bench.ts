@@ -4,8 +4,10 @@
 // in file-name order:
 //   BENCH_ONLY=feed,profile   only the modules so named (`BENCH_ONLY=list` prints the names)
 //   BENCH_KEEP=1              leave the stack running afterwards, to explain plans by hand
+//   BENCH_SCALE=10            fixtures at 10x (1,000,000 users, ...); the summary shows 1x beside
 //   other knobs (BENCH_SECONDS, BENCH_FEED_RUNS, ...) are read by the modules themselves
 import type { BenchModule } from './bench/_module.ts'
+import { printSummary } from './bench/_summary.ts'
 import { ROOT, run, StackError } from './lib/proc.ts'
 import { startStack } from './lib/stack.ts'
 
@@ -42,6 +44,7 @@ try {
 }
 
 let failed = false
+const startedAt = performance.now()
 try {
   for (const m of chosen) {
     console.log(`\n=== ${m.name} ===`)
@@ -52,6 +55,7 @@ try {
       console.error(`bench module ${m.name} failed:`, e)
     }
   }
+  await printSummary(stack, (performance.now() - startedAt) / 1000)
 } finally {
   if (Deno.env.get('BENCH_KEEP') === '1') {
     console.log(`BENCH_KEEP=1: the bench stack stays up (${stack.dbUrl}); stop it with: npm run stop -- ${dataDir}`)

@@ -84,6 +84,33 @@ test('GET /api/admin/users: search by part of the e-mail or the name (case-insen
   }
 })
 
+test('GET /api/admin/users: the search follows a changed address or name, a deleted user leaves it, and reads trigram indexes', async () => {
+  const admin = await createUser({ superAdmin: true })
+  const tag = crypto.randomUUID().slice(0, 8)
+  const user = await createUser({ prefix: `old-${tag}` })
+  const search = async (q: string) =>
+    ((await api(`/api/admin/users?q=${encodeURIComponent(q)}`, { token: admin.token })).body.users as { id: string; email: string }[])
+  assert.deepEqual((await search(`old-${tag}`)).map((u) => u.id), [user.id])
+  await sql`update auth.users set email = ${`new-${tag}@test.local`} where id = ${user.id}`
+  assert.deepEqual(await search(`old-${tag}`), [])
+  assert.deepEqual((await search(`NEW-${tag}`)).map((u) => [u.id, u.email]), [[user.id, `new-${tag}@test.local`]])
+  await sql`delete from auth.users where id = ${user.id}`
+  assert.deepEqual(await search(`new-${tag}`), [])
+  assert.equal((await sql`select count(*)::int as n from private.user_search where user_id = ${user.id}`)[0].n, 0)
+  // A renamed user is found by the new name.
+  const named = await createUser({ prefix: `named-${tag}` })
+  await sql`update public.profiles set full_name = ${'Hedy Lamarr ' + tag} where id = ${named.id}`
+  assert.deepEqual((await search(`hedy lamarr ${tag}`)).map((u) => u.id), [named.id])
+  // The search's plan: the two trigram indexes (a bitmap scan each), not a scan of every user.
+  const plan = await sql.begin(async (tx) => {
+    await tx`set local enable_seqscan = off`
+    return (await tx.unsafe(`explain (format json) select user_id from private.user_search
+                              where email ilike '%new-${tag}%' or full_name ilike '%new-${tag}%'`))[0]['QUERY PLAN']
+  })
+  assert.match(JSON.stringify(plan), /user_search_email_trgm/)
+  assert.match(JSON.stringify(plan), /user_search_name_trgm/)
+})
+
 // ---------------------------------------------------------------------------------------
 // PUT /api/admin/users/:id/role
 

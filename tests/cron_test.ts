@@ -77,10 +77,13 @@ test('a pg_cron job made by schedule_edge_function_job reaches the function thro
   }
 })
 
-test('the monthly award job is scheduled for midnight on the 1st, calling SQL directly', async () => {
-  const [job] = await sql`select schedule, command from cron.job where jobname = 'award-monthly-drops'`
-  assert.equal(job.schedule, '0 0 1 * *')
-  assert.match(job.command, /public\.award_monthly_drops_all\(\)/)
+test('the monthly award job is scheduled for midnight on the 1st (and 00:30), calling the chunked endpoint', async () => {
+  const jobs = await sql`select jobname, schedule, command from cron.job where jobname like 'award-monthly-drops%' order by jobname`
+  assert.deepEqual(jobs.map((j) => [j.jobname, j.schedule]), [['award-monthly-drops', '0 0 1 * *'], ['award-monthly-drops-again', '30 0 1 * *']])
+  for (const job of jobs) {
+    assert.match(job.command, /\/api\/drops\/cron\/award-monthly-all/)
+    assert.match(job.command, /DROPS_CRON_SECRET/)
+  }
   assert.ok(env('DROPS_CRON_SECRET'))
 })
 

@@ -119,6 +119,62 @@ test('cron award-monthly-all: two concurrent runs award each user exactly once',
   assert.equal(drift.length, 0, JSON.stringify(drift))
 })
 
+test('award_monthly_drops_chunk: chunks in id order; a run killed halfway and a new run award each user once', async () => {
+  const users = await Promise.all(Array.from({ length: 7 }, () => createUser()))
+  const inactive = await createUser()
+  await sql`update public.profiles set is_active = false where id = ${inactive.id}`
+  // The first run: three chunks of 2, then it is "killed" (never called again).
+  let after: string | null = null
+  for (let i = 0; i < 3; i++) {
+    const [r]: any = await sql`select * from public.award_monthly_drops_chunk(${after}::uuid, 2)`
+    assert.equal(r.awarded + r.skipped, 2)
+    assert.ok(r.last_id && (!after || r.last_id > after), 'the cursor moves forward in id order')
+    after = r.last_id
+  }
+  // A new run from the start completes the month.
+  after = null
+  let chunks = 0
+  do {
+    const [r]: any = await sql`select * from public.award_monthly_drops_chunk(${after}::uuid, 5)`
+    after = r.last_id
+    chunks++
+  } while (after)
+  assert.ok(chunks >= 2)
+  const month = sql`date_trunc('month', now() at time zone 'UTC')::date`
+  const twice = await sql`select user_id from public.monthly_drop_awards where award_month = ${month}
+                          group by user_id having count(*) > 1
+                          union all
+                          select user_id from public.drops_transactions where type = 'monthly_recurring'
+                             and created_at >= date_trunc('month', now()) group by user_id having count(*) > 1`
+  assert.equal(twice.length, 0, JSON.stringify(twice))
+  for (const u of users) {
+    const [r] = await sql`select p.drops_balance, a.amount from public.profiles p
+                            left join public.monthly_drop_awards a on a.user_id = p.id and a.award_month = ${month}
+                           where p.id = ${u.id}`
+    assert.deepEqual([r.drops_balance, r.amount], [80, 30])
+  }
+  const [none] = await sql`select count(*)::int as n from public.monthly_drop_awards where user_id = ${inactive.id}`
+  assert.equal(none.n, 0, 'inactive users are skipped')
+  const drift = await sql`select p.id from public.profiles p
+                          where p.drops_balance <> (select coalesce(sum(amount), 0) from public.drops_transactions t where t.user_id = p.id)`
+  assert.equal(drift.length, 0, JSON.stringify(drift))
+  // Two walkers sharing the id range at a bound (until_id inclusive, after_id exclusive) see every user once.
+  const [{ mid, total }] = await sql`select (array_agg(id order by id))[count(*) / 2] as mid, count(*)::int as total from public.profiles`
+  let seenByWalkers = 0
+  for (const [start, until] of [[null, mid], [mid, null]]) {
+    let cursor: string | null = start
+    do {
+      const [r]: any = await sql`select * from public.award_monthly_drops_chunk(${cursor}::uuid, 3, ${until}::uuid)`
+      seenByWalkers += r.awarded + r.skipped
+      cursor = r.last_id
+    } while (cursor)
+  }
+  assert.ok(seenByWalkers >= total, `${seenByWalkers} of ${total}`)
+  // Only trusted callers; chunk sizes within bounds.
+  assert.equal((await clientAs(users[0].token).rpc('award_monthly_drops_chunk', {})).error?.code, '42501')
+  await assert.rejects(sql`select * from public.award_monthly_drops_chunk(null, 0)`, /chunk_size: must be between 1 and 100000/)
+})
+
 test('PostgREST: the ledger is read-only for clients and private to its owner', async () => {
   const a = await createUser()
   const b = await createUser()

@@ -1398,6 +1398,11 @@ isOneToOne: false
               "award_month": string,"awarded": number,"skipped": number
             }[]
                            },
+"award_monthly_drops_chunk":
+{ Args: { "after_id"?: string,"chunk_size"?: number,"until_id"?: string }; Returns: {
+              "award_month": string,"awarded": number,"last_id": string,"skipped": number
+            }[]
+                           },
 "backfill_mentions":
 { Args: { "batch_size"?: number }; Returns: number
                            },

@@ -25,3 +25,29 @@ export async function timed<T>(n: number, fn: () => Promise<T>) {
   ms.sort((a, b) => a - b)
   return { p50: ms[Math.floor(n * 0.5)], p99: ms[Math.min(n - 1, Math.floor(n * 0.99))], last: last as T }
 }
+
+/**
+ * BENCH_SCALE=k (default 1) multiplies the fixtures that grow with the users (users, entries,
+ * drops, usage rows, plays, windows). Fixtures read it as the setting `bench.scale`
+ * (`current_setting('bench.scale')`), which `setScale` sets on a connection before loading.
+ */
+export const SCALE = Math.max(1, Math.round(knob('BENCH_SCALE', 1)))
+
+export async function setScale(sql: { unsafe: (q: string) => Promise<unknown> }) {
+  await sql.unsafe(`select set_config('bench.scale', '${SCALE}', false)`)
+}
+
+/** A headline figure: printed again at the end beside its 1x value (from the last 1x run). */
+export interface Figure {
+  name: string
+  value: number
+  unit: string
+  target?: string
+}
+
+export const figures: Figure[] = []
+
+/** Records a headline figure for the summary (bench.ts prints it with the 1x value and ratio). */
+export function figure(name: string, value: number, unit: string, target?: string) {
+  figures.push({ name, value, unit, target })
+}

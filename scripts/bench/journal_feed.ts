@@ -4,7 +4,7 @@
 import postgres from 'postgres'
 import { encodeCursor } from '../../functions/_shared/pagination.ts'
 import { ROOT, run } from '../lib/proc.ts'
-import { type BenchModule, knob } from './_module.ts'
+import { type BenchModule, figure, knob, SCALE, setScale } from './_module.ts'
 import type { Stack } from '../lib/stack.ts'
 import { signClaims } from '../lib/tokens.ts'
 
@@ -49,6 +49,7 @@ const key = (rows: Row[]) => rows.map((r) => `${r.id}:${r.content === null ? '-'
 export async function benchJournalFeed(stack: Stack, iterations: number) {
   const admin = postgres(stack.dbUrl, { max: 1, onnotice: () => {} })
   const t0 = performance.now()
+  await setScale(admin)
   await admin.file(`${ROOT}/sql/bench/journal_feed_fixture.sql`)
   // Vacuumed as autovacuum would leave them (visibility map set), and so that autovacuum does
   // not start on the fresh million rows while the timings run.
@@ -84,7 +85,7 @@ export async function benchJournalFeed(stack: Stack, iterations: number) {
 
   // A cursor deep in the history: the newest entry of the page that starts 90 % back.
   const [deep] = await admin`select created_at, id from public.journal_entries
-                             where created_at < timestamptz '2026-11-01' - interval '900000 minutes'
+                             where created_at < timestamptz '2026-11-01' - make_interval(mins => ${900000 * SCALE}::int)
                              order by created_at desc, id desc limit 1`
   const deepCursor: [string, string] = [new Date(deep.created_at).toISOString(), deep.id]
 
@@ -103,6 +104,7 @@ export async function benchJournalFeed(stack: Stack, iterations: number) {
       () => rls(before),
       () => api(cursor),
     ])
+    figure(`feed ${label}, RLS p50`, rlsT.p50, 'ms', 'within 1.3x of 1x')
     const same = key(handT.last) === key(rlsT.last) && key(rlsT.last) === key(apiT.last) && handT.last.length === PAGE
     rows.push(
       `${label.padEnd(11)} hand p50 ${handT.p50.toFixed(2)} p99 ${handT.p99.toFixed(2)} | ` +

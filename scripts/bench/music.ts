@@ -15,7 +15,7 @@ import postgres from 'postgres'
 import { ROOT } from '../lib/proc.ts'
 import type { Stack } from '../lib/stack.ts'
 import { signClaims } from '../lib/tokens.ts'
-import { type BenchModule, knob, timed } from './_module.ts'
+import { type BenchModule, knob, setScale, timed } from './_module.ts'
 
 const userId = (n: number) => `b12a0000-0000-4000-8000-${n.toString(16).padStart(12, '0')}`
 
@@ -199,6 +199,7 @@ export const bench: BenchModule = {
     const db = postgres(stack.dbUrl, { max: 1, onnotice: () => {} })
     try {
       const t0 = performance.now()
+      await setScale(db)
       await db.file(`${ROOT}/sql/bench/music_fixture.sql`)
       const [{ plays }] = await db`select count(*)::int as plays from public.music_plays`
       console.log(`Listening history: ${plays.toLocaleString()} plays (loaded in ${((performance.now() - t0) / 1000).toFixed(0)}s)`)

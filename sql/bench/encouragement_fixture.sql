@@ -7,12 +7,15 @@
 -- a baseline); four in five users wrote an entry 20 days ago (history before the baseline
 -- period), and every fourth user also wrote once a day in the week before their drops (one
 -- entry after a drop is then their usual pace, not more engagement).
+-- BENCH_SCALE=k (the setting bench.scale) multiplies users, drops and due drops by k.
 begin;
 set local session_replication_role = replica;
+create temporary table bench_enc_scale on commit drop as
+  select coalesce(nullif(current_setting('bench.scale', true), '')::integer, 1) * 100000 as users;
 
 create temporary table bench_enc_users on commit drop as
   select g as n, ('e2000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'))::uuid as id
-    from generate_series(1, 100000) g;
+    from generate_series(1, (select users from bench_enc_scale)) g;
 
 insert into auth.users (id, email) select id, 'bench-enc-' || n || '@bench.local' from bench_enc_users;
 insert into public.profiles (id, full_name, avatar_url, created_at)
@@ -22,20 +25,21 @@ select id, 'Encourager ' || n, 'https://example.test/a/' || n || '.png',
 
 create temporary table bench_enc_drops on commit drop as
   select g,
-         1 + (g * 7919) % 100000 as s,
-         1 + ((g * 104729 + 13) % 99999 + (g * 7919) % 100000 + 1) % 100000 as r,
-         case when g <= 100000 then now() - interval '25 hours' - (g % 1380) * interval '1 minute'
+         1 + (g * 7919) % u as s,
+         1 + ((g * 104729 + 13) % (u - 1) + (g * 7919) % u + 1) % u as r,
+         case when g <= u then now() - interval '25 hours' - (g % 1380) * interval '1 minute'
               else now() - interval '2 days' - (g % 28) * interval '1 day' - (g % 1440) * interval '1 minute' end as sent
-    from generate_series(1::bigint, 1000000) g;
+    from (select users::bigint as u from bench_enc_scale) k, generate_series(1::bigint, 10 * k.u) g;
 
 insert into public.encouragement_sent_drops (sender_id, recipient_id, drop_type, content, is_custom, date_sent, sent_day,
                                             engagement_checked, engaged_at, bonus_drops_awarded, read_at)
 select su.id, ru.id, 'encouragement', 'Keep going #' || d.g, d.g % 3 = 0, d.sent, (d.sent at time zone 'UTC')::date,
-       d.g > 100000,
-       case when d.g > 100000 and d.g % 10 < 3 then d.sent + interval '2 hours' end,
-       case when d.g > 100000 and d.g % 10 < 3 then 2 else 0 end,
+       d.g > k.users,
+       case when d.g > k.users and d.g % 10 < 3 then d.sent + interval '2 hours' end,
+       case when d.g > k.users and d.g % 10 < 3 then 2 else 0 end,
        case when d.g % 2 = 0 then d.sent + interval '1 hour' end
   from bench_enc_drops d
+  cross join bench_enc_scale k
   join bench_enc_users su on su.n = d.s
   join bench_enc_users ru on ru.n = d.r;
 
@@ -50,7 +54,7 @@ select u.id, 'bench daily', now() - interval '2 days' - d * interval '1 day' - (
 insert into public.journal_entries (user_id, title, created_at)
 select ru.id, 'bench entry', d.sent + interval '3 hours'
   from bench_enc_drops d join bench_enc_users ru on ru.n = d.r
- where d.g <= 100000 and d.g % 2 = 0;
+ where d.g <= (select users from bench_enc_scale) and d.g % 2 = 0;
 commit;
 -- Sending freezes each drop's recipient baseline (a trigger, off while loading): the due ones'
 -- as they were sent.

@@ -5,15 +5,19 @@
 --
 -- Loaded in bulk with triggers off (session_replication_role = replica), so the derived
 -- scope columns the triggers maintain are computed here with the same rules.
+-- BENCH_SCALE=k (the setting bench.scale): k times the authors, organizations, teams and entries
+-- (each viewer still sees as much: the same groups, a longer history around them).
 begin;
 set local session_replication_role = replica;
+create temporary table bench_feed_scale on commit drop as
+  select coalesce(nullif(current_setting('bench.scale', true), '')::integer, 1) as k;
 
 create temporary table bench_authors on commit drop as
-  select g as n, gen_random_uuid() as id from generate_series(1, 50000) g;
+  select g as n, gen_random_uuid() as id from bench_feed_scale, generate_series(1, 50000 * k) g;
 create temporary table bench_orgs on commit drop as
-  select g as n, gen_random_uuid() as id from generate_series(1, 2000) g;
+  select g as n, gen_random_uuid() as id from bench_feed_scale, generate_series(1, 2000 * k) g;
 create temporary table bench_teams on commit drop as
-  select g as n, gen_random_uuid() as id, ((g - 1) % 2000) + 1 as org_n from generate_series(1, 10000) g;
+  select g as n, gen_random_uuid() as id, ((g - 1) % (2000 * k)) + 1 as org_n from bench_feed_scale, generate_series(1, 10000 * k) g;
 
 insert into auth.users (id, email) select id, 'bench-author-' || n || '@bench.local' from bench_authors;
 insert into public.profiles (id, full_name) select id, 'Author ' || n from bench_authors;
@@ -22,14 +26,14 @@ insert into public.organizations (id, name, owner_id)
 select o.id, 'Bench org ' || o.n, a.id from bench_orgs o join bench_authors a on a.n = o.n;
 -- Author n belongs to organization ((n - 1) % 2000) + 1 and team ((n - 1) % 10000) + 1.
 insert into public.organization_members (org_id, user_id, role)
-select o.id, a.id, case when a.n <= 2000 then 'owner' else 'member' end
-  from bench_authors a join bench_orgs o on o.n = ((a.n - 1) % 2000) + 1;
+select o.id, a.id, case when a.n <= 2000 * (select k from bench_feed_scale) then 'owner' else 'member' end
+  from bench_authors a join bench_orgs o on o.n = ((a.n - 1) % (2000 * (select k from bench_feed_scale))) + 1;
 insert into public.teams (id, name, org_id, admin_id)
 select t.id, 'Bench team ' || t.n, o.id, a.id
   from bench_teams t join bench_orgs o on o.n = t.org_n join bench_authors a on a.n = t.n;
 insert into public.team_members (team_id, org_id, user_id, role)
 select t.id, o.id, a.id, case when a.n = t.n then 'admin' else 'member' end
-  from bench_authors a join bench_teams t on t.n = ((a.n - 1) % 10000) + 1 join bench_orgs o on o.n = t.org_n;
+  from bench_authors a join bench_teams t on t.n = ((a.n - 1) % (10000 * (select k from bench_feed_scale))) + 1 join bench_orgs o on o.n = t.org_n;
 
 -- The viewer: organizations 1..5 and 20 of their teams.
 insert into auth.users (id, email) values ('b0000000-0000-4000-8000-00000000beef', 'bench-viewer@bench.local');
@@ -38,7 +42,7 @@ insert into public.organization_members (org_id, user_id, role)
 select id, 'b0000000-0000-4000-8000-00000000beef', 'member' from bench_orgs where n <= 5;
 insert into public.team_members (team_id, org_id, user_id, role)
 select t.id, o.id, 'b0000000-0000-4000-8000-00000000beef', 'member'
-  from bench_teams t join bench_orgs o on o.n = t.org_n where t.org_n <= 5 and t.n <= 8000;
+  from bench_teams t join bench_orgs o on o.n = t.org_n where t.org_n <= 5 and t.n <= 8000 * (select k from bench_feed_scale);
 
 -- Entry i: author ((i - 1) % 50000) + 1, one minute older than entry i - 1.
 create temporary table bench_entries on commit drop as
@@ -50,10 +54,10 @@ select i,
        t.id as team_id,
        o.id as org_id,
        (i / 7) % 2 = 0 as same_content_level
-  from (select i, ((i::bigint * 2654435761) % 100)::int as h from generate_series(1, 1000000) i) s
-  join bench_authors a on a.n = ((s.i - 1) % 50000) + 1
-  join bench_teams t on t.n = ((a.n - 1) % 10000) + 1
-  join bench_orgs o on o.n = ((a.n - 1) % 2000) + 1;
+  from (select i, ((i::bigint * 2654435761) % 100)::int as h from bench_feed_scale, generate_series(1, 1000000 * k) i) s
+  join bench_authors a on a.n = ((s.i - 1) % (50000 * (select k from bench_feed_scale))) + 1
+  join bench_teams t on t.n = ((a.n - 1) % (10000 * (select k from bench_feed_scale))) + 1
+  join bench_orgs o on o.n = ((a.n - 1) % (2000 * (select k from bench_feed_scale))) + 1;
 
 insert into public.journal_entries (id, user_id, title, mood, tags, metadata_visibility, content_visibility,
   team_id, org_id, meta_scope, meta_scope_id, content_scope, content_scope_id, created_at, updated_at)

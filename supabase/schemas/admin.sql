@@ -125,6 +125,57 @@ comment on function public.set_user_role(uuid, text) is
   'Super admins: change a user''s role (user, super_admin); audited in role_changes; the last super admin cannot be demoted (409).';
 grant execute on function set_user_role(uuid,text) to authenticated, service_role;
 
+-- ---------------------------------------------------------------------------------------------
+-- Searching users by e-mail or name
+-- ---------------------------------------------------------------------------------------------
+-- E-mails live in auth.users, which belongs to the platform (a project may not index it), so
+-- the search reads a copy of each user's e-mail and name kept by triggers on auth.users and
+-- profiles, with trigram indexes (pg_trgm): a search for part of an address or name reads the
+-- indexes, not every user (docs/performance.md). The copy keeps the name's index off profiles,
+-- whose rows every balance change rewrites.
+
+create extension if not exists pg_trgm with schema extensions;
+
+create table private.user_search (
+  user_id uuid primary key references auth.users (id) on delete cascade,
+  email text,
+  full_name text
+);
+comment on table private.user_search is
+  'A copy of each user''s e-mail (auth.users) and name (profiles) for the admin user search (trigram indexes); kept by triggers.';
+create index user_search_email_trgm on private.user_search using gin (email extensions.gin_trgm_ops);
+create index user_search_name_trgm on private.user_search using gin (full_name extensions.gin_trgm_ops);
+
+create or replace function private.copy_user_search_email() returns trigger
+language plpgsql security definer
+set search_path = ''
+as $$
+begin
+  insert into private.user_search (user_id, email) values (new.id, new.email)
+  on conflict (user_id) do update set email = excluded.email;
+  return null;
+end
+$$;
+comment on function private.copy_user_search_email() is 'Keeps private.user_search.email equal to auth.users.email.';
+create trigger copy_user_search_email
+  after insert or update of email on auth.users
+  for each row execute function private.copy_user_search_email();
+
+create or replace function private.copy_user_search_name() returns trigger
+language plpgsql security definer
+set search_path = ''
+as $$
+begin
+  insert into private.user_search (user_id, full_name) values (new.id, new.full_name)
+  on conflict (user_id) do update set full_name = excluded.full_name;
+  return null;
+end
+$$;
+comment on function private.copy_user_search_name() is 'Keeps private.user_search.full_name equal to profiles.full_name.';
+create trigger copy_user_search_name
+  after insert or update of full_name on public.profiles
+  for each row execute function private.copy_user_search_name();
+
 -- Super admins: users newest first with e-mail, role, flags, drops balance and this month's AI
 -- usage (keyset pages; search on e-mail or name).
 create or replace function private.admin_list_users(
@@ -160,17 +211,15 @@ begin
        order by p.created_at desc, p.id desc
        limit page_size;
   else
-    -- A search reads each table once for its matches (e-mail in auth.users, name in
-    -- profiles), then orders just those; filtering the newest-first walk row by row across
+    -- A search reads the two trigram indexes once for its matches (e-mail, name), then orders
+    -- just those; filtering the newest-first walk row by row across
     -- the join is slower whenever matches are rare.
     return query
       select p.id, u.email::text, p.full_name, p.role, p.is_ai, p.is_active, p.drops_balance, p.created_at,
              private.usage_summary(p.id, this_month)
         from public.profiles p
         join auth.users u on u.id = p.id
-       where p.id in (select m.id from auth.users m where m.email ilike pattern
-                      union
-                      select m.id from public.profiles m where m.full_name ilike pattern)
+       where p.id in (select m.user_id from private.user_search m where m.email ilike pattern or m.full_name ilike pattern)
          and (p.created_at, p.id) < (coalesce(before_created_at, 'infinity'::timestamptz),
                                      coalesce(before_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid))
        order by p.created_at desc, p.id desc

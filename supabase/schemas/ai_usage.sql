@@ -181,7 +181,7 @@ create trigger ai_usage_price before insert on public.ai_usage
   for each row execute function private.price_ai_usage();
 
 -- ai_usage is append-only: updates and deletes are refused, except the cascade when a user is
--- deleted.
+-- deleted and the retention job's purge of expired rows.
 create or replace function private.forbid_usage_changes() returns trigger
 language plpgsql security definer
 set search_path = ''
@@ -189,6 +189,10 @@ as $$
 begin
   -- Deleting a user cascades to their rows: allowed once their profile is gone.
   if tg_op = 'DELETE' and not exists (select 1 from public.profiles where id = old.user_id) then
+    return old;
+  end if;
+  -- The retention job's purge of expired rows (retention.sql; the monthly sums stay).
+  if tg_op = 'DELETE' and current_setting('app.purging_expired', true) = 'on' then
     return old;
   end if;
   raise exception '% is append-only', tg_table_name using errcode = '42501';

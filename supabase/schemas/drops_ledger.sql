@@ -340,3 +340,82 @@ language sql security invoker
 set search_path = ''
 as $$ select * from private.award_everyone_monthly_drops() $$;
 grant execute on function public.award_monthly_drops_all() to authenticated;
+
+-- The monthly job in chunks (POST /api/drops/cron/award-monthly-all calls it until done): the
+-- next `chunk_size` users after `after_id` (and up to `until_id`, when walkers share the work
+-- by id range) in id order (an index range of profiles_pkey), each
+-- awarded unless already awarded this month. Each call is its own transaction (0.5-0.9 s for
+-- 10,000 users), so no transaction holds locks for long, a killed run loses at most one chunk,
+-- and a new run from the start completes the month (users already awarded are skipped by the
+-- primary key: once per user per month). last_id is the cursor for the next call; null when
+-- the walk is over.
+create or replace function private.award_monthly_drops_chunk(after_id uuid, chunk_size integer, until_id uuid)
+returns table (awarded integer, skipped integer, award_month date, last_id uuid)
+language plpgsql security definer
+set search_path = ''
+as $$
+declare
+  month date := private.current_award_month();
+  ids uuid[];
+  result record;
+begin
+  if not private.is_trusted_caller() then
+    raise exception 'only the scheduler, the service role or a super admin may award all users'
+      using errcode = '42501';
+  end if;
+  if chunk_size is null or chunk_size not between 1 and 100000 then
+    raise exception 'chunk_size: must be between 1 and 100000' using errcode = '22023';
+  end if;
+  select array_agg(c.id order by c.id) into ids
+    from (select p.id from public.profiles p
+           where p.id > coalesce(after_id, '00000000-0000-0000-0000-000000000000'::uuid)
+             and p.id <= coalesce(until_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid)
+           order by p.id limit chunk_size) c;
+  if ids is null then
+    return query select 0, 0, month, null::uuid;
+    return;
+  end if;
+  -- As private.award_monthly_drops, for exactly these users (an index lookup each); premium
+  -- (private.is_premium) as one join rather than a function call per user.
+  with premium as (
+    select distinct s.user_id from public.subscriptions s where s.user_id = any (ids) and s.status = 'active'
+  ),
+  considered as (
+    select p.id, p.is_active, case when pr.user_id is not null then 250 else 30 end as amount
+      from public.profiles p
+      left join premium pr on pr.user_id = p.id
+     where p.id = any (ids)
+       and not exists (select 1 from public.monthly_drop_awards a where a.user_id = p.id and a.award_month = month)
+  ),
+  new_awards as (
+    insert into public.monthly_drop_awards (user_id, award_month, amount)
+    select c.id, month, c.amount from considered c where c.is_active
+    on conflict on constraint monthly_drop_awards_pkey do nothing
+    returning user_id, amount
+  ),
+  ledger as (
+    insert into public.drops_transactions (user_id, amount, type, description, item_type)
+    select n.user_id, n.amount, 'monthly_recurring', 'Monthly drops for ' || to_char(month, 'YYYY-MM'), 'month'
+      from new_awards n
+    returning user_id
+  )
+  select (select count(*) from ledger)::integer as awarded,
+         (cardinality(ids) - (select count(*) from ledger))::integer as skipped
+    into result;
+  return query select result.awarded, result.skipped, month,
+                      case when cardinality(ids) = chunk_size then ids[cardinality(ids)] end;
+end
+$$;
+comment on function private.award_monthly_drops_chunk(uuid, integer, uuid) is
+  'The monthly job, one chunk: the next chunk_size users after after_id, up to until_id (id order); last_id null when done.';
+grant execute on function private.award_monthly_drops_chunk(uuid, integer, uuid) to authenticated, service_role;
+
+create or replace function public.award_monthly_drops_chunk(
+  after_id uuid default null, chunk_size integer default 10000, until_id uuid default null
+) returns table (awarded integer, skipped integer, award_month date, last_id uuid)
+language sql security invoker
+set search_path = ''
+as $$ select * from private.award_monthly_drops_chunk(after_id, chunk_size, until_id) $$;
+comment on function public.award_monthly_drops_chunk(uuid, integer, uuid) is
+  'The monthly job in chunks (scheduler, service role, super admins): call again with last_id until it is null; until_id ends a walker''s id range.';
+grant execute on function public.award_monthly_drops_chunk(uuid, integer, uuid) to authenticated;

@@ -406,12 +406,20 @@ begin
       join public.encouragement_badges b on b.user_id = i.user_id
      where incremental
     union all
-    select d.sender_id, count(*) as total_sent, count(*) filter (where d.bonus_drops_awarded > 0) as successes,
-           sum(d.bonus_drops_awarded) as bonus, max(d.sent_day) as last_day, null::integer
-      from public.encouragement_sent_drops d
-      join users u on u.id = d.sender_id
-     where not incremental
-     group by d.sender_id
+    -- (plus the totals of drops the retention job removed: retention.sql)
+    select x.sender_id, sum(x.total_sent)::bigint, sum(x.successes)::bigint, sum(x.bonus)::bigint, max(x.last_day), null::integer
+      from (select d.sender_id, count(*) as total_sent, count(*) filter (where d.bonus_drops_awarded > 0) as successes,
+                   sum(d.bonus_drops_awarded) as bonus, max(d.sent_day) as last_day
+              from public.encouragement_sent_drops d
+              join users u on u.id = d.sender_id
+             where not incremental
+             group by d.sender_id
+            union all
+            select r.sender_id, r.total_sent, r.successes, r.bonus, r.last_day
+              from private.encouragement_sent_drops_purged r
+              join users u on u.id = r.sender_id
+             where not incremental) x
+     group by x.sender_id
   ),
   -- The run of consecutive sending days ending at the last one: with the days numbered from
   -- the newest (rn = 1), a day belongs to it while day + rn - 1 is the newest day.
@@ -501,6 +509,43 @@ end
 $$;
 comment on function private.recalculate_encouragement_badges(uuid[], integer[], integer[]) is
   'Recomputes the badges of these users from their sent drops (the assistant has none), or, given successes_added and bonus_added (engagement runs), adds those to the stats of existing badges; then level (never lowered), progress and a milestone per newly reached level. Returns how many badges were written.';
+
+-- Every badge from the drops, in chunks (support: after a rule change; trusted callers): the
+-- next chunk_size profiles after after_id in id order, each chunk its own call and transaction
+-- (about 1 s for 10,000 users), so recalculating 1,000,000 users never holds locks for long
+-- and a killed run is resumed from its last cursor (a chunk done twice changes nothing).
+-- last_id is the cursor for the next call; null when the walk is over.
+create or replace function private.recalculate_encouragement_badges_chunk(after_id uuid, chunk_size integer)
+returns table (recalculated integer, last_id uuid)
+language plpgsql security definer
+set search_path = ''
+as $$
+declare
+  ids uuid[];
+begin
+  if not private.is_trusted_caller() then
+    raise exception 'only super admins may recalculate every badge' using errcode = '42501';
+  end if;
+  if chunk_size is null or chunk_size not between 1 and 100000 then
+    raise exception 'chunk_size: must be between 1 and 100000' using errcode = '22023';
+  end if;
+  select array_agg(c.id order by c.id) into ids
+    from (select p.id from public.profiles p
+           where p.id > coalesce(after_id, '00000000-0000-0000-0000-000000000000'::uuid)
+           order by p.id limit chunk_size) c;
+  -- Only senders (and badges already written) are recalculated: a user who never sent has no
+  -- badge row (readers show the starting badge).
+  return query
+    select coalesce(private.recalculate_encouragement_badges(array(
+             select u.id from unnest(ids) u(id)
+              where exists (select 1 from public.encouragement_sent_drops d where d.sender_id = u.id)
+                 or exists (select 1 from public.encouragement_badges b where b.user_id = u.id))), 0),
+           case when cardinality(ids) = chunk_size then ids[cardinality(ids)] end;
+end
+$$;
+comment on function private.recalculate_encouragement_badges_chunk(uuid, integer) is
+  'Support: recalculates the badges of the next chunk_size users after after_id (id order) from their drops; last_id null when done.';
+grant execute on function private.recalculate_encouragement_badges_chunk(uuid, integer) to service_role;
 
 -- POST badge/update: the caller's own badge.
 create or replace function private.update_my_encouragement_badge() returns void

@@ -64,10 +64,11 @@ create policy "impersonation_audit: super admins read" on public.impersonation_a
 create policy "impersonation_writes: super admins read" on public.impersonation_writes
   for select to authenticated using ((select private.is_super_admin()));
 
--- The audit tables are immutable: any update, delete or truncate is refused, whoever asks. Two
--- exceptions serve an account deletion (account_deletion.sql): the user columns named as the
+-- The audit tables are immutable: any update, delete or truncate is refused, whoever asks. The
+-- exceptions: for an account deletion (account_deletion.sql) the user columns named as the
 -- trigger's arguments may change to the deletion's tombstone, and a row whose user_id is the
--- account being deleted may go.
+-- account being deleted may go; the retention job purges impersonation_writes past their keep
+-- (retention.sql).
 create or replace function private.refuse_audit_change() returns trigger
 language plpgsql
 set search_path = ''
@@ -79,6 +80,9 @@ begin
     end if;
   elsif tg_op = 'DELETE' then
     if private.account_deletion_in_progress((to_jsonb(old) ->> 'user_id')::uuid) then
+      return old;
+    end if;
+    if tg_table_name = 'impersonation_writes' and current_setting('app.purging_expired', true) = 'on' then
       return old;
     end if;
   end if;

@@ -101,10 +101,15 @@ create table public.music_plays (
   track_id text not null references public.music_tracks (id),
   source text not null default 'recently_played' check (char_length(source) <= 50),
   primary key (user_id, played_at)
-);
+) partition by range (played_at);
 alter table public.music_plays enable row level security;
 comment on table public.music_plays is
-  'A user''s plays, one per played_at; the primary key is also the entry-linking lookup (one index probe).';
+  'A user''s plays, one per played_at; the primary key is also the entry-linking lookup (one index probe). '
+  'Partitioned by month of played_at (private.music_plays_yYYYYmMM, made ahead by the retention job; older rows in '
+  'private.music_plays_default), so retention drops a whole month at once (retention.sql).';
+
+-- Plays no monthly partition holds (those from before partitioning, or far in the past).
+create table private.music_plays_default partition of public.music_plays default;
 revoke all on public.music_plays from anon, authenticated;
 grant select on public.music_plays to authenticated;
 

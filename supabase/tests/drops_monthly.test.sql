@@ -37,8 +37,8 @@ select results_eq(
   'the cron job award-monthly-drops exists, active, at 0 0 1 * *');
 select matches(
   (select command from cron.job where jobname = 'award-monthly-drops'),
-  'public\.award_monthly_drops_all\(\)',
-  'the cron job calls public.award_monthly_drops_all() directly in SQL');
+  '/api/drops/cron/award-monthly-all',
+  'the cron job calls the chunked endpoint (each chunk its own transaction)');
 
 -- ---------------------------------------------------------------------------------------
 -- Premium.

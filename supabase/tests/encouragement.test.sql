@@ -5,7 +5,7 @@ begin;
 create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
-select plan(118);
+select plan(120);
 
 -- S: sender, R: recipient, T: another recipient, X: stranger, I: inactive, A: AI user,
 -- B: badge climber, Z: super admin.
@@ -251,6 +251,36 @@ select results_eq(
       from public.encouragement_badges where user_id = 'e1000000-0000-4000-8000-00000000000a'$$,
   $$select * from incremental_badge$$,
   'the run''s incremental badge update equals a full recalculation from the drops');
+-- The chunked walk over every profile (a lost badge included) gives the same badge. It runs in a
+-- subtransaction rolled back afterwards (it would also write the badges of the other senders
+-- this file wrote drops for directly, which later tests expect unwritten).
+do $$
+declare
+  cursor_id uuid;
+  chunks integer := 0;
+  got text;
+begin
+  begin
+    update public.encouragement_badges set total_sent = 0, engagement_increases = 0
+     where user_id = 'e1000000-0000-4000-8000-00000000000a';
+    loop
+      select c.last_id into cursor_id from private.recalculate_encouragement_badges_chunk(cursor_id, 3) c;
+      chunks := chunks + 1;
+      exit when cursor_id is null;
+    end loop;
+    select chunks || ' ' || row(total_sent, engagement_increases, success_rate, bonus_earned, consecutive_days, level)::text
+      into got from public.encouragement_badges where user_id = 'e1000000-0000-4000-8000-00000000000a';
+    raise exception using errcode = 'P0001', message = got;
+  exception when sqlstate 'P0001' then
+    got := sqlerrm;
+  end;
+  perform set_config('test.walked_badge', got, true);
+end
+$$;
+select ok(split_part(current_setting('test.walked_badge'), ' ', 1)::integer > 1, 'the walk took several chunks');
+select is(split_part(current_setting('test.walked_badge'), ' ', 2),
+  (select row(total_sent, engagement_increases, success_rate, bonus_earned, consecutive_days, level)::text from incremental_badge),
+  'the chunked recalculation of every badge (chunks of 3 users, id order) restores the badge from the drops');
 select is((select sum(amount)::integer from public.drops_transactions where user_id = 'e1000000-0000-4000-8000-00000000000a'), 50,
   'the drops ledger is untouched (only the signup bonus)');
 select results_eq($$select (r ->> 'judged')::int, (r ->> 'bonuses_awarded')::int from (select public.process_encouragement_engagement() as r) x$$,

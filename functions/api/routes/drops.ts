@@ -97,24 +97,60 @@ export const dropsRoutes = routeModule()
       path: '/drops/cron/award-monthly-all',
       tag,
       auth: { cron: 'drops' },
-      summary: "This month's award for every user (scheduled 0 0 1 * *)",
+      summary: "This month's award for every user, in chunks (scheduled 0 0 1 * *, again at 00:30)",
       description:
-        'When DROPS_CRON_SECRET is unset, a super-admin or service-role bearer token is required instead.',
+        'Walks all users in chunks of AWARD_MONTHLY_CHUNK (default 10,000), each its own transaction, ' +
+        'AWARD_MONTHLY_WALKERS (default 2) at once over shares of the id range, for at most AWARD_MONTHLY_BUDGET_MS ' +
+        '(default 120,000); complete is false when the budget ran out first (a later run completes the month: users ' +
+        'already awarded are skipped). When DROPS_CRON_SECRET is unset, a super-admin or service-role bearer token is ' +
+        'required instead.',
       response: z.object({
         success: z.boolean(),
         month: z.string(),
         awarded: z.number().int(),
         skipped: z.number().int(),
+        complete: z.boolean(),
       }),
     }),
     async (c) => {
-      const r = unwrap(await c.var.db.rpc('award_monthly_drops_all').single())
-      console.log(`award-monthly-all ${r.award_month}: awarded ${r.awarded}, skipped ${r.skipped}`)
-      return c.json({
-        success: true,
-        month: r.award_month.slice(0, 7),
-        awarded: r.awarded,
-        skipped: r.skipped,
-      })
+      const chunk = Number(Deno.env.get('AWARD_MONTHLY_CHUNK') ?? 10000)
+      const walkers = Math.min(8, Math.max(1, Number(Deno.env.get('AWARD_MONTHLY_WALKERS') ?? 2)))
+      const deadline = Date.now() + Number(Deno.env.get('AWARD_MONTHLY_BUDGET_MS') ?? 120_000)
+      // Walker i takes the ids after bounds[i] up to bounds[i + 1] (split on the first 32 bits).
+      const bounds = Array.from(
+        { length: walkers + 1 },
+        (_, i) =>
+          i === 0 || i === walkers
+            ? null
+            : `${
+              Math.floor((i / walkers) * 2 ** 32).toString(16).padStart(8, '0')
+            }-0000-0000-0000-000000000000`,
+      )
+      let [awarded, skipped, month, complete] = [0, 0, '', true]
+      await Promise.all(
+        bounds.slice(0, walkers).map(async (start, i) => {
+          let after = start
+          do {
+            const r = unwrap(
+              await c.var.db.rpc('award_monthly_drops_chunk', {
+                after_id: after ?? undefined,
+                chunk_size: chunk,
+                until_id: bounds[i + 1] ?? undefined,
+              }).single(),
+            )
+            awarded += r.awarded
+            skipped += r.skipped
+            month = r.award_month
+            after = r.last_id
+          } while (after && Date.now() < deadline)
+          if (after) complete = false
+        }),
+      )
+      console.log(
+        `award-monthly-all ${month}: awarded ${awarded}, skipped ${skipped}${
+          complete ? '' : ', stopped at the budget'
+        }`,
+      )
+      return c.json({ success: true, month: month.slice(0, 7), awarded, skipped, complete })
     },
   )

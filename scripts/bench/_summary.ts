@@ -1,0 +1,73 @@
+// The end of a bench run: each headline figure beside its 1x value (the last BENCH_SCALE=1 run's
+// figures, kept in .local/bench/scale-1.json) with the growth ratio, then the size of each table
+// and its indexes. A BENCH_SCALE=1 run writes that file; runs at other scales write theirs too.
+import postgres from 'postgres'
+import { ROOT } from '../lib/proc.ts'
+import type { Stack } from '../lib/stack.ts'
+import { type Figure, figures, SCALE } from './_module.ts'
+
+const DIR = `${ROOT}/.local/bench`
+
+async function readFigures(scale: number): Promise<Figure[]> {
+  try {
+    return JSON.parse(await Deno.readTextFile(`${DIR}/scale-${scale}.json`)).figures
+  } catch {
+    return []
+  }
+}
+
+const num = (v: number | undefined, unit = '') =>
+  v === undefined
+    ? '-'
+    : `${v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2)}${unit ? ' ' + unit : ''}`
+
+export async function printSummary(stack: Stack, elapsedSeconds: number) {
+  const base = SCALE === 1 ? [] : await readFigures(1)
+  console.log(`\n=== summary (BENCH_SCALE=${SCALE}, ${(elapsedSeconds / 60).toFixed(1)} min) ===`)
+  const w = Math.max(20, ...figures.map((f) => f.name.length)) + 2
+  console.log(`${'figure'.padEnd(w)}${'1x'.padEnd(14)}${(SCALE === 1 ? '' : `${SCALE}x`).padEnd(14)}${'growth'.padEnd(9)}target`)
+  for (const f of figures) {
+    const one = SCALE === 1 ? f : base.find((b) => b.name === f.name)
+    const growth = one && SCALE !== 1 && one.value > 0 ? `${(f.value / one.value).toFixed(2)}x` : '-'
+    console.log(
+      `${f.name.padEnd(w)}${num(one?.value, f.unit).padEnd(14)}${
+        (SCALE === 1 ? '' : num(f.value, f.unit)).padEnd(14)
+      }` +
+        `${growth.padEnd(9)}${f.target ?? ''}`,
+    )
+  }
+  if (SCALE !== 1 && !base.length) {
+    console.log('(no 1x figures yet: run `npm run bench` once at BENCH_SCALE=1 to have them beside these)')
+  }
+
+  const sql = postgres(stack.dbUrl, { max: 1, onnotice: () => {} })
+  const sizes = await sql`
+    select c.relname as name, c.reltuples::bigint as rows,
+           pg_table_size(c.oid) as table_bytes, pg_indexes_size(c.oid) as index_bytes,
+           coalesce((select sum(pg_total_relation_size(i.inhrelid)) from pg_inherits i where i.inhparent = c.oid), 0) as partition_bytes
+      from pg_class c join pg_namespace n on n.oid = c.relnamespace
+     where n.nspname in ('public', 'private', 'auth') and c.relkind in ('r', 'p') and not c.relispartition
+     order by pg_total_relation_size(c.oid) + coalesce((select sum(pg_total_relation_size(i.inhrelid)) from pg_inherits i
+                                                        where i.inhparent = c.oid), 0) desc
+     limit 25`
+  await sql.end()
+  const mb = (b: number) => `${(Number(b) / 1048576).toFixed(0)} MB`
+  console.log(`\ntables (largest 25; rows estimated; partitioned tables: their partitions' total):`)
+  console.log(`${'table'.padEnd(34)}${'rows'.padEnd(14)}${'table'.padEnd(11)}indexes`)
+  for (const s of sizes) {
+    const partitioned = Number(s.partition_bytes) > 0
+    console.log(
+      `${String(s.name).padEnd(34)}${Number(s.rows < 0 ? 0 : s.rows).toLocaleString('en').padEnd(14)}` +
+        `${(partitioned ? mb(s.partition_bytes) + ' (parts)' : mb(s.table_bytes)).padEnd(11)}${
+          partitioned ? '' : mb(s.index_bytes)
+        }`,
+    )
+  }
+  // Figures this run did not measure (BENCH_ONLY) keep their last value.
+  const kept = (await readFigures(SCALE)).filter((old) => !figures.some((f) => f.name === old.name))
+  await Deno.mkdir(DIR, { recursive: true })
+  await Deno.writeTextFile(
+    `${DIR}/scale-${SCALE}.json`,
+    JSON.stringify({ scale: SCALE, at: new Date().toISOString(), figures: [...figures, ...kept], sizes }, null, 1),
+  )
+}
