@@ -145,6 +145,9 @@ comment on table private.user_search is
   'A copy of each user''s e-mail (auth.users) and name (profiles) for the admin user search (trigram indexes); kept by triggers.';
 create index user_search_email_trgm on private.user_search using gin (email extensions.gin_trgm_ops);
 create index user_search_name_trgm on private.user_search using gin (full_name extensions.gin_trgm_ops);
+-- A search for an address or its start ("sam@ex"): a range of this index, however many users
+-- share the address's trigrams (byte order, so the range's end is the start plus U+10FFFF).
+create index user_search_email_start on private.user_search ((lower(email) collate "C"));
 
 create or replace function private.copy_user_search_email() returns trigger
 language plpgsql security definer
@@ -190,6 +193,9 @@ as $$
 declare
   -- The text searched for, with LIKE's wildcards taken literally; null: no search.
   pattern text := '%' || replace(replace(replace(nullif(btrim(search), ''), '\', '\\'), '%', '\%'), '_', '\_') || '%';
+  -- A term with an @ after its first character is an address or its start: matched from the
+  -- address's beginning (an index range), not anywhere in it.
+  email_start text := case when position('@' in btrim(search)) > 1 then lower(btrim(search)) end;
   this_month date := date_trunc('month', now() at time zone 'UTC')::date;
 begin
   if not private.is_trusted_caller() then
@@ -211,15 +217,23 @@ begin
        order by p.created_at desc, p.id desc
        limit page_size;
   else
-    -- A search reads the two trigram indexes once for its matches (e-mail, name), then orders
-    -- just those; filtering the newest-first walk row by row across
-    -- the join is slower whenever matches are rare.
+    -- A search reads its matches from an index once (the start of an address: a range of
+    -- user_search_email_start; any other term: the two trigram indexes, e-mail and name), then
+    -- orders just those; filtering the newest-first walk row by row across the join is slower
+    -- whenever matches are rare. Only one branch runs (a one-time filter on email_start).
     return query
       select p.id, u.email::text, p.full_name, p.role, p.is_ai, p.is_active, p.drops_balance, p.created_at,
              private.usage_summary(p.id, this_month)
         from public.profiles p
         join auth.users u on u.id = p.id
-       where p.id in (select m.user_id from private.user_search m where m.email ilike pattern or m.full_name ilike pattern)
+       where p.id in (select m.user_id from private.user_search m
+                       where email_start is not null
+                         and (lower(m.email) collate "C") >= (email_start collate "C")
+                         and (lower(m.email) collate "C") < ((email_start || chr(1114111)) collate "C")
+                         and starts_with(lower(m.email), email_start)
+                      union all
+                      select m.user_id from private.user_search m
+                       where email_start is null and (m.email ilike pattern or m.full_name ilike pattern))
          and (p.created_at, p.id) < (coalesce(before_created_at, 'infinity'::timestamptz),
                                      coalesce(before_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid))
        order by p.created_at desc, p.id desc
@@ -240,7 +254,7 @@ language sql stable
 set search_path = ''
 as $$ select * from private.admin_list_users($1, $2, $3, $4) $$;
 comment on function public.admin_list_users(text, timestamptz, uuid, integer) is
-  'Super admins: users newest first with e-mail, role, flags, drops balance and this month''s AI usage; search matches e-mail or name.';
+  'Super admins: users newest first with e-mail, role, flags, drops balance and this month''s AI usage; search matches part of the e-mail or name, or (a term with an @ after its first character) the start of an address.';
 grant execute on function admin_list_users(text,timestamp with time zone,uuid,integer) to authenticated, service_role;
 
 -- ---------------------------------------------------------------------------------------------

@@ -13,7 +13,9 @@ const ROLES = ['user', 'super_admin'] as const
 const UsersQuery = z.object({
   ...pageQuery,
   q: z.string().trim().min(1).max(200).optional().openapi({
-    description: 'Part of the e-mail address or the name',
+    description:
+      'Part of the e-mail address or the name (case-insensitive); a term with an @ after its first ' +
+      'character is an address or its start ("sam@ex" finds sam@example.com, not tosam@example.com)',
   }),
 }).strict()
 
