@@ -1,6 +1,6 @@
 // The monthly drops award for every user, in chunks (private.award_monthly_drops_chunk through
 // POST /api/drops/cron/award-monthly-all), over 100,000 x BENCH_SCALE users of its own (every
-// tenth premium) plus whatever users the run's other modules loaded:
+// tenth premium, ten ledger rows of history each) plus whatever users the run's other modules loaded:
 //   a first run through SQL, killed in its third chunk (pg_terminate_backend): the longest chunk;
 //   a second run from the start through the endpoint (the production path): its total time and
 //   whether it completed within its budget; a third run with nothing left to award;
@@ -23,11 +23,20 @@ async function benchAward(stack: Stack, chunk: number) {
     await tx`insert into public.profiles (id, full_name, is_active)
              select ('a3000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'))::uuid, 'Award ' || g, g % 50 <> 0
                from generate_series(1, ${n}::int) g`
+    // Ten ledger rows of history a user (10,000,000 at 10x), the balance their sum.
+    await tx`insert into public.drops_transactions (user_id, amount, type, description, created_at)
+             select ('a3000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'))::uuid,
+                    case when k = 1 then 30 when k % 3 = 0 then -5 else 30 end,
+                    case when k = 1 then 'signup_bonus' when k % 3 = 0 then 'purchase' else 'monthly_recurring' end,
+                    'bench history', now() - make_interval(months => 11 - k)
+               from generate_series(1, ${n}::int) g, generate_series(1, 10) k`
+    await tx`update public.profiles set drops_balance = 30 + 6 * 30 - 3 * 5
+              where id >= 'a3000000-0000-4000-8000-000000000000' and id <= 'a3000000-0000-4000-8000-ffffffffffff'`
     await tx`insert into public.subscriptions (user_id, status)
              select ('a3000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'))::uuid, 'active'
                from generate_series(10, ${n}::int, 10) g`
   })
-  await db`vacuum analyze public.profiles, public.subscriptions, public.monthly_drop_awards`
+  await db`vacuum analyze public.profiles, public.subscriptions, public.monthly_drop_awards, public.drops_transactions`
   const [{ users, active }] =
     await db`select count(*)::int as users, count(*) filter (where is_active)::int as active from public.profiles`
   console.log(
@@ -49,9 +58,10 @@ async function benchAward(stack: Stack, chunk: number) {
   }
   const victim = postgres(stack.dbUrl, { max: 1, onnotice: () => {} })
   const [{ pid }] = await victim`select pg_backend_pid() as pid`
-  const doomed = victim`select * from private.award_monthly_drops_chunk(${after}::uuid, ${chunk}, null)`.catch((
-    e,
-  ) => e)
+  const doomed = victim`select * from private.award_monthly_drops_chunk(${after}::uuid, ${chunk}, null)`
+    .catch((
+      e,
+    ) => e)
   await new Promise((r) => setTimeout(r, Math.min(300, Math.max(50, chunks[0] / 3))))
   await db`select pg_terminate_backend(${pid})`
   const killed = await doomed
