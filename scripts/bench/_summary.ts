@@ -16,6 +16,15 @@ async function readFigures(scale: number): Promise<Figure[]> {
   }
 }
 
+// deno-lint-ignore no-explicit-any
+async function readSizes(scale: number): Promise<any[]> {
+  try {
+    return JSON.parse(await Deno.readTextFile(`${DIR}/scale-${scale}.json`)).sizes ?? []
+  } catch {
+    return []
+  }
+}
+
 const num = (v: number | undefined, unit = '') =>
   v === undefined
     ? '-'
@@ -25,7 +34,11 @@ export async function printSummary(stack: Stack, elapsedSeconds: number) {
   const base = SCALE === 1 ? [] : await readFigures(1)
   console.log(`\n=== summary (BENCH_SCALE=${SCALE}, ${(elapsedSeconds / 60).toFixed(1)} min) ===`)
   const w = Math.max(20, ...figures.map((f) => f.name.length)) + 2
-  console.log(`${'figure'.padEnd(w)}${'1x'.padEnd(14)}${(SCALE === 1 ? '' : `${SCALE}x`).padEnd(14)}${'growth'.padEnd(9)}target`)
+  console.log(
+    `${'figure'.padEnd(w)}${'1x'.padEnd(14)}${(SCALE === 1 ? '' : `${SCALE}x`).padEnd(14)}${
+      'growth'.padEnd(9)
+    }target`,
+  )
   for (const f of figures) {
     const one = SCALE === 1 ? f : base.find((b) => b.name === f.name)
     const growth = one && SCALE !== 1 && one.value > 0 ? `${(f.value / one.value).toFixed(2)}x` : '-'
@@ -52,15 +65,28 @@ export async function printSummary(stack: Stack, elapsedSeconds: number) {
      limit 25`
   await sql.end()
   const mb = (b: number) => `${(Number(b) / 1048576).toFixed(0)} MB`
-  console.log(`\ntables (largest 25; rows estimated; partitioned tables: their partitions' total):`)
-  console.log(`${'table'.padEnd(34)}${'rows'.padEnd(14)}${'table'.padEnd(11)}indexes`)
+  const baseSizes: (typeof sizes)[number][] = SCALE === 1 ? [] : await readSizes(1)
+  const size = (s: (typeof sizes)[number] | undefined) =>
+    !s
+      ? '-'
+      : Number(s.partition_bytes) > 0
+      ? `${mb(s.partition_bytes)} (parts)`
+      : `${mb(s.table_bytes)} + ${mb(s.index_bytes)}`
+  console.log(
+    `\ntables (largest 25; rows estimated; table + indexes; partitioned tables: their partitions' total):`,
+  )
+  console.log(
+    `${'table'.padEnd(34)}${'rows'.padEnd(14)}${'size'.padEnd(22)}${
+      SCALE === 1 ? '' : '1x rows'.padEnd(14) + '1x size'
+    }`,
+  )
   for (const s of sizes) {
-    const partitioned = Number(s.partition_bytes) > 0
+    const one = baseSizes.find((b) => b.name === s.name)
+    const rows = (r: unknown) => Number(Number(r) < 0 ? 0 : r).toLocaleString('en')
     console.log(
-      `${String(s.name).padEnd(34)}${Number(s.rows < 0 ? 0 : s.rows).toLocaleString('en').padEnd(14)}` +
-        `${(partitioned ? mb(s.partition_bytes) + ' (parts)' : mb(s.table_bytes)).padEnd(11)}${
-          partitioned ? '' : mb(s.index_bytes)
-        }`,
+      `${String(s.name).padEnd(34)}${rows(s.rows).padEnd(14)}${size(s).padEnd(22)}${
+        SCALE === 1 ? '' : (one ? rows(one.rows) : '-').padEnd(14) + size(one)
+      }`,
     )
   }
   // Figures this run did not measure (BENCH_ONLY) keep their last value.
@@ -68,6 +94,10 @@ export async function printSummary(stack: Stack, elapsedSeconds: number) {
   await Deno.mkdir(DIR, { recursive: true })
   await Deno.writeTextFile(
     `${DIR}/scale-${SCALE}.json`,
-    JSON.stringify({ scale: SCALE, at: new Date().toISOString(), figures: [...figures, ...kept], sizes }, null, 1),
+    JSON.stringify(
+      { scale: SCALE, at: new Date().toISOString(), figures: [...figures, ...kept], sizes },
+      null,
+      1,
+    ),
   )
 }
