@@ -4,14 +4,23 @@
 import { handler } from '../functions/api/handler.ts'
 
 const PROVIDER_VARIABLES = [
-  'STRIPE_SECRET_KEY', 'STRIPE_WEBHOOK_SECRET', 'STRIPE_API_BASE', 'STRIPE_PRICE_IDS', 'SITE_URL',
-  'RESEND_API_KEY', 'RESEND_BASE_URL', 'RESEND_WEBHOOK_SECRET', 'EMAIL_FROM',
+  'STRIPE_SECRET_KEY',
+  'STRIPE_WEBHOOK_SECRET',
+  'STRIPE_API_BASE',
+  'STRIPE_PRICE_IDS',
+  'SITE_URL',
+  'RESEND_API_KEY',
+  'RESEND_BASE_URL',
+  'RESEND_WEBHOOK_SECRET',
+  'EMAIL_FROM',
 ]
 
 /** Runs `fn` against a separate api process whose environment is the stack's without any
  *  provider variable, plus `env`. `fn` gets the base URL (…/functions/v1 equivalent). */
 export async function withApi(env: Record<string, string>, fn: (baseUrl: string) => Promise<void>) {
-  const base = Object.fromEntries(Object.entries(Deno.env.toObject()).filter(([k]) => !PROVIDER_VARIABLES.includes(k)))
+  const base = Object.fromEntries(
+    Object.entries(Deno.env.toObject()).filter(([k]) => !PROVIDER_VARIABLES.includes(k)),
+  )
   const child = new Deno.Command(Deno.execPath(), {
     args: ['run', '-A', new URL(import.meta.url).pathname],
     env: { ...base, ...env },

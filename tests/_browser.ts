@@ -39,7 +39,9 @@ export async function launchBrowser(debugPort: number): Promise<Browser> {
   try {
     Deno.listen({ hostname: '127.0.0.1', port: debugPort }).close()
   } catch {
-    throw new Error(`port ${debugPort} (Chromium's DevTools) is taken: a browser left over from an earlier run?`)
+    throw new Error(
+      `port ${debugPort} (Chromium's DevTools) is taken: a browser left over from an earlier run?`,
+    )
   }
   const profile = await Deno.makeTempDir({ prefix: 'client-test-chromium-' })
   const child = new Deno.Command(CHROMIUM, {

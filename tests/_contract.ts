@@ -29,7 +29,9 @@ function asJsonSchema(node: Json): Json {
   if (!node || typeof node !== 'object') return node
   const out: Json = {}
   for (const [k, v] of Object.entries(node)) {
-    out[k] = k === '$ref' && typeof v === 'string' ? v.replace('#/components/schemas/', '#/$defs/') : asJsonSchema(v)
+    out[k] = k === '$ref' && typeof v === 'string'
+      ? v.replace('#/components/schemas/', '#/$defs/')
+      : asJsonSchema(v)
   }
   return out
 }
@@ -60,7 +62,8 @@ function operationFor(contract: Contract, method: string, path: string): Operati
     }
   })
   const candidates = (contract.operations.get(method) ?? []).filter((op) =>
-    op.segments.length === parts.length && op.segments.every((s, i) => s === null ? parts[i] !== '' : s === parts[i])
+    op.segments.length === parts.length &&
+    op.segments.every((s, i) => s === null ? parts[i] !== '' : s === parts[i])
   )
   const literalFirst = (a: Operation, b: Operation) => {
     for (let i = 0; i < a.segments.length; i++) {
@@ -92,7 +95,9 @@ function undocumentedFields(contract: Contract, schema: Json, value: unknown, at
   if (schema.$ref) return undocumentedFields(contract, resolve(schema), value, at, out)
   const branches = schema.anyOf ?? schema.oneOf
   if (branches) {
-    const fits = branches.find((b: Json) => validatorFor(contract, `branch ${JSON.stringify(b)}`, b).validate(value).valid)
+    const fits = branches.find((b: Json) =>
+      validatorFor(contract, `branch ${JSON.stringify(b)}`, b).validate(value).valid
+    )
     return undocumentedFields(contract, fits, value, at, out)
   }
   if (Array.isArray(value)) {
@@ -103,7 +108,8 @@ function undocumentedFields(contract: Contract, schema: Json, value: unknown, at
   const parts: Json[] = [schema, ...(schema.allOf ?? []).map(resolve)]
   const named = new Map<string, Json>()
   for (const part of parts) for (const [k, v] of Object.entries(part.properties ?? {})) named.set(k, v)
-  const record = parts.find((p) => p.additionalProperties && typeof p.additionalProperties === 'object')?.additionalProperties
+  const record = parts.find((p) => p.additionalProperties && typeof p.additionalProperties === 'object')
+    ?.additionalProperties
   const freeForm = !named.size && !record
   for (const [k, v] of Object.entries(value)) {
     const sub = named.get(k) ?? record
@@ -124,7 +130,12 @@ export interface ReceivedReply {
  * no documented operation (unknown paths, methods a path does not serve, preflights) are the
  * router's 404/204 and are not checked here.
  */
-export async function checkReply(baseUrl: string, requestMethod: string, url: string, reply: ReceivedReply): Promise<void> {
+export async function checkReply(
+  baseUrl: string,
+  requestMethod: string,
+  url: string,
+  reply: ReceivedReply,
+): Promise<void> {
   const method = requestMethod.toUpperCase()
   const path = new URL(url, 'http://x').pathname
   if (!path.startsWith('/api/') || method === 'OPTIONS' || method === 'HEAD') return
@@ -141,15 +152,26 @@ export async function checkReply(baseUrl: string, requestMethod: string, url: st
   if (log) await Deno.writeTextFile(log, `${method} ${op.template} ${reply.status}\n`, { append: true })
   const shortBody = () => (reply.text ?? '').slice(0, 600)
   const declared = op.responses[String(reply.status)]
-  if (!declared) throw new Error(`contract: ${where} is not a documented status (${Object.keys(op.responses).join(', ')}); body ${shortBody()}`)
+  if (!declared) {
+    throw new Error(
+      `contract: ${where} is not a documented status (${
+        Object.keys(op.responses).join(', ')
+      }); body ${shortBody()}`,
+    )
+  }
   const type = (reply.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase()
   const content = declared.content ?? {}
   if (!Object.keys(content).length) {
     if (reply.text) throw new Error(`contract: ${where} declares no body, got ${type}: ${shortBody()}`)
     return
   }
-  const media = content[type] ?? Object.entries(content).find(([t]) => t.endsWith('/*') && type.startsWith(t.slice(0, -1)))?.[1]
-  if (!media) throw new Error(`contract: ${where} declares ${Object.keys(content).join(', ')}, got Content-Type "${type}"`)
+  const media = content[type] ??
+    Object.entries(content).find(([t]) => t.endsWith('/*') && type.startsWith(t.slice(0, -1)))?.[1]
+  if (!media) {
+    throw new Error(
+      `contract: ${where} declares ${Object.keys(content).join(', ')}, got Content-Type "${type}"`,
+    )
+  }
   if (type !== 'application/json' || !media.schema) return
   let body: unknown
   try {
@@ -157,14 +179,28 @@ export async function checkReply(baseUrl: string, requestMethod: string, url: st
   } catch {
     throw new Error(`contract: ${where} is not JSON: ${shortBody()}`)
   }
-  const result = validatorFor(contract, `${method} ${op.template} ${reply.status}`, media.schema).validate(body)
+  const result = validatorFor(contract, `${method} ${op.template} ${reply.status}`, media.schema).validate(
+    body,
+  )
   if (!result.valid) {
     // The innermost errors say what is wrong; the outer ones repeat "properties did not match".
-    const inner = result.errors.filter((e) => !/did not match|failed validation|does not match any/i.test(e.error))
-    const shown = (inner.length ? inner : result.errors).slice(0, 6).map((e) => `${e.instanceLocation}: ${e.error}`)
-    throw new Error(`contract: ${where} does not match its schema:\n  ${shown.join('\n  ')}\nbody: ${shortBody()}`)
+    const inner = result.errors.filter((e) =>
+      !/did not match|failed validation|does not match any/i.test(e.error)
+    )
+    const shown = (inner.length ? inner : result.errors).slice(0, 6).map((e) =>
+      `${e.instanceLocation}: ${e.error}`
+    )
+    throw new Error(
+      `contract: ${where} does not match its schema:\n  ${shown.join('\n  ')}\nbody: ${shortBody()}`,
+    )
   }
   const extra: string[] = []
   undocumentedFields(contract, media.schema, body, '', extra)
-  if (extra.length) throw new Error(`contract: ${where} sends fields its schema does not name: ${extra.slice(0, 8).join(', ')}\nbody: ${shortBody()}`)
+  if (extra.length) {
+    throw new Error(
+      `contract: ${where} sends fields its schema does not name: ${
+        extra.slice(0, 8).join(', ')
+      }\nbody: ${shortBody()}`,
+    )
+  }
 }

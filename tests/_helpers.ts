@@ -52,7 +52,8 @@ const FUNCTIONS_URL = `${API_URL}/functions/v1`
  *  reply must be one the route documents (tests/_contract.ts), or the call throws. */
 export async function api<T = any>(
   path: string,
-  o: { method?: string; token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+  o: { method?: string; token?: string; body?: unknown; rawBody?: string; headers?: Record<string, string> } =
+    {},
 ): Promise<ApiResponse<T>> {
   const headers: Record<string, string> = { ...o.headers }
   if (o.token) headers.authorization = `Bearer ${o.token}`
@@ -63,7 +64,9 @@ export async function api<T = any>(
   const method = o.method ?? (body === undefined ? 'GET' : 'POST')
   const res = await fetch(`${FUNCTIONS_URL}${path}`, { method, headers, body })
   const text = await res.text()
-  if (!res.redirected) await checkReply(FUNCTIONS_URL, method, path, { status: res.status, headers: res.headers, text })
+  if (!res.redirected) {
+    await checkReply(FUNCTIONS_URL, method, path, { status: res.status, headers: res.headers, text })
+  }
   let parsed: unknown = text
   try {
     parsed = text ? JSON.parse(text) : null
@@ -77,7 +80,11 @@ export async function apiFetch(path: string, init: RequestInit = {}): Promise<Re
   const res = await fetch(`${FUNCTIONS_URL}${path}`, init)
   if (!res.redirected) {
     const text = await res.clone().text()
-    await checkReply(FUNCTIONS_URL, init.method ?? 'GET', path, { status: res.status, headers: res.headers, text })
+    await checkReply(FUNCTIONS_URL, init.method ?? 'GET', path, {
+      status: res.status,
+      headers: res.headers,
+      text,
+    })
   }
   return res
 }
@@ -97,7 +104,10 @@ export function assertError(res: ApiResponse, status: number, mention?: string |
   if (typeof res.body?.error !== 'string' || !res.body.error) {
     throw new Error(`expected an {error} body, got ${JSON.stringify(res.body)}`)
   }
-  if (mention && !(typeof mention === 'string' ? res.body.error.includes(mention) : mention.test(res.body.error))) {
+  if (
+    mention &&
+    !(typeof mention === 'string' ? res.body.error.includes(mention) : mention.test(res.body.error))
+  ) {
     throw new Error(`error "${res.body.error}" does not mention ${mention}`)
   }
 }
@@ -109,8 +119,11 @@ export function test(name: string, fn: () => Promise<void> | void) {
 
 /** An unsigned token (alg "none"), which every endpoint must refuse. */
 export function unsignedToken(claims: Record<string, unknown>) {
-  const b64 = (o: unknown) => btoa(JSON.stringify(o)).replace(/=+$/, '').replace(/\+/g, '-').replace(/\//g, '_')
-  return `${b64({ alg: 'none', typ: 'JWT' })}.${b64({ exp: Math.floor(Date.now() / 1000) + 3600, ...claims })}.`
+  const b64 = (o: unknown) =>
+    btoa(JSON.stringify(o)).replace(/=+$/, '').replace(/\+/g, '-').replace(/\//g, '_')
+  return `${b64({ alg: 'none', typ: 'JWT' })}.${
+    b64({ exp: Math.floor(Date.now() / 1000) + 3600, ...claims })
+  }.`
 }
 
 /** The ways a bearer token can be wrong, each of which must get a 401. */
@@ -122,7 +135,9 @@ export async function badTokensFor(user: TestUser) {
     'alg none': unsignedToken(claims),
     malformed: 'not.a.jwt',
     'anon key (no user)': ANON_KEY,
-    'no expiry': await new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).sign(new TextEncoder().encode(JWT_SECRET)),
+    'no expiry': await new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).sign(
+      new TextEncoder().encode(JWT_SECRET),
+    ),
     'another audience': await signClaims({ ...claims, aud: 'some-other-service' }, JWT_SECRET),
   }
 }
@@ -136,7 +151,8 @@ export async function orgWith(
   admins: TestUser[] = [],
 ): Promise<string> {
   const name = `Org ${crypto.randomUUID().slice(0, 8)}`
-  const [{ id }] = await sql`insert into public.organizations (name, owner_id) values (${name}, ${owner.id}) returning id`
+  const [{ id }] =
+    await sql`insert into public.organizations (name, owner_id) values (${name}, ${owner.id}) returning id`
   for (const m of members) {
     await sql`insert into public.organization_members (org_id, user_id, role) values (${id}, ${m.id}, 'member')`
   }
@@ -149,7 +165,8 @@ export async function orgWith(
 /** A team of an organization, set up directly in SQL (members must already be in the organization). */
 export async function teamWith(orgId: string, admin: TestUser, members: TestUser[] = []): Promise<string> {
   const name = `Team ${crypto.randomUUID().slice(0, 8)}`
-  const [{ id }] = await sql`insert into public.teams (name, org_id, admin_id) values (${name}, ${orgId}, ${admin.id}) returning id`
+  const [{ id }] =
+    await sql`insert into public.teams (name, org_id, admin_id) values (${name}, ${orgId}, ${admin.id}) returning id`
   for (const m of members) {
     await sql`insert into public.team_members (team_id, user_id, role) values (${id}, ${m.id}, 'member')`
   }
@@ -217,7 +234,9 @@ export async function asUserInTransaction<T>(
   const conn = postgres(need('SUPABASE_DB_URL'), { max: 1, onnotice: () => {} })
   try {
     return await conn.begin(async (tx) => {
-      await tx`select set_config('request.jwt.claims', ${JSON.stringify({ sub: user.id, role: 'authenticated' })}, true),
+      await tx`select set_config('request.jwt.claims', ${
+        JSON.stringify({ sub: user.id, role: 'authenticated' })
+      }, true),
                       set_config('role', 'authenticated', true)`
       return await work(tx)
     }) as T
@@ -231,7 +250,10 @@ export const pause = (ms: number) => new Promise((r) => setTimeout(r, ms))
 /** The member edits their texts in one open transaction, first the text of the entry a removal
  *  cascade reaches last, then (while `removal` is under way) the one it reaches first: the
  *  opposite lock orders that made removals fail with a deadlock. Returns the removal's reply. */
-export async function editTextsAcrossRemoval(member: TestUser, removal: () => Promise<ApiResponse>): Promise<ApiResponse> {
+export async function editTextsAcrossRemoval(
+  member: TestUser,
+  removal: () => Promise<ApiResponse>,
+): Promise<ApiResponse> {
   // A cascade updates a user's entries in their physical order.
   const order = await sql`select id from public.journal_entries
                            where user_id = ${member.id} and (team_id is not null or org_id is not null) order by ctid`

@@ -72,7 +72,9 @@ export async function until(ok: () => boolean, what = 'the condition', ms = 10_0
 /** Lets events that should not arrive have their chance to (changes are delivered in commit order). */
 export async function settle(marker: Listener, markerUserId: string) {
   const before = marker.changes.length
-  await sql`select private.notify(${markerUserId}, 'test.marker', '{}')`
+  await sql`select private.notify(${markerUserId}, 'test.marker', ${
+    sql.json({ marker: crypto.randomUUID() })
+  })`
   await until(() => marker.changes.length > before, 'the marker notification')
 }
 

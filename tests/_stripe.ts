@@ -47,7 +47,9 @@ export function subscriptionObject(s: SubscriptionState) {
   }
 }
 
-export function checkoutObject(o: { subscription: string; customer: string; userId: string; paid?: boolean }) {
+export function checkoutObject(
+  o: { subscription: string; customer: string; userId: string; paid?: boolean },
+) {
   return {
     id: newId('cs'),
     object: 'checkout.session',
@@ -67,7 +69,10 @@ export function invoiceFailedObject(o: { subscription: string; customer: string 
     object: 'invoice',
     customer: o.customer,
     status: 'open',
-    parent: { type: 'subscription_details', subscription_details: { subscription: o.subscription, metadata: {} } },
+    parent: {
+      type: 'subscription_details',
+      subscription_details: { subscription: o.subscription, metadata: {} },
+    },
   }
 }
 
@@ -92,8 +97,11 @@ export function stripeEvent(type: string, object: unknown, created: number, id =
   } as StripeEvent
 }
 
-export const subscriptionEvent = (type: 'created' | 'updated' | 'deleted', s: SubscriptionState, created: number) =>
-  stripeEvent(`customer.subscription.${type}`, subscriptionObject(s), created)
+export const subscriptionEvent = (
+  type: 'created' | 'updated' | 'deleted',
+  s: SubscriptionState,
+  created: number,
+) => stripeEvent(`customer.subscription.${type}`, subscriptionObject(s), created)
 
 /** The Stripe-Signature header Stripe would send for this payload (the SDK's own helper). */
 export function signatureFor(payload: string, o: { timestamp?: number; secret?: string } = {}) {
@@ -106,7 +114,10 @@ export function signatureFor(payload: string, o: { timestamp?: number; secret?: 
 }
 
 /** POSTs an event to the webhook as Stripe does: pretty-printed JSON, signed over the raw bytes. */
-export async function deliver(event: StripeEvent, o: { timestamp?: number; secret?: string; signature?: string | null } = {}): Promise<ApiResponse> {
+export async function deliver(
+  event: StripeEvent,
+  o: { timestamp?: number; secret?: string; signature?: string | null } = {},
+): Promise<ApiResponse> {
   const payload = JSON.stringify(event, null, 2)
   const signature = o.signature === undefined ? await signatureFor(payload, o) : o.signature
   const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8' }
@@ -122,11 +133,14 @@ export async function deliverOk(event: StripeEvent): Promise<string> {
 }
 
 export async function stripeControl<T = any>(path: string, body?: unknown): Promise<T> {
-  const res = await fetch(`${env('STRIPE_API_BASE')}/__control/${path}`, body === undefined ? {} : {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  })
+  const res = await fetch(
+    `${env('STRIPE_API_BASE')}/__control/${path}`,
+    body === undefined ? {} : {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    },
+  )
   return await res.json()
 }
 
@@ -147,4 +161,5 @@ export async function happen(event: StripeEvent): Promise<string> {
 }
 
 export const retrievals = async (subscriptionId: string) =>
-  (await stripeControl<{ count: number }>(`retrievals?subscription_id=${encodeURIComponent(subscriptionId)}`)).count
+  (await stripeControl<{ count: number }>(`retrievals?subscription_id=${encodeURIComponent(subscriptionId)}`))
+    .count

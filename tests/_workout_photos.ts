@@ -3,7 +3,15 @@
 // OffsetTimeOriginal, GPS and Orientation; XMP; IPTC; comments), a PNG without any, a check for
 // metadata left in stored bytes, and small helpers for the local time zone the tests work in.
 import { encode } from 'fast-png'
-import { ImageMagick, MagickColor, MagickFormat, MagickImage, MagickImageInfo, MagickReadSettings, NoiseType } from '@imagemagick/magick-wasm'
+import {
+  ImageMagick,
+  MagickColor,
+  MagickFormat,
+  MagickImage,
+  MagickImageInfo,
+  MagickReadSettings,
+  NoiseType,
+} from '@imagemagick/magick-wasm'
 import { loadImageMagick } from '../functions/_shared/workout_photo.ts'
 
 await loadImageMagick()
@@ -12,9 +20,16 @@ type Entry = { tag: number; type: 'ascii' | 'short' | 'long' | 'rational'; value
 
 const TYPE_CODE = { ascii: 2, short: 3, long: 4, rational: 5 }
 const dataBytes = (e: Entry) =>
-  e.type === 'ascii' ? (e.value as string).length + 1 : e.type === 'long' ? 4 : e.type === 'short' ? 2 : 8 * ((e.value as number[]).length / 2)
+  e.type === 'ascii'
+    ? (e.value as string).length + 1
+    : e.type === 'long'
+    ? 4
+    : e.type === 'short'
+    ? 2
+    : 8 * ((e.value as number[]).length / 2)
 const outOfLine = (e: Entry) => (dataBytes(e) > 4 ? dataBytes(e) : 0)
-const ifdSize = (entries: Entry[]) => 2 + entries.length * 12 + 4 + entries.reduce((n, e) => n + outOfLine(e), 0)
+const ifdSize = (entries: Entry[]) =>
+  2 + entries.length * 12 + 4 + entries.reduce((n, e) => n + outOfLine(e), 0)
 
 function writeIfd(view: DataView, offset: number, entries: Entry[]) {
   let data = offset + 2 + entries.length * 12 + 4
@@ -23,15 +38,20 @@ function writeIfd(view: DataView, offset: number, entries: Entry[]) {
     const at = offset + 2 + i * 12
     view.setUint16(at, e.tag, true)
     view.setUint16(at + 2, TYPE_CODE[e.type], true)
-    const count = e.type === 'ascii' ? (e.value as string).length + 1 : e.type === 'rational' ? (e.value as number[]).length / 2 : 1
+    const count = e.type === 'ascii'
+      ? (e.value as string).length + 1
+      : e.type === 'rational'
+      ? (e.value as number[]).length / 2
+      : 1
     view.setUint32(at + 4, count, true)
     const target = outOfLine(e) ? data : at + 8
     if (outOfLine(e)) {
       view.setUint32(at + 8, data, true)
       data += outOfLine(e)
     }
-    if (e.type === 'ascii') [...(e.value as string)].forEach((ch, k) => view.setUint8(target + k, ch.charCodeAt(0)))
-    else if (e.type === 'long') view.setUint32(target, e.value as number, true)
+    if (e.type === 'ascii') {
+      ;[...(e.value as string)].forEach((ch, k) => view.setUint8(target + k, ch.charCodeAt(0)))
+    } else if (e.type === 'long') view.setUint32(target, e.value as number, true)
     else if (e.type === 'short') view.setUint16(target, e.value as number, true)
     else (e.value as number[]).forEach((n, k) => view.setUint32(target + 4 * k, n, true))
   })
@@ -114,11 +134,20 @@ export function iptcRecord(): Uint8Array {
  * A small real picture of random pixels (each photo's picture differs, and none is one plain
  * colour), with the metadata set as profiles.
  */
-function picture(format: MagickFormat, o: ExifFacts | null, profiles: { xmp?: boolean; iptc?: boolean } = {}) {
+function picture(
+  format: MagickFormat,
+  o: ExifFacts | null,
+  profiles: { xmp?: boolean; iptc?: boolean } = {},
+) {
   const image = MagickImage.create()
-  image.read(Uint8Array.from({ length: 16 * 8 * 3 }, rand), new MagickReadSettings({ format: MagickFormat.Rgb, width: 16, height: 8 }))
+  image.read(
+    Uint8Array.from({ length: 16 * 8 * 3 }, rand),
+    new MagickReadSettings({ format: MagickFormat.Rgb, width: 16, height: 8 }),
+  )
   try {
-    if (o) image.setProfile('exif', new Uint8Array([...new TextEncoder().encode('Exif\0\0'), ...exifBlock(o)]))
+    if (o) {
+      image.setProfile('exif', new Uint8Array([...new TextEncoder().encode('Exif\0\0'), ...exifBlock(o)]))
+    }
     if (o && profiles.xmp) image.setProfile('xmp', xmpPacket(o))
     if (profiles.iptc) image.setProfile('iptc', iptcRecord())
     let out = new Uint8Array()
@@ -136,14 +165,35 @@ const rand = () => Math.floor(Math.random() * 256)
  * A real 16x8 JPEG whose EXIF (APP1) says when (camera wall clock, offset "+HH:MM"), where and
  * which way up; an XMP APP1 and an IPTC APP13 segment on request.
  */
-export function jpegWithExif(o: ExifFacts, profiles: { xmp?: boolean; iptc?: boolean } = {}, jpeg: Uint8Array = plainJpeg()): Uint8Array {
-  const segment = (marker: number, payload: number[]) => [0xff, marker, (payload.length + 2) >> 8, (payload.length + 2) & 0xff, ...payload]
+export function jpegWithExif(
+  o: ExifFacts,
+  profiles: { xmp?: boolean; iptc?: boolean } = {},
+  jpeg: Uint8Array = plainJpeg(),
+): Uint8Array {
+  const segment = (
+    marker: number,
+    payload: number[],
+  ) => [0xff, marker, (payload.length + 2) >> 8, (payload.length + 2) & 0xff, ...payload]
   const ascii = (text: string) => [...new TextEncoder().encode(text)]
   const segments = [...segment(0xe1, [...ascii('Exif\0\0'), ...exifBlock(o)])]
-  if (profiles.xmp) segments.push(...segment(0xe1, [...ascii('http://ns.adobe.com/xap/1.0/\0'), ...xmpPacket(o)]))
+  if (profiles.xmp) {
+    segments.push(...segment(0xe1, [...ascii('http://ns.adobe.com/xap/1.0/\0'), ...xmpPacket(o)]))
+  }
   if (profiles.iptc) {
     const iptc = [...iptcRecord()]
-    const resource = [...ascii('8BIM'), 0x04, 0x04, 0, 0, 0, 0, iptc.length >> 8, iptc.length & 0xff, ...iptc, ...(iptc.length % 2 ? [0] : [])]
+    const resource = [
+      ...ascii('8BIM'),
+      0x04,
+      0x04,
+      0,
+      0,
+      0,
+      0,
+      iptc.length >> 8,
+      iptc.length & 0xff,
+      ...iptc,
+      ...(iptc.length % 2 ? [0] : []),
+    ]
     segments.push(...segment(0xed, [...ascii('Photoshop 3.0\0'), ...resource]))
   }
   return new Uint8Array([...jpeg.slice(0, 2), ...segments, ...jpeg.slice(2)])
@@ -157,7 +207,12 @@ export function pngWithExif(o: ExifFacts): Uint8Array {
   const png = picture(MagickFormat.Png, null)
   const xmp = [...new TextEncoder().encode('XML:com.adobe.xmp\0\0\0\0\0'), ...xmpPacket(o)]
   const idat = findPngChunk(png, 'IDAT')
-  return new Uint8Array([...png.slice(0, idat), ...pngChunk('eXIf', exifBlock(o)), ...pngChunk('iTXt', new Uint8Array(xmp)), ...png.slice(idat)])
+  return new Uint8Array([
+    ...png.slice(0, idat),
+    ...pngChunk('eXIf', exifBlock(o)),
+    ...pngChunk('iTXt', new Uint8Array(xmp)),
+    ...png.slice(idat),
+  ])
 }
 
 /** A real WebP with EXIF and XMP chunks. */
@@ -179,7 +234,13 @@ export function gifWithXmp(o: ExifFacts): Uint8Array {
     }
     return [...out, 0]
   }
-  const xmpExtension = [0x21, 0xff, 0x0b, ...new TextEncoder().encode('XMP DataXMP'), ...subBlocks(xmpPacket(o))]
+  const xmpExtension = [
+    0x21,
+    0xff,
+    0x0b,
+    ...new TextEncoder().encode('XMP DataXMP'),
+    ...subBlocks(xmpPacket(o)),
+  ]
   const comment = [0x21, 0xfe, ...subBlocks(new TextEncoder().encode(`GPS ${o.gps?.lat} ${o.gps?.lng}`))]
   return new Uint8Array([...gif.slice(0, at), ...xmpExtension, ...comment, ...gif.slice(at)])
 }
@@ -216,8 +277,24 @@ function findPngChunk(png: Uint8Array, type: string) {
 /** Metadata markers still present in stored bytes (empty when the photo is clean). */
 export function metadataMarkers(bytes: Uint8Array): string[] {
   const text = new TextDecoder('latin1').decode(bytes)
-  const markers = ['Exif\0', 'EXIF', 'eXIf', 'XMP', 'xmpmeta', 'xpacket', 'Photoshop 3.0', '8BIM', 'IPTC', 'Springfield',
-    'Evergreen', 'GPS', 'tEXt', 'zTXt', 'iTXt', 'tIME']
+  const markers = [
+    'Exif\0',
+    'EXIF',
+    'eXIf',
+    'XMP',
+    'xmpmeta',
+    'xpacket',
+    'Photoshop 3.0',
+    '8BIM',
+    'IPTC',
+    'Springfield',
+    'Evergreen',
+    'GPS',
+    'tEXt',
+    'zTXt',
+    'iTXt',
+    'tIME',
+  ]
   return markers.filter((m) => text.includes(m))
 }
 
@@ -313,16 +390,35 @@ function lzwSolid(pixels: number, minCodeSize = 2): Uint8Array {
 }
 
 /** A GIF of solid frames (each at 0,0) on a logical screen, as decompression bombs are built. */
-export function solidGif(screenWidth: number, screenHeight: number, frames: { width: number; height: number }[]): Uint8Array {
+export function solidGif(
+  screenWidth: number,
+  screenHeight: number,
+  frames: { width: number; height: number }[],
+): Uint8Array {
   const u16 = (n: number) => [n & 0xff, n >> 8]
-  const parts: number[] = [...new TextEncoder().encode('GIF89a'), ...u16(screenWidth), ...u16(screenHeight), 0x80, 0, 0, 255, 0, 0, 0, 0, 255]
+  const parts: number[] = [
+    ...new TextEncoder().encode('GIF89a'),
+    ...u16(screenWidth),
+    ...u16(screenHeight),
+    0x80,
+    0,
+    0,
+    255,
+    0,
+    0,
+    0,
+    0,
+    255,
+  ]
   const data = new Map<string, number[]>()
   for (const f of frames) {
     const key = `${f.width}x${f.height}`
     if (!data.has(key)) {
       const lzw = lzwSolid(f.width * f.height)
       const blocks: number[] = [2]
-      for (let i = 0; i < lzw.length; i += 255) blocks.push(Math.min(255, lzw.length - i), ...lzw.subarray(i, i + 255))
+      for (let i = 0; i < lzw.length; i += 255) {
+        blocks.push(Math.min(255, lzw.length - i), ...lzw.subarray(i, i + 255))
+      }
       data.set(key, [...blocks, 0])
     }
     parts.push(0x2c, ...u16(0), ...u16(0), ...u16(f.width), ...u16(f.height), 0)
@@ -337,7 +433,19 @@ export function webpWithCanvas(width: number, height: number): Uint8Array {
   const webp = picture(MagickFormat.WebP, null)
   const u24 = (n: number) => [n & 0xff, (n >> 8) & 0xff, (n >> 16) & 0xff]
   // 'VP8X', its size (10), flags and three reserved bytes, then canvas width - 1 and height - 1.
-  const vp8x = [...new TextEncoder().encode('VP8X'), 10, 0, 0, 0, 0, 0, 0, 0, ...u24(width - 1), ...u24(height - 1)]
+  const vp8x = [
+    ...new TextEncoder().encode('VP8X'),
+    10,
+    0,
+    0,
+    0,
+    0,
+    0,
+    0,
+    0,
+    ...u24(width - 1),
+    ...u24(height - 1),
+  ]
   const out = new Uint8Array([...webp.slice(0, 12), ...vp8x, ...webp.slice(12)])
   new DataView(out.buffer).setUint32(4, out.length - 8, true)
   return out
@@ -379,6 +487,8 @@ const pad = (n: number) => String(n).padStart(2, '0')
 export const hhmm = (d: Date) => `${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}`
 /** EXIF "YYYY:MM:DD HH:MM:SS" of a Date's UTC fields. */
 export const exifTime = (d: Date) =>
-  `${d.getUTCFullYear()}:${pad(d.getUTCMonth() + 1)}:${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}`
+  `${d.getUTCFullYear()}:${pad(d.getUTCMonth() + 1)}:${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${
+    pad(d.getUTCMinutes())
+  }:${pad(d.getUTCSeconds())}`
 /** "+05:00" for an hour offset. */
 export const offsetText = (h: number) => `${h < 0 ? '-' : '+'}${pad(Math.abs(h))}:00`

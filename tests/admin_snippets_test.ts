@@ -23,7 +23,8 @@ test('every sql/admin snippet is covered here', async () => {
 })
 
 test('adjust_drops.sql grants 25 drops to the demo user with a reason, through the ledger', async () => {
-  const [before] = await sql`select p.drops_balance from auth.users u join public.profiles p using (id) where u.email = 'alice@example.com'`
+  const [before] =
+    await sql`select p.drops_balance from auth.users u join public.profiles p using (id) where u.email = 'alice@example.com'`
   await runRolledBack(await snippet('adjust_drops.sql'), async (results) => {
     // Two statements: the adjustment, then the new balance.
     const [adjusted, balance] = results
@@ -33,7 +34,8 @@ test('adjust_drops.sql grants 25 drops to the demo user with a reason, through t
     assert.equal(balance[0].new_balance, before.drops_balance + 25)
     assert.equal(balance[0].ledger_sum, balance[0].new_balance)
   })
-  const [after] = await sql`select p.drops_balance from auth.users u join public.profiles p using (id) where u.email = 'alice@example.com'`
+  const [after] =
+    await sql`select p.drops_balance from auth.users u join public.profiles p using (id) where u.email = 'alice@example.com'`
   assert.equal(after.drops_balance, before.drops_balance, 'rolled back')
 })
 
@@ -47,7 +49,8 @@ test('recompute_balance.sql re-derives a balance that drifted from its ledger', 
     await tx`select set_config('app.recomputing_balance', 'off', true)`
     const [again] = await tx.unsafe(await snippet('recompute_balance.sql'))
     assert.equal(again.stored_before, again.recomputed + 7)
-    const [fixed] = await tx`select drops_balance from public.profiles where id = (select id from auth.users where email = 'alice@example.com')`
+    const [fixed] =
+      await tx`select drops_balance from public.profiles where id = (select id from auth.users where email = 'alice@example.com')`
     assert.equal(fixed.drops_balance, again.recomputed)
   })
 })

@@ -9,7 +9,11 @@ import { api, assertError, clientAs, createUser, postEntry, sql, test, type Test
 import { aiMarker, aiRequests, type Reply, scriptAi } from './fakes/ai_control.ts'
 import { TEST_TEXT_TIMEOUT_MS } from './fakes/ai.ts'
 
-const tone = (primaryTone: string, confidence: number, tones = [{ tone: primaryTone, score: confidence }]): Reply => ({
+const tone = (
+  primaryTone: string,
+  confidence: number,
+  tones = [{ tone: primaryTone, score: confidence }],
+): Reply => ({
   json: { primaryTone, tones, confidence },
   usage: { prompt_tokens: 1200, completion_tokens: 40 },
 })
@@ -19,7 +23,10 @@ async function entryWith(user: TestUser, replies: Reply[], extra: Record<string,
   const marker = aiMarker()
   await scriptAi(marker, replies)
   const started = Date.now()
-  const res = await api('/api/journal', { token: user.token, body: { title: 'A day', content: `Today. ${marker}`, ...extra } })
+  const res = await api('/api/journal', {
+    token: user.token,
+    body: { title: 'A day', content: `Today. ${marker}`, ...extra },
+  })
   assert.equal(res.status, 201, JSON.stringify(res.body))
   return { entry: res.body.entry, marker, ms: Date.now() - started }
 }
@@ -48,7 +55,14 @@ test('POST /api/journal without a mood: confidence above 0.5 sets the mood, in t
   assert.match(sent.body.messages[1].content, /Title: A day/)
   // Billed: 1200 input and 40 output tokens at $0.15 / $0.60 per million.
   assert.deepEqual((await usageRows(user.id)).map((r) => ({ ...r })), [
-    { usage_type: 'tone_analysis', model: 'gpt-4o-mini', input_tokens: 1200, output_tokens: 40, cost: '0.0002040000', entry_id: entry.id },
+    {
+      usage_type: 'tone_analysis',
+      model: 'gpt-4o-mini',
+      input_tokens: 1200,
+      output_tokens: 40,
+      cost: '0.0002040000',
+      entry_id: entry.id,
+    },
   ])
   const read = await api(`/api/journal/${entry.id}`, { token: user.token })
   assert.equal(read.body.entry.mood, 'grateful')
@@ -70,7 +84,10 @@ test('POST /api/journal: an off-list tone, malformed JSON, a refusal or a schema
     tone('ecstatic', 0.9),
     { content: '{"primaryTone": "joyful", "tones": [', usage: { prompt_tokens: 100, completion_tokens: 7 } },
     { refusal: 'I cannot help with that', usage: { prompt_tokens: 100, completion_tokens: 5 } },
-    { json: { primaryTone: 'joyful', tones: [{ tone: 'joyful', score: 1.7 }], confidence: 0.9 }, usage: { prompt_tokens: 100, completion_tokens: 9 } },
+    {
+      json: { primaryTone: 'joyful', tones: [{ tone: 'joyful', score: 1.7 }], confidence: 0.9 },
+      usage: { prompt_tokens: 100, completion_tokens: 9 },
+    },
     { json: { primaryTone: 'joyful', confidence: 0.9 }, usage: { prompt_tokens: 100, completion_tokens: 9 } },
   ]
   for (const reply of unusable) {
@@ -88,20 +105,29 @@ test('POST /api/journal: provider 500 (retried once), 401, timeout: entry saved 
   assert.equal(failing.entry.mood, null)
   assert.equal((await aiRequests(failing.marker)).length, 2, 'a 5xx is retried once, not more')
 
-  const refused = await entryWith(user, [{ status: 401, error: { message: 'bad key', code: 'invalid_api_key' } }])
+  const refused = await entryWith(user, [{
+    status: 401,
+    error: { message: 'bad key', code: 'invalid_api_key' },
+  }])
   assert.equal(refused.entry.mood, null)
   assert.equal((await aiRequests(refused.marker)).length, 1, 'a 4xx other than 408/409/429 is not retried')
 
   const slow = await entryWith(user, [{ ...tone('joyful', 0.9), delay_ms: TEST_TEXT_TIMEOUT_MS + 1500 }])
   assert.equal(slow.entry.mood, null)
-  assert.ok(slow.ms < TEST_TEXT_TIMEOUT_MS + 1200, `the write waited ${slow.ms} ms, beyond the ${TEST_TEXT_TIMEOUT_MS} ms deadline`)
+  assert.ok(
+    slow.ms < TEST_TEXT_TIMEOUT_MS + 1200,
+    `the write waited ${slow.ms} ms, beyond the ${TEST_TEXT_TIMEOUT_MS} ms deadline`,
+  )
   assert.equal((await aiRequests(slow.marker)).length, 1, 'a timeout is not retried past the deadline')
   assert.equal((await usageRows(user.id)).length, 0)
 })
 
 test('POST /api/journal: a 429 with Retry-After is retried once within the deadline; a second 429 gives up', async () => {
   const user = await createUser()
-  const recovered = await entryWith(user, [{ status: 429, headers: { 'retry-after': '0.2' } }, tone('hopeful', 0.8)])
+  const recovered = await entryWith(user, [
+    { status: 429, headers: { 'retry-after': '0.2' } },
+    tone('hopeful', 0.8),
+  ])
   assert.equal(recovered.entry.mood, 'hopeful')
   assert.equal((await aiRequests(recovered.marker)).length, 2)
 
@@ -109,7 +135,10 @@ test('POST /api/journal: a 429 with Retry-After is retried once within the deadl
   assert.equal(limited.entry.mood, null)
   assert.equal((await aiRequests(limited.marker)).length, 2)
 
-  const tooLong = await entryWith(user, [{ status: 429, headers: { 'retry-after': '60' } }, tone('hopeful', 0.8)])
+  const tooLong = await entryWith(user, [
+    { status: 429, headers: { 'retry-after': '60' } },
+    tone('hopeful', 0.8),
+  ])
   assert.equal(tooLong.entry.mood, null, 'a Retry-After beyond the deadline is not waited for')
   assert.equal((await aiRequests(tooLong.marker)).length, 1)
   assert.ok(tooLong.ms < 2000, `gave up at once, not after ${tooLong.ms} ms`)
@@ -130,9 +159,14 @@ test('POST /api/journal with a mood, or without text: no analysis at all', async
 
 test('PUT /api/journal/:id: new text without a mood re-analyses; title-only, same text, or a chosen mood do not', async () => {
   const user = await createUser()
-  const { entry, marker } = await entryWith(user, [tone('anxious', 0.9), tone('calm', 0.8), tone('angry', 0.95)])
+  const { entry, marker } = await entryWith(user, [
+    tone('anxious', 0.9),
+    tone('calm', 0.8),
+    tone('angry', 0.95),
+  ])
   assert.equal(entry.mood, 'anxious')
-  const put = (body: Record<string, unknown>) => api(`/api/journal/${entry.id}`, { method: 'PUT', token: user.token, body })
+  const put = (body: Record<string, unknown>) =>
+    api(`/api/journal/${entry.id}`, { method: 'PUT', token: user.token, body })
 
   const changed = await put({ content: `Better now. ${marker}` })
   assert.equal(changed.status, 200)
@@ -140,7 +174,11 @@ test('PUT /api/journal/:id: new text without a mood re-analyses; title-only, sam
   assert.equal((await aiRequests(marker)).length, 2)
 
   assert.equal((await put({ title: 'Renamed' })).body.entry.mood, 'calm', 'title-only: the mood stays')
-  assert.equal((await put({ content: `Better now. ${marker}` })).body.entry.mood, 'calm', 'the same text: no analysis')
+  assert.equal(
+    (await put({ content: `Better now. ${marker}` })).body.entry.mood,
+    'calm',
+    'the same text: no analysis',
+  )
   assert.equal((await aiRequests(marker)).length, 2)
 
   // The user chooses a mood: later text changes never overwrite it (and cost nothing).
@@ -154,22 +192,31 @@ test('PUT /api/journal/:id: new text without a mood re-analyses; title-only, sam
   assert.equal(both.body.entry.mood, 'quiet')
   assert.equal((await aiRequests(marker)).length, 2)
   const rows = await usageRows(user.id)
-  assert.deepEqual(rows.map((r) => r.entry_id), [entry.id, entry.id], 'one row per analysis: on create and on update')
+  assert.deepEqual(
+    rows.map((r) => r.entry_id),
+    [entry.id, entry.id],
+    'one row per analysis: on create and on update',
+  )
 })
 
-test('PUT /api/journal/:id: a stranger\'s update is refused and never reaches the provider', async () => {
+test("PUT /api/journal/:id: a stranger's update is refused and never reaches the provider", async () => {
   const owner = await createUser()
   const stranger = await createUser()
   const { entry, marker } = await entryWith(owner, [tone('joyful', 0.3)])
-  const res = await api(`/api/journal/${entry.id}`, { method: 'PUT', token: stranger.token, body: { content: `mine now ${marker}` } })
+  const res = await api(`/api/journal/${entry.id}`, {
+    method: 'PUT',
+    token: stranger.token,
+    body: { content: `mine now ${marker}` },
+  })
   assertError(res, 404)
-  assert.equal((await aiRequests(marker)).length, 1, 'only the owner\'s create was analysed')
+  assert.equal((await aiRequests(marker)).length, 1, "only the owner's create was analysed")
   assert.equal((await usageRows(stranger.id)).length, 0)
 })
 
 test('the daily cap: beyond it entries are saved without analysis and analyze-tone answers 429', async () => {
   const user = await createUser()
-  const [{ cap }] = await sql`select daily_cap_per_user as cap from private.ai_usage_types where usage_type = 'tone_analysis'`
+  const [{ cap }] =
+    await sql`select daily_cap_per_user as cap from private.ai_usage_types where usage_type = 'tone_analysis'`
   await sql`insert into private.ai_daily_calls (user_id, day, usage_type, calls)
             values (${user.id}, (now() at time zone 'UTC')::date, 'tone_analysis', ${cap - 1})`
   const last = await entryWith(user, [tone('joyful', 0.9)])
@@ -177,26 +224,40 @@ test('the daily cap: beyond it entries are saved without analysis and analyze-to
   const over = await entryWith(user, [tone('joyful', 0.9)])
   assert.equal(over.entry.mood, null)
   assert.deepEqual(await aiRequests(over.marker), [], 'over the cap the provider is not called')
-  assertError(await api('/api/ai/analyze-tone', { token: user.token, body: { content: 'hello' } }), 429, 'Daily limit')
-  const [{ calls }] = await sql`select calls from private.ai_daily_calls where user_id = ${user.id} and usage_type = 'tone_analysis'`
+  assertError(
+    await api('/api/ai/analyze-tone', { token: user.token, body: { content: 'hello' } }),
+    429,
+    'Daily limit',
+  )
+  const [{ calls }] =
+    await sql`select calls from private.ai_daily_calls where user_id = ${user.id} and usage_type = 'tone_analysis'`
   assert.equal(calls, cap, 'the counter never passes the cap')
   // Another user is not affected.
   const other = await createUser()
-  assert.equal((await api('/api/ai/analyze-tone', { token: other.token, body: { content: 'hello' } })).status, 200)
+  assert.equal(
+    (await api('/api/ai/analyze-tone', { token: other.token, body: { content: 'hello' } })).status,
+    200,
+  )
 })
 
 // ---------------------------------------------------------------------------------------
 // POST /api/ai/analyze-tone
 
-test('POST /api/ai/analyze-tone: SPEC\'s shape, strongest tones first, sentiment from the primary tone\'s group', async () => {
+test("POST /api/ai/analyze-tone: SPEC's shape, strongest tones first, sentiment from the primary tone's group", async () => {
   const user = await createUser()
   const marker = aiMarker()
   await scriptAi(marker, [
-    tone('anxious', 0.82, [{ tone: 'worried', score: 0.4 }, { tone: 'anxious', score: 0.82 }, { tone: 'tired', score: 0.3 }]),
+    tone('anxious', 0.82, [{ tone: 'worried', score: 0.4 }, { tone: 'anxious', score: 0.82 }, {
+      tone: 'tired',
+      score: 0.3,
+    }]),
     tone('content', 0.7),
     tone('contemplative', 0.6),
   ])
-  const res = await api('/api/ai/analyze-tone', { token: user.token, body: { content: `exam tomorrow ${marker}`, title: 'Exams' } })
+  const res = await api('/api/ai/analyze-tone', {
+    token: user.token,
+    body: { content: `exam tomorrow ${marker}`, title: 'Exams' },
+  })
   assert.equal(res.status, 200, JSON.stringify(res.body))
   assert.deepEqual(res.body, {
     primaryTone: 'anxious',
@@ -204,29 +265,37 @@ test('POST /api/ai/analyze-tone: SPEC\'s shape, strongest tones first, sentiment
     sentiment: 'negative',
     confidence: 0.82,
   })
-  const again = async () => (await api('/api/ai/analyze-tone', { token: user.token, body: { content: `x ${marker}` } })).body
+  const again = async () =>
+    (await api('/api/ai/analyze-tone', { token: user.token, body: { content: `x ${marker}` } })).body
   assert.equal((await again()).sentiment, 'positive')
   assert.equal((await again()).sentiment, 'neutral')
   const rows = await usageRows(user.id)
   assert.deepEqual(rows.map((r) => [r.usage_type, r.entry_id, r.cost]), [
-    ['tone_analysis', null, '0.0002040000'], ['tone_analysis', null, '0.0002040000'], ['tone_analysis', null, '0.0002040000'],
+    ['tone_analysis', null, '0.0002040000'],
+    ['tone_analysis', null, '0.0002040000'],
+    ['tone_analysis', null, '0.0002040000'],
   ])
 })
 
 test('POST /api/ai/analyze-tone: bad input is 400 naming the field; no user is 401; nothing reaches the provider', async () => {
   const user = await createUser()
   const marker = aiMarker()
-  for (const [body, field] of [
-    [{}, 'content'],
-    [{ content: '   ' }, 'content'],
-    [{ content: 5 }, 'content'],
-    [{ content: 'x'.repeat(100_001) + marker }, 'content'],
-    [{ content: marker, title: 't'.repeat(201) }, 'title'],
-    [{ content: marker, mood: 'x' }, 'mood'],
-  ] as const) {
+  for (
+    const [body, field] of [
+      [{}, 'content'],
+      [{ content: '   ' }, 'content'],
+      [{ content: 5 }, 'content'],
+      [{ content: 'x'.repeat(100_001) + marker }, 'content'],
+      [{ content: marker, title: 't'.repeat(201) }, 'title'],
+      [{ content: marker, mood: 'x' }, 'mood'],
+    ] as const
+  ) {
     assertError(await api('/api/ai/analyze-tone', { token: user.token, body }), 400, field)
   }
-  assertError(await api('/api/ai/analyze-tone', { rawBody: `{"content": "${marker}"`, token: user.token }), 400)
+  assertError(
+    await api('/api/ai/analyze-tone', { rawBody: `{"content": "${marker}"`, token: user.token }),
+    400,
+  )
   assertError(await api('/api/ai/analyze-tone', { body: { content: marker } }), 401)
   assert.deepEqual(await aiRequests(marker), [])
   assert.equal((await usageRows(user.id)).length, 0)
@@ -247,10 +316,17 @@ test('POST /api/ai/analyze-tone: provider failures are clear {error} statuses, n
   for (const [replies, status, message] of cases) {
     const marker = aiMarker()
     await scriptAi(marker, replies)
-    assertError(await api('/api/ai/analyze-tone', { token: user.token, body: { content: marker } }), status, message)
+    assertError(
+      await api('/api/ai/analyze-tone', { token: user.token, body: { content: marker } }),
+      status,
+      message,
+    )
   }
   // The two billed failures (not JSON, off-list) are recorded; the others were not billed.
-  assert.deepEqual((await usageRows(user.id)).map((r) => [r.input_tokens, r.output_tokens]), [[10, 2], [1200, 40]])
+  assert.deepEqual((await usageRows(user.id)).map((r) => [r.input_tokens, r.output_tokens]), [[10, 2], [
+    1200,
+    40,
+  ]])
 })
 
 // ---------------------------------------------------------------------------------------
@@ -265,7 +341,9 @@ async function withoutAiKey<T>(fn: (call: typeof api) => Promise<T>): Promise<T>
     if (o.token) headers.authorization = `Bearer ${o.token}`
     const body = o.rawBody ?? (o.body === undefined ? undefined : JSON.stringify(o.body))
     if (body !== undefined) headers['content-type'] ??= 'application/json'
-    const res = await app.fetch(new Request(`http://in-process${path}`, { method: o.method ?? (body ? 'POST' : 'GET'), headers, body }))
+    const res = await app.fetch(
+      new Request(`http://in-process${path}`, { method: o.method ?? (body ? 'POST' : 'GET'), headers, body }),
+    )
     const text = await res.text()
     return { status: res.status, body: text ? JSON.parse(text) : null, headers: res.headers }
   }
@@ -281,16 +359,38 @@ test('without AI_API_KEY: entries are saved with mood null (no call), the AI end
   const marker = aiMarker()
   await scriptAi(marker, [tone('joyful', 0.99)])
   await withoutAiKey(async (call) => {
-    const created = await call('/api/journal', { token: user.token, body: { title: 't', content: `hello ${marker}` } })
+    const created = await call('/api/journal', {
+      token: user.token,
+      body: { title: 't', content: `hello ${marker}` },
+    })
     assert.equal(created.status, 201)
     assert.equal(created.body.entry.mood, null)
-    const updated = await call(`/api/journal/${created.body.entry.id}`, { method: 'PUT', token: user.token, body: { content: `new ${marker}` } })
+    const updated = await call(`/api/journal/${created.body.entry.id}`, {
+      method: 'PUT',
+      token: user.token,
+      body: { content: `new ${marker}` },
+    })
     assert.equal(updated.status, 200)
     assert.equal(updated.body.entry.mood, null)
-    assertError(await call('/api/ai/analyze-tone', { token: user.token, body: { content: marker } }), 503, 'not configured')
+    assertError(
+      await call('/api/ai/analyze-tone', { token: user.token, body: { content: marker } }),
+      503,
+      'not configured',
+    )
     assertError(await call('/api/ai/analyze-tone', { token: user.token, body: {} }), 400, 'content')
-    assertError(await call('/api/ai/generate-background', { token: user.token, body: { entry_id: created.body.entry.id } }), 503, 'not configured')
-    assertError(await call('/api/ai/generate-background', { token: user.token, body: { entry_id: 'nope' } }), 400, 'entry_id')
+    assertError(
+      await call('/api/ai/generate-background', {
+        token: user.token,
+        body: { entry_id: created.body.entry.id },
+      }),
+      503,
+      'not configured',
+    )
+    assertError(
+      await call('/api/ai/generate-background', { token: user.token, body: { entry_id: 'nope' } }),
+      400,
+      'entry_id',
+    )
   })
   assert.deepEqual(await aiRequests(marker), [], 'skipped, not failed: the provider never heard of it')
   assert.equal((await usageRows(user.id)).length, 0)
@@ -306,13 +406,28 @@ test('PostgREST: users cannot record usage or apply a detected mood; they read o
   const other = await createUser()
   const { entry } = await entryWith(user, [tone('joyful', 0.9)])
   const asUser = clientAs(user.token)
-  const record = await asUser.rpc('record_ai_usage', { user_id: other.id, usage_type: 'tone_analysis', model: 'gpt-4o-mini', input_tokens: 1 })
+  const record = await asUser.rpc('record_ai_usage', {
+    user_id: other.id,
+    usage_type: 'tone_analysis',
+    model: 'gpt-4o-mini',
+    input_tokens: 1,
+  })
   assert.ok(record.error, 'record_ai_usage is not executable by users')
-  const apply = await asUser.rpc('apply_tone_analysis', { entry_id: entry.id, user_id: user.id, detected_mood: 'sad', content_sha256: 'x' })
+  const apply = await asUser.rpc('apply_tone_analysis', {
+    entry_id: entry.id,
+    user_id: user.id,
+    detected_mood: 'sad',
+    content_sha256: 'x',
+  })
   assert.ok(apply.error)
-  const insert = await asUser.from('ai_usage').insert({ user_id: user.id, usage_type: 'tone_analysis', model: 'm' })
+  const insert = await asUser.from('ai_usage').insert({
+    user_id: user.id,
+    usage_type: 'tone_analysis',
+    model: 'm',
+  })
   assert.ok(insert.error)
-  const patch = await asUser.from('journal_entries').update({ mood_detected: true }).eq('id', entry.id).select()
+  const patch = await asUser.from('journal_entries').update({ mood_detected: true }).eq('id', entry.id)
+    .select()
   assert.ok(patch.error, 'mood_detected is not client-writable')
   assert.equal((await asUser.from('ai_usage').select('user_id')).data!.length, 1)
   assert.deepEqual((await clientAs(other.token).from('ai_usage').select('id')).data, [])

@@ -18,17 +18,88 @@ async function record(args: Record<string, unknown>) {
 test('record_ai_usage: the cost of each type, computed in SQL from the price table, exact', async () => {
   const user = await createUser()
   // Tone: $0.15 / $0.60 per million input / output tokens.
-  assert.equal((await record({ user_id: user.id, usage_type: 'tone_analysis', model: 'gpt-4o-mini', input_tokens: 1_000_000, output_tokens: 1_000_000 })).cost_usd, '0.7500000000')
-  assert.equal((await record({ user_id: user.id, usage_type: 'tone_analysis', model: 'gpt-4o-mini', input_tokens: 350, output_tokens: 120 })).cost_usd, '0.0001245000')
+  assert.equal(
+    (await record({
+      user_id: user.id,
+      usage_type: 'tone_analysis',
+      model: 'gpt-4o-mini',
+      input_tokens: 1_000_000,
+      output_tokens: 1_000_000,
+    })).cost_usd,
+    '0.7500000000',
+  )
+  assert.equal(
+    (await record({
+      user_id: user.id,
+      usage_type: 'tone_analysis',
+      model: 'gpt-4o-mini',
+      input_tokens: 350,
+      output_tokens: 120,
+    })).cost_usd,
+    '0.0001245000',
+  )
   // Images per image (DALL·E 3): $0.040 standard, $0.080 HD.
-  assert.equal((await record({ user_id: user.id, usage_type: 'entry_background', model: 'dall-e-3', image_count: 1, image_quality: 'standard' })).cost_usd, '0.0400000000')
-  assert.equal((await record({ user_id: user.id, usage_type: 'entry_background', model: 'dall-e-3', image_count: 1, image_quality: 'hd' })).cost_usd, '0.0800000000')
-  assert.equal((await record({ user_id: user.id, usage_type: 'entry_background', model: 'dall-e-3', image_count: 1 })).cost_usd, '0.0400000000', 'quality defaults to standard')
+  assert.equal(
+    (await record({
+      user_id: user.id,
+      usage_type: 'entry_background',
+      model: 'dall-e-3',
+      image_count: 1,
+      image_quality: 'standard',
+    })).cost_usd,
+    '0.0400000000',
+  )
+  assert.equal(
+    (await record({
+      user_id: user.id,
+      usage_type: 'entry_background',
+      model: 'dall-e-3',
+      image_count: 1,
+      image_quality: 'hd',
+    })).cost_usd,
+    '0.0800000000',
+  )
+  assert.equal(
+    (await record({ user_id: user.id, usage_type: 'entry_background', model: 'dall-e-3', image_count: 1 }))
+      .cost_usd,
+    '0.0400000000',
+    'quality defaults to standard',
+  )
   // GPT-image per token: $5 / $40 per million input / output tokens (HD: 4160 output tokens).
-  assert.equal((await record({ user_id: user.id, usage_type: 'tone_pack_image', model: 'gpt-image-1', input_tokens: 50, output_tokens: 4160, image_count: 1, image_quality: 'hd' })).cost_usd, '0.1666500000')
-  assert.equal((await record({ user_id: user.id, usage_type: 'tone_pack_image', model: 'gpt-image-1', input_tokens: 50, output_tokens: 1056, image_count: 1 })).cost_usd, '0.0424900000')
+  assert.equal(
+    (await record({
+      user_id: user.id,
+      usage_type: 'tone_pack_image',
+      model: 'gpt-image-1',
+      input_tokens: 50,
+      output_tokens: 4160,
+      image_count: 1,
+      image_quality: 'hd',
+    })).cost_usd,
+    '0.1666500000',
+  )
+  assert.equal(
+    (await record({
+      user_id: user.id,
+      usage_type: 'tone_pack_image',
+      model: 'gpt-image-1',
+      input_tokens: 50,
+      output_tokens: 1056,
+      image_count: 1,
+    })).cost_usd,
+    '0.0424900000',
+  )
   // A model without prices (a self-hosted one) costs nothing.
-  assert.equal((await record({ user_id: user.id, usage_type: 'tone_analysis', model: 'llama3.1:8b', input_tokens: 5000, output_tokens: 50 })).cost_usd, '0.0000000000')
+  assert.equal(
+    (await record({
+      user_id: user.id,
+      usage_type: 'tone_analysis',
+      model: 'llama3.1:8b',
+      input_tokens: 5000,
+      output_tokens: 50,
+    })).cost_usd,
+    '0.0000000000',
+  )
 
   const summary = await api('/api/ai/usage', { token: user.token })
   assert.equal(summary.status, 200)
@@ -45,13 +116,21 @@ test('record_ai_usage: the cost of each type, computed in SQL from the price tab
 
 test('record_ai_usage: unknown type or user, negative tokens, bad quality are refused; nothing is written', async () => {
   const user = await createUser()
-  for (const [args, code] of [
-    [{ user_id: user.id, usage_type: 'mining', model: 'gpt-4o-mini' }, '22023'],
-    [{ user_id: crypto.randomUUID(), usage_type: 'tone_analysis', model: 'gpt-4o-mini' }, 'PT404'],
-    [{ user_id: user.id, usage_type: 'tone_analysis', model: '' }, '22023'],
-    [{ user_id: user.id, usage_type: 'tone_analysis', model: 'gpt-4o-mini', input_tokens: -1 }, '23514'],
-    [{ user_id: user.id, usage_type: 'entry_background', model: 'dall-e-3', image_count: 1, image_quality: 'ultra' }, '23514'],
-  ] as const) {
+  for (
+    const [args, code] of [
+      [{ user_id: user.id, usage_type: 'mining', model: 'gpt-4o-mini' }, '22023'],
+      [{ user_id: crypto.randomUUID(), usage_type: 'tone_analysis', model: 'gpt-4o-mini' }, 'PT404'],
+      [{ user_id: user.id, usage_type: 'tone_analysis', model: '' }, '22023'],
+      [{ user_id: user.id, usage_type: 'tone_analysis', model: 'gpt-4o-mini', input_tokens: -1 }, '23514'],
+      [{
+        user_id: user.id,
+        usage_type: 'entry_background',
+        model: 'dall-e-3',
+        image_count: 1,
+        image_quality: 'ultra',
+      }, '23514'],
+    ] as const
+  ) {
     const { error } = await service().rpc('record_ai_usage', args)
     assert.equal(error?.code, code, JSON.stringify(args))
   }
@@ -64,24 +143,45 @@ test('a price change applies from its moment on and never rewrites past costs', 
   const admin = await createUser({ superAdmin: true })
   const model = `test-model-${crypto.randomUUID().slice(0, 8)}`
   const asAdmin = clientAs(admin.token)
-  const price = (unit: string, usd: number) => asAdmin.from('ai_prices').insert({ model, unit, usd_per_unit: usd }).select().single()
+  const price = (unit: string, usd: number) =>
+    asAdmin.from('ai_prices').insert({ model, unit, usd_per_unit: usd }).select().single()
   assert.equal((await price('input_1m_tokens', 1)).error, null)
-  const before = await record({ user_id: user.id, usage_type: 'tone_analysis', model, input_tokens: 2_000_000 })
+  const before = await record({
+    user_id: user.id,
+    usage_type: 'tone_analysis',
+    model,
+    input_tokens: 2_000_000,
+  })
   assert.equal(before.cost_usd, '2.0000000000')
   assert.equal((await price('input_1m_tokens', 3)).error, null)
-  const after = await record({ user_id: user.id, usage_type: 'tone_analysis', model, input_tokens: 2_000_000 })
+  const after = await record({
+    user_id: user.id,
+    usage_type: 'tone_analysis',
+    model,
+    input_tokens: 2_000_000,
+  })
   assert.equal(after.cost_usd, '6.0000000000')
   const [{ cost }] = await sql`select cost_usd::text as cost from public.ai_usage where id = ${before.id}`
   assert.equal(cost, '2.0000000000', 'the earlier row keeps its cost')
 
   // Prices are append-only, never backdated, and only super admins add them.
-  const past = await asAdmin.from('ai_prices').insert({ model, unit: 'output_1m_tokens', usd_per_unit: 1, effective_at: '2020-01-01T00:00:00Z' })
+  const past = await asAdmin.from('ai_prices').insert({
+    model,
+    unit: 'output_1m_tokens',
+    usd_per_unit: 1,
+    effective_at: '2020-01-01T00:00:00Z',
+  })
   assert.equal(past.error?.code, '22023')
   const edit = await asAdmin.from('ai_prices').update({ usd_per_unit: 0 }).eq('model', model).select()
   assert.ok(edit.error || edit.data?.length === 0, 'prices cannot be changed')
-  const [{ n }] = await sql`select count(*)::int as n from public.ai_prices where model = ${model} and usd_per_unit = 0`
+  const [{ n }] =
+    await sql`select count(*)::int as n from public.ai_prices where model = ${model} and usd_per_unit = 0`
   assert.equal(n, 0)
-  const byUser = await clientAs(user.token).from('ai_prices').insert({ model, unit: 'image_hd', usd_per_unit: 0 })
+  const byUser = await clientAs(user.token).from('ai_prices').insert({
+    model,
+    unit: 'image_hd',
+    usd_per_unit: 0,
+  })
   assert.ok(byUser.error, 'users cannot add prices')
 })
 
@@ -110,7 +210,12 @@ test('monthly_token_usage: calendar months in UTC, across a month boundary, from
   assert.equal(feb.calls, 2, '2026-01-31 20:00 in Los Angeles is February in UTC')
   const empty = await month(2025, 12)
   assert.deepEqual(empty, {
-    user_id: user.id, year: 2025, month: 12, total_tokens: 0, total_cost: 0, calls: 0,
+    user_id: user.id,
+    year: 2025,
+    month: 12,
+    total_tokens: 0,
+    total_cost: 0,
+    calls: 0,
     breakdown: {
       Tone: { calls: 0, tokens: 0, images: 0, cost: 0 },
       Images: { calls: 0, tokens: 0, images: 0, cost: 0 },
@@ -118,27 +223,54 @@ test('monthly_token_usage: calendar months in UTC, across a month boundary, from
     },
   })
   // The same through PostgREST, as SPEC names it.
-  const { data } = await clientAs(user.token).rpc('monthly_token_usage', { user_id: user.id, year: 2026, month: 1 })
+  const { data } = await clientAs(user.token).rpc('monthly_token_usage', {
+    user_id: user.id,
+    year: 2026,
+    month: 1,
+  })
   assert.equal(data.total_cost, 0.23)
 })
 
-test('GET /api/ai/usage: own usage; another user\'s only for super admins; bad parameters are 400', async () => {
+test("GET /api/ai/usage: own usage; another user's only for super admins; bad parameters are 400", async () => {
   const user = await createUser()
   const other = await createUser()
   const admin = await createUser({ superAdmin: true })
-  await record({ user_id: other.id, usage_type: 'tone_analysis', model: 'gpt-4o-mini', input_tokens: 1_000_000 })
+  await record({
+    user_id: other.id,
+    usage_type: 'tone_analysis',
+    model: 'gpt-4o-mini',
+    input_tokens: 1_000_000,
+  })
   const now = new Date()
   const mine = await api('/api/ai/usage', { token: user.token })
   assert.equal(mine.status, 200)
-  assert.deepEqual([mine.body.user_id, mine.body.year, mine.body.month, mine.body.total_cost], [user.id, now.getUTCFullYear(), now.getUTCMonth() + 1, 0])
+  assert.deepEqual([mine.body.user_id, mine.body.year, mine.body.month, mine.body.total_cost], [
+    user.id,
+    now.getUTCFullYear(),
+    now.getUTCMonth() + 1,
+    0,
+  ])
   assertError(await api(`/api/ai/usage?user_id=${other.id}`, { token: user.token }), 403)
-  const { error } = await clientAs(user.token).rpc('monthly_token_usage', { user_id: other.id, year: 2026, month: 1 })
+  const { error } = await clientAs(user.token).rpc('monthly_token_usage', {
+    user_id: other.id,
+    year: 2026,
+    month: 1,
+  })
   assert.equal(error?.code, '42501')
   const theirs = await api(`/api/ai/usage?user_id=${other.id}`, { token: admin.token })
   assert.equal(theirs.status, 200)
   assert.equal(theirs.body.total_cost, 0.15)
   assert.equal(theirs.body.breakdown.Tone.tokens, 1_000_000)
-  for (const [q, field] of [['month=13', 'month'], ['month=0', 'month'], ['year=1999', 'year'], ['year=x', 'year'], ['user_id=me', 'user_id'], ['week=1', 'week']]) {
+  for (
+    const [q, field] of [
+      ['month=13', 'month'],
+      ['month=0', 'month'],
+      ['year=1999', 'year'],
+      ['year=x', 'year'],
+      ['user_id=me', 'user_id'],
+      ['week=1', 'week'],
+    ]
+  ) {
     assertError(await api(`/api/ai/usage?${q}`, { token: user.token }), 400, field)
   }
   assertError(await api('/api/ai/usage'), 401)
@@ -147,12 +279,26 @@ test('GET /api/ai/usage: own usage; another user\'s only for super admins; bad p
 test('usage rows and the aggregate: read-only for everyone, own rows only; the aggregate matches the rows', async () => {
   const user = await createUser()
   const other = await createUser()
-  await record({ user_id: user.id, usage_type: 'tone_analysis', model: 'gpt-4o-mini', input_tokens: 10, output_tokens: 5 })
-  await record({ user_id: user.id, usage_type: 'tone_analysis', model: 'gpt-4o-mini', input_tokens: 20, output_tokens: 5 })
+  await record({
+    user_id: user.id,
+    usage_type: 'tone_analysis',
+    model: 'gpt-4o-mini',
+    input_tokens: 10,
+    output_tokens: 5,
+  })
+  await record({
+    user_id: user.id,
+    usage_type: 'tone_analysis',
+    model: 'gpt-4o-mini',
+    input_tokens: 20,
+    output_tokens: 5,
+  })
   const asUser = clientAs(user.token)
   assert.equal((await asUser.from('ai_usage_monthly').select('calls').single()).data?.calls, 2)
   assert.deepEqual((await clientAs(other.token).from('ai_usage_monthly').select('*')).data, [])
-  assert.ok((await asUser.from('ai_usage_monthly').update({ calls: 0 }).eq('user_id', user.id).select()).error)
+  assert.ok(
+    (await asUser.from('ai_usage_monthly').update({ calls: 0 }).eq('user_id', user.id).select()).error,
+  )
   assert.ok((await asUser.from('ai_usage').delete().eq('user_id', user.id).select()).error)
   const anon = clientAs()
   assert.deepEqual((await anon.from('ai_usage').select('id')).data ?? [], [])
@@ -167,8 +313,16 @@ test('usage rows and the aggregate: read-only for everyone, own rows only; the a
 
 test('concurrent recording keeps the monthly aggregate equal to the rows', async () => {
   const user = await createUser()
-  await Promise.all(Array.from({ length: 20 }, (_, i) =>
-    record({ user_id: user.id, usage_type: i % 2 ? 'tone_analysis' : 'entry_background', model: i % 2 ? 'gpt-4o-mini' : 'dall-e-3', input_tokens: i % 2 ? 1000 : 0, image_count: i % 2 ? 0 : 1 })))
+  await Promise.all(
+    Array.from({ length: 20 }, (_, i) =>
+      record({
+        user_id: user.id,
+        usage_type: i % 2 ? 'tone_analysis' : 'entry_background',
+        model: i % 2 ? 'gpt-4o-mini' : 'dall-e-3',
+        input_tokens: i % 2 ? 1000 : 0,
+        image_count: i % 2 ? 0 : 1,
+      })),
+  )
   const [r] = await sql`
     select (select count(*) from public.ai_usage where user_id = ${user.id})::int as rows,
            (select sum(calls) from public.ai_usage_monthly where user_id = ${user.id})::int as calls,

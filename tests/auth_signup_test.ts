@@ -255,9 +255,15 @@ test("CORS: the browser's preflight on /auth/v1 is answered, and answers expose 
 test('the seeded demo users sign in with the documented password; the super admin gets user_role', async () => {
   await resetAuthRateLimits()
   const client = appClient()
-  const wrong = await client.auth.signInWithPassword({ email: 'alice@example.com', password: 'not-the-password' })
+  const wrong = await client.auth.signInWithPassword({
+    email: 'alice@example.com',
+    password: 'not-the-password',
+  })
   assert.equal(wrong.error?.code, 'invalid_credentials')
-  const { data, error } = await client.auth.signInWithPassword({ email: 'admin@example.com', password: 'demo-password' })
+  const { data, error } = await client.auth.signInWithPassword({
+    email: 'admin@example.com',
+    password: 'demo-password',
+  })
   assert.equal(error, null)
   assert.equal(data.user?.id, '00000000-0000-4000-a000-000000000003')
   assert.equal(claimsOf(data.session!.access_token).user_role, 'super_admin')

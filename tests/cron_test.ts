@@ -9,8 +9,12 @@ const accepts = (group: CronGroup, vars: Record<string, string>, given: string) 
 
 test('each group accepts exactly the variables SPEC lists', () => {
   const all = {
-    WORKOUT_WINDOW_CRON_SECRET: 'ww', CHAT_CRON_SECRET: 'chat', DROPS_CRON_SECRET: 'drops',
-    MUSIC_SYNC_CRON_SECRET: 'music', LABS_CRON_SECRET: 'labs', ENCOURAGEMENT_DROPS_CRON_SECRET: 'enc',
+    WORKOUT_WINDOW_CRON_SECRET: 'ww',
+    CHAT_CRON_SECRET: 'chat',
+    DROPS_CRON_SECRET: 'drops',
+    MUSIC_SYNC_CRON_SECRET: 'music',
+    LABS_CRON_SECRET: 'labs',
+    ENCOURAGEMENT_DROPS_CRON_SECRET: 'enc',
   }
   const table: [CronGroup, string[]][] = [
     ['workout-window', ['ww']],
@@ -37,7 +41,12 @@ test('chat falls back to WORKOUT_WINDOW_CRON_SECRET only when CHAT_CRON_SECRET i
 
 test('an unset secret never opens an endpoint', () => {
   const none = checkCronSecret('drops', 'anything', envOf({}))
-  assert.deepEqual(none, { ok: false, reason: 'not-configured', optional: true, variables: ['DROPS_CRON_SECRET'] })
+  assert.deepEqual(none, {
+    ok: false,
+    reason: 'not-configured',
+    optional: true,
+    variables: ['DROPS_CRON_SECRET'],
+  })
   const required = checkCronSecret('music', '', envOf({}))
   assert.equal(required.ok, false)
   assert.equal(!required.ok && required.reason === 'not-configured' && required.optional, false)
@@ -78,8 +87,12 @@ test('a pg_cron job made by schedule_edge_function_job reaches the function thro
 })
 
 test('the monthly award job is scheduled for midnight on the 1st (and 00:30), calling the chunked endpoint', async () => {
-  const jobs = await sql`select jobname, schedule, command from cron.job where jobname like 'award-monthly-drops%' order by jobname`
-  assert.deepEqual(jobs.map((j) => [j.jobname, j.schedule]), [['award-monthly-drops', '0 0 1 * *'], ['award-monthly-drops-again', '30 0 1 * *']])
+  const jobs =
+    await sql`select jobname, schedule, command from cron.job where jobname like 'award-monthly-drops%' order by jobname`
+  assert.deepEqual(jobs.map((j) => [j.jobname, j.schedule]), [['award-monthly-drops', '0 0 1 * *'], [
+    'award-monthly-drops-again',
+    '30 0 1 * *',
+  ]])
   for (const job of jobs) {
     assert.match(job.command, /\/api\/drops\/cron\/award-monthly-all/)
     assert.match(job.command, /DROPS_CRON_SECRET/)
@@ -104,7 +117,7 @@ test('pg_cron itself runs a scheduled edge-function job: scheduler -> net queue 
     }
     assert.ok(run, 'pg_cron never ran the job')
     assert.equal(run.status, 'succeeded', run.return_message)
-    assert.ok(response, 'the job\'s request never reached the function')
+    assert.ok(response, "the job's request never reached the function")
     assert.equal(response.status_code, 200, response.content)
     assert.equal(JSON.parse(response.content).success, true)
   } finally {

@@ -16,10 +16,12 @@ test('balance starts at the 50-drop signup bonus; history shows it', async () =>
   assert.equal(history.body.next_cursor, null)
 })
 
-test('history is newest first, paginated by cursor, filterable by type, and only the caller\'s', async () => {
+test("history is newest first, paginated by cursor, filterable by type, and only the caller's", async () => {
   const user = await createUser()
   const other = await createUser()
-  for (let i = 1; i <= 7; i++) await sql`select public.admin_adjust_drops(${user.id}, ${i}, ${'grant ' + i}, 'test')`
+  for (let i = 1; i <= 7; i++) {
+    await sql`select public.admin_adjust_drops(${user.id}, ${i}, ${'grant ' + i}, 'test')`
+  }
   const seen: number[] = []
   let cursor: string | null = null
   let pages = 0
@@ -44,11 +46,18 @@ test('history is newest first, paginated by cursor, filterable by type, and only
 
 test('history: bad limit, cursor or type are 400 naming the parameter', async () => {
   const user = await createUser()
-  for (const [q, field] of [
-    ['limit=0', 'limit'], ['limit=101', 'limit'], ['limit=abc', 'limit'], ['limit=2.5', 'limit'],
-    ['before=garbage', 'before'], ['before=' + btoa('["2026-01-01T00:00:00Z","1 or 1=1"]'), 'before'],
-    ['type=gift', 'type'], ['sort=asc', 'sort'],
-  ]) {
+  for (
+    const [q, field] of [
+      ['limit=0', 'limit'],
+      ['limit=101', 'limit'],
+      ['limit=abc', 'limit'],
+      ['limit=2.5', 'limit'],
+      ['before=garbage', 'before'],
+      ['before=' + btoa('["2026-01-01T00:00:00Z","1 or 1=1"]'), 'before'],
+      ['type=gift', 'type'],
+      ['sort=asc', 'sort'],
+    ]
+  ) {
     assertError(await api(`/api/drops/transactions?${q}`, { token: user.token }), 400, field)
   }
 })
@@ -80,13 +89,19 @@ test('POST award-monthly awards the caller once this month: 30, or 250 when prem
 test('cron award-monthly-all: wrong or missing secret is refused and awards nothing', async () => {
   const user = await createUser()
   const admin = await createUser({ superAdmin: true })
-  for (const headers of [{}, { 'x-cron-secret': 'wrong' }, { 'x-cron-secret': '' }] as Record<string, string>[]) {
+  for (
+    const headers of [{}, { 'x-cron-secret': 'wrong' }, { 'x-cron-secret': '' }] as Record<string, string>[]
+  ) {
     assertError(await api('/api/drops/cron/award-monthly-all', { method: 'POST', headers }), 401)
   }
   // With DROPS_CRON_SECRET configured, bearer tokens do not replace it.
   assertError(await api('/api/drops/cron/award-monthly-all', { method: 'POST', token: admin.token }), 401)
-  assertError(await api('/api/drops/cron/award-monthly-all', { method: 'POST', token: SERVICE_ROLE_KEY }), 401)
-  const [{ n }] = await sql`select count(*)::int as n from public.monthly_drop_awards where user_id = ${user.id}`
+  assertError(
+    await api('/api/drops/cron/award-monthly-all', { method: 'POST', token: SERVICE_ROLE_KEY }),
+    401,
+  )
+  const [{ n }] =
+    await sql`select count(*)::int as n from public.monthly_drop_awards where user_id = ${user.id}`
   assert.equal(n, 0)
 })
 
@@ -153,18 +168,21 @@ test('award_monthly_drops_chunk: chunks in id order; a run killed halfway and a 
                            where p.id = ${u.id}`
     assert.deepEqual([r.drops_balance, r.amount], [80, 30])
   }
-  const [none] = await sql`select count(*)::int as n from public.monthly_drop_awards where user_id = ${inactive.id}`
+  const [none] =
+    await sql`select count(*)::int as n from public.monthly_drop_awards where user_id = ${inactive.id}`
   assert.equal(none.n, 0, 'inactive users are skipped')
   const drift = await sql`select p.id from public.profiles p
                           where p.drops_balance <> (select coalesce(sum(amount), 0) from public.drops_transactions t where t.user_id = p.id)`
   assert.equal(drift.length, 0, JSON.stringify(drift))
   // Two walkers sharing the id range at a bound (until_id inclusive, after_id exclusive) see every user once.
-  const [{ mid, total }] = await sql`select (array_agg(id order by id))[count(*) / 2] as mid, count(*)::int as total from public.profiles`
+  const [{ mid, total }] =
+    await sql`select (array_agg(id order by id))[count(*) / 2] as mid, count(*)::int as total from public.profiles`
   let seenByWalkers = 0
   for (const [start, until] of [[null, mid], [mid, null]]) {
     let cursor: string | null = start
     do {
-      const [r]: any = await sql`select * from public.award_monthly_drops_chunk(${cursor}::uuid, 3, ${until}::uuid)`
+      const [r]: any =
+        await sql`select * from public.award_monthly_drops_chunk(${cursor}::uuid, 3, ${until}::uuid)`
       seenByWalkers += r.awarded + r.skipped
       cursor = r.last_id
     } while (cursor)
@@ -172,14 +190,24 @@ test('award_monthly_drops_chunk: chunks in id order; a run killed halfway and a 
   assert.ok(seenByWalkers >= total, `${seenByWalkers} of ${total}`)
   // Only trusted callers; chunk sizes within bounds.
   assert.equal((await clientAs(users[0].token).rpc('award_monthly_drops_chunk', {})).error?.code, '42501')
-  await assert.rejects(sql`select * from public.award_monthly_drops_chunk(null, 0)`, /chunk_size: must be between 1 and 100000/)
+  await assert.rejects(
+    sql`select * from public.award_monthly_drops_chunk(null, 0)`,
+    /chunk_size: must be between 1 and 100000/,
+  )
 })
 
 test('PostgREST: the ledger is read-only for clients and private to its owner', async () => {
   const a = await createUser()
   const b = await createUser()
   const db = clientAs(a.token)
-  const ins = await db.from('drops_transactions').insert({ user_id: a.id, amount: 1000, type: 'admin_adjustment', description: 'x', reason: 'x', source: 'x' })
+  const ins = await db.from('drops_transactions').insert({
+    user_id: a.id,
+    amount: 1000,
+    type: 'admin_adjustment',
+    description: 'x',
+    reason: 'x',
+    source: 'x',
+  })
   assert.equal(ins.error?.code, '42501')
   const del = await db.from('drops_transactions').delete().eq('user_id', a.id)
   assert.equal(del.error?.code, '42501')
@@ -196,7 +224,11 @@ test('super admins adjust drops through RPC; the balance never goes below zero',
   const admin = await createUser({ superAdmin: true })
   const user = await createUser()
   const db = clientAs(admin.token)
-  const up = await db.rpc('admin_adjust_drops', { target_user_id: user.id, delta: 20, reason: 'support make-good' })
+  const up = await db.rpc('admin_adjust_drops', {
+    target_user_id: user.id,
+    delta: 20,
+    reason: 'support make-good',
+  })
   assert.equal(up.error, null)
   assert.equal(up.data.created_by, admin.id)
   const down = await db.rpc('admin_adjust_drops', { target_user_id: user.id, delta: -71, reason: 'too much' })

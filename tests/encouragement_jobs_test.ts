@@ -49,16 +49,27 @@ const analysis = (summary: string) => ({
 async function giveAnalysis(u: TestUser, summary: string) {
   const a = analysis(summary)
   await sql`insert into public.note_analyses (user_id, analysis_date, summary, mood_trends, topics, patterns, recommendations, insights, entry_count)
-            values (${u.id}, current_date - 1, ${summary}, ${sql.json(a.mood_trends)}, ${sql.json(a.topics)}, ${sql.json(a.patterns)},
+            values (${u.id}, current_date - 1, ${summary}, ${sql.json(a.mood_trends)}, ${
+    sql.json(a.topics)
+  }, ${sql.json(a.patterns)},
                     ${sql.json(a.recommendations)}, ${sql.json(a.insights)}, 3)`
 }
 
 const usage = async (u: TestUser, type: string) =>
-  (await sql`select count(*)::int as n from public.ai_usage where user_id = ${u.id} and usage_type = ${type}`)[0].n
+  (await sql`select count(*)::int as n from public.ai_usage where user_id = ${u.id} and usage_type = ${type}`)[
+    0
+  ].n
 
 test('analyze-notes: refuses a wrong secret; analyses opted-in users with recent entries (7 days, at most 50), once a day', async () => {
-  assertError(await api('/api/chat/cron/analyze-notes', { method: 'POST', headers: { 'x-cron-secret': 'wrong' } }), 401)
-  assertError(await api('/api/chat/cron/analyze-notes', { method: 'POST', headers: dropsCron() }), 401, 'x-cron-secret')
+  assertError(
+    await api('/api/chat/cron/analyze-notes', { method: 'POST', headers: { 'x-cron-secret': 'wrong' } }),
+    401,
+  )
+  assertError(
+    await api('/api/chat/cron/analyze-notes', { method: 'POST', headers: dropsCron() }),
+    401,
+    'x-cron-secret',
+  )
   const marker = aiMarker()
   const [writer, quiet, privateUser] = await Promise.all([createUser(), createUser(), createUser()])
   await optIn(writer)
@@ -86,15 +97,24 @@ test('analyze-notes: refuses a wrong secret; analyses opted-in users with recent
   assert.deepEqual(latest.body.analysis.insights.achievements, ['5k done'])
   assert.equal(latest.body.analysis.analysis_date, new Date().toISOString().slice(0, 10))
   assert.equal(await usage(writer, 'note_analysis'), 1, 'token use recorded')
-  assert.deepEqual((await api('/api/chat/analysis/latest', { token: quiet.token })).body, { analysis: null }, 'no recent entries: skipped')
-  assert.deepEqual((await api('/api/chat/analysis/latest', { token: privateUser.token })).body, { analysis: null }, 'not opted in')
+  assert.deepEqual(
+    (await api('/api/chat/analysis/latest', { token: quiet.token })).body,
+    { analysis: null },
+    'no recent entries: skipped',
+  )
+  assert.deepEqual((await api('/api/chat/analysis/latest', { token: privateUser.token })).body, {
+    analysis: null,
+  }, 'not opted in')
   assert.deepEqual((await api('/api/chat/analysis/latest', { token: quiet.token })).body, { analysis: null })
   assertError(await api('/api/chat/analysis/latest'), 401)
 
   // A second run the same day analyses nobody again.
   await analyze()
   assert.equal((await aiRequests(marker)).length, 1)
-  assert.equal((await sql`select count(*)::int as n from public.note_analyses where user_id = ${writer.id}`)[0].n, 1)
+  assert.equal(
+    (await sql`select count(*)::int as n from public.note_analyses where user_id = ${writer.id}`)[0].n,
+    1,
+  )
 })
 
 test('analyze-notes: a provider failure for one user is reported in results.errors and does not stop the run', async () => {
@@ -112,7 +132,10 @@ test('analyze-notes: a provider failure for one user is reported in results.erro
   const errors: string[] = replies.flatMap((r: any) => r.results.errors)
   assert.ok(errors.some((e) => e.startsWith(failing.id) && /500/.test(e)), JSON.stringify(errors))
   assert.ok(replies.every((r: any) => r.success === true))
-  assert.equal((await api('/api/chat/analysis/latest', { token: fine.token })).body.analysis.summary, `fine ${good}`)
+  assert.equal(
+    (await api('/api/chat/analysis/latest', { token: fine.token })).body.analysis.summary,
+    `fine ${good}`,
+  )
   assert.equal((await api('/api/chat/analysis/latest', { token: failing.token })).body.analysis, null)
   // Not retried the same day (a later run has nothing due for that user).
   const before = (await aiRequests(bad)).length
@@ -154,18 +177,28 @@ test('generate-daily-drops: personalized from the latest analysis, generic witho
   assert.deepEqual((await api('/api/encouragement-drops/received', { token: halfway.token })).body.drops, [])
   assert.equal(await usage(analysed, 'assistant_drop'), 1)
   assert.equal(await usage(plain, 'assistant_drop'), 0, 'the generic message costs nothing')
-  assert.equal((await sql`select count(*)::int as n from public.encouragement_daily_drops where user_id = ${ASSISTANT}`)[0].n, 0,
-    'assistant drops count against no allowance')
+  assert.equal(
+    (await sql`select count(*)::int as n from public.encouragement_daily_drops where user_id = ${ASSISTANT}`)[
+      0
+    ].n,
+    0,
+    'assistant drops count against no allowance',
+  )
 
   // Twice the same day: nothing new (the queue says done; the unique key would refuse anyway).
   await dailyDrops()
-  assert.equal((await sql`select count(*)::int as n from public.encouragement_sent_drops where recipient_id = ${analysed.id}`)[0].n, 1)
+  assert.equal(
+    (await sql`select count(*)::int as n from public.encouragement_sent_drops where recipient_id = ${analysed.id}`)[
+      0
+    ].n,
+    1,
+  )
   assert.equal((await aiRequests(marker)).length, 1)
   const service = await sql`select public.send_assistant_drop(${plain.id}, 'another') as sent`
   assert.equal(service[0].sent, false, 'a second assistant drop the same day is skipped')
 })
 
-test('generate-daily-drops: one user\'s provider failure is reported, the others get theirs; batches of 5, 1 s apart', async () => {
+test("generate-daily-drops: one user's provider failure is reported, the others get theirs; batches of 5, 1 s apart", async () => {
   const bad = aiMarker()
   const marker = aiMarker()
   const failing = await createUser()
@@ -198,7 +231,8 @@ test('claims are bounded chunks: concurrent claims get disjoint users and report
   const users = await Promise.all(Array.from({ length: 5 }, () => createUser()))
   for (const u of users) await optIn(u, true)
   const ids = new Set(users.map((u) => u.id))
-  const claim = () => sql`select public.claim_ai_job_chunk('generate-daily-drops', 2) as r`.then((rows) => rows[0].r)
+  const claim = () =>
+    sql`select public.claim_ai_job_chunk('generate-daily-drops', 2) as r`.then((rows) => rows[0].r)
   const [a, b] = await Promise.all([claim(), claim()])
   const mine = (r: any) => r.users.map((u: any) => u.user_id).filter((id: string) => ids.has(id))
   assert.ok(a.users.length <= 2 && b.users.length <= 2, 'never more than the chunk')
@@ -206,13 +240,21 @@ test('claims are bounded chunks: concurrent claims get disjoint users and report
   assert.equal(new Set(claimed).size, claimed.length, 'no user is claimed twice')
   assert.ok(a.remaining >= 1 && b.remaining >= 1)
   const outsider = await createUser()
-  const { error } = await clientAs(outsider.token).rpc('claim_ai_job_chunk', { job_name: 'generate-daily-drops', chunk_size: 5 })
+  const { error } = await clientAs(outsider.token).rpc('claim_ai_job_chunk', {
+    job_name: 'generate-daily-drops',
+    chunk_size: 5,
+  })
   assert.equal(error?.code, '42501', 'users cannot claim job chunks through PostgREST')
   // Finish what was claimed (as a worker would), then the endpoint drains the rest.
-  for (const r of [a, b]) for (const u of r.users) await sql`select public.send_assistant_drop(${u.user_id}, 'hello')`
+  for (const r of [a, b]) {
+    for (const u of r.users) await sql`select public.send_assistant_drop(${u.user_id}, 'hello')`
+  }
   const replies = await dailyDrops()
   assert.equal(replies[replies.length - 1].results.remaining, 0)
-  const got = await sql`select count(*)::int as n from public.encouragement_sent_drops where is_system and recipient_id in ${sql([...ids])}`
+  const got =
+    await sql`select count(*)::int as n from public.encouragement_sent_drops where is_system and recipient_id in ${
+      sql([...ids])
+    }`
   assert.equal(got[0].n, 5, 'each user got exactly one drop')
 })
 
@@ -222,14 +264,17 @@ test('the pg_cron continuation calls the job through net while users wait unclai
   const path = '/api/encouragement-drops/cron/generate-daily-drops'
   await sql`insert into private.ai_job_queue (job, day, user_id, queued_at)
             values ('generate-daily-drops', (now() at time zone 'UTC')::date, ${waiting.id}, now() - interval '2 minutes')`
-  const [{ called }] = await sql`select private.continue_ai_job('generate-daily-drops', ${path}, 'DROPS_CRON_SECRET') as called`
+  const [{ called }] =
+    await sql`select private.continue_ai_job('generate-daily-drops', ${path}, 'DROPS_CRON_SECRET') as called`
   assert.equal(called, true)
   let drops = 0
   for (let i = 0; i < 100 && drops === 0; i++) {
-    ;[{ n: drops }] = await sql`select count(*)::int as n from public.encouragement_sent_drops where recipient_id = ${waiting.id} and is_system`
+    ;[{ n: drops }] =
+      await sql`select count(*)::int as n from public.encouragement_sent_drops where recipient_id = ${waiting.id} and is_system`
     if (drops === 0) await new Promise((r) => setTimeout(r, 100))
   }
   assert.equal(drops, 1, 'the continuation reached the function, which sent the drop')
-  const [{ again }] = await sql`select private.continue_ai_job('generate-daily-drops', ${path}, 'DROPS_CRON_SECRET') as again`
+  const [{ again }] =
+    await sql`select private.continue_ai_job('generate-daily-drops', ${path}, 'DROPS_CRON_SECRET') as again`
   assert.equal(again, false, 'nothing left: no call')
 })

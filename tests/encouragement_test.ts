@@ -2,13 +2,26 @@
 // concurrency), receiving and reading, templates and configuration for super admins,
 // engagement processing and its bonus, badges, milestones and the leaderboard.
 import { strict as assert } from 'node:assert'
-import { api, assertError, clientAs, createUser, env, postEntry, sql, test, type TestUser } from './_helpers.ts'
+import {
+  api,
+  assertError,
+  clientAs,
+  createUser,
+  env,
+  postEntry,
+  sql,
+  test,
+  type TestUser,
+} from './_helpers.ts'
 
 const P = '/api/encouragement-drops'
 
 async function template(opts: { type?: string; approved?: boolean } = {}) {
-  const [row] = await sql`insert into public.encouragement_templates (type, title, content, is_approved, media_type)
-    values (${opts.type ?? 'encouragement'}, ${'T ' + crypto.randomUUID().slice(0, 6)}, 'You can do it!', ${opts.approved ?? true},
+  const [row] =
+    await sql`insert into public.encouragement_templates (type, title, content, is_approved, media_type)
+    values (${opts.type ?? 'encouragement'}, ${'T ' + crypto.randomUUID().slice(0, 6)}, 'You can do it!', ${
+      opts.approved ?? true
+    },
             ${opts.type === 'media' ? 'image' : null}) returning id`
   return row.id as string
 }
@@ -30,25 +43,50 @@ async function established(user: TestUser) {
   await sql`insert into public.journal_entries (user_id, title, created_at) values (${user.id}, 'a while ago', now() - interval '10 days')`
   return user
 }
-const sentBy = async (u: TestUser) => (await sql`select count(*)::int as n from public.encouragement_sent_drops where sender_id = ${u.id}`)[0].n
+const sentBy = async (u: TestUser) =>
+  (await sql`select count(*)::int as n from public.encouragement_sent_drops where sender_id = ${u.id}`)[0].n
 
 test('config and my-drops: SPEC defaults and an untouched UTC day for a new user; both need a user', async () => {
   const user = await createUser()
   const config = await api(`${P}/config`, { token: user.token })
-  assert.deepEqual(config.body, { daily_allowance: 5, bonus_per_engagement: 2, engagement_window_hours: 24, max_custom_per_day: 3 })
+  assert.deepEqual(config.body, {
+    daily_allowance: 5,
+    bonus_per_engagement: 2,
+    engagement_window_hours: 24,
+    max_custom_per_day: 3,
+  })
   const mine = await api(`${P}/my-drops`, { token: user.token })
   assert.equal(mine.status, 200)
   assert.deepEqual(mine.body, {
-    day: new Date().toISOString().slice(0, 10), daily_allowance: 5, drops_used: 0, bonus_drops_earned: 0, total_available: 5,
-    custom_used: 0, custom_remaining: 3,
+    day: new Date().toISOString().slice(0, 10),
+    daily_allowance: 5,
+    drops_used: 0,
+    bonus_drops_earned: 0,
+    total_available: 5,
+    custom_used: 0,
+    custom_remaining: 3,
   })
-  for (const path of ['config', 'my-drops', 'templates', 'received', 'badge', 'leaderboard', 'badge-definitions', 'badge/milestones']) {
+  for (
+    const path of [
+      'config',
+      'my-drops',
+      'templates',
+      'received',
+      'badge',
+      'leaderboard',
+      'badge-definitions',
+      'badge/milestones',
+    ]
+  ) {
     assertError(await api(`${P}/${path}`), 401)
   }
-  assertError(await api(`${P}/send`, { body: { recipient_id: user.id, drop_type: 'encouragement', content: 'x' } }), 401)
+  assertError(
+    await api(`${P}/send`, { body: { recipient_id: user.id, drop_type: 'encouragement', content: 'x' } }),
+    401,
+  )
 })
 
-test('send: a template drop and a custom drop arrive with the sender\'s name and avatar; unread first-class; read once', async () => {
+test("send: a template drop and a custom drop arrive with the sender's name and avatar; unread first-class; read once", async () => {
   const sender = await createUser()
   const recipient = await createUser()
   await sql`update public.profiles set full_name = 'Sam Sender', avatar_url = 'https://example.test/sam.png' where id = ${sender.id}`
@@ -58,12 +96,25 @@ test('send: a template drop and a custom drop arrive with the sender\'s name and
   assert.equal(a.body.drop.content, 'You can do it!')
   assert.equal(a.body.drop.is_custom, false)
   assert.equal(a.body.drop.read_at, null)
-  const entry = await postEntry(recipient, { title: 'shared', content: 'x', metadata_visibility: 'public', content_visibility: 'public' })
-  const b = await send(sender, { recipient_id: recipient.id, drop_type: 'science_tidbit', content: '  Bees dance.  ', entry_id: entry.id })
+  const entry = await postEntry(recipient, {
+    title: 'shared',
+    content: 'x',
+    metadata_visibility: 'public',
+    content_visibility: 'public',
+  })
+  const b = await send(sender, {
+    recipient_id: recipient.id,
+    drop_type: 'science_tidbit',
+    content: '  Bees dance.  ',
+    entry_id: entry.id,
+  })
   assert.equal(b.status, 201, JSON.stringify(b.body))
   assert.equal(b.body.drop.content, 'Bees dance.')
   assert.equal(b.body.drop.entry_id, entry.id)
-  assert.equal((await sql`select usage_count from public.encouragement_templates where id = ${tpl}`)[0].usage_count, 1)
+  assert.equal(
+    (await sql`select usage_count from public.encouragement_templates where id = ${tpl}`)[0].usage_count,
+    1,
+  )
 
   const mine = await api(`${P}/my-drops`, { token: sender.token })
   assert.equal(mine.body.drops_used, 2)
@@ -88,13 +139,23 @@ test('send: a template drop and a custom drop arrive with the sender\'s name and
   assert.equal(unread.body.unread_count, 1)
   // Others: the sender cannot mark it, a stranger sees nothing.
   assertError(await api(`${P}/received/${b.body.drop.id}/read`, { method: 'POST', token: sender.token }), 404)
-  assertError(await api(`${P}/received/not-a-uuid/read`, { method: 'POST', token: recipient.token }), 400, 'id')
+  assertError(
+    await api(`${P}/received/not-a-uuid/read`, { method: 'POST', token: recipient.token }),
+    400,
+    'id',
+  )
   assert.deepEqual((await api(`${P}/received`, { token: sender.token })).body.drops, [])
   // PostgREST gives the same answers.
-  const { data } = await clientAs(sender.token).from('encouragement_sent_drops').select('id').eq('recipient_id', recipient.id)
+  const { data } = await clientAs(sender.token).from('encouragement_sent_drops').select('id').eq(
+    'recipient_id',
+    recipient.id,
+  )
   assert.equal(data?.length, 2, 'the sender reads what they sent')
   const stranger = await createUser()
-  const { data: none } = await clientAs(stranger.token).from('encouragement_sent_drops').select('id').eq('recipient_id', recipient.id)
+  const { data: none } = await clientAs(stranger.token).from('encouragement_sent_drops').select('id').eq(
+    'recipient_id',
+    recipient.id,
+  )
   assert.deepEqual(none, [])
 })
 
@@ -102,17 +163,25 @@ test('received: pages by cursor, newest first; bad limit or cursor is 400', asyn
   const recipient = await createUser()
   const senders = await Promise.all([1, 2, 3].map(() => createUser()))
   for (const s of senders) {
-    for (let i = 0; i < 2; i++) assert.equal((await send(s, { recipient_id: recipient.id, drop_type: 'encouragement', content: `m${i}` })).status, 201)
+    for (let i = 0; i < 2; i++) {
+      assert.equal(
+        (await send(s, { recipient_id: recipient.id, drop_type: 'encouragement', content: `m${i}` })).status,
+        201,
+      )
+    }
   }
   const seen: string[] = []
   let cursor: string | null = null
   do {
-    const res: any = await api(`${P}/received?limit=4${cursor ? `&before=${cursor}` : ''}`, { token: recipient.token })
+    const res: any = await api(`${P}/received?limit=4${cursor ? `&before=${cursor}` : ''}`, {
+      token: recipient.token,
+    })
     assert.equal(res.status, 200)
     seen.push(...res.body.drops.map((d: any) => d.id))
     cursor = res.body.next_cursor
   } while (cursor)
-  const all = await sql`select id from public.encouragement_sent_drops where recipient_id = ${recipient.id} order by date_sent desc, id desc`
+  const all =
+    await sql`select id from public.encouragement_sent_drops where recipient_id = ${recipient.id} order by date_sent desc, id desc`
   assert.deepEqual(seen, all.map((r) => r.id))
   assertError(await api(`${P}/received?limit=0`, { token: recipient.token }), 400, 'limit')
   assertError(await api(`${P}/received?before=garbage`, { token: recipient.token }), 400, 'before')
@@ -128,28 +197,32 @@ test('send: bad input is 400 naming the field, unknown targets 404; nothing is w
   const tidbit = await template({ type: 'science_tidbit' })
   const privateEntry = await postEntry(recipient, { title: 'mine only', content: 'secret' })
   const base = { recipient_id: recipient.id, drop_type: 'encouragement' }
-  for (const [body, field] of [
-    [{ drop_type: 'encouragement', content: 'x' }, 'recipient_id'],
-    [{ ...base, recipient_id: 'nope', content: 'x' }, 'recipient_id'],
-    [{ ...base, drop_type: 'gift', content: 'x' }, 'drop_type'],
-    [{ ...base }, 'template_id'],
-    [{ ...base, content: 'x', template_id: tidbit }, 'template_id'],
-    [{ ...base, content: '   ' }, 'content'],
-    [{ ...base, content: 'x'.repeat(1001) }, 'content'],
-    [{ ...base, content: 'x', entry_id: 'nope' }, 'entry_id'],
-    [{ ...base, content: 'x', sender_id: recipient.id }, 'sender_id'],
-    [{ ...base, recipient_id: sender.id, content: 'x' }, 'recipient_id'],
-  ] as const) {
+  for (
+    const [body, field] of [
+      [{ drop_type: 'encouragement', content: 'x' }, 'recipient_id'],
+      [{ ...base, recipient_id: 'nope', content: 'x' }, 'recipient_id'],
+      [{ ...base, drop_type: 'gift', content: 'x' }, 'drop_type'],
+      [{ ...base }, 'template_id'],
+      [{ ...base, content: 'x', template_id: tidbit }, 'template_id'],
+      [{ ...base, content: '   ' }, 'content'],
+      [{ ...base, content: 'x'.repeat(1001) }, 'content'],
+      [{ ...base, content: 'x', entry_id: 'nope' }, 'entry_id'],
+      [{ ...base, content: 'x', sender_id: recipient.id }, 'sender_id'],
+      [{ ...base, recipient_id: sender.id, content: 'x' }, 'recipient_id'],
+    ] as const
+  ) {
     assertError(await send(sender, body), 400, field)
   }
   assertError(await api(`${P}/send`, { token: sender.token, rawBody: '{oops' }), 400)
-  for (const [body, mention] of [
-    [{ ...base, recipient_id: crypto.randomUUID(), content: 'x' }, 'recipient_id'],
-    [{ ...base, recipient_id: inactive.id, content: 'x' }, 'recipient_id'],
-    [{ ...base, template_id: unapproved }, 'template_id'],
-    [{ ...base, template_id: tidbit }, 'template_id'],
-    [{ ...base, content: 'x', entry_id: privateEntry.id }, 'entry_id'],
-  ] as const) {
+  for (
+    const [body, mention] of [
+      [{ ...base, recipient_id: crypto.randomUUID(), content: 'x' }, 'recipient_id'],
+      [{ ...base, recipient_id: inactive.id, content: 'x' }, 'recipient_id'],
+      [{ ...base, template_id: unapproved }, 'template_id'],
+      [{ ...base, template_id: tidbit }, 'template_id'],
+      [{ ...base, content: 'x', entry_id: privateEntry.id }, 'entry_id'],
+    ] as const
+  ) {
     assertError(await send(sender, body), 404, mention)
   }
   assert.equal(await sentBy(sender), 0)
@@ -160,8 +233,13 @@ test('send: the allowance holds under concurrency (12 at once: 5 sent, 7 refused
   const sender = await createUser()
   const recipients = await Promise.all([1, 2, 3].map(() => createUser()))
   const tpl = await template()
-  const replies = await Promise.all(Array.from({ length: 12 }, (_, i) =>
-    send(sender, { recipient_id: recipients[i % 3].id, drop_type: 'encouragement', template_id: tpl })))
+  const replies = await Promise.all(
+    Array.from(
+      { length: 12 },
+      (_, i) =>
+        send(sender, { recipient_id: recipients[i % 3].id, drop_type: 'encouragement', template_id: tpl }),
+    ),
+  )
   assert.equal(replies.filter((r) => r.status === 201).length, 5)
   const refused = replies.filter((r) => r.status !== 201)
   assert.equal(refused.length, 7)
@@ -173,14 +251,25 @@ test('send: the allowance holds under concurrency (12 at once: 5 sent, 7 refused
 
   // Custom drops: the fourth in a day is refused even with allowance left; concurrently too.
   const writer = await createUser()
-  const customs = await Promise.all(Array.from({ length: 6 }, (_, i) =>
-    send(writer, { recipient_id: recipients[0].id, drop_type: 'encouragement', content: `note ${i}` })))
+  const customs = await Promise.all(
+    Array.from(
+      { length: 6 },
+      (_, i) =>
+        send(writer, { recipient_id: recipients[0].id, drop_type: 'encouragement', content: `note ${i}` }),
+    ),
+  )
   assert.equal(customs.filter((r) => r.status === 201).length, 3)
   for (const r of customs.filter((r) => r.status !== 201)) assertError(r, 429, 'Custom drop limit reached')
-  assert.equal((await send(writer, { recipient_id: recipients[0].id, drop_type: 'encouragement', template_id: tpl })).status, 201,
-    'a template drop still goes out')
+  assert.equal(
+    (await send(writer, { recipient_id: recipients[0].id, drop_type: 'encouragement', template_id: tpl }))
+      .status,
+    201,
+    'a template drop still goes out',
+  )
   assert.deepEqual(
-    (await sql`select drops_used, custom_used from public.encouragement_daily_drops where user_id = ${writer.id}`)[0],
+    (await sql`select drops_used, custom_used from public.encouragement_daily_drops where user_id = ${writer.id}`)[
+      0
+    ],
     { drops_used: 4, custom_used: 3 },
   )
 })
@@ -190,17 +279,30 @@ test('templates: users see approved ones (optionally one type); super admins man
   const admin = await createUser({ superAdmin: true })
   const created = await api(`${P}/admin/templates`, {
     token: admin.token,
-    body: { type: 'media', title: 'Sunrise', content: 'https://example.test/sunrise.mp4', media_type: 'video', thumbnail_url: 'https://example.test/t.png' },
+    body: {
+      type: 'media',
+      title: 'Sunrise',
+      content: 'https://example.test/sunrise.mp4',
+      media_type: 'video',
+      thumbnail_url: 'https://example.test/t.png',
+    },
   })
   assert.equal(created.status, 201, JSON.stringify(created.body))
   const id = created.body.template.id
   assert.equal(created.body.template.is_approved, false)
   assert.equal(created.body.template.usage_count, 0)
-  const visible = async () => (await api(`${P}/templates?type=media&limit=100`, { token: user.token })).body.templates.map((t: any) => t.id)
+  const visible = async () =>
+    (await api(`${P}/templates?type=media&limit=100`, { token: user.token })).body.templates.map((t: any) =>
+      t.id
+    )
   assert.ok(!(await visible()).includes(id), 'unapproved: not shown to users')
   const all = await api(`${P}/admin/templates?approved=false&limit=100`, { token: admin.token })
   assert.ok(all.body.templates.some((t: any) => t.id === id))
-  const approved = await api(`${P}/admin/templates/${id}`, { method: 'PUT', token: admin.token, body: { is_approved: true } })
+  const approved = await api(`${P}/admin/templates/${id}`, {
+    method: 'PUT',
+    token: admin.token,
+    body: { is_approved: true },
+  })
   assert.equal(approved.status, 200)
   assert.equal(approved.body.template.is_approved, true)
   assert.ok((await visible()).includes(id), 'approved: shown')
@@ -208,27 +310,54 @@ test('templates: users see approved ones (optionally one type); super admins man
   assert.ok(others.body.templates.every((t: any) => t.type === 'encouragement' && t.is_approved))
   assertError(await api(`${P}/templates?type=poem`, { token: user.token }), 400, 'type')
 
-  for (const [body, field] of [
-    [{ type: 'media', title: 'x', content: 'y' }, 'media_type'],
-    [{ type: 'encouragement', title: 'x', content: 'y', media_type: 'image' }, 'media_type'],
-    [{ type: 'encouragement', title: '', content: 'y' }, 'title'],
-    [{ type: 'encouragement', title: 'x', content: 'y', thumbnail_url: 'javascript:alert(1)' }, 'thumbnail_url'],
-    [{ type: 'encouragement', title: 'x', content: 'y', usage_count: 99 }, 'usage_count'],
-  ] as const) {
+  for (
+    const [body, field] of [
+      [{ type: 'media', title: 'x', content: 'y' }, 'media_type'],
+      [{ type: 'encouragement', title: 'x', content: 'y', media_type: 'image' }, 'media_type'],
+      [{ type: 'encouragement', title: '', content: 'y' }, 'title'],
+      [
+        { type: 'encouragement', title: 'x', content: 'y', thumbnail_url: 'javascript:alert(1)' },
+        'thumbnail_url',
+      ],
+      [{ type: 'encouragement', title: 'x', content: 'y', usage_count: 99 }, 'usage_count'],
+    ] as const
+  ) {
     assertError(await api(`${P}/admin/templates`, { token: admin.token, body }), 400, field)
   }
   assertError(await api(`${P}/admin/templates/${id}`, { method: 'PUT', token: admin.token, body: {} }), 400)
-  assertError(await api(`${P}/admin/templates/${crypto.randomUUID()}`, { method: 'PUT', token: admin.token, body: { title: 'x' } }), 404)
+  assertError(
+    await api(`${P}/admin/templates/${crypto.randomUUID()}`, {
+      method: 'PUT',
+      token: admin.token,
+      body: { title: 'x' },
+    }),
+    404,
+  )
 
   assertError(await api(`${P}/admin/templates`, { token: user.token }), 403)
-  assertError(await api(`${P}/admin/templates`, { token: user.token, body: { type: 'encouragement', title: 'x', content: 'y' } }), 403)
-  assertError(await api(`${P}/admin/templates/${id}`, { method: 'PUT', token: user.token, body: { title: 'mine' } }), 403)
+  assertError(
+    await api(`${P}/admin/templates`, {
+      token: user.token,
+      body: { type: 'encouragement', title: 'x', content: 'y' },
+    }),
+    403,
+  )
+  assertError(
+    await api(`${P}/admin/templates/${id}`, { method: 'PUT', token: user.token, body: { title: 'mine' } }),
+    403,
+  )
   assertError(await api(`${P}/admin/templates/${id}`, { method: 'DELETE', token: user.token }), 403)
   assertError(await api(`${P}/admin/templates`), 401)
   // Directly through PostgREST a user cannot write either.
-  const direct = await clientAs(user.token).from('encouragement_templates').update({ title: 'mine' }).eq('id', id).select()
+  const direct = await clientAs(user.token).from('encouragement_templates').update({ title: 'mine' }).eq(
+    'id',
+    id,
+  ).select()
   assert.ok(direct.error || direct.data?.length === 0, 'PostgREST updates nothing for a user')
-  assert.equal((await sql`select title from public.encouragement_templates where id = ${id}`)[0].title, 'Sunrise')
+  assert.equal(
+    (await sql`select title from public.encouragement_templates where id = ${id}`)[0].title,
+    'Sunrise',
+  )
 
   const deleted = await api(`${P}/admin/templates/${id}`, { method: 'DELETE', token: admin.token })
   assert.equal(deleted.status, 200)
@@ -238,24 +367,35 @@ test('templates: users see approved ones (optionally one type); super admins man
 test('admin config: super admins read and change bounded values, each change recorded with who; others 403', async () => {
   const admin = await createUser({ superAdmin: true })
   const user = await createUser()
-  for (const [body, field] of [
-    [{ daily_allowance: 0 }, 'daily_allowance'],
-    [{ daily_allowance: 101 }, 'daily_allowance'],
-    [{ engagement_window_hours: 169 }, 'engagement_window_hours'],
-    [{ bonus_per_engagement: 1.5 }, 'bonus_per_engagement'],
-    [{ max_custom_per_day: '3' }, 'max_custom_per_day'],
-    [{ colour: 1 }, 'colour'],
-  ] as const) {
+  for (
+    const [body, field] of [
+      [{ daily_allowance: 0 }, 'daily_allowance'],
+      [{ daily_allowance: 101 }, 'daily_allowance'],
+      [{ engagement_window_hours: 169 }, 'engagement_window_hours'],
+      [{ bonus_per_engagement: 1.5 }, 'bonus_per_engagement'],
+      [{ max_custom_per_day: '3' }, 'max_custom_per_day'],
+      [{ colour: 1 }, 'colour'],
+    ] as const
+  ) {
     assertError(await api(`${P}/admin/config`, { method: 'PUT', token: admin.token, body }), 400, field)
   }
   assertError(await api(`${P}/admin/config`, { method: 'PUT', token: admin.token, body: {} }), 400)
-  assertError(await api(`${P}/admin/config`, { method: 'PUT', token: user.token, body: { daily_allowance: 50 } }), 403)
+  assertError(
+    await api(`${P}/admin/config`, { method: 'PUT', token: user.token, body: { daily_allowance: 50 } }),
+    403,
+  )
   assertError(await api(`${P}/admin/config`, { token: user.token }), 403)
-  const { error } = await clientAs(user.token).rpc('update_encouragement_config', { patch: { daily_allowance: 50 } })
+  const { error } = await clientAs(user.token).rpc('update_encouragement_config', {
+    patch: { daily_allowance: 50 },
+  })
   assert.equal(error?.code, '42501')
 
   try {
-    const changed = await api(`${P}/admin/config`, { method: 'PUT', token: admin.token, body: { daily_allowance: 8 } })
+    const changed = await api(`${P}/admin/config`, {
+      method: 'PUT',
+      token: admin.token,
+      body: { daily_allowance: 8 },
+    })
     assert.equal(changed.status, 200, JSON.stringify(changed.body))
     assert.equal(changed.body.daily_allowance, 8)
     assert.equal(changed.body.bonus_per_engagement, 2)
@@ -266,29 +406,45 @@ test('admin config: super admins read and change bounded values, each change rec
     assert.equal(read.body.changes[0].old_values.daily_allowance, 5)
     assert.equal(read.body.changes[0].new_values.daily_allowance, 8)
     const fresh = await createUser()
-    assert.equal((await api(`${P}/my-drops`, { token: fresh.token })).body.daily_allowance, 8, 'a new day\'s record takes the new allowance')
+    assert.equal(
+      (await api(`${P}/my-drops`, { token: fresh.token })).body.daily_allowance,
+      8,
+      "a new day's record takes the new allowance",
+    )
   } finally {
     await sql`select public.update_encouragement_config('{"daily_allowance": 5}')`
   }
 })
 
-test('engagement: a recipient\'s entry within the window pays the sender the bonus once (capacity and badge); cron secret rules', async () => {
+test("engagement: a recipient's entry within the window pays the sender the bonus once (capacity and badge); cron secret rules", async () => {
   const admin = await createUser({ superAdmin: true })
   const sender = await createUser()
   const recipient = await established(await createUser())
-  const drop = await send(sender, { recipient_id: recipient.id, drop_type: 'encouragement', content: 'you got this' })
-  const second = await send(sender, { recipient_id: recipient.id, drop_type: 'encouragement', content: 'and again' })
+  const drop = await send(sender, {
+    recipient_id: recipient.id,
+    drop_type: 'encouragement',
+    content: 'you got this',
+  })
+  const second = await send(sender, {
+    recipient_id: recipient.id,
+    drop_type: 'encouragement',
+    content: 'and again',
+  })
   await sql`update public.encouragement_sent_drops set date_sent = now() - interval '1 hour' where id in (${drop.body.drop.id}, ${second.body.drop.id})`
   await postEntry(recipient, { title: 'I wrote!', content: 'thanks', mood: 'grateful' })
 
   assertError(await api(`${P}/admin/process-engagement`, { method: 'POST', token: sender.token }), 403)
-  assertError(await api(`${P}/cron/process-engagement`, { method: 'POST', headers: { 'x-cron-secret': 'wrong' } }), 401)
+  assertError(
+    await api(`${P}/cron/process-engagement`, { method: 'POST', headers: { 'x-cron-secret': 'wrong' } }),
+    401,
+  )
   assertError(await api(`${P}/cron/process-engagement`, { method: 'POST' }), 401)
 
   const run = await api(`${P}/admin/process-engagement`, { method: 'POST', token: admin.token })
   assert.equal(run.status, 200, JSON.stringify(run.body))
   assert.ok(run.body.judged >= 2 && run.body.bonuses_awarded >= 1)
-  const rows = await sql`select id, engagement_checked, bonus_drops_awarded from public.encouragement_sent_drops where sender_id = ${sender.id} order by date_sent, id`
+  const rows =
+    await sql`select id, engagement_checked, bonus_drops_awarded from public.encouragement_sent_drops where sender_id = ${sender.id} order by date_sent, id`
   assert.ok(rows.every((r) => r.engagement_checked))
   assert.deepEqual(rows.map((r) => r.bonus_drops_awarded).sort(), [0, 2], 'one bonus for the pair that day')
   const mine = await api(`${P}/my-drops`, { token: sender.token })
@@ -300,28 +456,49 @@ test('engagement: a recipient\'s entry within the window pays the sender the bon
   assert.equal(badge.body.badge.bonus_earned, 2)
 
   for (const secret of [env('DROPS_CRON_SECRET'), env('CHAT_CRON_SECRET')]) {
-    const again = await api(`${P}/cron/process-engagement`, { method: 'POST', headers: { 'x-cron-secret': secret } })
+    const again = await api(`${P}/cron/process-engagement`, {
+      method: 'POST',
+      headers: { 'x-cron-secret': secret },
+    })
     assert.equal(again.status, 200, JSON.stringify(again.body))
   }
-  assert.equal((await api(`${P}/my-drops`, { token: sender.token })).body.bonus_drops_earned, 2, 'never paid twice')
+  assert.equal(
+    (await api(`${P}/my-drops`, { token: sender.token })).body.bonus_drops_earned,
+    2,
+    'never paid twice',
+  )
   // Concurrent runs pay nothing more either.
-  const third = await send(sender, { recipient_id: (await established(await createUser())).id, drop_type: 'encouragement', content: 'new pair' })
+  const third = await send(sender, {
+    recipient_id: (await established(await createUser())).id,
+    drop_type: 'encouragement',
+    content: 'new pair',
+  })
   await sql`update public.encouragement_sent_drops set date_sent = now() - interval '1 hour' where id = ${third.body.drop.id}`
-  const other = (await sql`select recipient_id from public.encouragement_sent_drops where id = ${third.body.drop.id}`)[0].recipient_id
+  const other =
+    (await sql`select recipient_id from public.encouragement_sent_drops where id = ${third.body.drop.id}`)[0]
+      .recipient_id
   await sql`insert into public.journal_entries (user_id, title) values (${other}, 'engaged')`
-  await Promise.all([1, 2, 3].map(() => api(`${P}/admin/process-engagement`, { method: 'POST', token: admin.token })))
+  await Promise.all(
+    [1, 2, 3].map(() => api(`${P}/admin/process-engagement`, { method: 'POST', token: admin.token })),
+  )
   // One more run after them: the hourly pg_cron run may have held the drop (skip locked) with a
   // snapshot older than the entry, leaving it for the next run; paid once either way.
   await api(`${P}/admin/process-engagement`, { method: 'POST', token: admin.token })
   assert.equal((await api(`${P}/my-drops`, { token: sender.token })).body.bonus_drops_earned, 4)
-  assert.equal((await sql`select count(*)::int as n from public.drops_transactions where user_id = ${sender.id}`)[0].n, 1, 'the drops ledger is untouched')
+  assert.equal(
+    (await sql`select count(*)::int as n from public.drops_transactions where user_id = ${sender.id}`)[0].n,
+    1,
+    'the drops ledger is untouched',
+  )
 })
 
 test('engagement needs a baseline: five fresh accounts writing one entry after a drop farm nothing; a genuine return is still rewarded', async () => {
   const admin = await createUser({ superAdmin: true })
   const farmer = await createUser()
   const friend = await createUser()
-  const puppets = await Promise.all([1, 2, 3, 4, 5].map(async () => accountAge(await createUser(), '2 hours')))
+  const puppets = await Promise.all(
+    [1, 2, 3, 4, 5].map(async () => accountAge(await createUser(), '2 hours')),
+  )
   const returning = await established(await createUser())
   const tpl = await template()
   const drops: string[] = []
@@ -330,29 +507,51 @@ test('engagement needs a baseline: five fresh accounts writing one entry after a
     assert.equal(res.status, 201, JSON.stringify(res.body))
     drops.push(res.body.drop.id)
   }
-  await sql`update public.encouragement_sent_drops set date_sent = now() - interval '1 hour' where id in ${sql(drops)}`
-  for (const r of [...puppets, returning]) await postEntry(r, { title: 'I wrote!', content: 'after the drop' })
+  await sql`update public.encouragement_sent_drops set date_sent = now() - interval '1 hour' where id in ${
+    sql(drops)
+  }`
+  for (const r of [...puppets, returning]) {
+    await postEntry(r, { title: 'I wrote!', content: 'after the drop' })
+  }
 
   const run = await api(`${P}/admin/process-engagement`, { method: 'POST', token: admin.token })
   assert.equal(run.status, 200, JSON.stringify(run.body))
-  const farmed = await sql`select engaged_at, bonus_drops_awarded from public.encouragement_sent_drops where sender_id = ${farmer.id}`
+  const farmed =
+    await sql`select engaged_at, bonus_drops_awarded from public.encouragement_sent_drops where sender_id = ${farmer.id}`
   assert.equal(farmed.length, 5)
-  assert.deepEqual(farmed.map((r) => [r.engaged_at, r.bonus_drops_awarded]), Array(5).fill([null, 0]), 'fresh accounts earn the farmer nothing')
+  assert.deepEqual(
+    farmed.map((r) => [r.engaged_at, r.bonus_drops_awarded]),
+    Array(5).fill([null, 0]),
+    'fresh accounts earn the farmer nothing',
+  )
   assert.equal((await api(`${P}/my-drops`, { token: farmer.token })).body.bonus_drops_earned, 0)
   const farmerBadge = (await api(`${P}/badge`, { token: farmer.token })).body.badge
-  assert.deepEqual([farmerBadge.engagement_increases, farmerBadge.success_rate, farmerBadge.bonus_earned], [0, 0, 0])
+  assert.deepEqual([farmerBadge.engagement_increases, farmerBadge.success_rate, farmerBadge.bonus_earned], [
+    0,
+    0,
+    0,
+  ])
 
-  assert.equal((await api(`${P}/my-drops`, { token: friend.token })).body.bonus_drops_earned, 2, 'an established recipient who wrote again earns the bonus')
+  assert.equal(
+    (await api(`${P}/my-drops`, { token: friend.token })).body.bonus_drops_earned,
+    2,
+    'an established recipient who wrote again earns the bonus',
+  )
   const friendBadge = (await api(`${P}/badge`, { token: friend.token })).body.badge
   assert.deepEqual([friendBadge.engagement_increases, friendBadge.success_rate], [1, 100])
   // PostgREST shows each sender the same judgement.
-  const { data } = await clientAs(farmer.token).from('encouragement_sent_drops').select('id').gt('bonus_drops_awarded', 0)
+  const { data } = await clientAs(farmer.token).from('encouragement_sent_drops').select('id').gt(
+    'bonus_drops_awarded',
+    0,
+  )
   assert.deepEqual(data, [])
-  const { data: ok } = await clientAs(friend.token).from('encouragement_sent_drops').select('recipient_id, bonus_drops_awarded')
+  const { data: ok } = await clientAs(friend.token).from('encouragement_sent_drops').select(
+    'recipient_id, bonus_drops_awarded',
+  )
   assert.deepEqual(ok, [{ recipient_id: returning.id, bonus_drops_awarded: 2 }])
 })
 
-test('engagement is judged against the baseline frozen when the drop was sent: deleting one\'s history later does not lower it', async () => {
+test("engagement is judged against the baseline frozen when the drop was sent: deleting one's history later does not lower it", async () => {
   const admin = await createUser({ superAdmin: true })
   const sender = await createUser()
   // A regular: an old account that wrote once a day all week (a baseline of 7 in 7 days, so one
@@ -362,16 +561,25 @@ test('engagement is judged against the baseline frozen when the drop was sent: d
             select ${regular.id}, 'daily ' || d, now() - make_interval(days => d) + interval '2 hours' from generate_series(1, 7) d`
   const drop = await send(sender, { recipient_id: regular.id, drop_type: 'encouragement', content: 'go on' })
   assert.equal(drop.status, 201, JSON.stringify(drop.body))
-  assert.equal('baseline_activity' in drop.body.drop, false, 'the sender is not shown the recipient\'s activity')
+  assert.equal(
+    'baseline_activity' in drop.body.drop,
+    false,
+    "the sender is not shown the recipient's activity",
+  )
   await sql`update public.encouragement_sent_drops set date_sent = now() - interval '30 minutes' where id = ${drop.body.drop.id}`
   await postEntry(regular, { title: 'one after the drop', content: 'x' })
   // The recipient deletes their week (PostgREST), which would have made one entry "more than usual".
-  const wiped = await clientAs(regular.token).from('journal_entries').delete().like('title', 'daily %').select('id')
+  const wiped = await clientAs(regular.token).from('journal_entries').delete().like('title', 'daily %')
+    .select('id')
   assert.equal(wiped.data?.length, 7, JSON.stringify(wiped))
 
   const judged = async () => {
-    assert.equal((await api(`${P}/admin/process-engagement`, { method: 'POST', token: admin.token })).status, 200)
-    const [row] = await sql`select engaged_at, bonus_drops_awarded from public.encouragement_sent_drops where id = ${drop.body.drop.id}`
+    assert.equal(
+      (await api(`${P}/admin/process-engagement`, { method: 'POST', token: admin.token })).status,
+      200,
+    )
+    const [row] =
+      await sql`select engaged_at, bonus_drops_awarded from public.encouragement_sent_drops where id = ${drop.body.drop.id}`
     return [row.engaged_at !== null, row.bonus_drops_awarded]
   }
   assert.deepEqual(await judged(), [false, 0], 'one entry is still their usual pace')
@@ -380,21 +588,30 @@ test('engagement is judged against the baseline frozen when the drop was sent: d
   // Nobody but the job's functions reads or writes the frozen baseline.
   for (const token of [sender.token, regular.token]) {
     const res = await fetch(`${env('SUPABASE_URL')}/rest/v1/encouragement_drop_baselines`, {
-      headers: { apikey: env('SUPABASE_ANON_KEY'), authorization: `Bearer ${token}`, 'accept-profile': 'private' },
+      headers: {
+        apikey: env('SUPABASE_ANON_KEY'),
+        authorization: `Bearer ${token}`,
+        'accept-profile': 'private',
+      },
     })
     assert.ok(res.status >= 400, `private schema over PostgREST: ${res.status}`)
     await res.body?.cancel()
   }
 })
 
-test('badges: own, another user\'s, bulk (at most 100), recalculation, milestones, definitions; bad input', async () => {
+test("badges: own, another user's, bulk (at most 100), recalculation, milestones, definitions; bad input", async () => {
   const a = await createUser()
   const b = await createUser()
   await sql`update public.profiles set full_name = 'Bea' where id = ${b.id}`
   const fresh = await api(`${P}/badge`, { token: a.token })
   assert.equal(fresh.status, 200)
   assert.deepEqual(
-    { level: fresh.body.badge.level, name: fresh.body.badge.name, total_sent: fresh.body.badge.total_sent, next: fresh.body.badge.next_level_name },
+    {
+      level: fresh.body.badge.level,
+      name: fresh.body.badge.name,
+      total_sent: fresh.body.badge.total_sent,
+      next: fresh.body.badge.next_level_name,
+    },
     { level: 1, name: 'Seedling', total_sent: 0, next: 'Sprout' },
   )
   assert.equal((await send(a, { recipient_id: b.id, drop_type: 'encouragement', content: 'hi' })).status, 201)
@@ -405,12 +622,22 @@ test('badges: own, another user\'s, bulk (at most 100), recalculation, milestone
   assertError(await api(`${P}/badge/${crypto.randomUUID()}`, { token: b.token }), 404)
   assertError(await api(`${P}/badge/nope`, { token: b.token }), 400, 'userId')
 
-  const bulk = await api(`${P}/badges/bulk`, { token: a.token, body: { user_ids: [a.id, b.id, crypto.randomUUID()] } })
+  const bulk = await api(`${P}/badges/bulk`, {
+    token: a.token,
+    body: { user_ids: [a.id, b.id, crypto.randomUUID()] },
+  })
   assert.equal(bulk.status, 200)
   assert.deepEqual(bulk.body.badges.map((x: any) => x.user_id).sort(), [a.id, b.id].sort())
   assert.equal(bulk.body.badges.find((x: any) => x.user_id === b.id).full_name, 'Bea')
   assertError(await api(`${P}/badges/bulk`, { token: a.token, body: { user_ids: [] } }), 400, 'user_ids')
-  assertError(await api(`${P}/badges/bulk`, { token: a.token, body: { user_ids: Array.from({ length: 101 }, () => crypto.randomUUID()) } }), 400, 'user_ids')
+  assertError(
+    await api(`${P}/badges/bulk`, {
+      token: a.token,
+      body: { user_ids: Array.from({ length: 101 }, () => crypto.randomUUID()) },
+    }),
+    400,
+    'user_ids',
+  )
   assertError(await api(`${P}/badges/bulk`, { token: a.token, body: { user_ids: ['x'] } }), 400, 'user_ids.0')
 
   // Six successful drops (written directly) and a recalculation: Sprout, with a milestone.
@@ -425,12 +652,27 @@ test('badges: own, another user\'s, bulk (at most 100), recalculation, milestone
   const milestones = await api(`${P}/badge/milestones`, { token: a.token })
   assert.deepEqual(milestones.body.milestones.map((m: any) => m.level), [2, 1])
   assert.equal(milestones.body.milestones[0].stats.engagement_increases, 6)
-  assert.deepEqual((await api(`${P}/badge/milestones`, { token: b.token })).body.milestones, [], 'only the caller\'s own')
-  const { data } = await clientAs(b.token).from('encouragement_badge_milestones').select('level').eq('user_id', a.id)
+  assert.deepEqual(
+    (await api(`${P}/badge/milestones`, { token: b.token })).body.milestones,
+    [],
+    "only the caller's own",
+  )
+  const { data } = await clientAs(b.token).from('encouragement_badge_milestones').select('level').eq(
+    'user_id',
+    a.id,
+  )
   assert.equal(data?.length, 2, 'milestones are visible to every signed-in user')
 
   const defs = await api(`${P}/badge-definitions`, { token: a.token })
-  assert.deepEqual(defs.body.definitions.map((d: any) => d.min_successful_drops), [0, 6, 21, 51, 151, 501, 1501])
+  assert.deepEqual(defs.body.definitions.map((d: any) => d.min_successful_drops), [
+    0,
+    6,
+    21,
+    51,
+    151,
+    501,
+    1501,
+  ])
   assert.equal(defs.body.definitions[6].name, 'Hive Legend')
 })
 

@@ -2,7 +2,16 @@
 import { strict as assert } from 'node:assert'
 import { api, assertError, badTokensFor, clientAs, createUser, sql, test, type TestUser } from './_helpers.ts'
 
-const GOAL_FIELDS = ['created_at', 'description', 'id', 'status', 'target_date', 'title', 'updated_at', 'user_id']
+const GOAL_FIELDS = [
+  'created_at',
+  'description',
+  'id',
+  'status',
+  'target_date',
+  'title',
+  'updated_at',
+  'user_id',
+]
 const CHECK_IN_FIELDS = ['created_at', 'goal_id', 'id', 'notes', 'status', 'user_id']
 
 async function newGoal(u: TestUser, body: Record<string, unknown> = { title: 'Run a 10k' }) {
@@ -10,19 +19,26 @@ async function newGoal(u: TestUser, body: Record<string, unknown> = { title: 'Ru
   assert.equal(res.status, 201, JSON.stringify(res.body))
   return res.body
 }
-const goalCount = async (u: TestUser) => (await sql`select count(*)::int as n from public.goals where user_id = ${u.id}`)[0].n
-const checkInCount = async (goalId: string) => (await sql`select count(*)::int as n from public.goal_check_ins where goal_id = ${goalId}`)[0].n
+const goalCount = async (u: TestUser) =>
+  (await sql`select count(*)::int as n from public.goals where user_id = ${u.id}`)[0].n
+const checkInCount = async (goalId: string) =>
+  (await sql`select count(*)::int as n from public.goal_check_ins where goal_id = ${goalId}`)[0].n
 
 test('POST /api/goals: 201 goal; status defaults to active; target_date is a YYYY-MM-DD date', async () => {
   const u = await createUser()
-  const g = await newGoal(u, { title: '  Read 12 books ', description: 'One a month', target_date: '2026-12-31' })
+  const g = await newGoal(u, {
+    title: '  Read 12 books ',
+    description: 'One a month',
+    target_date: '2026-12-31',
+  })
   assert.deepEqual(Object.keys(g).sort(), GOAL_FIELDS)
   assert.equal(g.user_id, u.id)
   assert.equal(g.title, 'Read 12 books')
   assert.equal(g.description, 'One a month')
   assert.equal(g.target_date, '2026-12-31')
   assert.equal(g.status, 'active')
-  const [row] = await sql`select status, to_char(target_date, 'YYYY-MM-DD') as target_date from public.goals where id = ${g.id}`
+  const [row] =
+    await sql`select status, to_char(target_date, 'YYYY-MM-DD') as target_date from public.goals where id = ${g.id}`
   assert.deepEqual({ ...row }, { status: 'active', target_date: '2026-12-31' })
 
   const bare = await newGoal(u, { title: 'Just a title' })
@@ -95,11 +111,13 @@ test('goal endpoints: anonymous and bad tokens are 401 and change nothing', asyn
   assert.equal(row.title, 'Run a 10k')
 })
 
-test('GET /api/goals: the caller\'s goals only, newest first, paginated and filterable by status', async () => {
+test("GET /api/goals: the caller's goals only, newest first, paginated and filterable by status", async () => {
   const u = await createUser()
   const other = await createUser()
   const made: string[] = []
-  for (let i = 0; i < 5; i++) made.push((await newGoal(u, { title: `goal ${i}`, status: i % 2 ? 'done' : 'active' })).id)
+  for (let i = 0; i < 5; i++) {
+    made.push((await newGoal(u, { title: `goal ${i}`, status: i % 2 ? 'done' : 'active' })).id)
+  }
   await newGoal(other, { title: 'not yours' })
   const all = await api('/api/goals', { token: u.token })
   assert.equal(all.status, 200)
@@ -113,7 +131,9 @@ test('GET /api/goals: the caller\'s goals only, newest first, paginated and filt
   let cursor: string | null = null
   let pages = 0
   do {
-    const res: any = await api(`/api/goals?limit=2${cursor ? `&before=${encodeURIComponent(cursor)}` : ''}`, { token: u.token })
+    const res: any = await api(`/api/goals?limit=2${cursor ? `&before=${encodeURIComponent(cursor)}` : ''}`, {
+      token: u.token,
+    })
     assert.equal(res.status, 200)
     assert.ok(res.body.goals.length <= 2)
     seen.push(...res.body.goals.map((g: any) => g.id))
@@ -130,7 +150,7 @@ test('GET /api/goals: the caller\'s goals only, newest first, paginated and filt
   }
 })
 
-test('GET /api/goals/:id: the goal with its check-ins, newest first; another user\'s goal is 404 like a missing id', async () => {
+test("GET /api/goals/:id: the goal with its check-ins, newest first; another user's goal is 404 like a missing id", async () => {
   const u = await createUser()
   const other = await createUser()
   const g = await newGoal(u, { title: 'Meditate', target_date: '2026-06-01' })
@@ -156,7 +176,10 @@ test('GET /api/goals/:id: the goal with its check-ins, newest first; another use
   const hidden = await api(`/api/goals/${g.id}`, { token: other.token })
   const missing = await api(`/api/goals/${crypto.randomUUID()}`, { token: other.token })
   assertError(hidden, 404)
-  assert.deepEqual({ status: hidden.status, body: hidden.body }, { status: missing.status, body: missing.body })
+  assert.deepEqual({ status: hidden.status, body: hidden.body }, {
+    status: missing.status,
+    body: missing.body,
+  })
   assertError(await api('/api/goals/goal-1', { token: u.token }), 400, 'id')
   // Check-ins stay private through PostgREST too.
   const direct = await clientAs(other.token).from('goal_check_ins').select('id').eq('goal_id', g.id)
@@ -167,7 +190,10 @@ test('POST /api/goals/:id/check-ins: own goals only; defaults; bad bodies 400; n
   const u = await createUser()
   const other = await createUser()
   const g = await newGoal(u)
-  const res = await api(`/api/goals/${g.id}/check-ins`, { token: u.token, body: { status: 'completed', notes: 'Ran 5k' } })
+  const res = await api(`/api/goals/${g.id}/check-ins`, {
+    token: u.token,
+    body: { status: 'completed', notes: 'Ran 5k' },
+  })
   assert.equal(res.status, 201, JSON.stringify(res.body))
   assert.deepEqual(Object.keys(res.body).sort(), CHECK_IN_FIELDS)
   assert.equal(res.body.goal_id, g.id)
@@ -181,12 +207,25 @@ test('POST /api/goals/:id/check-ins: own goals only; defaults; bad bodies 400; n
   assert.equal(await checkInCount(g.id), 2)
 
   // Another user's goal: 404, the same as a goal that does not exist.
-  const theirs = await api(`/api/goals/${g.id}/check-ins`, { token: other.token, body: { status: 'completed', notes: 'not mine' } })
-  const missing = await api(`/api/goals/${crypto.randomUUID()}/check-ins`, { token: other.token, body: { status: 'completed', notes: 'x' } })
+  const theirs = await api(`/api/goals/${g.id}/check-ins`, {
+    token: other.token,
+    body: { status: 'completed', notes: 'not mine' },
+  })
+  const missing = await api(`/api/goals/${crypto.randomUUID()}/check-ins`, {
+    token: other.token,
+    body: { status: 'completed', notes: 'x' },
+  })
   assertError(theirs, 404)
-  assert.deepEqual({ status: theirs.status, body: theirs.body }, { status: missing.status, body: missing.body })
-  const direct = await clientAs(other.token).from('goal_check_ins').insert({ goal_id: g.id, status: 'completed', notes: 'direct' })
-  assert.ok(direct.error, 'PostgREST refuses a check-in on someone else\'s goal')
+  assert.deepEqual({ status: theirs.status, body: theirs.body }, {
+    status: missing.status,
+    body: missing.body,
+  })
+  const direct = await clientAs(other.token).from('goal_check_ins').insert({
+    goal_id: g.id,
+    status: 'completed',
+    notes: 'direct',
+  })
+  assert.ok(direct.error, "PostgREST refuses a check-in on someone else's goal")
 
   const cases: [unknown, string][] = [
     [{ status: 5 }, 'status'],
@@ -201,8 +240,16 @@ test('POST /api/goals/:id/check-ins: own goals only; defaults; bad bodies 400; n
   for (const [body, field] of cases) {
     assertError(await api(`/api/goals/${g.id}/check-ins`, { token: u.token, body }), 400, field)
   }
-  assertError(await api(`/api/goals/${g.id}/check-ins`, { token: u.token, rawBody: '{"status":' }), 400, 'Malformed JSON')
-  assertError(await api('/api/goals/x/check-ins', { token: u.token, body: { status: 'completed' } }), 400, 'id')
+  assertError(
+    await api(`/api/goals/${g.id}/check-ins`, { token: u.token, rawBody: '{"status":' }),
+    400,
+    'Malformed JSON',
+  )
+  assertError(
+    await api('/api/goals/x/check-ins', { token: u.token, body: { status: 'completed' } }),
+    400,
+    'id',
+  )
   assert.equal(await checkInCount(g.id), 2)
   const [{ n }] = await sql`select count(*)::int as n from public.goal_check_ins where user_id = ${other.id}`
   assert.equal(n, 0)
@@ -213,7 +260,11 @@ test('PUT /api/goals/:id: the owner updates; others get 404; bad bodies 400 and 
   const other = await createUser()
   const g = await newGoal(u, { title: 'Swim', description: 'laps', target_date: '2026-05-01' })
   await new Promise((r) => setTimeout(r, 5))
-  const res = await api(`/api/goals/${g.id}`, { method: 'PUT', token: u.token, body: { status: 'completed', target_date: '2026-07-15' } })
+  const res = await api(`/api/goals/${g.id}`, {
+    method: 'PUT',
+    token: u.token,
+    body: { status: 'completed', target_date: '2026-07-15' },
+  })
   assert.equal(res.status, 200, JSON.stringify(res.body))
   assert.deepEqual(Object.keys(res.body).sort(), GOAL_FIELDS)
   assert.equal(res.body.status, 'completed')
@@ -221,16 +272,35 @@ test('PUT /api/goals/:id: the owner updates; others get 404; bad bodies 400 and 
   assert.equal(res.body.title, 'Swim')
   assert.equal(res.body.description, 'laps')
   assert.ok(Date.parse(res.body.updated_at) > Date.parse(g.updated_at))
-  const cleared = await api(`/api/goals/${g.id}`, { method: 'PUT', token: u.token, body: { target_date: null, title: 'Swim more' } })
+  const cleared = await api(`/api/goals/${g.id}`, {
+    method: 'PUT',
+    token: u.token,
+    body: { target_date: null, title: 'Swim more' },
+  })
   assert.equal(cleared.body.target_date, null)
   assert.equal(cleared.body.title, 'Swim more')
-  const snapshot = async () => ({ ...(await sql`select title, description, status, target_date, user_id from public.goals where id = ${g.id}`)[0] })
+  const snapshot = async () => ({
+    ...(await sql`select title, description, status, target_date, user_id from public.goals where id = ${g.id}`)[
+      0
+    ],
+  })
   const before = await snapshot()
 
-  const theirs = await api(`/api/goals/${g.id}`, { method: 'PUT', token: other.token, body: { title: 'mine' } })
-  const missing = await api(`/api/goals/${crypto.randomUUID()}`, { method: 'PUT', token: other.token, body: { title: 'mine' } })
+  const theirs = await api(`/api/goals/${g.id}`, {
+    method: 'PUT',
+    token: other.token,
+    body: { title: 'mine' },
+  })
+  const missing = await api(`/api/goals/${crypto.randomUUID()}`, {
+    method: 'PUT',
+    token: other.token,
+    body: { title: 'mine' },
+  })
   assertError(theirs, 404)
-  assert.deepEqual({ status: theirs.status, body: theirs.body }, { status: missing.status, body: missing.body })
+  assert.deepEqual({ status: theirs.status, body: theirs.body }, {
+    status: missing.status,
+    body: missing.body,
+  })
   const cases: [unknown, string][] = [
     [{}, 'Nothing to update'],
     [{ title: '' }, 'title'],
@@ -246,7 +316,11 @@ test('PUT /api/goals/:id: the owner updates; others get 404; bad bodies 400 and 
   for (const [body, field] of cases) {
     assertError(await api(`/api/goals/${g.id}`, { method: 'PUT', token: u.token, body }), 400, field)
   }
-  assertError(await api(`/api/goals/${g.id}`, { method: 'PUT', token: u.token, rawBody: 'status=done' }), 400, 'Malformed JSON')
+  assertError(
+    await api(`/api/goals/${g.id}`, { method: 'PUT', token: u.token, rawBody: 'status=done' }),
+    400,
+    'Malformed JSON',
+  )
   assertError(await api('/api/goals/7', { method: 'PUT', token: u.token, body: { title: 'x' } }), 400, 'id')
   assert.deepEqual(await snapshot(), before)
 })
@@ -259,7 +333,10 @@ test('DELETE /api/goals/:id: the owner deletes the goal and its check-ins; other
   const theirs = await api(`/api/goals/${g.id}`, { method: 'DELETE', token: other.token })
   const missing = await api(`/api/goals/${crypto.randomUUID()}`, { method: 'DELETE', token: other.token })
   assertError(theirs, 404)
-  assert.deepEqual({ status: theirs.status, body: theirs.body }, { status: missing.status, body: missing.body })
+  assert.deepEqual({ status: theirs.status, body: theirs.body }, {
+    status: missing.status,
+    body: missing.body,
+  })
   assertError(await api('/api/goals/abc', { method: 'DELETE', token: u.token }), 400, 'id')
   assert.equal(await goalCount(u), 1)
 
@@ -270,21 +347,32 @@ test('DELETE /api/goals/:id: the owner deletes the goal and its check-ins; other
   assert.equal(await checkInCount(g.id), 0)
   assertError(await api(`/api/goals/${g.id}`, { token: u.token }), 404)
   assertError(await api(`/api/goals/${g.id}`, { method: 'DELETE', token: u.token }), 404)
-  assertError(await api(`/api/goals/${g.id}/check-ins`, { token: u.token, body: { status: 'completed' } }), 404)
+  assertError(
+    await api(`/api/goals/${g.id}/check-ins`, { token: u.token, body: { status: 'completed' } }),
+    404,
+  )
 })
 
-test('super admins read any goal but do not check in, edit or delete on the owner\'s behalf', async () => {
+test("super admins read any goal but do not check in, edit or delete on the owner's behalf", async () => {
   const u = await createUser()
   const admin = await createUser({ superAdmin: true })
   const g = await newGoal(u, { title: 'Private goal' })
   const read = await api(`/api/goals/${g.id}`, { token: admin.token })
   assert.equal(read.status, 200)
   assert.equal(read.body.title, 'Private goal')
-  assertError(await api(`/api/goals/${g.id}/check-ins`, { token: admin.token, body: { status: 'completed' } }), 403)
-  assertError(await api(`/api/goals/${g.id}`, { method: 'PUT', token: admin.token, body: { title: 'edited' } }), 403)
+  assertError(
+    await api(`/api/goals/${g.id}/check-ins`, { token: admin.token, body: { status: 'completed' } }),
+    403,
+  )
+  assertError(
+    await api(`/api/goals/${g.id}`, { method: 'PUT', token: admin.token, body: { title: 'edited' } }),
+    403,
+  )
   assertError(await api(`/api/goals/${g.id}`, { method: 'DELETE', token: admin.token }), 403)
   assert.equal(await checkInCount(g.id), 0)
   assert.equal(await goalCount(u), 1)
   // The list is the caller's own goals, even for a super admin.
-  assert.ok(!(await api('/api/goals?limit=100', { token: admin.token })).body.goals.some((x: any) => x.id === g.id))
+  assert.ok(
+    !(await api('/api/goals?limit=100', { token: admin.token })).body.goals.some((x: any) => x.id === g.id),
+  )
 })

@@ -1,7 +1,7 @@
 // GET /health, GET /api/admin/health, CORS and unknown routes.
 import { strict as assert } from 'node:assert'
 import { healthReport, migrationFiles } from '../functions/api/routes/admin.ts'
-import { API_URL, api, assertError, createUser, env, test } from './_helpers.ts'
+import { api, API_URL, assertError, createUser, env, test } from './_helpers.ts'
 
 test('GET /health answers status and a current timestamp', async () => {
   const res = await api('/health')
@@ -57,9 +57,17 @@ test('health report: unapplied files are listed; a failed round trip is degraded
     }
     const files = await migrationFiles(dir)
     assert.deepEqual([...files.keys()].sort(), ['20260101000000', '20260102000000', '20260103000000'])
-    const ok = healthReport({ ok: true, latencyMs: 3.14159, appliedVersions: ['20260101000000', '20260103000000'] }, files, 'abc', 12.7)
+    const ok = healthReport(
+      { ok: true, latencyMs: 3.14159, appliedVersions: ['20260101000000', '20260103000000'] },
+      files,
+      'abc',
+      12.7,
+    )
     assert.deepEqual(ok, {
-      status: 'ok', database_latency_ms: 3.1, commit: 'abc', uptime_seconds: 12,
+      status: 'ok',
+      database_latency_ms: 3.1,
+      commit: 'abc',
+      uptime_seconds: 12,
       unapplied_migrations: ['20260102000000_b.sql'],
     })
     const down = healthReport({ ok: false, latencyMs: 5000, appliedVersions: [] }, files, 'abc', 1)

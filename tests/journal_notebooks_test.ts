@@ -1,13 +1,35 @@
 // /api/notebooks: create, list, read, update, delete, and how entries inherit a notebook's
 // visibility (SPEC "Visibility rules" 5): at once, and detached when the notebook goes.
 import { strict as assert } from 'node:assert'
-import { api, assertError, badTokensFor, postEntry, postNotebook, sharingWorld, sql, test, type TestUser } from './_helpers.ts'
+import {
+  api,
+  assertError,
+  badTokensFor,
+  postEntry,
+  postNotebook,
+  sharingWorld,
+  sql,
+  test,
+  type TestUser,
+} from './_helpers.ts'
 
-const NOTEBOOK_FIELDS = ['content_visibility', 'created_at', 'id', 'metadata_visibility', 'name', 'org_id', 'team_id', 'updated_at', 'user_id']
+const NOTEBOOK_FIELDS = [
+  'content_visibility',
+  'created_at',
+  'id',
+  'metadata_visibility',
+  'name',
+  'org_id',
+  'team_id',
+  'updated_at',
+  'user_id',
+]
 
-const notebookCount = async (u: TestUser) => (await sql`select count(*)::int as n from public.notebooks where user_id = ${u.id}`)[0].n
+const notebookCount = async (u: TestUser) =>
+  (await sql`select count(*)::int as n from public.notebooks where user_id = ${u.id}`)[0].n
 const notebookRow = async (id: string) => {
-  const [r] = await sql`select name, metadata_visibility, content_visibility, team_id, org_id, user_id from public.notebooks where id = ${id}`
+  const [r] =
+    await sql`select name, metadata_visibility, content_visibility, team_id, org_id, user_id from public.notebooks where id = ${id}`
   return r ? { ...r } : undefined
 }
 const read = (id: string, u: TestUser) => api(`/api/journal/${id}`, { token: u.token })
@@ -26,7 +48,13 @@ test('POST /api/notebooks: 201 notebook with the defaults (user, user)', async (
 
   const shared = await api('/api/notebooks', {
     token: w.owner.token,
-    body: { name: 'Shared', metadata_visibility: 'org', content_visibility: 'team', team_id: w.teamId, org_id: w.orgId },
+    body: {
+      name: 'Shared',
+      metadata_visibility: 'org',
+      content_visibility: 'team',
+      team_id: w.teamId,
+      org_id: w.orgId,
+    },
   })
   assert.equal(shared.status, 201, JSON.stringify(shared.body))
   assert.equal(shared.body.metadata_visibility, 'org')
@@ -34,7 +62,12 @@ test('POST /api/notebooks: 201 notebook with the defaults (user, user)', async (
   assert.equal(shared.body.team_id, w.teamId)
   assert.equal(shared.body.org_id, w.orgId)
   assert.deepEqual(await notebookRow(shared.body.id), {
-    name: 'Shared', metadata_visibility: 'org', content_visibility: 'team', team_id: w.teamId, org_id: w.orgId, user_id: w.owner.id,
+    name: 'Shared',
+    metadata_visibility: 'org',
+    content_visibility: 'team',
+    team_id: w.teamId,
+    org_id: w.orgId,
+    user_id: w.owner.id,
   })
 })
 
@@ -64,7 +97,11 @@ test('POST /api/notebooks: invalid visibility and bad bodies are 400 naming the 
   for (const [u, body, field] of cases) {
     assertError(await api('/api/notebooks', { token: u.token, body }), 400, field)
   }
-  assertError(await api('/api/notebooks', { token: w.owner.token, rawBody: '{"name":}' }), 400, 'Malformed JSON')
+  assertError(
+    await api('/api/notebooks', { token: w.owner.token, rawBody: '{"name":}' }),
+    400,
+    'Malformed JSON',
+  )
   for (const u of [w.owner, w.stranger, w.orgmate]) assert.equal(await notebookCount(u), 0)
 })
 
@@ -88,7 +125,7 @@ test('notebook endpoints: anonymous and bad tokens are 401', async () => {
   assert.equal((await notebookRow(nb.id))?.name, 'mine')
 })
 
-test('GET /api/notebooks: the caller\'s own notebooks, newest first, paginated', async () => {
+test("GET /api/notebooks: the caller's own notebooks, newest first, paginated", async () => {
   const w = await sharingWorld()
   const mine: string[] = []
   for (let i = 0; i < 5; i++) mine.push((await postNotebook(w.teammate, { name: `nb ${i}` })).id)
@@ -103,7 +140,10 @@ test('GET /api/notebooks: the caller\'s own notebooks, newest first, paginated',
   const seen: string[] = []
   let cursor: string | null = null
   do {
-    const res: any = await api(`/api/notebooks?limit=2${cursor ? `&before=${encodeURIComponent(cursor)}` : ''}`, { token: w.teammate.token })
+    const res: any = await api(
+      `/api/notebooks?limit=2${cursor ? `&before=${encodeURIComponent(cursor)}` : ''}`,
+      { token: w.teammate.token },
+    )
     assert.equal(res.status, 200)
     assert.ok(res.body.notebooks.length <= 2)
     seen.push(...res.body.notebooks.map((n: { id: string }) => n.id))
@@ -116,7 +156,7 @@ test('GET /api/notebooks: the caller\'s own notebooks, newest first, paginated',
   }
 })
 
-test('GET /api/notebooks/:id: visible by the notebook\'s metadata level; invisible is 404 like a missing id', async () => {
+test("GET /api/notebooks/:id: visible by the notebook's metadata level; invisible is 404 like a missing id", async () => {
   const w = await sharingWorld()
   const priv = await postNotebook(w.owner, { name: 'private', content_visibility: 'team', team_id: w.teamId })
   const team = await postNotebook(w.owner, { name: 'team', metadata_visibility: 'team', team_id: w.teamId })
@@ -138,7 +178,11 @@ test('GET /api/notebooks/:id: visible by the notebook\'s metadata level; invisib
     }
     for (const u of refused) {
       const res = await api(`/api/notebooks/${nb.id}`, { token: u.token })
-      assert.deepEqual({ status: res.status, body: res.body }, { status: 404, body: missing.body }, `${nb.name} for ${u.email}`)
+      assert.deepEqual(
+        { status: res.status, body: res.body },
+        { status: 404, body: missing.body },
+        `${nb.name} for ${u.email}`,
+      )
     }
   }
   assertError(await api('/api/notebooks/nb-1', { token: w.owner.token }), 400, 'id')
@@ -146,12 +190,32 @@ test('GET /api/notebooks/:id: visible by the notebook\'s metadata level; invisib
 
 test('PUT /api/notebooks/:id: the owner only (403 for a viewer, 404 for others); bad bodies 400', async () => {
   const w = await sharingWorld()
-  const nb = await postNotebook(w.owner, { name: 'team book', metadata_visibility: 'team', team_id: w.teamId })
+  const nb = await postNotebook(w.owner, {
+    name: 'team book',
+    metadata_visibility: 'team',
+    team_id: w.teamId,
+  })
   const before = await notebookRow(nb.id)
-  assertError(await api(`/api/notebooks/${nb.id}`, { method: 'PUT', token: w.teammate.token, body: { name: 'mine' } }), 403)
-  assertError(await api(`/api/notebooks/${nb.id}`, { method: 'PUT', token: w.orgmate.token, body: { name: 'mine' } }), 404)
-  assertError(await api(`/api/notebooks/${nb.id}`, { method: 'PUT', token: w.stranger.token, body: { name: 'mine' } }), 404)
-  assertError(await api(`/api/notebooks/${crypto.randomUUID()}`, { method: 'PUT', token: w.owner.token, body: { name: 'x' } }), 404)
+  assertError(
+    await api(`/api/notebooks/${nb.id}`, { method: 'PUT', token: w.teammate.token, body: { name: 'mine' } }),
+    403,
+  )
+  assertError(
+    await api(`/api/notebooks/${nb.id}`, { method: 'PUT', token: w.orgmate.token, body: { name: 'mine' } }),
+    404,
+  )
+  assertError(
+    await api(`/api/notebooks/${nb.id}`, { method: 'PUT', token: w.stranger.token, body: { name: 'mine' } }),
+    404,
+  )
+  assertError(
+    await api(`/api/notebooks/${crypto.randomUUID()}`, {
+      method: 'PUT',
+      token: w.owner.token,
+      body: { name: 'x' },
+    }),
+    404,
+  )
   const cases: [unknown, string][] = [
     [{}, 'Nothing to update'],
     [{ name: '' }, 'name'],
@@ -164,10 +228,22 @@ test('PUT /api/notebooks/:id: the owner only (403 for a viewer, 404 for others);
     [{ name: 'x', shared: true }, 'shared'],
   ]
   for (const [body, field] of cases) {
-    assertError(await api(`/api/notebooks/${nb.id}`, { method: 'PUT', token: w.owner.token, body }), 400, field)
+    assertError(
+      await api(`/api/notebooks/${nb.id}`, { method: 'PUT', token: w.owner.token, body }),
+      400,
+      field,
+    )
   }
-  assertError(await api(`/api/notebooks/${nb.id}`, { method: 'PUT', token: w.owner.token, rawBody: '{"name"' }), 400, 'Malformed JSON')
-  assertError(await api('/api/notebooks/1', { method: 'PUT', token: w.owner.token, body: { name: 'x' } }), 400, 'id')
+  assertError(
+    await api(`/api/notebooks/${nb.id}`, { method: 'PUT', token: w.owner.token, rawBody: '{"name"' }),
+    400,
+    'Malformed JSON',
+  )
+  assertError(
+    await api('/api/notebooks/1', { method: 'PUT', token: w.owner.token, body: { name: 'x' } }),
+    400,
+    'id',
+  )
   assert.deepEqual(await notebookRow(nb.id), before)
 
   const res = await api(`/api/notebooks/${nb.id}`, {
@@ -185,21 +261,41 @@ test('PUT /api/notebooks/:id: the owner only (403 for a viewer, 404 for others);
   assert.ok(Date.parse(res.body.updated_at) > Date.parse(nb.updated_at))
   // The organization member now sees it; still only the owner changes it.
   assert.equal((await api(`/api/notebooks/${nb.id}`, { token: w.orgmate.token })).status, 200)
-  assertError(await api(`/api/notebooks/${nb.id}`, { method: 'PUT', token: w.orgmate.token, body: { name: 'mine' } }), 403)
+  assertError(
+    await api(`/api/notebooks/${nb.id}`, { method: 'PUT', token: w.orgmate.token, body: { name: 'mine' } }),
+    403,
+  )
 })
 
 test('DELETE /api/notebooks/:id: the owner only; its entries are kept, detached and private again', async () => {
   const w = await sharingWorld()
-  const nb = await postNotebook(w.owner, { name: 'team book', metadata_visibility: 'team', content_visibility: 'team', team_id: w.teamId })
-  const inheriting = await postEntry(w.owner, { title: 'inherits', content: 'shared through the notebook', notebook_id: nb.id })
+  const nb = await postNotebook(w.owner, {
+    name: 'team book',
+    metadata_visibility: 'team',
+    content_visibility: 'team',
+    team_id: w.teamId,
+  })
+  const inheriting = await postEntry(w.owner, {
+    title: 'inherits',
+    content: 'shared through the notebook',
+    notebook_id: nb.id,
+  })
   const explicit = await postEntry(w.owner, {
-    title: 'explicit', content: 'shared on its own', notebook_id: nb.id, metadata_visibility: 'org', content_visibility: 'org', org_id: w.orgId,
+    title: 'explicit',
+    content: 'shared on its own',
+    notebook_id: nb.id,
+    metadata_visibility: 'org',
+    content_visibility: 'org',
+    org_id: w.orgId,
   })
   assert.equal((await read(inheriting.id, w.teammate)).body.entry.content, 'shared through the notebook')
 
   assertError(await api(`/api/notebooks/${nb.id}`, { method: 'DELETE', token: w.teammate.token }), 403)
   assertError(await api(`/api/notebooks/${nb.id}`, { method: 'DELETE', token: w.stranger.token }), 404)
-  assertError(await api(`/api/notebooks/${crypto.randomUUID()}`, { method: 'DELETE', token: w.owner.token }), 404)
+  assertError(
+    await api(`/api/notebooks/${crypto.randomUUID()}`, { method: 'DELETE', token: w.owner.token }),
+    404,
+  )
   assertError(await api('/api/notebooks/zz', { method: 'DELETE', token: w.owner.token }), 400, 'id')
   assert.ok(await notebookRow(nb.id))
 
@@ -221,19 +317,48 @@ test('DELETE /api/notebooks/:id: the owner only; its entries are kept, detached 
   assert.equal(still.status, 200)
   assert.equal(still.body.entry.notebook_id, null)
   assert.equal(still.body.entry.content, 'shared on its own')
-  const [{ n }] = await sql`select count(*)::int as n from public.journal_entries where id in ${sql([inheriting.id, explicit.id])} and notebook_id is null`
+  const [{ n }] = await sql`select count(*)::int as n from public.journal_entries where id in ${
+    sql([inheriting.id, explicit.id])
+  } and notebook_id is null`
   assert.equal(n, 2)
 })
 
-test('entries whose level is user inherit the notebook\'s levels; an explicit level wins', async () => {
+test("entries whose level is user inherit the notebook's levels; an explicit level wins", async () => {
   const w = await sharingWorld()
-  const teamBook = await postNotebook(w.owner, { name: 'team', metadata_visibility: 'team', content_visibility: 'team', team_id: w.teamId })
-  const metaOnly = await postNotebook(w.owner, { name: 'titles only', metadata_visibility: 'org', org_id: w.orgId })
-  const inTeam = await postEntry(w.owner, { title: 'inherits team', content: 'team words', notebook_id: teamBook.id })
-  const inMeta = await postEntry(w.owner, { title: 'inherits org titles', content: 'hidden words', notebook_id: metaOnly.id })
-  const publicTitle = await postEntry(w.owner, { title: 'public title', content: 'team-only words', notebook_id: teamBook.id, metadata_visibility: 'public' })
+  const teamBook = await postNotebook(w.owner, {
+    name: 'team',
+    metadata_visibility: 'team',
+    content_visibility: 'team',
+    team_id: w.teamId,
+  })
+  const metaOnly = await postNotebook(w.owner, {
+    name: 'titles only',
+    metadata_visibility: 'org',
+    org_id: w.orgId,
+  })
+  const inTeam = await postEntry(w.owner, {
+    title: 'inherits team',
+    content: 'team words',
+    notebook_id: teamBook.id,
+  })
+  const inMeta = await postEntry(w.owner, {
+    title: 'inherits org titles',
+    content: 'hidden words',
+    notebook_id: metaOnly.id,
+  })
+  const publicTitle = await postEntry(w.owner, {
+    title: 'public title',
+    content: 'team-only words',
+    notebook_id: teamBook.id,
+    metadata_visibility: 'public',
+  })
   const orgInTeam = await postEntry(w.owner, {
-    title: 'org over team', content: 'org words', notebook_id: teamBook.id, metadata_visibility: 'org', content_visibility: 'org', org_id: w.orgId,
+    title: 'org over team',
+    content: 'org words',
+    notebook_id: teamBook.id,
+    metadata_visibility: 'org',
+    content_visibility: 'org',
+    org_id: w.orgId,
   })
   // The entry keeps its own levels; inheritance shows in what viewers get.
   assert.equal(inTeam.metadata_visibility, 'user')
@@ -272,23 +397,41 @@ test('entries whose level is user inherit the notebook\'s levels; an explicit le
   // The notebook filter of the visible feed lists the inherited entries for the teammate.
   const feed = await api(`/api/journal?scope=visible&notebook_id=${teamBook.id}`, { token: w.teammate.token })
   assert.equal(feed.status, 200)
-  assert.deepEqual(feed.body.entries.map((e: { id: string }) => e.id), [orgInTeam.id, publicTitle.id, inTeam.id])
+  assert.deepEqual(feed.body.entries.map((e: { id: string }) => e.id), [
+    orgInTeam.id,
+    publicTitle.id,
+    inTeam.id,
+  ])
 })
 
-test('changing a notebook\'s metadata level changes who sees its inheriting entries, at once', async () => {
+test("changing a notebook's metadata level changes who sees its inheriting entries, at once", async () => {
   const w = await sharingWorld()
   const nb = await postNotebook(w.owner, { name: 'moving', metadata_visibility: 'team', team_id: w.teamId })
   const e = await postEntry(w.owner, { title: 'follows the notebook', content: 'text', notebook_id: nb.id })
-  const pinned = await postEntry(w.owner, { title: 'pinned to team', content: 'text', notebook_id: nb.id, metadata_visibility: 'team', team_id: w.teamId })
+  const pinned = await postEntry(w.owner, {
+    title: 'pinned to team',
+    content: 'text',
+    notebook_id: nb.id,
+    metadata_visibility: 'team',
+    team_id: w.teamId,
+  })
   assert.equal((await read(e.id, w.teammate)).status, 200)
   assertError(await read(e.id, w.orgmate), 404)
 
-  const toOrg = await api(`/api/notebooks/${nb.id}`, { method: 'PUT', token: w.owner.token, body: { metadata_visibility: 'org', org_id: w.orgId } })
+  const toOrg = await api(`/api/notebooks/${nb.id}`, {
+    method: 'PUT',
+    token: w.owner.token,
+    body: { metadata_visibility: 'org', org_id: w.orgId },
+  })
   assert.equal(toOrg.status, 200, JSON.stringify(toOrg.body))
   assert.equal((await read(e.id, w.orgmate)).status, 200)
   assertError(await read(pinned.id, w.orgmate), 404)
 
-  const toUser = await api(`/api/notebooks/${nb.id}`, { method: 'PUT', token: w.owner.token, body: { metadata_visibility: 'user' } })
+  const toUser = await api(`/api/notebooks/${nb.id}`, {
+    method: 'PUT',
+    token: w.owner.token,
+    body: { metadata_visibility: 'user' },
+  })
   assert.equal(toUser.status, 200)
   for (const u of [w.teammate, w.orgmate, w.stranger]) assertError(await read(e.id, u), 404)
   assert.equal((await read(pinned.id, w.teammate)).status, 200)
@@ -296,21 +439,38 @@ test('changing a notebook\'s metadata level changes who sees its inheriting entr
   const feed = await api('/api/journal?scope=visible&limit=100', { token: w.orgmate.token })
   assert.equal(feed.body.entries.some((x: { id: string }) => x.id === e.id), false)
 
-  const toPublic = await api(`/api/notebooks/${nb.id}`, { method: 'PUT', token: w.owner.token, body: { metadata_visibility: 'public' } })
+  const toPublic = await api(`/api/notebooks/${nb.id}`, {
+    method: 'PUT',
+    token: w.owner.token,
+    body: { metadata_visibility: 'public' },
+  })
   assert.equal(toPublic.status, 200)
   const s = await read(e.id, w.stranger)
   assert.equal(s.status, 200)
   assert.equal(s.body.entry.content_hidden, true)
 })
 
-test('changing a notebook\'s content level changes what its inheriting entries show, at once', async () => {
+test("changing a notebook's content level changes what its inheriting entries show, at once", async () => {
   const w = await sharingWorld()
-  const nb = await postNotebook(w.owner, { name: 'moving content', metadata_visibility: 'team', content_visibility: 'team', team_id: w.teamId })
-  const e = await postEntry(w.owner, { title: 'follows the notebook', content: 'secret once shared', notebook_id: nb.id })
+  const nb = await postNotebook(w.owner, {
+    name: 'moving content',
+    metadata_visibility: 'team',
+    content_visibility: 'team',
+    team_id: w.teamId,
+  })
+  const e = await postEntry(w.owner, {
+    title: 'follows the notebook',
+    content: 'secret once shared',
+    notebook_id: nb.id,
+  })
   assert.equal((await read(e.id, w.teammate)).body.entry.content, 'secret once shared')
 
   // Content back to the owner: the teammate must lose the text at once (no leak).
-  const hide = await api(`/api/notebooks/${nb.id}`, { method: 'PUT', token: w.owner.token, body: { content_visibility: 'user' } })
+  const hide = await api(`/api/notebooks/${nb.id}`, {
+    method: 'PUT',
+    token: w.owner.token,
+    body: { content_visibility: 'user' },
+  })
   assert.equal(hide.status, 200, JSON.stringify(hide.body))
   const after = await read(e.id, w.teammate)
   assert.equal(after.status, 200)
@@ -321,12 +481,24 @@ test('changing a notebook\'s content level changes what its inheriting entries s
   )
 })
 
-test('sharing a notebook\'s content later shows it to the new audience at once', async () => {
+test("sharing a notebook's content later shows it to the new audience at once", async () => {
   const w = await sharingWorld()
-  const nb = await postNotebook(w.owner, { name: 'opening up', metadata_visibility: 'team', team_id: w.teamId })
-  const e = await postEntry(w.owner, { title: 'follows the notebook', content: 'now for the team', notebook_id: nb.id })
+  const nb = await postNotebook(w.owner, {
+    name: 'opening up',
+    metadata_visibility: 'team',
+    team_id: w.teamId,
+  })
+  const e = await postEntry(w.owner, {
+    title: 'follows the notebook',
+    content: 'now for the team',
+    notebook_id: nb.id,
+  })
   assert.equal((await read(e.id, w.teammate)).body.entry.content_hidden, true)
-  const open = await api(`/api/notebooks/${nb.id}`, { method: 'PUT', token: w.owner.token, body: { content_visibility: 'team', team_id: w.teamId } })
+  const open = await api(`/api/notebooks/${nb.id}`, {
+    method: 'PUT',
+    token: w.owner.token,
+    body: { content_visibility: 'team', team_id: w.teamId },
+  })
   assert.equal(open.status, 200, JSON.stringify(open.body))
   const after = await read(e.id, w.teammate)
   assert.equal(after.status, 200)

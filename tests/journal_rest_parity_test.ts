@@ -5,7 +5,20 @@
 // answers SPEC's visibility rules give, and the same answers as each other. The internal scope
 // columns stay out of anonymous clients' reach.
 import { strict as assert } from 'node:assert'
-import { api, clientAs, createUser, orgWith, postEntry, postNotebook, type SharingWorld, sharingWorld, sql, teamWith, test, type TestUser } from './_helpers.ts'
+import {
+  api,
+  clientAs,
+  createUser,
+  orgWith,
+  postEntry,
+  postNotebook,
+  type SharingWorld,
+  sharingWorld,
+  sql,
+  teamWith,
+  test,
+  type TestUser,
+} from './_helpers.ts'
 
 const LEVELS = ['user', 'team', 'org', 'public'] as const
 type Level = typeof LEVELS[number]
@@ -34,7 +47,8 @@ const effective = (level: Level, nb: Case['notebook'], part: 'meta' | 'content')
   level !== 'user' ? level : nb === 'none' ? 'user' : NOTEBOOKS[nb][part]
 
 const admits = (level: Level, v: Viewer) =>
-  !!(v.owner || v.superAdmin || level === 'public' || (level === 'team' && v.team) || (level === 'org' && v.org))
+  !!(v.owner || v.superAdmin || level === 'public' || (level === 'team' && v.team) ||
+    (level === 'org' && v.org))
 
 /** What SPEC's rules say the viewer gets: nothing, metadata only, or everything. */
 function expected(c: Case, v: Viewer) {
@@ -57,8 +71,18 @@ function setup(): Promise<Fixture> {
     const w = await sharingWorld()
     const tag = `matrix-${crypto.randomUUID().slice(0, 8)}`
     const sharing = { team_id: w.teamId, org_id: w.orgId }
-    const A = (await postNotebook(w.owner, { name: 'A', metadata_visibility: 'org', content_visibility: 'team', ...sharing })).id
-    const B = (await postNotebook(w.owner, { name: 'B', metadata_visibility: 'public', content_visibility: 'org', ...sharing })).id
+    const A = (await postNotebook(w.owner, {
+      name: 'A',
+      metadata_visibility: 'org',
+      content_visibility: 'team',
+      ...sharing,
+    })).id
+    const B = (await postNotebook(w.owner, {
+      name: 'B',
+      metadata_visibility: 'public',
+      content_visibility: 'org',
+      ...sharing,
+    })).id
     const cases: Case[] = []
     for (const notebook of ['none', 'A', 'B'] as const) {
       for (const meta of LEVELS) {
@@ -94,7 +118,10 @@ const label = (c: Case, v: Viewer) => `${v.name}: ${c.meta}/${c.content} noteboo
 
 /** The entry rows PostgREST's journal_entry_details gives the viewer, by id. */
 async function restDetails(f: Fixture, v: Viewer) {
-  const { data, error } = await clientAs(v.user?.token).from('journal_entry_details').select('*').contains('tags', [f.tag])
+  const { data, error } = await clientAs(v.user?.token).from('journal_entry_details').select('*').contains(
+    'tags',
+    [f.tag],
+  )
   assert.equal(error, null, `${v.name}: ${JSON.stringify(error)}`)
   return new Map(data!.map((r: any) => [r.id, r]))
 }
@@ -132,9 +159,15 @@ async function checkViewer(name: string) {
     }
     // A single-row read by id through PostgREST agrees with the list.
     if (c.notebook !== 'B' || c.meta === 'team') {
-      const one = await clientAs(v.user?.token).from('journal_entry_details').select('id, content, content_hidden').eq('id', c.id).maybeSingle()
+      const one = await clientAs(v.user?.token).from('journal_entry_details').select(
+        'id, content, content_hidden',
+      ).eq('id', c.id).maybeSingle()
       assert.equal(one.error, null)
-      assert.deepEqual(one.data, row ? { id: row.id, content: row.content, content_hidden: row.content_hidden } : null, label(c, v))
+      assert.deepEqual(
+        one.data,
+        row ? { id: row.id, content: row.content, content_hidden: row.content_hidden } : null,
+        label(c, v),
+      )
     }
   }
   return { metaOnly, full }
@@ -179,7 +212,11 @@ test('journal_feed over PostgREST (rpc) and /api/journal?scope=visible give the 
   for (const v of f.viewers) {
     if (!v.user) continue // anonymous has no feed RPC; its rows are checked above
     const wanted = f.cases.filter((c) => expected(c, v).meta)
-    const { data, error } = await clientAs(v.user.token).rpc('journal_feed', { scope: 'visible', tag: f.tag, page_size: 100 })
+    const { data, error } = await clientAs(v.user.token).rpc('journal_feed', {
+      scope: 'visible',
+      tag: f.tag,
+      page_size: 100,
+    })
     assert.equal(error, null, JSON.stringify(error))
     assert.deepEqual(new Set(data.map((r: any) => r.id)), new Set(wanted.map((c) => c.id)), v.name)
     const api100 = await api(`/api/journal?scope=visible&tag=${f.tag}&limit=100`, { token: v.user.token })
@@ -193,7 +230,12 @@ test('journal_feed over PostgREST (rpc) and /api/journal?scope=visible give the 
       assert.deepEqual(row, rest.get(row.id), `feed row and details row agree, ${label(c, v)}`)
     }
     // Searching the text finds only entries whose text the viewer may read (titles do not contain "text").
-    const search = await clientAs(v.user.token).rpc('journal_feed', { scope: 'visible', tag: f.tag, search: 'for @[Tea]', page_size: 100 })
+    const search = await clientAs(v.user.token).rpc('journal_feed', {
+      scope: 'visible',
+      tag: f.tag,
+      search: 'for @[Tea]',
+      page_size: 100,
+    })
     assert.deepEqual(
       new Set(search.data.map((r: any) => r.id)),
       new Set(f.cases.filter((c) => expected(c, v).content).map((c) => c.id)),
@@ -209,11 +251,21 @@ test('journal_feed over PostgREST (rpc) and /api/journal?scope=visible give the 
   const anonViewer = f.viewers.find((v) => v.name === 'anonymous')!
   const anon = await clientAs().rpc('journal_feed', { scope: 'visible', tag: f.tag, page_size: 100 })
   assert.equal(anon.error, null, JSON.stringify(anon.error))
-  assert.deepEqual(new Set(anon.data.map((r: any) => r.id)), new Set(f.cases.filter((c) => expected(c, anonViewer).meta).map((c) => c.id)))
+  assert.deepEqual(
+    new Set(anon.data.map((r: any) => r.id)),
+    new Set(f.cases.filter((c) => expected(c, anonViewer).meta).map((c) => c.id)),
+  )
   const anonRest = await restDetails(f, anonViewer)
   assert.equal(anon.data.length, anonRest.size)
-  for (const row of anon.data) assert.deepEqual(row, anonRest.get(row.id), 'anonymous: feed row and details row agree')
-  const anonSearch = await clientAs().rpc('journal_feed', { scope: 'visible', tag: f.tag, search: 'for @[Tea]', page_size: 100 })
+  for (const row of anon.data) {
+    assert.deepEqual(row, anonRest.get(row.id), 'anonymous: feed row and details row agree')
+  }
+  const anonSearch = await clientAs().rpc('journal_feed', {
+    scope: 'visible',
+    tag: f.tag,
+    search: 'for @[Tea]',
+    page_size: 100,
+  })
   assert.deepEqual(
     new Set(anonSearch.data.map((r: any) => r.id)),
     new Set(f.cases.filter((c) => expected(c, anonViewer).content).map((c) => c.id)),
@@ -221,14 +273,22 @@ test('journal_feed over PostgREST (rpc) and /api/journal?scope=visible give the 
   )
   const anonStats = await clientAs().rpc('journal_stats', { scope: 'visible' })
   assert.equal(anonStats.error, null, JSON.stringify(anonStats.error))
-  assert.equal(anonStats.data.tags.find((t: any) => t.tag === f.tag)?.count ?? 0, anonRest.size, 'anonymous: stats over the public entries')
-  assert.equal((await clientAs().rpc('journal_stats', {})).data.count, 0, 'anonymous: no entries of their own to count')
+  assert.equal(
+    anonStats.data.tags.find((t: any) => t.tag === f.tag)?.count ?? 0,
+    anonRest.size,
+    'anonymous: stats over the public entries',
+  )
+  assert.equal(
+    (await clientAs().rpc('journal_stats', {})).data.count,
+    0,
+    'anonymous: no entries of their own to count',
+  )
   const anonOwn = await clientAs().rpc('journal_feed', { tag: f.tag })
   assert.equal(anonOwn.error, null, JSON.stringify(anonOwn.error))
   assert.deepEqual(anonOwn.data, [], 'anonymous: no entries of their own')
 })
 
-test('PostgREST embedding notebooks?select=*,journal_entries(*) respects the entries\' own visibility', async () => {
+test("PostgREST embedding notebooks?select=*,journal_entries(*) respects the entries' own visibility", async () => {
   const f = await setup()
   for (const v of f.viewers) {
     const { data, error } = await clientAs(v.user?.token).from('notebooks')
@@ -251,8 +311,14 @@ test('PostgREST embedding notebooks?select=*,journal_entries(*) respects the ent
       for (const c of inNotebook) {
         const e: any = embedded.get(c.id)
         if (!e) continue
-        const contents = Array.isArray(e.journal_entry_contents) ? e.journal_entry_contents[0] ?? null : e.journal_entry_contents
-        assert.equal(contents?.content ?? null, expected(c, v).content ? c.text : null, `${label(c, v)}: embedded content`)
+        const contents = Array.isArray(e.journal_entry_contents)
+          ? e.journal_entry_contents[0] ?? null
+          : e.journal_entry_contents
+        assert.equal(
+          contents?.content ?? null,
+          expected(c, v).content ? c.text : null,
+          `${label(c, v)}: embedded content`,
+        )
       }
     }
   }
@@ -263,59 +329,102 @@ test('PostgREST: the content table and the mention index show text only where th
   const ids = f.cases.map((c) => c.id)
   for (const v of f.viewers) {
     const wanted = new Set(f.cases.filter((c) => expected(c, v).content).map((c) => c.id))
-    const contents = await clientAs(v.user?.token).from('journal_entry_contents').select('entry_id, content').in('entry_id', ids)
+    const contents = await clientAs(v.user?.token).from('journal_entry_contents').select('entry_id, content')
+      .in('entry_id', ids)
     assert.equal(contents.error, null, JSON.stringify(contents.error))
     assert.deepEqual(new Set(contents.data!.map((r: any) => r.entry_id)), wanted, `${v.name}: content rows`)
     // The raw metadata table agrees with the details view.
     const meta = await clientAs(v.user?.token).from('journal_entries').select('id').in('id', ids)
     assert.equal(meta.error, null)
-    assert.deepEqual(new Set(meta.data!.map((r: any) => r.id)), new Set(f.cases.filter((c) => expected(c, v).meta).map((c) => c.id)), `${v.name}: entry rows`)
+    assert.deepEqual(
+      new Set(meta.data!.map((r: any) => r.id)),
+      new Set(f.cases.filter((c) => expected(c, v).meta).map((c) => c.id)),
+      `${v.name}: entry rows`,
+    )
     if (!v.user) continue
-    const mentions = await clientAs(v.user.token).from('journal_entry_mentions').select('entry_id, mentioned_user_id').in('entry_id', ids)
+    const mentions = await clientAs(v.user.token).from('journal_entry_mentions').select(
+      'entry_id, mentioned_user_id',
+    ).in('entry_id', ids)
     assert.equal(mentions.error, null, JSON.stringify(mentions.error))
     assert.deepEqual(new Set(mentions.data!.map((r: any) => r.entry_id)), wanted, `${v.name}: mentions`)
     assert.ok(mentions.data!.every((r: any) => r.mentioned_user_id === f.w.teammate.id))
   }
 })
 
-test('PostgREST: writes are the owner\'s alone, as through the API', async () => {
+test("PostgREST: writes are the owner's alone, as through the API", async () => {
   const f = await setup()
   const c = f.cases.find((x) => x.meta === 'team' && x.content === 'team' && x.notebook === 'none')!
   const mate = clientAs(f.w.teammate.token)
   const upd = await mate.from('journal_entries').update({ title: 'hijacked' }).eq('id', c.id).select('id')
   assert.deepEqual(upd.data ?? [], [])
-  const text = await mate.from('journal_entry_contents').update({ content: 'hijacked' }).eq('entry_id', c.id).select('entry_id')
+  const text = await mate.from('journal_entry_contents').update({ content: 'hijacked' }).eq('entry_id', c.id)
+    .select('entry_id')
   assert.deepEqual(text.data ?? [], [])
   const del = await mate.from('journal_entries').delete().eq('id', c.id).select('id')
   assert.deepEqual(del.data ?? [], [])
   const rpc = await mate.rpc('update_journal_entry', { entry_id: c.id, patch: { title: 'hijacked' } })
   assert.equal(rpc.error?.code, '42501')
-  const scope = await clientAs(f.w.owner.token).from('journal_entries').update({ meta_scope: 'public' }).eq('id', c.id)
+  const scope = await clientAs(f.w.owner.token).from('journal_entries').update({ meta_scope: 'public' }).eq(
+    'id',
+    c.id,
+  )
   assert.ok(scope.error, 'derived scope columns are not writable')
-  assert.equal((await api(`/api/journal/${c.id}`, { method: 'PUT', token: f.w.teammate.token, body: { title: 'hijacked' } })).status, 403)
+  assert.equal(
+    (await api(`/api/journal/${c.id}`, {
+      method: 'PUT',
+      token: f.w.teammate.token,
+      body: { title: 'hijacked' },
+    })).status,
+    403,
+  )
   const after = await api(`/api/journal/${c.id}`, { token: f.w.owner.token })
   assert.equal(after.body.entry.title, 'team/team/none')
   assert.equal(after.body.entry.content, c.text)
   // A stranger cannot even tell the entry exists.
-  const s = await clientAs(f.w.stranger.token).rpc('update_journal_entry', { entry_id: c.id, patch: { title: 'x' } })
-  const missing = await clientAs(f.w.stranger.token).rpc('update_journal_entry', { entry_id: crypto.randomUUID(), patch: { title: 'x' } })
+  const s = await clientAs(f.w.stranger.token).rpc('update_journal_entry', {
+    entry_id: c.id,
+    patch: { title: 'x' },
+  })
+  const missing = await clientAs(f.w.stranger.token).rpc('update_journal_entry', {
+    entry_id: crypto.randomUUID(),
+    patch: { title: 'x' },
+  })
   assert.equal(s.error?.code, missing.error?.code)
   assert.equal(s.error?.message, missing.error?.message)
 })
 
 test('after the owner narrows content_visibility, PostgREST must stop serving the text too (storage level)', async () => {
   const w = await sharingWorld()
-  const e = await postEntry(w.owner, { title: 'narrowed', content: 'was for the team', metadata_visibility: 'team', content_visibility: 'team', team_id: w.teamId })
-  const res = await api(`/api/journal/${e.id}`, { method: 'PUT', token: w.owner.token, body: { content_visibility: 'user' } })
+  const e = await postEntry(w.owner, {
+    title: 'narrowed',
+    content: 'was for the team',
+    metadata_visibility: 'team',
+    content_visibility: 'team',
+    team_id: w.teamId,
+  })
+  const res = await api(`/api/journal/${e.id}`, {
+    method: 'PUT',
+    token: w.owner.token,
+    body: { content_visibility: 'user' },
+  })
   assert.equal(res.status, 200, JSON.stringify(res.body))
   const mate = clientAs(w.teammate.token)
-  const details = await mate.from('journal_entry_details').select('content, content_hidden').eq('id', e.id).single()
+  const details = await mate.from('journal_entry_details').select('content, content_hidden').eq('id', e.id)
+    .single()
   const raw = await mate.from('journal_entry_contents').select('content').eq('entry_id', e.id)
   const viaApi = await api(`/api/journal/${e.id}`, { token: w.teammate.token })
   // Both paths agree with each other, but both still serve the text: the content row keeps its old scope.
   assert.deepEqual(
-    { details: details.data, raw: raw.data, api: { content: viaApi.body.entry?.content, content_hidden: viaApi.body.entry?.content_hidden } },
-    { details: { content: null, content_hidden: true }, raw: [], api: { content: null, content_hidden: true } },
+    {
+      details: details.data,
+      raw: raw.data,
+      api: { content: viaApi.body.entry?.content, content_hidden: viaApi.body.entry?.content_hidden },
+    },
+    {
+      details: { content: null, content_hidden: true },
+      raw: [],
+      api: { content: null, content_hidden: true },
+    },
   )
 })
 
@@ -325,15 +434,25 @@ test('PostgREST: anonymous clients do not read the internal scope columns; publi
   const teamId = await teamWith(orgId, author)
   const res = await api('/api/journal', {
     token: author.token,
-    body: { title: 'public title, team text', content: 'for the team', metadata_visibility: 'public', content_visibility: 'team', team_id: teamId },
+    body: {
+      title: 'public title, team text',
+      content: 'for the team',
+      metadata_visibility: 'public',
+      content_visibility: 'team',
+      team_id: teamId,
+    },
   })
   assert.equal(res.status, 201)
   const id = res.body.entry.id
   const anon = clientAs()
-  for (const [table, column, key] of [
-    ['journal_entries', 'content_scope_id', 'id'], ['journal_entries', 'meta_scope_id', 'id'],
-    ['journal_entry_contents', 'content_scope_id', 'entry_id'], ['notebooks', 'meta_scope_id', 'id'],
-  ] as const) {
+  for (
+    const [table, column, key] of [
+      ['journal_entries', 'content_scope_id', 'id'],
+      ['journal_entries', 'meta_scope_id', 'id'],
+      ['journal_entry_contents', 'content_scope_id', 'entry_id'],
+      ['notebooks', 'meta_scope_id', 'id'],
+    ] as const
+  ) {
     const { data, error } = await anon.from(table).select(`${key}, ${column}`).limit(5)
     assert.ok(error && data === null, `${table}.${column} is not readable by anon`)
   }
@@ -341,23 +460,57 @@ test('PostgREST: anonymous clients do not read the internal scope columns; publi
   assert.deepEqual(plain.data, [{ id, title: 'public title, team text', meta_scope: 'public' }])
   const details = await anon.from('journal_entry_details').select('id, content, content_hidden').eq('id', id)
   assert.deepEqual(details.data, [{ id, content: null, content_hidden: true }])
-  const signedIn = await clientAs((await createUser()).token).from('journal_entry_contents').select('entry_id, content_scope_id')
-  assert.ok(signedIn.error, 'signed-in clients do not read the contents\' scope columns either')
+  const signedIn = await clientAs((await createUser()).token).from('journal_entry_contents').select(
+    'entry_id, content_scope_id',
+  )
+  assert.ok(signedIn.error, "signed-in clients do not read the contents' scope columns either")
 })
 
 test('direct writes are refused in words, naming the field as /api does (table, RPC, notebooks)', async () => {
   const w = await sharingWorld()
   const db = clientAs(w.owner.token)
   const cases: [string, PromiseLike<{ error: any }>, string][] = [
-    ['insert team level', db.from('journal_entries').insert({ title: 'x', metadata_visibility: 'team' }), 'team_id: required when a visibility is team'],
-    ['insert org level', db.from('journal_entries').insert({ title: 'x', content_visibility: 'org' }), 'org_id: required when a visibility is org'],
-    ['insert bad level', db.from('journal_entries').insert({ title: 'x', metadata_visibility: 'friends' }), 'metadata_visibility: must be one of user, team, org, public'],
+    [
+      'insert team level',
+      db.from('journal_entries').insert({ title: 'x', metadata_visibility: 'team' }),
+      'team_id: required when a visibility is team',
+    ],
+    [
+      'insert org level',
+      db.from('journal_entries').insert({ title: 'x', content_visibility: 'org' }),
+      'org_id: required when a visibility is org',
+    ],
+    [
+      'insert bad level',
+      db.from('journal_entries').insert({ title: 'x', metadata_visibility: 'friends' }),
+      'metadata_visibility: must be one of user, team, org, public',
+    ],
     ['insert empty title', db.from('journal_entries').insert({ title: '' }), 'title: must not be empty'],
-    ['insert long title', db.from('journal_entries').insert({ title: 'x'.repeat(201) }), 'title: must be at most 200 characters'],
-    ['insert long mood', db.from('journal_entries').insert({ title: 'x', mood: 'm'.repeat(51) }), 'mood: must be at most 50 characters'],
-    ['insert bad tags', db.from('journal_entries').insert({ title: 'x', tags: [''] }), 'tags: at most 20 tags, each 1 to 50 characters'],
-    ['rpc create', db.rpc('create_journal_entry', { title: 'x', content: 'y', content_visibility: 'team' }), 'team_id: required when a visibility is team'],
-    ['notebook team level', db.from('notebooks').insert({ name: 'n', metadata_visibility: 'team' }), 'team_id: required when a visibility is team'],
+    [
+      'insert long title',
+      db.from('journal_entries').insert({ title: 'x'.repeat(201) }),
+      'title: must be at most 200 characters',
+    ],
+    [
+      'insert long mood',
+      db.from('journal_entries').insert({ title: 'x', mood: 'm'.repeat(51) }),
+      'mood: must be at most 50 characters',
+    ],
+    [
+      'insert bad tags',
+      db.from('journal_entries').insert({ title: 'x', tags: [''] }),
+      'tags: at most 20 tags, each 1 to 50 characters',
+    ],
+    [
+      'rpc create',
+      db.rpc('create_journal_entry', { title: 'x', content: 'y', content_visibility: 'team' }),
+      'team_id: required when a visibility is team',
+    ],
+    [
+      'notebook team level',
+      db.from('notebooks').insert({ name: 'n', metadata_visibility: 'team' }),
+      'team_id: required when a visibility is team',
+    ],
     ['notebook blank name', db.from('notebooks').insert({ name: '   ' }), 'name: must not be empty'],
   ]
   for (const [what, reply, message] of cases) {
@@ -368,13 +521,20 @@ test('direct writes are refused in words, naming the field as /api does (table, 
   const mine = await postEntry(w.owner, { title: 'mine', content: 'x' })
   const patch = await db.from('journal_entries').update({ content_visibility: 'org' }).eq('id', mine.id)
   assert.equal(patch.error?.message, 'org_id: required when a visibility is org')
-  const rpcPatch = await db.rpc('update_journal_entry', { entry_id: mine.id, patch: { metadata_visibility: 'team' } })
+  const rpcPatch = await db.rpc('update_journal_entry', {
+    entry_id: mine.id,
+    patch: { metadata_visibility: 'team' },
+  })
   assert.equal(rpcPatch.error?.message, 'team_id: required when a visibility is team')
   // /api answers the same words (its own check or the database's).
-  const viaApi = await api('/api/journal', { token: w.owner.token, body: { title: 'x', content: 'y', metadata_visibility: 'team' } })
+  const viaApi = await api('/api/journal', {
+    token: w.owner.token,
+    body: { title: 'x', content: 'y', metadata_visibility: 'team' },
+  })
   assert.equal(viaApi.status, 400)
   assert.equal(viaApi.body.error, 'team_id: required when a visibility is team')
-  const [{ n }] = await sql`select count(*)::int as n from public.journal_entries where user_id = ${w.owner.id}`
+  const [{ n }] =
+    await sql`select count(*)::int as n from public.journal_entries where user_id = ${w.owner.id}`
   assert.equal(n, 1, 'nothing refused was written')
 })
 
@@ -382,24 +542,39 @@ test('an entry its owner inserts straight into journal_entries reads whole for t
   const w = await sharingWorld()
   const db = clientAs(w.owner.token)
   const { data, error } = await db.from('journal_entries')
-    .insert({ title: 'no text yet', metadata_visibility: 'team', content_visibility: 'team', team_id: w.teamId }).select('id').single()
+    .insert({
+      title: 'no text yet',
+      metadata_visibility: 'team',
+      content_visibility: 'team',
+      team_id: w.teamId,
+    }).select('id').single()
   assert.equal(error, null, JSON.stringify(error))
   const id = data!.id
-  const details = await db.from('journal_entry_details').select('content, content_hidden').eq('id', id).single()
+  const details = await db.from('journal_entry_details').select('content, content_hidden').eq('id', id)
+    .single()
   assert.deepEqual(details.data, { content: '', content_hidden: false })
   const feed = await db.rpc('journal_feed', {})
-  assert.deepEqual(feed.data.filter((r: any) => r.id === id).map((r: any) => [r.content, r.content_hidden]), [['', false]])
+  assert.deepEqual(feed.data.filter((r: any) => r.id === id).map((r: any) => [r.content, r.content_hidden]), [
+    ['', false],
+  ])
   const visible = await db.rpc('journal_feed', { scope: 'visible' })
-  assert.deepEqual(visible.data.filter((r: any) => r.id === id).map((r: any) => [r.content, r.content_hidden]), [['', false]])
+  assert.deepEqual(
+    visible.data.filter((r: any) => r.id === id).map((r: any) => [r.content, r.content_hidden]),
+    [['', false]],
+  )
   const viaApi = await api(`/api/journal/${id}`, { token: w.owner.token })
   assert.equal(viaApi.status, 200)
   assert.equal(viaApi.body.content_hidden ?? viaApi.body.entry?.content_hidden, false)
   // Super admins see every entry whole (rule 6).
-  const admin = await clientAs(w.superAdmin.token).from('journal_entry_details').select('content, content_hidden').eq('id', id).single()
+  const admin = await clientAs(w.superAdmin.token).from('journal_entry_details').select(
+    'content, content_hidden',
+  ).eq('id', id).single()
   assert.deepEqual(admin.data, { content: '', content_hidden: false })
   // Writing the text afterwards (the two-step direct path) still works and shows it.
   const text = await db.from('journal_entry_contents').insert({ entry_id: id, content: 'now written' })
   assert.equal(text.error, null)
-  const after = await clientAs(w.teammate.token).from('journal_entry_details').select('content, content_hidden').eq('id', id).single()
+  const after = await clientAs(w.teammate.token).from('journal_entry_details').select(
+    'content, content_hidden',
+  ).eq('id', id).single()
   assert.deepEqual(after.data, { content: 'now written', content_hidden: false })
 })

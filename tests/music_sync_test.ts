@@ -4,7 +4,14 @@
 import { strict as assert } from 'node:assert'
 import { api, assertError, createUser, postEntry, sql, test } from './_helpers.ts'
 import { connected, CRON, pauseScheduledSync, syncNow } from './_music.ts'
-import { expireMusicTokens, minutesAgo, musicRequests, play, scriptMusic, updateMusicUser } from './fakes/music_control.ts'
+import {
+  expireMusicTokens,
+  minutesAgo,
+  musicRequests,
+  play,
+  scriptMusic,
+  updateMusicUser,
+} from './fakes/music_control.ts'
 
 test('the music-sync-all job runs every 15 minutes through the edge function with the secret from Vault', async () => {
   const [job] = await sql`select schedule, command from cron.job where jobname = 'music-sync-all'`
@@ -58,7 +65,11 @@ test('an access token expiring within a minute is refreshed first; the rotated r
   const user = await createUser()
   const listener = await connected(user, { plays: [play('rot1', minutesAgo(5))], expires_in: 30 })
   assert.equal((await syncNow(user)).status, 200)
-  assert.equal((await syncNow(user)).status, 200, 'the second refresh used the rotated token (the first is single use)')
+  assert.equal(
+    (await syncNow(user)).status,
+    200,
+    'the second refresh used the rotated token (the first is single use)',
+  )
   const grants = (await musicRequests(listener)).filter((r) => r.grant_type === 'refresh_token')
   assert.equal(grants.length, 2)
   const [link] = await sql`select token_expires_at from public.music_connections where user_id = ${user.id}`
@@ -79,7 +90,11 @@ test('a token the provider revoked early: one refresh, one retry', async () => {
 test('invalid_grant on refresh: the link needs reconnection, its tokens are dropped, and syncing it stops', async () => {
   const user = await createUser()
   const listener = await connected(user, { plays: [play('ig1', minutesAgo(5))], expires_in: 10 })
-  await scriptMusic(listener, [{ path: '/api/token', status: 400, body: { error: 'invalid_grant', error_description: 'Refresh token revoked' } }])
+  await scriptMusic(listener, [{
+    path: '/api/token',
+    status: 400,
+    body: { error: 'invalid_grant', error_description: 'Refresh token revoked' },
+  }])
   const s = await syncNow(user)
   assertError(s, 409, 'connected again')
   const status = await api('/api/music/status', { token: user.token })
@@ -100,7 +115,12 @@ test('429 honours Retry-After; 5xx retries with backoff; a slow answer times out
   const user = await createUser()
   const listener = await connected(user, { plays: [play('rl1', minutesAgo(5))] })
   await scriptMusic(listener, [
-    { path: '/v1/me/player', status: 429, headers: { 'retry-after': '1' }, body: { error: { status: 429, message: 'API rate limit exceeded' } } },
+    {
+      path: '/v1/me/player',
+      status: 429,
+      headers: { 'retry-after': '1' },
+      body: { error: { status: 429, message: 'API rate limit exceeded' } },
+    },
     { path: '/v1/me/player', status: 503 },
     { path: '/v1/me/player', status: 200, delay_ms: 2600, body: { items: [], next: null } }, // answered after the 2 s deadline
   ])
@@ -109,7 +129,10 @@ test('429 honours Retry-After; 5xx retries with backoff; a slow answer times out
   assert.equal(s.body.plays_added, 1)
   const calls = await recentlyPlayed(listener)
   assert.equal(calls.length, 4, '429, 503, timeout, then the answer')
-  assert.ok(Date.parse(calls[1].at) - Date.parse(calls[0].at) >= 1000, 'waited Retry-After before asking again')
+  assert.ok(
+    Date.parse(calls[1].at) - Date.parse(calls[0].at) >= 1000,
+    'waited Retry-After before asking again',
+  )
 })
 
 test('a Retry-After beyond the cap, or 5xx every time, fails the sync with a clear error and nothing stored', async () => {
@@ -120,7 +143,8 @@ test('a Retry-After beyond the cap, or 5xx every time, fails the sync with a cle
   await scriptMusic(listener, [500, 502, 500].map((status) => ({ path: '/v1/me/player', status })))
   assertError(await syncNow(user), 502, 'music provider')
   assert.equal((await sql`select 1 from public.music_plays where user_id = ${user.id}`).length, 0)
-  const [link] = await sql`select last_error, sync_claimed_until from public.music_connections where user_id = ${user.id}`
+  const [link] =
+    await sql`select last_error, sync_claimed_until from public.music_connections where user_id = ${user.id}`
   assert.match(link.last_error, /500/)
   assert.equal(link.sync_claimed_until, null, 'a failed sync releases its claim')
 })
@@ -133,8 +157,13 @@ test('cursors are followed page by page; tracks without a full object are looked
   assert.equal(first.body.plays_added, 12)
   assert.equal((await recentlyPlayed(listener)).length, 3, '12 plays in pages of 5')
   const lookups = (await musicRequests(listener)).filter((r) => r.path === '/v1/tracks')
-  assert.deepEqual(lookups.map((r) => r.query.ids.split(',').sort()), [['pg3', 'pg7']], 'only the ids missing a full object')
-  const [t] = await sql`select name, artists, album, album_image_url, external_url, duration_ms, raw ? 'popularity' as has_raw
+  assert.deepEqual(
+    lookups.map((r) => r.query.ids.split(',').sort()),
+    [['pg3', 'pg7']],
+    'only the ids missing a full object',
+  )
+  const [t] =
+    await sql`select name, artists, album, album_image_url, external_url, duration_ms, raw ? 'popularity' as has_raw
                           from public.music_tracks where id = 'pg3'`
   assert.deepEqual({ ...t }, {
     name: 'Song pg3',
@@ -146,7 +175,9 @@ test('cursors are followed page by page; tracks without a full object are looked
     has_raw: true,
   })
   // New plays after the newest stored one: `after` pages forward.
-  await updateMusicUser(listener, { plays: [...plays, ...Array.from({ length: 7 }, (_, i) => play(`pn${i}`, minutesAgo(20 - i)))] })
+  await updateMusicUser(listener, {
+    plays: [...plays, ...Array.from({ length: 7 }, (_, i) => play(`pn${i}`, minutesAgo(20 - i)))],
+  })
   const second = await syncNow(user)
   assert.equal(second.body.plays_added, 7)
   const forward = (await recentlyPlayed(listener)).slice(3)
@@ -166,21 +197,32 @@ test('POST /api/music/sync has a per-user cooldown (429 with Retry-After)', asyn
 
 test('sync-all: the cron secret is required; bad input is 400', async () => {
   assertError(await api('/api/music/sync-all', { method: 'POST', body: {} }), 401)
-  assertError(await api('/api/music/sync-all', { method: 'POST', headers: { 'x-cron-secret': 'wrong' }, body: {} }), 401)
+  assertError(
+    await api('/api/music/sync-all', { method: 'POST', headers: { 'x-cron-secret': 'wrong' }, body: {} }),
+    401,
+  )
   const user = await createUser()
   assertError(await api('/api/music/sync-all', { method: 'POST', token: user.token, body: {} }), 401)
-  assertError(await api('/api/music/sync-all', { method: 'POST', headers: CRON, body: { limit: 0 } }), 400, 'limit')
+  assertError(
+    await api('/api/music/sync-all', { method: 'POST', headers: CRON, body: { limit: 0 } }),
+    400,
+    'limit',
+  )
   const ok = await api('/api/music/sync-all', { method: 'POST', headers: CRON })
   assert.equal(ok.status, 200, JSON.stringify(ok.body))
   assert.equal(ok.body.success, true)
-  for (const k of ['total', 'synced', 'plays_added', 'failed', 'remaining']) assert.equal(typeof ok.body.results[k], 'number', k)
+  for (const k of ['total', 'synced', 'plays_added', 'failed', 'remaining']) {
+    assert.equal(typeof ok.body.results[k], 'number', k)
+  }
   assert.ok(Array.isArray(ok.body.results.errors))
 })
 
 test('sync-all: two runs at once share the due links, each synced once; failures are reported and never stop the run', async () => {
   const users = await Promise.all(Array.from({ length: 6 }, () => createUser()))
   const listeners: string[] = []
-  for (const [i, u] of users.entries()) listeners.push(await connected(u, { plays: [play(`sa${i}`, minutesAgo(5))] }))
+  for (const [i, u] of users.entries()) {
+    listeners.push(await connected(u, { plays: [play(`sa${i}`, minutesAgo(5))] }))
+  }
   const mine = users.map((u) => u.id)
   // Only this test's links are due.
   await sql`update public.music_connections set last_synced_at = now() where user_id <> all(${mine})`
@@ -192,7 +234,9 @@ test('sync-all: two runs at once share the due links, each synced once; failures
   ])
   assert.equal(a.status, 200, JSON.stringify(a.body))
   assert.equal(b.status, 200, JSON.stringify(b.body))
-  for (const l of listeners) assert.equal((await recentlyPlayed(l)).length, l === listeners[5] ? 3 : 1, `${l} synced exactly once`)
+  for (const l of listeners) {
+    assert.equal((await recentlyPlayed(l)).length, l === listeners[5] ? 3 : 1, `${l} synced exactly once`)
+  }
   const total = a.body.results.total + b.body.results.total
   assert.ok(total <= 6, `each link claimed once (${total})`)
   const failedErrors = [...a.body.results.errors, ...b.body.results.errors]
@@ -202,11 +246,15 @@ test('sync-all: two runs at once share the due links, each synced once; failures
     assert.equal(failedErrors.length, 1)
     assert.ok(failedErrors[0].startsWith(users[5].id))
   }
-  const synced = await sql`select user_id from public.music_connections where user_id = any(${mine}) and last_synced_at is not null`
+  const synced =
+    await sql`select user_id from public.music_connections where user_id = any(${mine}) and last_synced_at is not null`
   assert.equal(synced.length, 5, 'five synced, the failing one is not marked synced')
   const again = await api('/api/music/sync-all', { method: 'POST', headers: CRON, body: {} })
-  assert.deepEqual([again.body.results.total, again.body.results.synced], [1, 1],
-    'synced links are not due again right away; the failed one is retried (and now succeeds)')
+  assert.deepEqual(
+    [again.body.results.total, again.body.results.synced],
+    [1, 1],
+    'synced links are not due again right away; the failed one is retried (and now succeeds)',
+  )
 })
 
 test('sync-all: a chunk smaller than the due links reports what remains', async () => {
@@ -230,12 +278,17 @@ test('sync-all: links a run has no time for are released and counted in remainin
   await sql`update public.music_connections set last_synced_at = now() where user_id <> all(${mine})`
   const { withApi } = await import('./_api_process.ts')
   await withApi({ MUSIC_SYNC_BUDGET_MS: '1' }, async (base) => {
-    const res = await fetch(`${base}/api/music/sync-all`, { method: 'POST', headers: { ...CRON, 'content-type': 'application/json' }, body: '{}' })
+    const res = await fetch(`${base}/api/music/sync-all`, {
+      method: 'POST',
+      headers: { ...CRON, 'content-type': 'application/json' },
+      body: '{}',
+    })
     const body = await res.json()
     assert.equal(res.status, 200, JSON.stringify(body))
     assert.deepEqual([body.results.total, body.results.synced, body.results.remaining], [0, 0, 3])
   })
-  const held = await sql`select 1 from public.music_connections where user_id = any(${mine}) and (sync_claimed_until is not null or last_synced_at is not null)`
+  const held =
+    await sql`select 1 from public.music_connections where user_id = any(${mine}) and (sync_claimed_until is not null or last_synced_at is not null)`
   assert.equal(held.length, 0, 'released, not synced')
   const next = await api('/api/music/sync-all', { method: 'POST', headers: CRON, body: {} })
   assert.deepEqual([next.body.results.synced, next.body.results.remaining], [3, 0], 'the next run takes them')

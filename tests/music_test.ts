@@ -23,11 +23,15 @@ test('connect: an authorize URL with an S256 challenge, the scope, the redirect 
   assert.deepEqual(url.searchParams.get('redirect_uri'), Deno.env.get('MUSIC_REDIRECT_URI'))
   assert.deepEqual(url.searchParams.get('state'), a.body.state)
   assert(a.body.state !== b.body.state, 'each connect has its own state')
-  assert(url.searchParams.get('code_challenge') !== new URL(b.body.authorizeUrl).searchParams.get('code_challenge'))
+  assert(
+    url.searchParams.get('code_challenge') !==
+      new URL(b.body.authorizeUrl).searchParams.get('code_challenge'),
+  )
   const expiresIn = Date.parse(a.body.expires_at) - Date.now()
   assert(expiresIn > 9 * 60_000 && expiresIn <= 10 * 60_000, `state lives 10 minutes, got ${expiresIn} ms`)
   // Stored hashed, with a verifier of a valid length, for this user.
-  const rows = await sql`select state_hash, length(code_verifier) as n from private.music_oauth_states where user_id = ${user.id}`
+  const rows =
+    await sql`select state_hash, length(code_verifier) as n from private.music_oauth_states where user_id = ${user.id}`
   assert.deepEqual(rows.length, 2)
   assert(rows.every((r) => r.state_hash !== a.body.state && r.n >= 43 && r.n <= 128))
 })
@@ -70,14 +74,20 @@ test('callback → sync → entry: the whole path links a new entry to the track
   })
   const list = await api('/api/journal', { token: user.token })
   assert.deepEqual(list.body.entries.find((e: { id: string }) => e.id === entry.id).track.name, 'Song trk1b')
-  const { data } = await clientAs(user.token).from('journal_entry_details').select('track').eq('id', entry.id).single()
+  const { data } = await clientAs(user.token).from('journal_entry_details').select('track').eq('id', entry.id)
+    .single()
   assert.deepEqual(data!.track.external_url, 'https://open.spotify.example/track/trk1b')
 
   // A second sync resumes after the newest stored play (minus a small overlap), in milliseconds.
   const again = await syncNow(user)
   assert.deepEqual(again.body.plays_added, 0, 'idempotent: the same plays are not stored twice')
-  const after = (await musicRequests(listener)).filter((r) => r.path === '/v1/me/player/recently-played').at(-1)!
-  const newest = (await sql`select (extract(epoch from max(played_at)) * 1000)::bigint as ms from public.music_plays where user_id = ${user.id}`)[0].ms
+  const after = (await musicRequests(listener)).filter((r) => r.path === '/v1/me/player/recently-played').at(
+    -1,
+  )!
+  const newest =
+    (await sql`select (extract(epoch from max(played_at)) * 1000)::bigint as ms from public.music_plays where user_id = ${user.id}`)[
+      0
+    ].ms
   assert.deepEqual(Number(after.query.after), Number(newest) - 60_000)
   const [{ n }] = await sql`select count(*)::int as n from public.music_plays where user_id = ${user.id}`
   assert.deepEqual(n, 2)
@@ -95,16 +105,30 @@ test('an entry whose author has no play at or before its creation has no track; 
   // The sync brings the play in, and the entry written after it gets linked (late linking).
   const s = await api('/api/music/sync', { token: owner.token, method: 'POST' })
   assert.deepEqual(s.body.entries_linked, 1)
-  const publicEntry = await postEntry(owner, { title: 'public', content: 'x', mood: 'calm', metadata_visibility: 'public' })
+  const publicEntry = await postEntry(owner, {
+    title: 'public',
+    content: 'x',
+    mood: 'calm',
+    metadata_visibility: 'public',
+  })
   const privateEntry = await postEntry(owner, { title: 'private', content: 'x', mood: 'calm' })
   const seen = await api(`/api/journal/${publicEntry.id}`, { token: stranger.token })
   assert.deepEqual(seen.body.entry.track.id, 'trk2a')
   assertError(await api(`/api/journal/${privateEntry.id}`, { token: stranger.token }), 404)
-  const anon = await clientAs().from('journal_entry_details').select('id, track').in('id', [publicEntry.id, privateEntry.id])
+  const anon = await clientAs().from('journal_entry_details').select('id, track').in('id', [
+    publicEntry.id,
+    privateEntry.id,
+  ])
   assert.deepEqual(anon.data!.map((r) => [r.id, r.track?.id]), [[publicEntry.id, 'trk2a']])
   // Plays themselves are the owner's only.
-  assert.deepEqual((await clientAs(stranger.token).from('music_plays').select('*').eq('user_id', owner.id)).data, [])
-  assert.deepEqual((await clientAs(owner.token).from('music_plays').select('track_id').eq('user_id', owner.id)).data, [{ track_id: 'trk2a' }])
+  assert.deepEqual(
+    (await clientAs(stranger.token).from('music_plays').select('*').eq('user_id', owner.id)).data,
+    [],
+  )
+  assert.deepEqual(
+    (await clientAs(owner.token).from('music_plays').select('track_id').eq('user_id', owner.id)).data,
+    [{ track_id: 'trk2a' }],
+  )
 })
 
 test('state: unknown, reused and expired states are 400 and store nothing; a missing state names the field', async () => {
@@ -131,7 +155,9 @@ test('PKCE: the provider refuses a wrong verifier; the callback answers 400 and 
   const user = await createUser()
   const listener = await musicUser({ plays: [] })
   const q = await authorize(user, listener)
-  await sql`update private.music_oauth_states set code_verifier = ${'w'.repeat(64)} where user_id = ${user.id} and used_at is null`
+  await sql`update private.music_oauth_states set code_verifier = ${
+    'w'.repeat(64)
+  } where user_id = ${user.id} and used_at is null`
   const res = await callback(q)
   assertError(res, 400, 'code_verifier was incorrect')
   assert.deepEqual((await sql`select 1 from public.music_connections where user_id = ${user.id}`).length, 0)
@@ -156,7 +182,8 @@ test('tokens: encrypted at rest and unreadable through PostgREST by the owner, o
   const user = await createUser()
   const other = await createUser()
   const listener = await connected(user, { plays: [] })
-  const [raw] = await sql`select encode(access_token, 'escape') as a, encode(refresh_token, 'escape') as r from private.music_tokens where user_id = ${user.id}`
+  const [raw] =
+    await sql`select encode(access_token, 'escape') as a, encode(refresh_token, 'escape') as r from private.music_tokens where user_id = ${user.id}`
   assert(!raw.a.includes('fake-at-') && !raw.r.includes('fake-rt-'), 'stored ciphertext, not the token')
   const tokenExchange = (await musicRequests(listener)).find((r) => r.grant_type === 'authorization_code')
   assert(tokenExchange, 'the code was exchanged')
@@ -166,18 +193,30 @@ test('tokens: encrypted at rest and unreadable through PostgREST by the owner, o
     const conn = await db.from('music_connections').select('*').eq('user_id', user.id)
     if (who === 'owner') {
       assert.deepEqual(conn.data!.length, 1)
-      assert(!Object.keys(conn.data![0]).some((k) => /token$/.test(k) && k !== 'token_expires_at'), 'no token column')
+      assert(
+        !Object.keys(conn.data![0]).some((k) => /token$/.test(k) && k !== 'token_expires_at'),
+        'no token column',
+      )
     } else {
       assert.deepEqual(conn.data ?? [], [], `${who} does not see the link`)
     }
     const tokens = await db.schema('private' as 'public').from('music_tokens').select('*')
     assert(tokens.error, `${who}: the private schema is not exposed`)
-    for (const [fn, args] of [
-      ['music_claim_links', { max_links: 10 }],
-      ['music_claim_user', { user_id: user.id }],
-      ['music_take_state', { state_hash: 'x' }],
-      ['music_save_link', { user_id: user.id, music_user_id: 'x', scope: '', access_token: 'a', refresh_token: 'r', expires_at: new Date().toISOString() }],
-    ] as const) {
+    for (
+      const [fn, args] of [
+        ['music_claim_links', { max_links: 10 }],
+        ['music_claim_user', { user_id: user.id }],
+        ['music_take_state', { state_hash: 'x' }],
+        ['music_save_link', {
+          user_id: user.id,
+          music_user_id: 'x',
+          scope: '',
+          access_token: 'a',
+          refresh_token: 'r',
+          expires_at: new Date().toISOString(),
+        }],
+      ] as const
+    ) {
       const r = await db.rpc(fn, args)
       assert(r.error, `${who} may not call ${fn}`)
       assert.deepEqual(r.data, null)
@@ -189,7 +228,11 @@ test('disconnect removes link and tokens and keeps plays; purge=true removes the
   const user = await createUser()
   await connected(user, { plays: [play('trk3a', minutesAgo(3))] })
   assert.deepEqual((await api('/api/music/sync', { token: user.token, method: 'POST' })).body.plays_added, 1)
-  assertError(await api('/api/music/connection?purge=yes', { token: user.token, method: 'DELETE' }), 400, 'purge')
+  assertError(
+    await api('/api/music/connection?purge=yes', { token: user.token, method: 'DELETE' }),
+    400,
+    'purge',
+  )
   const off = await api('/api/music/connection', { token: user.token, method: 'DELETE' })
   assert.deepEqual(off.body, { disconnected: true, plays_removed: 0 })
   assert.deepEqual((await sql`select 1 from private.music_tokens where user_id = ${user.id}`).length, 0)
@@ -204,7 +247,11 @@ test('without MUSIC_CLIENT_ID every music endpoint is 503 {error}, after input v
   const user = await createUser()
   const { withApi } = await import('./_api_process.ts')
   await withApi({ MUSIC_CLIENT_ID: '' }, async (base) => {
-    const call = async (method: string, path: string, o: { token?: string; headers?: Record<string, string>; body?: unknown } = {}) => {
+    const call = async (
+      method: string,
+      path: string,
+      o: { token?: string; headers?: Record<string, string>; body?: unknown } = {},
+    ) => {
       const res = await fetch(`${base}${path}`, {
         method,
         headers: {
@@ -216,20 +263,36 @@ test('without MUSIC_CLIENT_ID every music endpoint is 503 {error}, after input v
       })
       return { status: res.status, body: await res.json(), headers: res.headers }
     }
-    for (const [method, path, o] of [
-      ['POST', '/api/music/connect', { token: user.token }],
-      ['GET', '/api/music/callback?code=c&state=s', {}],
-      ['GET', '/api/music/status', { token: user.token }],
-      ['DELETE', '/api/music/connection', { token: user.token }],
-      ['POST', '/api/music/sync', { token: user.token }],
-      ['POST', '/api/music/sync-all', { headers: { 'x-cron-secret': 'local-music-sync-cron-secret' }, body: {} }],
-    ] as const) {
+    for (
+      const [method, path, o] of [
+        ['POST', '/api/music/connect', { token: user.token }],
+        ['GET', '/api/music/callback?code=c&state=s', {}],
+        ['GET', '/api/music/status', { token: user.token }],
+        ['DELETE', '/api/music/connection', { token: user.token }],
+        ['POST', '/api/music/sync', { token: user.token }],
+        ['POST', '/api/music/sync-all', {
+          headers: { 'x-cron-secret': 'local-music-sync-cron-secret' },
+          body: {},
+        }],
+      ] as const
+    ) {
       assertError(await call(method, path, o), 503, 'MUSIC_CLIENT_ID')
     }
     // Bad input is still 400 first; a missing credential still 401.
     assertError(await call('GET', '/api/music/callback?code=c'), 400, 'state')
-    assertError(await call('DELETE', '/api/music/connection?purge=maybe', { token: user.token }), 400, 'purge')
-    assertError(await call('POST', '/api/music/sync-all', { headers: { 'x-cron-secret': 'local-music-sync-cron-secret' }, body: { limit: 5000 } }), 400, 'limit')
+    assertError(
+      await call('DELETE', '/api/music/connection?purge=maybe', { token: user.token }),
+      400,
+      'purge',
+    )
+    assertError(
+      await call('POST', '/api/music/sync-all', {
+        headers: { 'x-cron-secret': 'local-music-sync-cron-secret' },
+        body: { limit: 5000 },
+      }),
+      400,
+      'limit',
+    )
     assertError(await call('POST', '/api/music/connect'), 401)
   })
 })

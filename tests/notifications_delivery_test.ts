@@ -61,7 +61,9 @@ test('DeviceNotRegistered (ticket or receipt) and Web Push 410 retire the device
   const gone = await expoDevice(user, 'gone')
   const receiptGone = await expoDevice(user, 'receiptgone')
   const expired = await webDevice(user, { gone: 410 })
-  const [n] = await sql`select private.notify(${user.id}, 'team.member_added', '{}'::jsonb) as id`
+  const [n] = await sql`select private.notify(${user.id}, 'team.member_added', ${
+    sql.json({ n: crypto.randomUUID() })
+  }) as id`
   await deliver()
   await deliver()
   const devices =
@@ -79,7 +81,9 @@ test('DeviceNotRegistered (ticket or receipt) and Web Push 410 retire the device
   assert.equal(rowOf(expired.id)!.status, 'retired')
   assert.equal(rowOf(receiptGone.id)!.receipt_status, 'error')
   // A retired device gets nothing new...
-  const [later] = await sql`select private.notify(${user.id}, 'team.member_added', '{}'::jsonb) as id`
+  const [later] = await sql`select private.notify(${user.id}, 'team.member_added', ${
+    sql.json({ n: crypto.randomUUID() })
+  }) as id`
   assert.deepEqual(await statuses(later.id), [])
   // ...until the app registers it again.
   const again = await api('/api/notifications/devices', {
@@ -87,7 +91,9 @@ test('DeviceNotRegistered (ticket or receipt) and Web Push 410 retire the device
     body: { expo_push_token: receiptGone.token },
   })
   assert.equal(again.body.device.retired_at, null)
-  const [third] = await sql`select private.notify(${user.id}, 'team.member_added', '{}'::jsonb) as id`
+  const [third] = await sql`select private.notify(${user.id}, 'team.member_added', ${
+    sql.json({ n: crypto.randomUUID() })
+  }) as id`
   assert.deepEqual(await statuses(third.id), ['expo:pending'])
 })
 
@@ -105,7 +111,9 @@ test('429 and 5xx are retried with backoff; Retry-After is honoured', async () =
     method: 'POST',
     body: JSON.stringify({ endpoint: browser.endpoint, status: 429, times: 1, retry_after: 600 }),
   })
-  const [n] = await sql`select private.notify(${user.id}, 'team.member_added', '{}'::jsonb) as id`
+  const [n] = await sql`select private.notify(${user.id}, 'team.member_added', ${
+    sql.json({ n: crypto.randomUUID() })
+  }) as id`
   const t0 = Date.now()
   await deliver()
   const rows =

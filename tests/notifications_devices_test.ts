@@ -142,8 +142,15 @@ test('PostgREST: owners see and change only their devices; a token inserted on a
   assert.equal((await clientAs().from('notification_devices').select('id')).data?.length ?? 0, 0)
   // Super admins manage people, not their phones: another user's devices and preferences stay the user's.
   const admin = await createUser({ superAdmin: true })
-  assert.deepEqual((await clientAs(admin.token).from('notification_devices').select('id').eq('user_id', bob.id)).data, [])
-  assert.deepEqual((await clientAs(admin.token).from('notification_preferences').select('user_id').eq('user_id', bob.id)).data, [])
+  assert.deepEqual(
+    (await clientAs(admin.token).from('notification_devices').select('id').eq('user_id', bob.id)).data,
+    [],
+  )
+  assert.deepEqual(
+    (await clientAs(admin.token).from('notification_preferences').select('user_id').eq('user_id', bob.id))
+      .data,
+    [],
+  )
   const anon = await clientAs().from('notification_preferences').select('user_id')
   assert.ok(anon.error || anon.data?.length === 0)
 })

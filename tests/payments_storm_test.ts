@@ -35,7 +35,8 @@ interface Expected {
 }
 
 Deno.test({
-  name: 'webhook storm: 200 events twice each, late and shuffled while Stripe moves on, 10 at a time: every subscription ends at Stripe\'s last state',
+  name:
+    "webhook storm: 200 events twice each, late and shuffled while Stripe moves on, 10 at a time: every subscription ends at Stripe's last state",
   sanitizeOps: false,
   sanitizeResources: false,
   fn: storm,
@@ -45,7 +46,9 @@ async function storm(t: Deno.TestContext) {
   const seed = Number(Deno.env.get('STORM_SEED') ?? Date.now() % 2 ** 31)
   const random = prng(seed)
   const pick = <T>(xs: T[]) => xs[Math.floor(random() * xs.length)]
-  const users = await Promise.all(Array.from({ length: SUBSCRIPTIONS }, () => createUser({ prefix: 'storm' })))
+  const users = await Promise.all(
+    Array.from({ length: SUBSCRIPTIONS }, () => createUser({ prefix: 'storm' })),
+  )
 
   // Per subscription: its events in order, each with Stripe's state once it happened.
   const timelines: { event: StripeEvent; stripe: SubscriptionState }[][] = []
@@ -55,13 +58,26 @@ async function storm(t: Deno.TestContext) {
     const sub = newId('sub')
     const customer = newId('cus')
     const t0 = 10_000 + eventCount * 10
-    const state = (status: string, extra: Partial<SubscriptionState> = {}): SubscriptionState =>
-      ({ id: sub, customer, userId: user.id, status, periodEnd: at(t0 + 30 * 86400), ...extra })
+    const state = (status: string, extra: Partial<SubscriptionState> = {}): SubscriptionState => ({
+      id: sub,
+      customer,
+      userId: user.id,
+      status,
+      periodEnd: at(t0 + 30 * 86400),
+      ...extra,
+    })
     const line: { event: StripeEvent; stripe: SubscriptionState }[] = []
     // Stripe's opening: created (incomplete), then the paid checkout (active).
-    line.push({ event: subscriptionEvent('created', state('incomplete'), at(t0)), stripe: state('incomplete') })
     line.push({
-      event: stripeEvent('checkout.session.completed', checkoutObject({ subscription: sub, customer, userId: user.id }), at(t0 + 1)),
+      event: subscriptionEvent('created', state('incomplete'), at(t0)),
+      stripe: state('incomplete'),
+    })
+    line.push({
+      event: stripeEvent(
+        'checkout.session.completed',
+        checkoutObject({ subscription: sub, customer, userId: user.id }),
+        at(t0 + 1),
+      ),
       stripe: state('active'),
     })
     let last: SubscriptionState = state('active')
@@ -70,20 +86,33 @@ async function storm(t: Deno.TestContext) {
       const created = at(t0 + k)
       const final = k === EVENTS_PER_SUBSCRIPTION - 1
       if (!final && random() < 0.25) {
-        line.push({ event: stripeEvent('invoice.payment_failed', invoiceFailedObject({ subscription: sub, customer }), created), stripe: last })
+        line.push({
+          event: stripeEvent(
+            'invoice.payment_failed',
+            invoiceFailedObject({ subscription: sub, customer }),
+            created,
+          ),
+          stripe: last,
+        })
         lastPaymentFailed = created
         continue
       }
       const cancel = final && random() < 0.3
       last = cancel
         ? state('canceled', { periodEnd: at(t0 + k * 86400) })
-        : state(pick(['active', 'past_due', 'active', 'trialing', 'unpaid']), { periodEnd: at(t0 + (30 + k) * 86400), cancelAtPeriodEnd: random() < 0.5 })
+        : state(pick(['active', 'past_due', 'active', 'trialing', 'unpaid']), {
+          periodEnd: at(t0 + (30 + k) * 86400),
+          cancelAtPeriodEnd: random() < 0.5,
+        })
       line.push({ event: subscriptionEvent(cancel ? 'deleted' : 'updated', last, created), stripe: last })
     }
     eventCount += line.length
     timelines.push(line)
     expected.set(sub, {
-      userId: user.id, status: last.status, periodEnd: last.periodEnd!, cancelAtPeriodEnd: last.cancelAtPeriodEnd ?? false,
+      userId: user.id,
+      status: last.status,
+      periodEnd: last.periodEnd!,
+      cancelAtPeriodEnd: last.cancelAtPeriodEnd ?? false,
       lastPaymentFailed,
     })
   }
@@ -121,8 +150,9 @@ async function storm(t: Deno.TestContext) {
     while (inFlight.size >= CONCURRENCY) await Promise.race(inFlight)
     const event = step.deliver!
     const delivery: Promise<void> = deliver(event).then((res) => {
-      if (res.status !== 200) failures.push(`${event.id} ${event.type}: ${res.status} ${JSON.stringify(res.body)}`)
-      else outcomes.set(event.id, [...(outcomes.get(event.id) ?? []), res.body.outcome])
+      if (res.status !== 200) {
+        failures.push(`${event.id} ${event.type}: ${res.status} ${JSON.stringify(res.body)}`)
+      } else outcomes.set(event.id, [...(outcomes.get(event.id) ?? []), res.body.outcome])
     }).finally(() => inFlight.delete(delivery))
     inFlight.add(delivery)
   }
@@ -132,13 +162,20 @@ async function storm(t: Deno.TestContext) {
   const tally: Record<string, number> = {}
   for (const list of outcomes.values()) for (const o of list) tally[o] = (tally[o] ?? 0) + 1
   // The figures as a step's name: `npm test` prints test names (its TAP reporter drops console output).
-  await t.step(`storm figures (seed ${seed}): ${deliveries.length} deliveries of ${events.length} events, ` +
-    `${CONCURRENCY} at a time, up to ${MAX_LAG} changes late, ${ms} ms; outcomes ${JSON.stringify(tally)}`, () => {})
+  await t.step(
+    `storm figures (seed ${seed}): ${deliveries.length} deliveries of ${events.length} events, ` +
+      `${CONCURRENCY} at a time, up to ${MAX_LAG} changes late, ${ms} ms; outcomes ${JSON.stringify(tally)}`,
+    () => {},
+  )
 
   assert.deepEqual(failures, [], `seed ${seed}: every delivery is acknowledged with 2xx`)
   for (const [id, list] of outcomes) {
     assert.equal(list.length, 2, `${id} delivered twice`)
-    assert.equal(list.filter((o) => o === 'replay').length, 1, `seed ${seed}: ${id} processed once, replayed once (${list})`)
+    assert.equal(
+      list.filter((o) => o === 'replay').length,
+      1,
+      `seed ${seed}: ${id} processed once, replayed once (${list})`,
+    )
   }
   const ids = events.map((e) => e.id)
   const [{ n, distinct }] = await sql`select count(*)::int as n, count(distinct event_id)::int as distinct
@@ -146,8 +183,11 @@ async function storm(t: Deno.TestContext) {
   assert.equal(n, events.length, 'each event id recorded')
   assert.equal(distinct, events.length, 'and recorded once')
 
-  const rows = await sql`select stripe_subscription_id, user_id, status, current_period_end, cancel_at_period_end, last_payment_failed_at
-                           from public.subscriptions where stripe_subscription_id = any(${[...expected.keys()]})`
+  const rows =
+    await sql`select stripe_subscription_id, user_id, status, current_period_end, cancel_at_period_end, last_payment_failed_at
+                           from public.subscriptions where stripe_subscription_id = any(${[
+      ...expected.keys(),
+    ]})`
   assert.equal(rows.length, SUBSCRIPTIONS, 'one row per subscription')
   for (const row of rows) {
     const want = expected.get(row.stripe_subscription_id)!
@@ -156,10 +196,16 @@ async function storm(t: Deno.TestContext) {
     assert.equal(row.status, want.status, `${where}: status`)
     assert.equal(row.current_period_end.getTime(), want.periodEnd * 1000, `${where}: period end`)
     assert.equal(row.cancel_at_period_end, want.cancelAtPeriodEnd, `${where}: cancel at period end`)
-    assert.equal(row.last_payment_failed_at?.getTime() ?? null, want.lastPaymentFailed === null ? null : want.lastPaymentFailed * 1000, `${where}: last payment failure`)
+    assert.equal(
+      row.last_payment_failed_at?.getTime() ?? null,
+      want.lastPaymentFailed === null ? null : want.lastPaymentFailed * 1000,
+      `${where}: last payment failure`,
+    )
   }
   // Premium is derived from the stored state, nothing else.
-  const [{ premium }] = await sql`select count(*)::int as premium from unnest(${users.map((u) => u.id)}::uuid[]) u(id)
+  const [{ premium }] = await sql`select count(*)::int as premium from unnest(${
+    users.map((u) => u.id)
+  }::uuid[]) u(id)
                                    where private.is_premium(u.id)`
   assert.equal(premium, [...expected.values()].filter((e) => e.status === 'active').length)
 }

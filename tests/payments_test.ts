@@ -42,14 +42,16 @@ async function storedCustomer(userId: string): Promise<string | null> {
 }
 
 async function subscriptionRow(subId: string) {
-  const [row] = await sql`select user_id, stripe_customer_id, status, current_period_end, cancel_at_period_end,
+  const [row] =
+    await sql`select user_id, stripe_customer_id, status, current_period_end, cancel_at_period_end,
                                  last_payment_failed_at
                             from public.subscriptions where stripe_subscription_id = ${subId}`
   return row
 }
 
 const recordedEvents = async (ids: string[]) =>
-  (await sql`select count(*)::int as n from private.stripe_events where event_id = any(${ids})`)[0].n as number
+  (await sql`select count(*)::int as n from private.stripe_events where event_id = any(${ids})`)[0]
+    .n as number
 
 class Rollback extends Error {}
 
@@ -58,8 +60,12 @@ type StripeEventLike = Record<string, unknown> & { id?: unknown; type?: unknown 
 /** Delivers a raw body, signed as Stripe signs it. */
 async function deliverRaw(payload: string) {
   return await api('/api/payment/webhook', {
-    method: 'POST', rawBody: payload,
-    headers: { 'content-type': 'application/json; charset=utf-8', 'stripe-signature': await signatureFor(payload) },
+    method: 'POST',
+    rawBody: payload,
+    headers: {
+      'content-type': 'application/json; charset=utf-8',
+      'stripe-signature': await signatureFor(payload),
+    },
   })
 }
 
@@ -71,7 +77,8 @@ async function awardFor(userId: string, month: string): Promise<number> {
   let amount = 0
   await sql.begin(async (tx) => {
     await tx`select * from private.award_monthly_drops(array[${userId}::uuid], ${month}::date)`
-    ;[{ amount }] = await tx`select amount from public.monthly_drop_awards where user_id = ${userId} and award_month = ${month}`
+    ;[{ amount }] =
+      await tx`select amount from public.monthly_drop_awards where user_id = ${userId} and award_month = ${month}`
     throw new Rollback()
   }).catch((e) => {
     if (!(e instanceof Rollback)) throw e
@@ -105,8 +112,16 @@ test('checkout: a subscription session for the caller; the customer is created o
     assert.equal(s.mode, 'subscription')
     assert.equal(s.client_reference_id, user.id)
     assert.deepEqual(s.metadata, { user_id: user.id })
-    assert.deepEqual(s.params.subscription_data, { metadata: { user_id: user.id } }, 'the subscription carries the user id too')
-    assert.equal(s.success_url, checkoutBody().successUrl, 'the URL is passed as given (Stripe fills the placeholder)')
+    assert.deepEqual(
+      s.params.subscription_data,
+      { metadata: { user_id: user.id } },
+      'the subscription carries the user id too',
+    )
+    assert.equal(
+      s.success_url,
+      checkoutBody().successUrl,
+      'the URL is passed as given (Stripe fills the placeholder)',
+    )
     assert.equal(s.cancel_url, `${SITE}/billing`)
     assert.equal(s.stripe_version, STRIPE_API_VERSION, 'the pinned API version is sent')
   }
@@ -161,22 +176,42 @@ test('checkout: malformed or foreign fields are 400 naming the field; nothing re
     [checkoutBody({ customer: 'cus_someone_else' }), 'customer'],
   ]
   for (const [body, field] of cases) assertError(await checkout(user, body), 400, field)
-  assertError(await api('/api/payment/create-checkout-session', { token: user.token, rawBody: '{"priceId":' }), 400)
+  assertError(
+    await api('/api/payment/create-checkout-session', { token: user.token, rawBody: '{"priceId":' }),
+    400,
+  )
   // A second configured origin is accepted.
-  const other = await checkout(user, checkoutBody({ successUrl: 'https://app.journal.test/ok', cancelUrl: 'https://app.journal.test/no' }))
+  const other = await checkout(
+    user,
+    checkoutBody({ successUrl: 'https://app.journal.test/ok', cancelUrl: 'https://app.journal.test/no' }),
+  )
   assert.equal(other.status, 200, JSON.stringify(other.body))
-  assert.equal((await stripeControl(`sessions?user_id=${user.id}`)).length, 1, 'only the valid request reached Stripe')
+  assert.equal(
+    (await stripeControl(`sessions?user_id=${user.id}`)).length,
+    1,
+    'only the valid request reached Stripe',
+  )
 })
 
 test('checkout: a price Stripe does not know is 400 priceId; Stripe trouble is 502/503 and stores no customer', async () => {
   const user = await createUser()
-  assertError(await checkout(user, checkoutBody({ priceId: 'price_does_not_exist' })), 400, /priceId: No such price/)
+  assertError(
+    await checkout(user, checkoutBody({ priceId: 'price_does_not_exist' })),
+    400,
+    /priceId: No such price/,
+  )
 
   const fresh = await createUser()
   await stripeControl('fail', { user_id: fresh.id, status: 500 })
   assertError(await checkout(fresh), 502)
   assert.equal(await storedCustomer(fresh.id), null, 'no customer stored when Stripe failed')
-  await stripeControl('fail', { user_id: fresh.id, status: 429, type: 'rate_limit_error', message: 'Too many requests', retry_after: 1 })
+  await stripeControl('fail', {
+    user_id: fresh.id,
+    status: 429,
+    type: 'rate_limit_error',
+    message: 'Too many requests',
+    retry_after: 1,
+  })
   assertError(await checkout(fresh), 503, 'busy')
   assert.equal(await storedCustomer(fresh.id), null)
   const ok = await checkout(fresh)
@@ -193,10 +228,13 @@ test('payment endpoints need a signed-in user (the webhook needs a signature ins
 // The caller's subscription
 // ---------------------------------------------------------------------------------------
 
-test('GET /api/payment/subscription: the caller\'s latest or null, never provider ids, never another\'s', async () => {
+test("GET /api/payment/subscription: the caller's latest or null, never provider ids, never another's", async () => {
   const user = await createUser()
   const other = await createUser()
-  assert.deepEqual((await api('/api/payment/subscription', { token: user.token })).body, { subscription: null, premium: false })
+  assert.deepEqual((await api('/api/payment/subscription', { token: user.token })).body, {
+    subscription: null,
+    premium: false,
+  })
   await sql`insert into public.subscriptions (user_id, stripe_customer_id, stripe_subscription_id, status, created_at)
             values (${user.id}, 'cus_old', ${newId('sub')}, 'canceled', now() - interval '1 year'),
                    (${user.id}, 'cus_new', ${newId('sub')}, 'active', now()),
@@ -206,9 +244,20 @@ test('GET /api/payment/subscription: the caller\'s latest or null, never provide
   assert.equal(res.body.subscription.status, 'active')
   assert.equal(res.body.subscription.user_id, user.id)
   assert.equal(res.body.premium, true)
-  assert.equal((await api('/api/payment/subscription', { token: other.token })).body.premium, false, 'past_due is not premium')
+  assert.equal(
+    (await api('/api/payment/subscription', { token: other.token })).body.premium,
+    false,
+    'past_due is not premium',
+  )
   assert.deepEqual(Object.keys(res.body.subscription).sort(), [
-    'cancel_at_period_end', 'created_at', 'current_period_end', 'id', 'last_payment_failed_at', 'status', 'updated_at', 'user_id',
+    'cancel_at_period_end',
+    'created_at',
+    'current_period_end',
+    'id',
+    'last_payment_failed_at',
+    'status',
+    'updated_at',
+    'user_id',
   ])
   assert.doesNotMatch(JSON.stringify(res.body), /cus_|sub_/)
   // PostgREST gives the same rows and refuses the provider ids.
@@ -226,12 +275,21 @@ test('GET /api/payment/subscription: the caller\'s latest or null, never provide
 test('webhook: a missing, wrong, tampered or stale signature is 400 and writes nothing', async () => {
   const user = await createUser()
   const sub = newId('sub')
-  const event = subscriptionEvent('created', { id: sub, customer: newId('cus'), userId: user.id, status: 'active' }, at(1))
+  const event = subscriptionEvent('created', {
+    id: sub,
+    customer: newId('cus'),
+    userId: user.id,
+    status: 'active',
+  }, at(1))
   const payload = JSON.stringify(event, null, 2)
   assertError(await deliver(event, { signature: null }), 400, 'Stripe-Signature')
   assertError(await deliver(event, { signature: 'garbage' }), 400, 'Stripe-Signature')
   assertError(await deliver(event, { secret: 'whsec_not_the_right_one' }), 400, 'Stripe-Signature')
-  assertError(await deliver(event, { timestamp: Math.floor(Date.now() / 1000) - 600 }), 400, 'Stripe-Signature')
+  assertError(
+    await deliver(event, { timestamp: Math.floor(Date.now() / 1000) - 600 }),
+    400,
+    'Stripe-Signature',
+  )
   // A valid signature over another body.
   const tampered = await api('/api/payment/webhook', {
     rawBody: payload.replace('"active"', '"trialing"'),
@@ -253,17 +311,35 @@ test('webhook: checkout, created, updated, payment failed, deleted keep subscrip
   assert.equal(await awardFor(user.id, '2031-01-01'), 30, 'not premium yet: 30')
 
   // Stripe's order for a card checkout: created (incomplete), checkout completed (paid).
-  assert.equal(await happen(subscriptionEvent('created', { id: sub, customer, userId: user.id, status: 'incomplete', periodEnd }, at(100))), 'applied')
+  assert.equal(
+    await happen(
+      subscriptionEvent(
+        'created',
+        { id: sub, customer, userId: user.id, status: 'incomplete', periodEnd },
+        at(100),
+      ),
+    ),
+    'applied',
+  )
   assert.equal((await subscriptionRow(sub)).status, 'incomplete')
   assert.equal(await awardFor(user.id, '2031-02-01'), 30, 'incomplete is not premium')
   // Paying activates the subscription at Stripe; the checkout event makes the webhook read it.
   await stripeHas({ id: sub, customer, userId: user.id, status: 'active', periodEnd })
-  assert.equal(await deliverOk(stripeEvent('checkout.session.completed', checkoutObject({ subscription: sub, customer, userId: user.id }), at(101))), 'applied')
+  assert.equal(
+    await deliverOk(
+      stripeEvent(
+        'checkout.session.completed',
+        checkoutObject({ subscription: sub, customer, userId: user.id }),
+        at(101),
+      ),
+    ),
+    'applied',
+  )
   let row = await subscriptionRow(sub)
   assert.equal(row.status, 'active')
   assert.equal(row.user_id, user.id)
   assert.equal(row.stripe_customer_id, customer)
-  assert.equal(row.current_period_end.getTime(), periodEnd * 1000, 'the period end is Stripe\'s')
+  assert.equal(row.current_period_end.getTime(), periodEnd * 1000, "the period end is Stripe's")
   assert.equal(await awardFor(user.id, '2031-03-01'), 250, 'premium: 250')
   const award = await api('/api/drops/award-monthly', { method: 'POST', token: user.token })
   assert.equal(award.body.amount, 250, 'the award endpoint agrees')
@@ -271,27 +347,66 @@ test('webhook: checkout, created, updated, payment failed, deleted keep subscrip
   const mine = await api('/api/payment/subscription', { token: user.token })
   assert.equal(mine.body.subscription.status, 'active')
   assert.equal(mine.body.premium, true)
-  assert.equal(mine.body.subscription.current_period_end, new Date(periodEnd * 1000).toISOString().replace('.000Z', '+00:00'))
+  assert.equal(
+    mine.body.subscription.current_period_end,
+    new Date(periodEnd * 1000).toISOString().replace('.000Z', '+00:00'),
+  )
 
   // Cancel at period end: still active, so still premium.
-  await happen(subscriptionEvent('updated', { id: sub, customer, userId: user.id, status: 'active', periodEnd, cancelAtPeriodEnd: true }, at(200)))
+  await happen(
+    subscriptionEvent('updated', {
+      id: sub,
+      customer,
+      userId: user.id,
+      status: 'active',
+      periodEnd,
+      cancelAtPeriodEnd: true,
+    }, at(200)),
+  )
   row = await subscriptionRow(sub)
   assert.equal(row.cancel_at_period_end, true)
   assert.equal(await awardFor(user.id, '2031-04-01'), 250)
 
   // A failed renewal: recorded; the status follows Stripe's subscription events, not guesses.
-  assert.equal(await deliverOk(stripeEvent('invoice.payment_failed', invoiceFailedObject({ subscription: sub, customer }), at(300))), 'applied')
+  assert.equal(
+    await deliverOk(
+      stripeEvent('invoice.payment_failed', invoiceFailedObject({ subscription: sub, customer }), at(300)),
+    ),
+    'applied',
+  )
   row = await subscriptionRow(sub)
   assert.equal(row.last_payment_failed_at.getTime(), at(300) * 1000)
   assert.equal(row.status, 'active')
-  await happen(subscriptionEvent('updated', { id: sub, customer, userId: user.id, status: 'past_due', periodEnd }, at(301)))
+  await happen(
+    subscriptionEvent(
+      'updated',
+      { id: sub, customer, userId: user.id, status: 'past_due', periodEnd },
+      at(301),
+    ),
+  )
   assert.equal((await subscriptionRow(sub)).status, 'past_due')
   assert.equal((await subscriptionRow(sub)).cancel_at_period_end, false)
   assert.equal(await awardFor(user.id, '2031-05-01'), 30, 'past_due is not premium')
 
-  await happen(subscriptionEvent('updated', { id: sub, customer, userId: user.id, status: 'active', periodEnd: periodEnd + 30 * 86400 }, at(400)))
+  await happen(
+    subscriptionEvent('updated', {
+      id: sub,
+      customer,
+      userId: user.id,
+      status: 'active',
+      periodEnd: periodEnd + 30 * 86400,
+    }, at(400)),
+  )
   assert.equal(await awardFor(user.id, '2031-06-01'), 250, 'paid again: premium again')
-  await happen(subscriptionEvent('deleted', { id: sub, customer, userId: user.id, status: 'canceled', periodEnd: periodEnd + 30 * 86400 }, at(500)))
+  await happen(
+    subscriptionEvent('deleted', {
+      id: sub,
+      customer,
+      userId: user.id,
+      status: 'canceled',
+      periodEnd: periodEnd + 30 * 86400,
+    }, at(500)),
+  )
   row = await subscriptionRow(sub)
   assert.equal(row.status, 'canceled')
   assert.equal(await awardFor(user.id, '2031-07-01'), 30, 'after cancellation: back to 30')
@@ -304,16 +419,22 @@ test('webhook: a replayed event is acknowledged and changes nothing, even after 
   const user = await createUser()
   const sub = newId('sub')
   const customer = newId('cus')
-  const created = subscriptionEvent('created', { id: sub, customer, userId: user.id, status: 'active' }, at(10))
+  const created = subscriptionEvent(
+    'created',
+    { id: sub, customer, userId: user.id, status: 'active' },
+    at(10),
+  )
   assert.equal(await happen(created), 'applied')
   assert.equal(await deliverOk(created), 'replay')
-  await happen(subscriptionEvent('deleted', { id: sub, customer, userId: user.id, status: 'canceled' }, at(20)))
+  await happen(
+    subscriptionEvent('deleted', { id: sub, customer, userId: user.id, status: 'canceled' }, at(20)),
+  )
   assert.equal(await deliverOk(created), 'replay')
   assert.equal((await subscriptionRow(sub)).status, 'canceled')
   assert.equal(await recordedEvents([created.id]), 1)
 })
 
-test('webhook: events out of order never move a subscription back: each stores Stripe\'s latest state', async () => {
+test("webhook: events out of order never move a subscription back: each stores Stripe's latest state", async () => {
   const user = await createUser()
   const sub = newId('sub')
   const customer = newId('cus')
@@ -321,12 +442,33 @@ test('webhook: events out of order never move a subscription back: each stores S
   // Stripe has canceled it; its events arrive newest first, then older ones (whose own copies
   // say incomplete or active): each makes the webhook read Stripe, which says canceled.
   await stripeHas({ id: sub, customer, userId: user.id, status: 'canceled', periodEnd })
-  assert.equal(await deliverOk(subscriptionEvent('deleted', { id: sub, customer, userId: user.id, status: 'canceled', periodEnd }, at(50))), 'applied')
-  for (const older of [
-    subscriptionEvent('updated', { id: sub, customer, userId: user.id, status: 'active', cancelAtPeriodEnd: true }, at(40)),
-    subscriptionEvent('created', { id: sub, customer, userId: user.id, status: 'incomplete' }, at(30)),
-    stripeEvent('checkout.session.completed', checkoutObject({ subscription: sub, customer, userId: user.id }), at(35)),
-  ]) {
+  assert.equal(
+    await deliverOk(
+      subscriptionEvent(
+        'deleted',
+        { id: sub, customer, userId: user.id, status: 'canceled', periodEnd },
+        at(50),
+      ),
+    ),
+    'applied',
+  )
+  for (
+    const older of [
+      subscriptionEvent('updated', {
+        id: sub,
+        customer,
+        userId: user.id,
+        status: 'active',
+        cancelAtPeriodEnd: true,
+      }, at(40)),
+      subscriptionEvent('created', { id: sub, customer, userId: user.id, status: 'incomplete' }, at(30)),
+      stripeEvent(
+        'checkout.session.completed',
+        checkoutObject({ subscription: sub, customer, userId: user.id }),
+        at(35),
+      ),
+    ]
+  ) {
     assert.equal(await deliverOk(older), 'applied', `${older.type}: Stripe's state read again`)
     const row = await subscriptionRow(sub)
     assert.equal(row.status, 'canceled', older.type)
@@ -337,25 +479,46 @@ test('webhook: events out of order never move a subscription back: each stores S
   // A payment failure reported before any subscription event is kept, with Stripe's state.
   const early = newId('sub')
   await stripeHas({ id: early, customer, userId: user.id, status: 'past_due' })
-  assert.equal(await deliverOk(stripeEvent('invoice.payment_failed', invoiceFailedObject({ subscription: early, customer }), at(70))), 'applied')
+  assert.equal(
+    await deliverOk(
+      stripeEvent('invoice.payment_failed', invoiceFailedObject({ subscription: early, customer }), at(70)),
+    ),
+    'applied',
+  )
   assert.equal((await subscriptionRow(early)).status, 'past_due')
-  assert.equal(await deliverOk(subscriptionEvent('updated', { id: early, customer, userId: user.id, status: 'past_due' }, at(69))), 'applied')
+  assert.equal(
+    await deliverOk(
+      subscriptionEvent('updated', { id: early, customer, userId: user.id, status: 'past_due' }, at(69)),
+    ),
+    'applied',
+  )
   assert.equal((await subscriptionRow(early)).last_payment_failed_at.getTime(), at(70) * 1000)
   // An older failure does not move the recorded time back.
-  await deliverOk(stripeEvent('invoice.payment_failed', invoiceFailedObject({ subscription: early, customer }), at(60)))
+  await deliverOk(
+    stripeEvent('invoice.payment_failed', invoiceFailedObject({ subscription: early, customer }), at(60)),
+  )
   assert.equal((await subscriptionRow(early)).last_payment_failed_at.getTime(), at(70) * 1000)
 })
 
-test('webhook: events of one second with equally settled statuses end at Stripe\'s latest, in either order', async () => {
+test("webhook: events of one second with equally settled statuses end at Stripe's latest, in either order", async () => {
   const user = await createUser()
   const customer = newId('cus')
   // Two changes within one second (active -> past_due), their ids sorting the other way: the
   // events alone cannot tell which is newer. Stripe's current state can.
   for (const order of ['newest first', 'oldest first']) {
     const sub = newId('sub')
-    const wasActive = subscriptionEvent('updated', { id: sub, customer, userId: user.id, status: 'active' }, at(500))
+    const wasActive = subscriptionEvent(
+      'updated',
+      { id: sub, customer, userId: user.id, status: 'active' },
+      at(500),
+    )
     wasActive.id = `evt_test_zz${crypto.randomUUID().replace(/-/g, '')}`
-    const nowPastDue = subscriptionEvent('updated', { id: sub, customer, userId: user.id, status: 'past_due' }, at(500))
+    const nowPastDue = subscriptionEvent('updated', {
+      id: sub,
+      customer,
+      userId: user.id,
+      status: 'past_due',
+    }, at(500))
     nowPastDue.id = `evt_test_aa${crypto.randomUUID().replace(/-/g, '')}`
     await stripeHas({ id: sub, customer, userId: user.id, status: 'past_due' })
     const events = order === 'newest first' ? [nowPastDue, wasActive] : [wasActive, nowPastDue]
@@ -366,16 +529,30 @@ test('webhook: events of one second with equally settled statuses end at Stripe\
   // And when Stripe moves on between deliveries, the later read wins; an earlier read never does.
   const sub = newId('sub')
   await stripeHas({ id: sub, customer, userId: user.id, status: 'active' })
-  const first = subscriptionEvent('updated', { id: sub, customer, userId: user.id, status: 'active' }, at(600))
+  const first = subscriptionEvent(
+    'updated',
+    { id: sub, customer, userId: user.id, status: 'active' },
+    at(600),
+  )
   assert.equal(await deliverOk(first), 'applied')
   await stripeHas({ id: sub, customer, userId: user.id, status: 'canceled' })
-  assert.equal(await deliverOk(subscriptionEvent('updated', { id: sub, customer, userId: user.id, status: 'active' }, at(599))), 'applied')
-  assert.equal((await subscriptionRow(sub)).status, 'canceled', 'an older event still stores Stripe\'s latest')
+  assert.equal(
+    await deliverOk(
+      subscriptionEvent('updated', { id: sub, customer, userId: user.id, status: 'active' }, at(599)),
+    ),
+    'applied',
+  )
+  assert.equal((await subscriptionRow(sub)).status, 'canceled', "an older event still stores Stripe's latest")
   assert.equal(await retrievals(sub), 2, 'each event read Stripe once')
   // The database keeps the later read even when an earlier read is applied after it.
   await sql`update public.subscriptions set stripe_fetched_at = now() + interval '1 minute' where stripe_subscription_id = ${sub}`
   await stripeHas({ id: sub, customer, userId: user.id, status: 'active' })
-  assert.equal(await deliverOk(subscriptionEvent('updated', { id: sub, customer, userId: user.id, status: 'active' }, at(601))), 'stale')
+  assert.equal(
+    await deliverOk(
+      subscriptionEvent('updated', { id: sub, customer, userId: user.id, status: 'active' }, at(601)),
+    ),
+    'stale',
+  )
   assert.equal((await subscriptionRow(sub)).status, 'canceled')
 })
 
@@ -383,13 +560,27 @@ test('webhook: when Stripe cannot be asked (429, 5xx, timeout) the answer is 503
   const user = await createUser()
   const customer = newId('cus')
   // The SDK retries a 5xx once (so it fails twice here); a 429 it leaves to the caller.
-  for (const [status, type, times] of [[429, 'rate_limit_error', 1], [500, 'api_error', 2], [503, 'api_error', 2]] as const) {
+  for (
+    const [status, type, times] of [[429, 'rate_limit_error', 1], [500, 'api_error', 2], [
+      503,
+      'api_error',
+      2,
+    ]] as const
+  ) {
     const sub = newId('sub')
     await stripeHas({ id: sub, customer, userId: user.id, status: 'active' })
     await stripeControl('fail', { subscription_id: sub, status, type, times })
-    const event = subscriptionEvent('created', { id: sub, customer, userId: user.id, status: 'active' }, at(10))
+    const event = subscriptionEvent(
+      'created',
+      { id: sub, customer, userId: user.id, status: 'active' },
+      at(10),
+    )
     assertError(await deliver(event), 503, 'Stripe')
-    assert.equal(await recordedEvents([event.id]), 0, `${status}: not recorded, so Stripe's retry is not a replay`)
+    assert.equal(
+      await recordedEvents([event.id]),
+      0,
+      `${status}: not recorded, so Stripe's retry is not a replay`,
+    )
     assert.equal(await subscriptionRow(sub), undefined, `${status}: nothing stored`)
     assert.equal(await deliverOk(event), 'applied', `${status}: the retry applies`)
     assert.equal((await subscriptionRow(sub)).status, 'active')
@@ -399,14 +590,22 @@ test('webhook: when Stripe cannot be asked (429, 5xx, timeout) the answer is 503
   await stripeHas({ id: slowSub, customer, userId: user.id, status: 'active' })
   await stripeControl('slow', { subscription_id: slowSub, ms: 3000 })
   const stripeEnv = {
-    STRIPE_SECRET_KEY: env('STRIPE_SECRET_KEY'), STRIPE_WEBHOOK_SECRET: env('STRIPE_WEBHOOK_SECRET'),
-    STRIPE_API_BASE: env('STRIPE_API_BASE'), STRIPE_RETRIEVE_TIMEOUT_MS: '200',
+    STRIPE_SECRET_KEY: env('STRIPE_SECRET_KEY'),
+    STRIPE_WEBHOOK_SECRET: env('STRIPE_WEBHOOK_SECRET'),
+    STRIPE_API_BASE: env('STRIPE_API_BASE'),
+    STRIPE_RETRIEVE_TIMEOUT_MS: '200',
   }
-  const event = subscriptionEvent('created', { id: slowSub, customer, userId: user.id, status: 'active' }, at(20))
+  const event = subscriptionEvent(
+    'created',
+    { id: slowSub, customer, userId: user.id, status: 'active' },
+    at(20),
+  )
   await withApi(stripeEnv, async (base) => {
     const payload = JSON.stringify(event)
     const res = await fetch(`${base}/api/payment/webhook`, {
-      method: 'POST', body: payload, headers: { 'content-type': 'application/json', 'stripe-signature': await signatureFor(payload) },
+      method: 'POST',
+      body: payload,
+      headers: { 'content-type': 'application/json', 'stripe-signature': await signatureFor(payload) },
     })
     assert.equal(res.status, 503)
     assert.match((await res.json()).error, /Stripe/)
@@ -423,14 +622,27 @@ test('webhook: the database unavailable is 503 (Stripe retries), not 500', async
   await stripeHas({ id: sub, customer, userId: user.id, status: 'active' })
   const event = subscriptionEvent('created', { id: sub, customer, userId: user.id, status: 'active' }, at(10))
   const stripeEnv = {
-    STRIPE_SECRET_KEY: env('STRIPE_SECRET_KEY'), STRIPE_WEBHOOK_SECRET: env('STRIPE_WEBHOOK_SECRET'), STRIPE_API_BASE: env('STRIPE_API_BASE'),
+    STRIPE_SECRET_KEY: env('STRIPE_SECRET_KEY'),
+    STRIPE_WEBHOOK_SECRET: env('STRIPE_WEBHOOK_SECRET'),
+    STRIPE_API_BASE: env('STRIPE_API_BASE'),
   }
   // PostgREST (and the database behind it) at an address nothing answers.
   await withApi({ ...stripeEnv, SUPABASE_REST_URL: 'http://127.0.0.1:9/rest/v1' }, async (base) => {
-    for (const e of [event, stripeEvent('customer.subscription.updated', { id: sub, object: 'subscription', status: null }, 'notanumber' as unknown as number)]) {
+    for (
+      const e of [
+        event,
+        stripeEvent(
+          'customer.subscription.updated',
+          { id: sub, object: 'subscription', status: null },
+          'notanumber' as unknown as number,
+        ),
+      ]
+    ) {
       const payload = JSON.stringify(e)
       const res = await fetch(`${base}/api/payment/webhook`, {
-        method: 'POST', body: payload, headers: { 'content-type': 'application/json', 'stripe-signature': await signatureFor(payload) },
+        method: 'POST',
+        body: payload,
+        headers: { 'content-type': 'application/json', 'stripe-signature': await signatureFor(payload) },
       })
       assert.equal(res.status, 503, e.type)
       assert.match((await res.json()).error, /database/i)
@@ -453,12 +665,34 @@ test('webhook: malformed signed events are acknowledged (2xx) as ignored, with t
     ['created: 1e20', { ...valid, id: newId('evt'), created: 1e20 }, /^created: /],
     ['no data', { ...valid, id: newId('evt'), data: undefined }, /^data: /],
     ['data.object null', { ...valid, id: newId('evt'), data: { object: null } }, /^data\.object: /],
-    ['a subscription id that is a number', withObject({ ...subscriptionObject({ id: sub, customer, status: 'active' }), id: 42 }), /^data\.object\.id: /],
+    [
+      'a subscription id that is a number',
+      withObject({ ...subscriptionObject({ id: sub, customer, status: 'active' }), id: 42 }),
+      /^data\.object\.id: /,
+    ],
     ['a checkout whose subscription is an object without id and customer a number', {
-      ...stripeEvent('checkout.session.completed', { ...checkoutObject({ subscription: sub, customer, userId: user.id }), subscription: { plan: 'x' }, customer: 42 }, at(11)),
+      ...stripeEvent('checkout.session.completed', {
+        ...checkoutObject({ subscription: sub, customer, userId: user.id }),
+        subscription: { plan: 'x' },
+        customer: 42,
+      }, at(11)),
     }, /^data\.object\.(subscription|customer): /],
-    ['a checkout without a subscription', stripeEvent('checkout.session.completed', { ...checkoutObject({ subscription: sub, customer, userId: user.id }), subscription: null }, at(12)), /without a subscription/],
-    ['an invoice whose parent is a string', stripeEvent('invoice.payment_failed', { ...invoiceFailedObject({ subscription: sub, customer }), parent: 'sub' }, at(13)), /^data\.object\.parent: /],
+    [
+      'a checkout without a subscription',
+      stripeEvent('checkout.session.completed', {
+        ...checkoutObject({ subscription: sub, customer, userId: user.id }),
+        subscription: null,
+      }, at(12)),
+      /without a subscription/,
+    ],
+    [
+      'an invoice whose parent is a string',
+      stripeEvent('invoice.payment_failed', {
+        ...invoiceFailedObject({ subscription: sub, customer }),
+        parent: 'sub',
+      }, at(13)),
+      /^data\.object\.parent: /,
+    ],
     ['no id', { ...valid, id: undefined }, /^id: /],
   ]
   for (const [what, event, reason] of cases) {
@@ -480,7 +714,7 @@ test('webhook: malformed signed events are acknowledged (2xx) as ignored, with t
   const notJson = await deliverRaw('this is not json')
   assert.equal(notJson.status, 200)
   assert.deepEqual([notJson.body.outcome, notJson.body.reason], ['ignored', 'body: not JSON'])
-  assert.equal((await subscriptionRow(sub)), undefined, 'none of them stored a subscription')
+  assert.equal(await subscriptionRow(sub), undefined, 'none of them stored a subscription')
 
   // The event's own copy of the state is not what is stored, so a malformed copy (status null,
   // items missing) does not stop Stripe's state from being applied.
@@ -492,7 +726,12 @@ test('webhook: malformed signed events are acknowledged (2xx) as ignored, with t
 test('webhook: a subscription Stripe does not know is acknowledged and recorded as ignored', async () => {
   const user = await createUser()
   const sub = newId('sub')
-  const event = subscriptionEvent('created', { id: sub, customer: newId('cus'), userId: user.id, status: 'active' }, at(10))
+  const event = subscriptionEvent('created', {
+    id: sub,
+    customer: newId('cus'),
+    userId: user.id,
+    status: 'active',
+  }, at(10))
   const res = await deliver(event)
   assert.equal(res.status, 200, JSON.stringify(res.body))
   assert.equal(res.body.outcome, 'ignored')
@@ -507,11 +746,16 @@ test('webhook: a value only the database refuses (an event created in the future
   const sub = newId('sub')
   const customer = newId('cus')
   await stripeHas({ id: sub, customer, userId: user.id, status: 'active' })
-  const future = subscriptionEvent('created', { id: sub, customer, userId: user.id, status: 'active' }, Math.floor(Date.now() / 1000) + 30 * 86400)
+  const future = subscriptionEvent(
+    'created',
+    { id: sub, customer, userId: user.id, status: 'active' },
+    Math.floor(Date.now() / 1000) + 30 * 86400,
+  )
   const res = await deliver(future)
   assert.equal(res.status, 200, JSON.stringify(res.body))
   assert.deepEqual([res.body.outcome, res.body.reason], ['ignored', 'created: out of range'])
-  const [row] = await sql`select outcome, reason, event_created from private.stripe_events where event_id = ${future.id}`
+  const [row] =
+    await sql`select outcome, reason, event_created from private.stripe_events where event_id = ${future.id}`
   assert.deepEqual({ ...row }, { outcome: 'ignored', reason: 'created: out of range', event_created: null })
   assert.equal(await subscriptionRow(sub), undefined)
 })
@@ -523,31 +767,73 @@ test('webhook: a subscription whose user is not known yet is kept and linked by 
   await happen(subscriptionEvent('updated', { id: sub, customer, userId: null, status: 'active' }, at(10)))
   assert.equal((await subscriptionRow(sub)).user_id, null)
   // An older checkout is still a new read of Stripe (the same state), and it names the user.
-  assert.equal(await deliverOk(stripeEvent('checkout.session.completed', checkoutObject({ subscription: sub, customer, userId: user.id }), at(5))), 'applied')
+  assert.equal(
+    await deliverOk(
+      stripeEvent(
+        'checkout.session.completed',
+        checkoutObject({ subscription: sub, customer, userId: user.id }),
+        at(5),
+      ),
+    ),
+    'applied',
+  )
   assert.equal((await subscriptionRow(sub)).user_id, user.id, 'an older checkout still links the user')
   assert.equal((await subscriptionRow(sub)).status, 'active')
   assert.equal(await storedCustomer(user.id), customer, 'and remembers the customer')
   // A user id in metadata that is not a profile is ignored, not an error Stripe would retry for days.
   const stray = newId('sub')
-  assert.equal(await happen(subscriptionEvent('created', { id: stray, customer: newId('cus'), userId: crypto.randomUUID(), status: 'active' }, at(10))), 'applied')
+  assert.equal(
+    await happen(
+      subscriptionEvent('created', {
+        id: stray,
+        customer: newId('cus'),
+        userId: crypto.randomUUID(),
+        status: 'active',
+      }, at(10)),
+    ),
+    'applied',
+  )
   assert.equal((await subscriptionRow(stray)).user_id, null)
 })
 
 test('webhook: a subscription whose metadata.user_id cannot be read (over 100 characters, not a string) is applied without it', async () => {
   const user = await createUser()
-  for (const [what, userId] of [['117 characters', user.id + ' '.repeat(81)], ['500 characters', 'u'.repeat(500)], ['a number', 42]] as const) {
+  for (
+    const [what, userId] of [['117 characters', user.id + ' '.repeat(81)], [
+      '500 characters',
+      'u'.repeat(500),
+    ], ['a number', 42]] as const
+  ) {
     const sub = newId('sub')
     const customer = newId('cus')
     const object = subscriptionObject({ id: sub, customer, status: 'active' })
     await stripeHas({ ...object, metadata: { user_id: userId, note: 'x' } } as never)
-    const res = await deliver(stripeEvent('customer.subscription.created', { id: sub, object: 'subscription' }, at(20)))
+    const res = await deliver(
+      stripeEvent('customer.subscription.created', { id: sub, object: 'subscription' }, at(20)),
+    )
     assert.equal(res.status, 200, `${what}: ${JSON.stringify(res.body)}`)
     assert.equal(res.body.outcome, 'applied', `${what}: ${JSON.stringify(res.body)}`)
     const row = await subscriptionRow(sub)
-    assert.deepEqual([row?.status, row?.user_id, row?.stripe_customer_id], ['active', null, customer], `${what}: stored, user not known yet`)
+    assert.deepEqual(
+      [row?.status, row?.user_id, row?.stripe_customer_id],
+      ['active', null, customer],
+      `${what}: stored, user not known yet`,
+    )
     // The existing rule for a subscription without a known user: the checkout links it.
-    assert.equal(await deliverOk(stripeEvent('checkout.session.completed', { ...checkoutObject({ subscription: sub, customer, userId: user.id }), metadata: { user_id: userId } }, at(21))), 'applied')
-    assert.equal((await subscriptionRow(sub)).user_id, user.id, `${what}: linked by the checkout's client_reference_id`)
+    assert.equal(
+      await deliverOk(
+        stripeEvent('checkout.session.completed', {
+          ...checkoutObject({ subscription: sub, customer, userId: user.id }),
+          metadata: { user_id: userId },
+        }, at(21)),
+      ),
+      'applied',
+    )
+    assert.equal(
+      (await subscriptionRow(sub)).user_id,
+      user.id,
+      `${what}: linked by the checkout's client_reference_id`,
+    )
     await sql`delete from public.subscriptions where stripe_subscription_id = ${sub}`
     await sql`delete from private.stripe_customers where user_id = ${user.id}`
   }
@@ -563,17 +849,27 @@ test('webhook: invoice.payment_failed in the shape of API versions before 2025-0
   assert.equal(await deliverOk(older), 'applied')
   assert.equal((await subscriptionRow(sub)).last_payment_failed_at.getTime(), at(30) * 1000)
   // Expanded (an object with its id), as older versions also send it.
-  const expanded = stripeEvent('invoice.payment_failed', { ...newer, subscription: { id: sub, object: 'subscription' } }, at(40))
+  const expanded = stripeEvent('invoice.payment_failed', {
+    ...newer,
+    subscription: { id: sub, object: 'subscription' },
+  }, at(40))
   assert.equal(await deliverOk(expanded), 'applied')
   assert.equal((await subscriptionRow(sub)).last_payment_failed_at.getTime(), at(40) * 1000)
   // Neither shape: still an invoice without a subscription (a one-off invoice), ignored.
-  const oneOff = await deliver(stripeEvent('invoice.payment_failed', { ...newer, subscription: null }, at(50)))
+  const oneOff = await deliver(
+    stripeEvent('invoice.payment_failed', { ...newer, subscription: null }, at(50)),
+  )
   assert.deepEqual([oneOff.status, oneOff.body.outcome], [200, 'ignored'])
   assert.match(oneOff.body.reason, /without a subscription/)
 })
 
 test('storableText: cut first, then made well-formed (a cut inside an emoji leaves no lone surrogate)', () => {
-  for (const [input, max] of [['x'.repeat(99) + '\u{1F600}', 100], ['y'.repeat(1999) + '\u{1F600}tail', 2000]] as const) {
+  for (
+    const [input, max] of [['x'.repeat(99) + '\u{1F600}', 100], [
+      'y'.repeat(1999) + '\u{1F600}tail',
+      2000,
+    ]] as const
+  ) {
     const out = storableText(input, max)
     assert.ok(out.isWellFormed(), `${max}: well-formed`)
     assert.ok(out.length <= max)
@@ -589,7 +885,11 @@ test('webhook: unknown event types are acknowledged and ignored', async () => {
   assert.deepEqual(res.body, { received: true, outcome: 'ignored' })
   assert.equal(await recordedEvents([event.id]), 0)
   // A handled type without a subscription (a one-off payment checkout) is recorded and ignored.
-  const oneOff = stripeEvent('checkout.session.completed', { ...checkoutObject({ subscription: '', customer: newId('cus'), userId: crypto.randomUUID() }), mode: 'payment', subscription: null }, at(2))
+  const oneOff = stripeEvent('checkout.session.completed', {
+    ...checkoutObject({ subscription: '', customer: newId('cus'), userId: crypto.randomUUID() }),
+    mode: 'payment',
+    subscription: null,
+  }, at(2))
   assert.equal(await deliverOk(oneOff), 'ignored')
 })
 
@@ -598,22 +898,30 @@ test('webhook: a failure while applying is a 5xx, leaves nothing behind, and the
   const sub = newId('sub')
   const customer = newId('cus')
   // Make the database refuse this one subscription (as a broken deploy or a lock timeout would).
-  await sql.unsafe(`create function private.test_refuse_${sub}() returns trigger language plpgsql set search_path = '' as $$
-    begin raise exception 'simulated failure'; end $$`)
-  await sql.unsafe(`create trigger test_refuse_${sub} before insert or update on public.subscriptions for each row
-    when (new.stripe_subscription_id = '${sub}') execute function private.test_refuse_${sub}()`)
+  await sql.unsafe(
+    `create function private.test_refuse_${sub}() returns trigger language plpgsql set search_path = '' as $$
+    begin raise exception 'simulated failure'; end $$`,
+  )
+  await sql.unsafe(
+    `create trigger test_refuse_${sub} before insert or update on public.subscriptions for each row
+    when (new.stripe_subscription_id = '${sub}') execute function private.test_refuse_${sub}()`,
+  )
   const event = subscriptionEvent('created', { id: sub, customer, userId: user.id, status: 'active' }, at(10))
   await stripeHas({ id: sub, customer, userId: user.id, status: 'active' })
   try {
     const res = await deliver(event)
     assertError(res, 500)
-    assert.equal(await recordedEvents([event.id]), 0, 'the event id is not recorded, so the retry is not a replay')
+    assert.equal(
+      await recordedEvents([event.id]),
+      0,
+      'the event id is not recorded, so the retry is not a replay',
+    )
     assert.equal(await subscriptionRow(sub), undefined)
   } finally {
     await sql.unsafe(`drop trigger test_refuse_${sub} on public.subscriptions`)
     await sql.unsafe(`drop function private.test_refuse_${sub}()`)
   }
-  assert.equal(await deliverOk(event), 'applied', 'Stripe\'s retry is applied')
+  assert.equal(await deliverOk(event), 'applied', "Stripe's retry is applied")
   assert.equal((await subscriptionRow(sub)).status, 'active')
   assert.equal(await recordedEvents([event.id]), 1)
 })
@@ -621,15 +929,30 @@ test('webhook: a failure while applying is a 5xx, leaves nothing behind, and the
 test('PostgREST: clients cannot apply events, read customers or write subscriptions', async () => {
   const user = await createUser()
   const db = clientAs(user.token)
-  const applied = await db.rpc('apply_stripe_event', { event_id: 'evt_x', event_type: 'customer.subscription.created', event_created: new Date().toISOString(), details: { subscription_id: 'sub_x', status: 'active', user_id: user.id } })
+  const applied = await db.rpc('apply_stripe_event', {
+    event_id: 'evt_x',
+    event_type: 'customer.subscription.created',
+    event_created: new Date().toISOString(),
+    details: { subscription_id: 'sub_x', status: 'active', user_id: user.id },
+  })
   assert.equal(applied.error?.code, '42501', JSON.stringify(applied))
-  for (const [fn, args] of [['stripe_customer_of', { target_user_id: user.id }], ['remember_stripe_customer', { target_user_id: user.id, customer_id: 'cus_mine' }]] as const) {
+  for (
+    const [fn, args] of [['stripe_customer_of', { target_user_id: user.id }], ['remember_stripe_customer', {
+      target_user_id: user.id,
+      customer_id: 'cus_mine',
+    }]] as const
+  ) {
     const r = await db.rpc(fn, args)
     assert.equal(r.error?.code, '42501', `${fn}: ${JSON.stringify(r)}`)
   }
   const insert = await db.from('subscriptions').insert({ user_id: user.id, status: 'active' })
   assert.equal(insert.error?.code, '42501')
-  const anon = await clientAs().rpc('apply_stripe_event', { event_id: 'evt_y', event_type: 'x', event_created: new Date().toISOString(), details: {} })
+  const anon = await clientAs().rpc('apply_stripe_event', {
+    event_id: 'evt_y',
+    event_type: 'x',
+    event_created: new Date().toISOString(),
+    details: {},
+  })
   assert.ok(anon.error, 'anon neither')
   assert.equal((await sql`select 1 from public.subscriptions where user_id = ${user.id}`).length, 0)
 })
@@ -638,23 +961,40 @@ test('without Stripe keys: input is still checked first (400), then 503; reading
   const user = await createUser()
   await withApi({ SITE_URL: SITE }, async (base) => {
     const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
-      fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${user.token}`, ...headers }, body: JSON.stringify(body) })
+      fetch(`${base}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${user.token}`, ...headers },
+        body: JSON.stringify(body),
+      })
     let res = await post('/api/payment/create-checkout-session', checkoutBody({ successUrl: 'nope' }))
     assert.equal(res.status, 400)
     assert.match((await res.json()).error, /successUrl/)
-    res = await post('/api/payment/create-checkout-session', checkoutBody({ cancelUrl: 'https://evil.example/' }))
+    res = await post(
+      '/api/payment/create-checkout-session',
+      checkoutBody({ cancelUrl: 'https://evil.example/' }),
+    )
     assert.equal(res.status, 400)
     await res.body?.cancel()
     res = await post('/api/payment/create-checkout-session', checkoutBody())
     assert.equal(res.status, 503)
     assert.match((await res.json()).error, /STRIPE_SECRET_KEY/)
-    res = await fetch(`${base}/api/payment/webhook`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } })
+    res = await fetch(`${base}/api/payment/webhook`, {
+      method: 'POST',
+      body: '{}',
+      headers: { 'content-type': 'application/json' },
+    })
     assert.equal(res.status, 400, 'an unsigned request is still bad input')
     await res.body?.cancel()
-    res = await fetch(`${base}/api/payment/webhook`, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json', 'stripe-signature': 't=1,v1=00' } })
+    res = await fetch(`${base}/api/payment/webhook`, {
+      method: 'POST',
+      body: '{}',
+      headers: { 'content-type': 'application/json', 'stripe-signature': 't=1,v1=00' },
+    })
     assert.equal(res.status, 503)
     assert.match((await res.json()).error, /STRIPE_WEBHOOK_SECRET/)
-    res = await fetch(`${base}/api/payment/subscription`, { headers: { authorization: `Bearer ${user.token}` } })
+    res = await fetch(`${base}/api/payment/subscription`, {
+      headers: { authorization: `Bearer ${user.token}` },
+    })
     assert.equal(res.status, 200)
     assert.deepEqual(await res.json(), { subscription: null, premium: false })
   })
@@ -663,10 +1003,18 @@ test('without Stripe keys: input is still checked first (400), then 503; reading
 
 test('STRIPE_PRICE_IDS limits checkout to the prices the site sells', async () => {
   const user = await createUser()
-  const stripeEnv = { SITE_URL: SITE, STRIPE_SECRET_KEY: env('STRIPE_SECRET_KEY'), STRIPE_API_BASE: env('STRIPE_API_BASE') }
+  const stripeEnv = {
+    SITE_URL: SITE,
+    STRIPE_SECRET_KEY: env('STRIPE_SECRET_KEY'),
+    STRIPE_API_BASE: env('STRIPE_API_BASE'),
+  }
   await withApi({ ...stripeEnv, STRIPE_PRICE_IDS: 'price_premium_monthly' }, async (base) => {
     const post = (body: unknown) =>
-      fetch(`${base}/api/payment/create-checkout-session`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${user.token}` }, body: JSON.stringify(body) })
+      fetch(`${base}/api/payment/create-checkout-session`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${user.token}` },
+        body: JSON.stringify(body),
+      })
     const refused = await post(checkoutBody({ priceId: 'price_premium_yearly' }))
     assert.equal(refused.status, 400)
     assert.match((await refused.json()).error, /^priceId: /)
@@ -677,7 +1025,9 @@ test('STRIPE_PRICE_IDS limits checkout to the prices the site sells', async () =
   // Unset, checkout sells nothing (any recurring price would otherwise buy premium).
   await withApi(stripeEnv, async (base) => {
     const res = await fetch(`${base}/api/payment/create-checkout-session`, {
-      method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${user.token}` }, body: JSON.stringify(checkoutBody()),
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${user.token}` },
+      body: JSON.stringify(checkoutBody()),
     })
     assert.equal(res.status, 503)
     assert.match((await res.json()).error, /STRIPE_PRICE_IDS/)
@@ -687,7 +1037,9 @@ test('STRIPE_PRICE_IDS limits checkout to the prices the site sells', async () =
 
 test('checkout: a caller with an active subscription is 409 and no session is made', async () => {
   const user = await createUser()
-  await sql`insert into public.subscriptions (user_id, stripe_subscription_id, status) values (${user.id}, ${'sub_' + crypto.randomUUID()}, 'active')`
+  await sql`insert into public.subscriptions (user_id, stripe_subscription_id, status) values (${user.id}, ${
+    'sub_' + crypto.randomUUID()
+  }, 'active')`
   assertError(await checkout(user), 409, 'already')
   assert.equal((await stripeControl(`sessions?user_id=${user.id}`)).length, 0)
 })

@@ -1,7 +1,14 @@
 // GET/PUT /api/user/profile and the same rules through PostgREST.
 import { strict as assert } from 'node:assert'
 import {
-  api, assertError, badTokensFor, clientAs, createUser, SERVICE_ROLE_KEY, sql, test,
+  api,
+  assertError,
+  badTokensFor,
+  clientAs,
+  createUser,
+  SERVICE_ROLE_KEY,
+  sql,
+  test,
 } from './_helpers.ts'
 
 test('GET profile: the caller gets their own profile with defaults', async () => {
@@ -12,7 +19,8 @@ test('GET profile: the caller gets their own profile with defaults', async () =>
   assert.equal(res.body.email, user.email)
   assert.equal(res.body.role, 'user')
   // The balance is the ledger's (the signup bonus itself is tested with the drops, drops_test.ts).
-  const [{ ledger }] = await sql`select coalesce(sum(amount), 0)::int as ledger from public.drops_transactions where user_id = ${user.id}`
+  const [{ ledger }] =
+    await sql`select coalesce(sum(amount), 0)::int as ledger from public.drops_transactions where user_id = ${user.id}`
   assert.equal(res.body.drops_balance, ledger)
   assert.equal(res.body.is_active, true)
   assert.equal(res.body.is_ai, false)
@@ -43,7 +51,11 @@ test('PUT profile: updates own fields and merges preferences', async () => {
   assert.equal(res.body.full_name, 'Ada L')
   assert.equal(res.body.avatar_url, 'https://cdn.example.com/a.png')
   assert.deepEqual(res.body.preferences, { theme: 'dark', notifications: true })
-  const again = await api('/api/user/profile', { method: 'PUT', token: user.token, body: { preferences: { notifications: false } } })
+  const again = await api('/api/user/profile', {
+    method: 'PUT',
+    token: user.token,
+    body: { preferences: { notifications: false } },
+  })
   assert.deepEqual(again.body.preferences, { theme: 'dark', notifications: false })
   const [row] = await sql`select full_name, preferences from public.profiles where id = ${user.id}`
   assert.equal(row.full_name, 'Ada L')
@@ -52,7 +64,8 @@ test('PUT profile: updates own fields and merges preferences', async () => {
 
 test('PUT profile: bad bodies are 400 naming the field and write nothing', async () => {
   const user = await createUser()
-  const [{ drops_balance: atSignup }] = await sql`select drops_balance from public.profiles where id = ${user.id}`
+  const [{ drops_balance: atSignup }] =
+    await sql`select drops_balance from public.profiles where id = ${user.id}`
   const cases: [unknown, string][] = [
     [{ role: 'super_admin' }, 'role'],
     [{ drops_balance: 1000 }, 'drops_balance'],
@@ -74,12 +87,25 @@ test('PUT profile: bad bodies are 400 naming the field and write nothing', async
     const res = await api('/api/user/profile', { method: 'PUT', token: user.token, body })
     assertError(res, 400, field)
   }
-  assertError(await api('/api/user/profile', { method: 'PUT', token: user.token, rawBody: '{"full_name": "x"' }), 400, 'Malformed JSON')
-  const [row] = await sql`select full_name, role, drops_balance, is_active, is_ai, preferences, updated_at = created_at as untouched
+  assertError(
+    await api('/api/user/profile', { method: 'PUT', token: user.token, rawBody: '{"full_name": "x"' }),
+    400,
+    'Malformed JSON',
+  )
+  const [row] =
+    await sql`select full_name, role, drops_balance, is_active, is_ai, preferences, updated_at = created_at as untouched
                           from public.profiles where id = ${user.id}`
   assert.deepEqual(
     { ...row },
-    { full_name: null, role: 'user', drops_balance: atSignup, is_active: true, is_ai: false, preferences: { theme: 'system', notifications: true }, untouched: true },
+    {
+      full_name: null,
+      role: 'user',
+      drops_balance: atSignup,
+      is_active: true,
+      is_ai: false,
+      preferences: { theme: 'system', notifications: true },
+      untouched: true,
+    },
   )
 })
 
@@ -98,23 +124,30 @@ test('PostgREST: users read only their own profile; anonymous reads nothing', as
 
 test('PostgREST: forbidden columns cannot be changed by the owner', async () => {
   const a = await createUser()
-  const [{ drops_balance: atSignup }] = await sql`select drops_balance from public.profiles where id = ${a.id}`
+  const [{ drops_balance: atSignup }] =
+    await sql`select drops_balance from public.profiles where id = ${a.id}`
   const db = clientAs(a.token)
-  for (const patch of [{ role: 'super_admin' }, { drops_balance: 9999 }, { is_active: false }, { is_ai: true }]) {
+  for (
+    const patch of [{ role: 'super_admin' }, { drops_balance: 9999 }, { is_active: false }, { is_ai: true }]
+  ) {
     const { error } = await db.from('profiles').update(patch).eq('id', a.id)
     assert.ok(error, `${JSON.stringify(patch)} must be refused`)
     assert.equal(error!.code, '42501')
   }
   const ok = await db.from('profiles').update({ full_name: 'Direct' }).eq('id', a.id).select('full_name')
   assert.deepEqual(ok.data, [{ full_name: 'Direct' }])
-  const [row] = await sql`select role, drops_balance, is_active, is_ai from public.profiles where id = ${a.id}`
+  const [row] =
+    await sql`select role, drops_balance, is_active, is_ai from public.profiles where id = ${a.id}`
   assert.deepEqual({ ...row }, { role: 'user', drops_balance: atSignup, is_active: true, is_ai: false })
 })
 
-test('PostgREST: another user\'s profile cannot be changed', async () => {
+test("PostgREST: another user's profile cannot be changed", async () => {
   const a = await createUser()
   const b = await createUser()
-  const { data, error } = await clientAs(a.token).from('profiles').update({ full_name: 'Hijack' }).eq('id', b.id).select()
+  const { data, error } = await clientAs(a.token).from('profiles').update({ full_name: 'Hijack' }).eq(
+    'id',
+    b.id,
+  ).select()
   assert.equal(error, null)
   assert.deepEqual(data, [])
   const [row] = await sql`select full_name from public.profiles where id = ${b.id}`
@@ -127,7 +160,10 @@ test('super admins read all profiles and change role, is_active and is_ai; a dem
   const db = clientAs(admin.token)
   const seen = await db.from('profiles').select('id').in('id', [admin.id, target.id])
   assert.equal(seen.data!.length, 2)
-  const upd = await db.from('profiles').update({ role: 'super_admin', is_active: false, is_ai: true }).eq('id', target.id).select('role, is_active, is_ai')
+  const upd = await db.from('profiles').update({ role: 'super_admin', is_active: false, is_ai: true }).eq(
+    'id',
+    target.id,
+  ).select('role, is_active, is_ai')
   assert.deepEqual(upd.data, [{ role: 'super_admin', is_active: false, is_ai: true }])
   // Even a super admin moves balances only through the ledger.
   const bal = await db.from('profiles').update({ drops_balance: 1 }).eq('id', target.id)
@@ -146,21 +182,29 @@ test('the access-token hook puts the profile role in the token', async () => {
   const payload = JSON.parse(atob(admin.token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/')))
   assert.equal(payload.user_role, 'super_admin')
   const user = await createUser()
-  assert.equal(JSON.parse(atob(user.token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/'))).user_role, 'user')
+  assert.equal(
+    JSON.parse(atob(user.token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/'))).user_role,
+    'user',
+  )
 })
 
-test('PostgREST writes to a profile are held to the API\'s shape (no javascript: avatars, no stray preferences)', async () => {
+test("PostgREST writes to a profile are held to the API's shape (no javascript: avatars, no stray preferences)", async () => {
   const user = await createUser()
   const db = clientAs(user.token)
-  for (const patch of [
-    { avatar_url: 'javascript:alert(document.cookie)' },
-    { preferences: { theme: 'dark', notifications: true, injected: { a: 1 } } },
-    { preferences: { active_tone_pack_id: 'not-a-uuid' } },
-    { preferences: { theme: '' } },
-  ]) {
+  for (
+    const patch of [
+      { avatar_url: 'javascript:alert(document.cookie)' },
+      { preferences: { theme: 'dark', notifications: true, injected: { a: 1 } } },
+      { preferences: { active_tone_pack_id: 'not-a-uuid' } },
+      { preferences: { theme: '' } },
+    ]
+  ) {
     const { error } = await db.from('profiles').update(patch).eq('id', user.id)
     assert.equal(error?.code, '23514', JSON.stringify(patch))
   }
-  const ok = await db.from('profiles').update({ avatar_url: 'https://cdn.example.com/me.png' }).eq('id', user.id).select('avatar_url')
+  const ok = await db.from('profiles').update({ avatar_url: 'https://cdn.example.com/me.png' }).eq(
+    'id',
+    user.id,
+  ).select('avatar_url')
   assert.deepEqual(ok.data, [{ avatar_url: 'https://cdn.example.com/me.png' }])
 })

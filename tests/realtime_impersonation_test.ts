@@ -6,7 +6,8 @@ import { api, createUser, sql, test } from './_helpers.ts'
 import { closeAll, listen, realtimeClient, settle, until } from './_realtime.ts'
 
 const notify = async (userId: string, type: string) =>
-  (await sql`select private.notify(${userId}, ${type}, '{}') as id`)[0].id as string
+  (await sql`select private.notify(${userId}, ${type}, ${sql.json({ n: crypto.randomUUID() })}) as id`)[0]
+    .id as string
 
 test('realtime: an ended impersonation session receives no more notifications, and cannot join again', async () => {
   const [admin, target] = await Promise.all([

@@ -4,8 +4,11 @@ import { strict as assert } from 'node:assert'
 import { ANON_KEY, clientAs, createUser, JWT_SECRET, signClaims, sql, test } from './_helpers.ts'
 import { closeAll, listen, realtimeClient, settle, until } from './_realtime.ts'
 
-const notify = async (userId: string, type = 'test.realtime', details: Record<string, unknown> = {}) =>
-  (await sql`select private.notify(${userId}, ${type}, ${sql.json(details as any)}) as id`)[0].id as string
+const notify = async (
+  userId: string,
+  type = 'test.realtime',
+  details: Record<string, unknown> = { n: crypto.randomUUID() },
+) => (await sql`select private.notify(${userId}, ${type}, ${sql.json(details as any)}) as id`)[0].id as string
 
 test('realtime: the supabase_realtime publication exists and carries public.notifications', async () => {
   const rows = await sql`select tablename from pg_publication_tables

@@ -53,7 +53,9 @@ test('gateway: /rest/v1 forwards to PostgREST only; look-alike paths are 404, ne
   }
   // The real thing still works, with and without the trailing path.
   const user = await createUser()
-  const ok = await get(`/rest/v1/profiles?select=id&id=eq.${user.id}`, { authorization: `Bearer ${user.token}` })
+  const ok = await get(`/rest/v1/profiles?select=id&id=eq.${user.id}`, {
+    authorization: `Bearer ${user.token}`,
+  })
   assert.equal(ok.status, 200, JSON.stringify(ok.body))
   assert.deepEqual(ok.body, [{ id: user.id }])
   const root = await get('/rest/v1/')
@@ -70,7 +72,8 @@ async function sendChunked(path: string, headers: Record<string, string>, max = 
   const url = new URL(API_URL)
   const conn = await Deno.connect({ hostname: url.hostname, port: Number(url.port) })
   const enc = new TextEncoder()
-  const head = `POST ${path} HTTP/1.1\r\nhost: ${url.host}\r\ntransfer-encoding: chunked\r\nconnection: close\r\n` +
+  const head =
+    `POST ${path} HTTP/1.1\r\nhost: ${url.host}\r\ntransfer-encoding: chunked\r\nconnection: close\r\n` +
     Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('') + '\r\n'
   let answered = false
   let sent = 0
@@ -93,7 +96,11 @@ async function sendChunked(path: string, headers: Record<string, string>, max = 
     return text
   })()
   const piece = new Uint8Array(64 * 1024).fill(0x20) // spaces: valid JSON whitespace, valid text
-  const chunk = new Uint8Array([...enc.encode(`${piece.length.toString(16)}\r\n`), ...piece, ...enc.encode('\r\n')])
+  const chunk = new Uint8Array([
+    ...enc.encode(`${piece.length.toString(16)}\r\n`),
+    ...piece,
+    ...enc.encode('\r\n'),
+  ])
   const writing = (async () => {
     await conn.write(enc.encode(head))
     while (!answered && sent < max) {
@@ -107,7 +114,10 @@ async function sendChunked(path: string, headers: Record<string, string>, max = 
   })().catch(() => {/* the server closed the connection: it stopped reading */})
   // A server that stops reading may leave our write waiting: the reply decides, then we close.
   let timer: ReturnType<typeof setTimeout> | undefined
-  const text = await Promise.race([reply, new Promise<string>((r) => timer = setTimeout(() => r(''), 30_000))])
+  const text = await Promise.race([
+    reply,
+    new Promise<string>((r) => timer = setTimeout(() => r(''), 30_000)),
+  ])
   clearTimeout(timer)
   try {
     conn.close()
@@ -125,9 +135,17 @@ test('gateway: a chunked body past its limit is refused with 413 {error} before 
     const auth = { authorization: `Bearer ${user.token}`, apikey: ANON_KEY }
     const cases: [string, string, Record<string, string>][] = [
       ['PostgREST (1 MB)', '/rest/v1/rpc/is_super_admin', { ...auth, 'content-type': 'application/json' }],
-      ['an endpoint without login (1 MB)', '/functions/v1/api/auth/verify', { 'content-type': 'application/json' }],
-      ['an upload to a 1 KB bucket', `/storage/v1/object/${bucket}/${user.id}/big.txt`, { ...auth, 'content-type': 'text/plain' }],
-      ['a storage list (1 MB JSON)', `/storage/v1/object/list/${bucket}`, { ...auth, 'content-type': 'application/json' }],
+      ['an endpoint without login (1 MB)', '/functions/v1/api/auth/verify', {
+        'content-type': 'application/json',
+      }],
+      ['an upload to a 1 KB bucket', `/storage/v1/object/${bucket}/${user.id}/big.txt`, {
+        ...auth,
+        'content-type': 'text/plain',
+      }],
+      ['a storage list (1 MB JSON)', `/storage/v1/object/list/${bucket}`, {
+        ...auth,
+        'content-type': 'application/json',
+      }],
     ]
     for (const [what, path, headers] of cases) {
       const res = await sendChunked(path, headers)
@@ -164,8 +182,15 @@ test('gateway: a declared Content-Length past the limit is refused without readi
 test('gateway: a /rest/v1 request PostgREST cannot decode as UTF-8 is 400 {error}, never 500', async () => {
   const user = await createUser()
   const auth = { apikey: ANON_KEY, authorization: `Bearer ${user.token}` }
-  const send = async (path: string, init: { method?: string; headers?: Record<string, string>; body?: BodyInit } = {}) => {
-    const res = await fetch(`${API_URL}${path}`, { method: init.method ?? 'GET', headers: { ...auth, ...init.headers }, body: init.body })
+  const send = async (
+    path: string,
+    init: { method?: string; headers?: Record<string, string>; body?: BodyInit } = {},
+  ) => {
+    const res = await fetch(`${API_URL}${path}`, {
+      method: init.method ?? 'GET',
+      headers: { ...auth, ...init.headers },
+      body: init.body,
+    })
     const text = await res.text()
     let body: any = text
     try {
@@ -185,19 +210,29 @@ test('gateway: a /rest/v1 request PostgREST cannot decode as UTF-8 is 400 {error
     ['0xFF in the path', ['/rest/v1/profiles%FF']],
     ['0xFF in an rpc argument', ['/rest/v1/rpc/caller_is_premium?x=%FF']],
     ['0xFF in a Prefer header', ['/rest/v1/profiles?select=id', { headers: { prefer: 'count=\xff' } }]],
-    ['0xFF in any header (PostgREST passes them all to SQL)', ['/rest/v1/profiles?select=id', { headers: { 'x-anything': '\xff' } }]],
+    ['0xFF in any header (PostgREST passes them all to SQL)', ['/rest/v1/profiles?select=id', {
+      headers: { 'x-anything': '\xff' },
+    }]],
     ['0xFF in a cookie', ['/rest/v1/profiles?select=id', { headers: { cookie: 'a=\xff' } }]],
     ['a form body with %FF', ['/rest/v1/rpc/caller_is_premium', {
-      method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'target=%FF',
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'target=%FF',
     }]],
     ['a form body with a 0xFF byte', ['/rest/v1/rpc/caller_is_premium', {
-      method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new Uint8Array([0x61, 0x3d, 0xff]),
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new Uint8Array([0x61, 0x3d, 0xff]),
     }]],
     ['a CSV value with a 0xFF byte', ['/rest/v1/goals', {
-      method: 'POST', headers: { 'content-type': 'text/csv' }, body: new Uint8Array([...new TextEncoder().encode('title\n'), 0xff, 0x0a]),
+      method: 'POST',
+      headers: { 'content-type': 'text/csv' },
+      body: new Uint8Array([...new TextEncoder().encode('title\n'), 0xff, 0x0a]),
     }]],
     ['a JSON body with a 0xFF byte', ['/rest/v1/rpc/caller_is_premium', {
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: new Uint8Array([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]),
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: new Uint8Array([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]),
     }]],
   ]
   for (const [what, [path, init]] of refused) {
@@ -210,9 +245,13 @@ test('gateway: a /rest/v1 request PostgREST cannot decode as UTF-8 is 400 {error
     ['é percent-encoded', [`/rest/v1/profiles?select=id&full_name=eq.%C3%A9`], 200],
     ['a 4-byte character', [`/rest/v1/profiles?select=id&full_name=eq.%F0%9F%98%80`], 200],
     ['a % not followed by hex digits', [`/rest/v1/profiles?select=id&full_name=eq.100%`], 200],
-    ['é in a header', [`/rest/v1/profiles?select=id&id=eq.${user.id}`, { headers: { 'x-anything': '\xc3\xa9' } }], 200],
+    ['é in a header', [`/rest/v1/profiles?select=id&id=eq.${user.id}`, {
+      headers: { 'x-anything': '\xc3\xa9' },
+    }], 200],
     ['a binary body (bytea is bytes)', ['/rest/v1/rpc/caller_is_premium', {
-      method: 'POST', headers: { 'content-type': 'application/octet-stream' }, body: new Uint8Array([0xff, 0xfe]),
+      method: 'POST',
+      headers: { 'content-type': 'application/octet-stream' },
+      body: new Uint8Array([0xff, 0xfe]),
     }], 404],
   ]
   for (const [what, [path, init], status] of passed) {

@@ -18,11 +18,15 @@ function assertNothingLeft(dataDir: string, pids: number[] = []) {
   const pg = postmasterPid(`${dataDir}/db`)
   assert.ok(pg === null || !alive(pg), `Postgres ${pg} is still running`)
   for (const pid of pids) assert.ok(!alive(pid), `process ${pid} is still running`)
-  for (const [what, port] of Object.entries(ports)) assert.ok(!portInUse(port), `${what} ${port} is still taken`)
+  for (const [what, port] of Object.entries(ports)) {
+    assert.ok(!portInUse(port), `${what} ${port} is still taken`)
+  }
 }
 
 async function call(stack: Stack, path: string, token: string) {
-  const res = await fetch(`${stack.apiUrl}/functions/v1${path}`, { headers: { authorization: `Bearer ${token}` } })
+  const res = await fetch(`${stack.apiUrl}/functions/v1${path}`, {
+    headers: { authorization: `Bearer ${token}` },
+  })
   const text = await res.text()
   try {
     return { status: res.status, body: JSON.parse(text) }
@@ -47,7 +51,13 @@ test('supervision: killed PostgREST, Postgres and gateway give 503s and degraded
     // A start interrupted once the database is migrated stops what it started.
     const abort = new AbortController()
     await assert.rejects(
-      startStack({ ...ports, dataDir, throwaway: true, signal: abort.signal, log: (l) => l.startsWith('applied') && abort.abort() }),
+      startStack({
+        ...ports,
+        dataDir,
+        throwaway: true,
+        signal: abort.signal,
+        log: (l) => l.startsWith('applied') && abort.abort(),
+      }),
       /interrupted/,
     )
     assertNothingLeft(dataDir)
@@ -57,8 +67,13 @@ test('supervision: killed PostgREST, Postgres and gateway give 503s and degraded
     // 3 s before each restart: the window in which the dead part is observed from outside.
     // One restart per part: the second failure of a part stops the whole stack.
     const stack = await startStack({
-      ...ports, dataDir, throwaway: true, restartDelayMs: 3000, maxRestarts: 1,
-      log: (l) => logs.push(l), onGiveUp: (m) => gaveUp = m,
+      ...ports,
+      dataDir,
+      throwaway: true,
+      restartDelayMs: 3000,
+      maxRestarts: 1,
+      log: (l) => logs.push(l),
+      onGiveUp: (m) => gaveUp = m,
     })
     let partPids: number[] = []
     try {
@@ -67,7 +82,8 @@ test('supervision: killed PostgREST, Postgres and gateway give 503s and degraded
       await sql`insert into auth.users (email) values (${`sup-admin-${run}@test.local`}), (${`sup-user-${run}@test.local`})`
       await sql`update public.profiles set role = 'super_admin'
                 where id = (select id from auth.users where email = ${`sup-admin-${run}@test.local`})`
-      const admin = (await mintUserToken(sql, `sup-admin-${run}@test.local`, { secret: stack.jwtSecret })).token
+      const admin =
+        (await mintUserToken(sql, `sup-admin-${run}@test.local`, { secret: stack.jwtSecret })).token
       const user = (await mintUserToken(sql, `sup-user-${run}@test.local`, { secret: stack.jwtSecret })).token
       await sql.end()
       assert.equal((await call(stack, '/api/user/profile', user)).status, 200)
@@ -87,9 +103,19 @@ test('supervision: killed PostgREST, Postgres and gateway give 503s and degraded
         // A non-admin is still refused, even while the database cannot be asked.
         assert.equal((await call(stack, '/api/admin/health', user)).status, 403)
 
-        await until(`${part} coming back`, async () => (await call(stack, '/api/user/profile', user)).status === 200)
-        assert.ok(logs.some((l) => l.startsWith(`${part} stopped unexpectedly`) && l.includes('Last lines of')), logs.join('\n'))
-        await until(`the supervisor saying ${part} is back`, () => logs.includes(`${part} is running again`), 5000)
+        await until(
+          `${part} coming back`,
+          async () => (await call(stack, '/api/user/profile', user)).status === 200,
+        )
+        assert.ok(
+          logs.some((l) => l.startsWith(`${part} stopped unexpectedly`) && l.includes('Last lines of')),
+          logs.join('\n'),
+        )
+        await until(
+          `the supervisor saying ${part} is back`,
+          () => logs.includes(`${part} is running again`),
+          5000,
+        )
           .catch((e) => assert.fail(`${e.message}\n${logs.join('\n')}`))
         const healthy = await call(stack, '/api/admin/health', admin)
         assert.equal((healthy.body as any).status, 'ok')
@@ -98,8 +124,14 @@ test('supervision: killed PostgREST, Postgres and gateway give 503s and degraded
       // The gateway: restarted like the others.
       const gateway = stack.pids()['the gateway']!
       Deno.kill(gateway, 'SIGKILL')
-      await until('the gateway coming back', async () => (await call(stack, '/api/user/profile', user)).status === 200)
-      assert.ok(logs.some((l) => l.startsWith('the gateway stopped unexpectedly (killed by SIGKILL)')), logs.join('\n'))
+      await until(
+        'the gateway coming back',
+        async () => (await call(stack, '/api/user/profile', user)).status === 200,
+      )
+      assert.ok(
+        logs.some((l) => l.startsWith('the gateway stopped unexpectedly (killed by SIGKILL)')),
+        logs.join('\n'),
+      )
 
       // A part that fails once more than allowed stops everything, with a message.
       partPids = Object.values(stack.pids())

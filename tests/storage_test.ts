@@ -233,22 +233,44 @@ Deno.test(
         assert.deepEqual(anonList.data!.map((e) => e.name), ['avatar.png'])
       })
 
-      await t.step('every object is served with X-Content-Type-Options: nosniff, and HTML as text/plain', async () => {
-        const page = `${A.id}/page.html`
-        assert.equal((await a.from(PUB).upload(page, text('<script>alert(1)</script>', 'text/html'))).error, null)
-        for (const [what, res] of [
-          ['public', await fetch(`${STORAGE}/object/public/${PUB}/${page}`)],
-          ['public HEAD', await fetch(`${STORAGE}/object/public/${PUB}/${page}`, { method: 'HEAD' })],
-          ['authenticated', await fetch(`${STORAGE}/object/authenticated/${PUB}/${page}`, { headers: { authorization: `Bearer ${A.token}` } })],
-          ['private', await fetch(`${STORAGE}/object/${PRIV}/${key}`, { headers: { authorization: `Bearer ${A.token}` } })],
-          ['public image', await fetch(`${STORAGE}/object/public/${PUB}/${A.id}/avatar.png`)],
-        ] as const) {
-          await res.body?.cancel()
-          assert.equal(res.status, 200, what)
-          assert.equal(res.headers.get('x-content-type-options'), 'nosniff', what)
-          assert.doesNotMatch(res.headers.get('content-type') ?? '', /html/, `${what}: never served as HTML`)
-        }
-      })
+      await t.step(
+        'every object is served with X-Content-Type-Options: nosniff, and HTML as text/plain',
+        async () => {
+          const page = `${A.id}/page.html`
+          assert.equal(
+            (await a.from(PUB).upload(page, text('<script>alert(1)</script>', 'text/html'))).error,
+            null,
+          )
+          for (
+            const [what, res] of [
+              ['public', await fetch(`${STORAGE}/object/public/${PUB}/${page}`)],
+              ['public HEAD', await fetch(`${STORAGE}/object/public/${PUB}/${page}`, { method: 'HEAD' })],
+              [
+                'authenticated',
+                await fetch(`${STORAGE}/object/authenticated/${PUB}/${page}`, {
+                  headers: { authorization: `Bearer ${A.token}` },
+                }),
+              ],
+              [
+                'private',
+                await fetch(`${STORAGE}/object/${PRIV}/${key}`, {
+                  headers: { authorization: `Bearer ${A.token}` },
+                }),
+              ],
+              ['public image', await fetch(`${STORAGE}/object/public/${PUB}/${A.id}/avatar.png`)],
+            ] as const
+          ) {
+            await res.body?.cancel()
+            assert.equal(res.status, 200, what)
+            assert.equal(res.headers.get('x-content-type-options'), 'nosniff', what)
+            assert.doesNotMatch(
+              res.headers.get('content-type') ?? '',
+              /html/,
+              `${what}: never served as HTML`,
+            )
+          }
+        },
+      )
 
       await t.step('remove deletes only what RLS allows', async () => {
         const victim = `${A.id}/listing/z.txt`
@@ -305,7 +327,11 @@ Deno.test(
         const superuser = await signClaims({ sub: A.id, role: 'postgres' }, JWT_SECRET)
         assert.equal((await raw('GET', `/object/${PRIV}/${key}`, { token: superuser })).status, 403)
         assert.equal((await raw('GET', '/bucket', { token: superuser })).status, 403)
-        const expired = await signClaims({ sub: A.id, role: 'authenticated', aud: 'authenticated' }, JWT_SECRET, -60)
+        const expired = await signClaims(
+          { sub: A.id, role: 'authenticated', aud: 'authenticated' },
+          JWT_SECRET,
+          -60,
+        )
         const exp = await raw('GET', `/object/${PRIV}/${key}`, { token: expired })
         assert.equal(exp.status, 403)
         assert.equal(exp.body.message, 'jwt expired')
@@ -326,41 +352,67 @@ Deno.test(
         assert.ok(mine.includes(PUB) && !mine.includes(PRIV))
       })
 
-      await t.step('search and prefix with control characters are 400 in Storage\'s error shape, never 500', async () => {
-        const json = { 'content-type': 'application/json' }
-        const bad: [string, string, string | undefined, RegExp][] = [
-          ['POST', `/object/list/${PUB}`, JSON.stringify({ prefix: '', search: '\u0000' }), /^search: /],
-          ['POST', `/object/list/${PUB}`, JSON.stringify({ prefix: '', search: 'a\u001fb' }), /^search: /],
-          ['POST', `/object/list/${PUB}`, JSON.stringify({ prefix: `${A.id}/\u0000` }), /control characters/],
-          ['GET', '/bucket?search=%00', undefined, /^search: /],
-          ['GET', '/bucket?search=a%7Fb', undefined, /^search: /],
-        ]
-        for (const [method, path, body, message] of bad) {
-          const res = await raw(method, path, { token: A.token, body, headers: body ? json : {} })
-          assert.equal(res.status, 400, `${method} ${path} ${body}: ${JSON.stringify(res.body)}`)
-          assert.equal(res.body.statusCode, '400')
-          assert.equal(typeof res.body.error, 'string')
-          assert.match(res.body.message, message)
-        }
-        // Ordinary searches still answer.
-        const listed = await raw('POST', `/object/list/${PUB}`, { token: A.token, body: JSON.stringify({ prefix: '', search: 'zz-none' }), headers: json })
-        assert.deepEqual([listed.status, listed.body], [200, []])
-        const buckets = await raw('GET', `/bucket?search=${encodeURIComponent(PUB)}`, { token: A.token })
-        assert.deepEqual([buckets.status, buckets.body.map((x: { id: string }) => x.id)], [200, [PUB]])
-      })
+      await t.step(
+        "search and prefix with control characters are 400 in Storage's error shape, never 500",
+        async () => {
+          const json = { 'content-type': 'application/json' }
+          const bad: [string, string, string | undefined, RegExp][] = [
+            ['POST', `/object/list/${PUB}`, JSON.stringify({ prefix: '', search: '\u0000' }), /^search: /],
+            ['POST', `/object/list/${PUB}`, JSON.stringify({ prefix: '', search: 'a\u001fb' }), /^search: /],
+            [
+              'POST',
+              `/object/list/${PUB}`,
+              JSON.stringify({ prefix: `${A.id}/\u0000` }),
+              /control characters/,
+            ],
+            ['GET', '/bucket?search=%00', undefined, /^search: /],
+            ['GET', '/bucket?search=a%7Fb', undefined, /^search: /],
+          ]
+          for (const [method, path, body, message] of bad) {
+            const res = await raw(method, path, { token: A.token, body, headers: body ? json : {} })
+            assert.equal(res.status, 400, `${method} ${path} ${body}: ${JSON.stringify(res.body)}`)
+            assert.equal(res.body.statusCode, '400')
+            assert.equal(typeof res.body.error, 'string')
+            assert.match(res.body.message, message)
+          }
+          // Ordinary searches still answer.
+          const listed = await raw('POST', `/object/list/${PUB}`, {
+            token: A.token,
+            body: JSON.stringify({ prefix: '', search: 'zz-none' }),
+            headers: json,
+          })
+          assert.deepEqual([listed.status, listed.body], [200, []])
+          const buckets = await raw('GET', `/bucket?search=${encodeURIComponent(PUB)}`, { token: A.token })
+          assert.deepEqual([buckets.status, buckets.body.map((x: { id: string }) => x.id)], [200, [PUB]])
+        },
+      )
 
-      await t.step('a value Postgres refuses (class 22) is 400 in Storage\'s error shape, not 500', async () => {
-        const refusing = {
-          begin: () => Promise.reject(Object.assign(new Error('invalid byte sequence for encoding "UTF8": 0x00'), { code: '22021' })),
-        } as unknown as typeof sql
-        const res = await handleStorage(
-          new Request('http://local/storage/v1/bucket', { headers: { authorization: `Bearer ${A.token}` } }),
-          '/bucket',
-          { sql: refusing, rootDir: '/nonexistent' },
-        )
-        assert.equal(res.status, 400)
-        assert.deepEqual(await res.json(), { statusCode: '400', error: 'InvalidRequest', message: 'invalid byte sequence for encoding "UTF8": 0x00' })
-      })
+      await t.step(
+        "a value Postgres refuses (class 22) is 400 in Storage's error shape, not 500",
+        async () => {
+          const refusing = {
+            begin: () =>
+              Promise.reject(
+                Object.assign(new Error('invalid byte sequence for encoding "UTF8": 0x00'), {
+                  code: '22021',
+                }),
+              ),
+          } as unknown as typeof sql
+          const res = await handleStorage(
+            new Request('http://local/storage/v1/bucket', {
+              headers: { authorization: `Bearer ${A.token}` },
+            }),
+            '/bucket',
+            { sql: refusing, rootDir: '/nonexistent' },
+          )
+          assert.equal(res.status, 400)
+          assert.deepEqual(await res.json(), {
+            statusCode: '400',
+            error: 'InvalidRequest',
+            message: 'invalid byte sequence for encoding "UTF8": 0x00',
+          })
+        },
+      )
 
       await t.step('on disk: files land under <root>/<bucket>/<name>; refusals leave nothing', async () => {
         await onDisk(A, B)

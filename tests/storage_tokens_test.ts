@@ -2,7 +2,17 @@
 // user's token needs the authenticated audience, ES256 through the project's JWKS.
 import { strict as assert } from 'node:assert'
 import { importJWK, SignJWT } from 'jose'
-import { ANON_KEY, API_URL, badTokensFor, createUser, env, JWT_SECRET, SERVICE_ROLE_KEY, signClaims, test } from './_helpers.ts'
+import {
+  ANON_KEY,
+  API_URL,
+  badTokensFor,
+  createUser,
+  env,
+  JWT_SECRET,
+  SERVICE_ROLE_KEY,
+  signClaims,
+  test,
+} from './_helpers.ts'
 
 const listBuckets = async (token: string) => {
   const res = await fetch(`${API_URL}/storage/v1/bucket`, { headers: { authorization: `Bearer ${token}` } })
@@ -20,8 +30,15 @@ test('storage refuses what /api refuses: no exp, another audience, expired, forg
   }
   assert.equal((await listBuckets(bad.expired)).body.message, 'jwt expired')
   // A user role without a subject, and keys that claim an audience, are refused too.
-  assert.equal((await listBuckets(await signClaims({ role: 'authenticated', aud: 'authenticated' }, JWT_SECRET))).status, 403)
-  assert.equal((await listBuckets(await signClaims({ role: 'service_role', aud: 'some-other-service' }, JWT_SECRET))).status, 403)
+  assert.equal(
+    (await listBuckets(await signClaims({ role: 'authenticated', aud: 'authenticated' }, JWT_SECRET))).status,
+    403,
+  )
+  assert.equal(
+    (await listBuckets(await signClaims({ role: 'service_role', aud: 'some-other-service' }, JWT_SECRET)))
+      .status,
+    403,
+  )
 })
 
 test('storage accepts the user token, the anon and service-role keys, and ES256 tokens from the JWKS', async () => {

@@ -5,14 +5,19 @@ import { api, assertError, clientAs, createUser, sql, test, type TestUser } from
 import { createPack } from './_tone_packs.ts'
 
 const buy = (u: TestUser, packId: string, key?: string) =>
-  api(`/api/tone-packs/${packId}/purchase`, { method: 'POST', token: u.token, headers: key ? { 'idempotency-key': key } : {} })
+  api(`/api/tone-packs/${packId}/purchase`, {
+    method: 'POST',
+    token: u.token,
+    headers: key ? { 'idempotency-key': key } : {},
+  })
 
 async function ledger(userId: string) {
   return (await sql`select amount, type, item_id, item_type from public.drops_transactions
                      where user_id = ${userId} and type = 'purchase' order by id`).map((r) => ({ ...r }))
 }
 async function balanceOf(userId: string) {
-  const [row] = await sql`select drops_balance, (select coalesce(sum(amount), 0)::int from public.drops_transactions
+  const [row] =
+    await sql`select drops_balance, (select coalesce(sum(amount), 0)::int from public.drops_transactions
                             where user_id = ${userId}) as ledger from public.profiles where id = ${userId}`
   assert.equal(row.drops_balance, row.ledger, 'the balance is the sum of the ledger')
   return row.drops_balance as number
@@ -27,10 +32,16 @@ test('purchase: the price leaves the balance as one purchase ledger row naming t
   assert.equal(res.body.replayed, false)
   assert.equal(res.body.purchase.pack_id, pack.id)
   assert.equal(res.body.purchase.price_drops, 20)
-  assert.deepEqual(await ledger(buyer.id), [{ amount: -20, type: 'purchase', item_id: pack.id, item_type: 'tone_pack' }])
+  assert.deepEqual(await ledger(buyer.id), [{
+    amount: -20,
+    type: 'purchase',
+    item_id: pack.id,
+    item_type: 'tone_pack',
+  }])
   assert.equal(await balanceOf(buyer.id), 30)
   assert.equal(await balanceOf(seller.id), 50, 'buying is a drops sink')
-  const [tx] = await sql`select id from public.drops_transactions where user_id = ${buyer.id} and type = 'purchase'`
+  const [tx] =
+    await sql`select id from public.drops_transactions where user_id = ${buyer.id} and type = 'purchase'`
   assert.equal(res.body.purchase.transaction_id, Number(tx.id))
   const history = await api('/api/drops/transactions?type=purchase', { token: buyer.token })
   assert.equal(history.body.transactions[0].amount, -20)
@@ -55,7 +66,10 @@ test('purchase refusals write nothing: too few drops 402 naming balance and pric
   assertError(await api(`/api/tone-packs/${dear.id}/purchase`, { method: 'POST' }), 401)
   assertError(await buy(buyer, dear.id, 'x'.repeat(201)), 400, 'Idempotency-Key')
   assert.deepEqual(await ledger(buyer.id), [])
-  assert.equal((await sql`select count(*)::int as n from public.tone_pack_purchases where user_id = ${buyer.id}`)[0].n, 0)
+  assert.equal(
+    (await sql`select count(*)::int as n from public.tone_pack_purchases where user_id = ${buyer.id}`)[0].n,
+    0,
+  )
   assert.equal(await balanceOf(buyer.id), 50)
 
   // A private pack shared with someone is for sale to them.
@@ -71,7 +85,7 @@ test('purchase refusals write nothing: too few drops 402 naming balance and pric
   assert.ok(forged.error, 'purchases are written only by purchase_tone_pack')
 })
 
-test('a free pack is bought without a ledger row and stays the buyer\'s', async () => {
+test("a free pack is bought without a ledger row and stays the buyer's", async () => {
   const [seller, buyer] = await Promise.all([createUser(), createUser()])
   const pack = await createPack(seller, { is_public: true })
   const res = await buy(buyer, pack.id)
@@ -79,10 +93,17 @@ test('a free pack is bought without a ledger row and stays the buyer\'s', async 
   assert.equal(res.body.purchase.transaction_id, null)
   assert.deepEqual(await ledger(buyer.id), [])
   // The owner makes it private and priced: the buyer keeps using it.
-  await api(`/api/tone-packs/${pack.id}`, { method: 'PUT', token: seller.token, body: { is_public: false, price_drops: 99 } })
+  await api(`/api/tone-packs/${pack.id}`, {
+    method: 'PUT',
+    token: seller.token,
+    body: { is_public: false, price_drops: 99 },
+  })
   const got = await api(`/api/tone-packs/${pack.id}`, { token: buyer.token })
   assert.equal(got.body.pack.can_use, true)
-  assert.equal((await api(`/api/tone-packs/${pack.id}/activate`, { method: 'POST', token: buyer.token })).status, 200)
+  assert.equal(
+    (await api(`/api/tone-packs/${pack.id}/activate`, { method: 'POST', token: buyer.token })).status,
+    200,
+  )
 })
 
 test('Idempotency-Key: a retry returns the first purchase and charges nothing; the key is not reused for another pack', async () => {
@@ -92,7 +113,11 @@ test('Idempotency-Key: a retry returns the first purchase and charges nothing; t
   const key = crypto.randomUUID()
   const first = await buy(buyer, pack.id, key)
   assert.equal(first.status, 201)
-  const retries = await Promise.all([buy(buyer, pack.id, key), buy(buyer, pack.id, key), buy(buyer, pack.id, key)])
+  const retries = await Promise.all([
+    buy(buyer, pack.id, key),
+    buy(buyer, pack.id, key),
+    buy(buyer, pack.id, key),
+  ])
   for (const r of retries) {
     assert.equal(r.status, 201, JSON.stringify(r.body))
     assert.equal(r.body.replayed, true)
@@ -112,7 +137,9 @@ test('concurrent purchases never charge twice and never overdraw', async () => {
   assert.equal(await balanceOf(buyer.id), 43)
 
   // Five packs of 20 at once with 50 drops: exactly two can be paid for.
-  const packs = await Promise.all(Array.from({ length: 5 }, () => createPack(seller, { is_public: true, price_drops: 20 })))
+  const packs = await Promise.all(
+    Array.from({ length: 5 }, () => createPack(seller, { is_public: true, price_drops: 20 })),
+  )
   const many = await Promise.all(packs.map((p) => buy(crowd, p.id)))
   assert.deepEqual(many.map((r) => r.status).sort(), [201, 201, 402, 402, 402])
   assert.equal(await balanceOf(crowd.id), 10)
@@ -120,7 +147,12 @@ test('concurrent purchases never charge twice and never overdraw', async () => {
 })
 
 test('deleting a bought pack retires it: buyers keep it, their purchase and ledger rows stay; the others lose it', async () => {
-  const [seller, buyer, sharee, stranger] = await Promise.all([createUser(), createUser(), createUser(), createUser()])
+  const [seller, buyer, sharee, stranger] = await Promise.all([
+    createUser(),
+    createUser(),
+    createUser(),
+    createUser(),
+  ])
   const pack = await createPack(seller, { is_public: true, price_drops: 15 })
   await api(`/api/tone-packs/${pack.id}/share`, { token: seller.token, body: { user_id: sharee.id } })
   await buy(buyer, pack.id)
@@ -136,9 +168,18 @@ test('deleting a bought pack retires it: buyers keep it, their purchase and ledg
   assert.equal(kept.body.pack.is_active, true)
   const list = await api('/api/tone-packs', { token: buyer.token })
   assert.equal(list.body.purchased[0].pack.id, pack.id)
-  for (const u of [seller, sharee, stranger]) assertError(await api(`/api/tone-packs/${pack.id}`, { token: u.token }), 404)
+  for (const u of [seller, sharee, stranger]) {
+    assertError(await api(`/api/tone-packs/${pack.id}`, { token: u.token }), 404)
+  }
   assertError(await buy(stranger, pack.id), 404)
-  assertError(await api(`/api/tone-packs/${pack.id}`, { method: 'PUT', token: seller.token, body: { is_public: true } }), 404)
+  assertError(
+    await api(`/api/tone-packs/${pack.id}`, {
+      method: 'PUT',
+      token: seller.token,
+      body: { is_public: true },
+    }),
+    404,
+  )
   assert.equal((await ledger(buyer.id)).length, 1)
   assert.equal(await balanceOf(buyer.id), 35)
 })
@@ -154,7 +195,9 @@ const reprice = (owner: TestUser, packId: string, price: number) =>
 const priceChangedAgo = (packId: string, minutes: number) =>
   sql.begin(async (tx) => {
     await tx`set local session_replication_role = replica`
-    await tx`update public.tone_packs set price_changed_at = now() - make_interval(secs => ${minutes * 60}) where id = ${packId}`
+    await tx`update public.tone_packs set price_changed_at = now() - make_interval(secs => ${
+      minutes * 60
+    }) where id = ${packId}`
   })
 
 test('the buyer pays the price they saw: a purchase naming expected_price_drops is refused 409 when the price changed, on /api and PostgREST', async () => {
@@ -167,24 +210,34 @@ test('the buyer pays the price they saw: a purchase naming expected_price_drops 
   const refused = await buyAt(buyer, pack.id, 1)
   assertError(refused, 409, 'price')
   assert.match(refused.body.error, /50/, 'the message names the current price')
-  const direct = await clientAs(buyer.token).rpc('purchase_tone_pack', { pack_id: pack.id, expected_price_drops: 1 })
+  const direct = await clientAs(buyer.token).rpc('purchase_tone_pack', {
+    pack_id: pack.id,
+    expected_price_drops: 1,
+  })
   assert.equal(direct.error?.code, 'PT409')
   assert.deepEqual(await ledger(buyer.id), [])
   assert.equal(await balanceOf(buyer.id), 50)
 
-  for (const [body, field] of [
-    [{ expected_price_drops: -1 }, 'expected_price_drops'],
-    [{ expected_price_drops: 1.5 }, 'expected_price_drops'],
-    [{ expected_price_drops: '50' }, 'expected_price_drops'],
-    [{ price: 50 }, 'price'],
-  ] as const) {
+  for (
+    const [body, field] of [
+      [{ expected_price_drops: -1 }, 'expected_price_drops'],
+      [{ expected_price_drops: 1.5 }, 'expected_price_drops'],
+      [{ expected_price_drops: '50' }, 'expected_price_drops'],
+      [{ price: 50 }, 'price'],
+    ] as const
+  ) {
     assertError(await api(`/api/tone-packs/${pack.id}/purchase`, { token: buyer.token, body }), 400, field)
   }
 
   const paid = await buyAt(buyer, pack.id, 50)
   assert.equal(paid.status, 201, JSON.stringify(paid.body))
   assert.equal(paid.body.purchase.price_drops, 50)
-  assert.deepEqual(await ledger(buyer.id), [{ amount: -50, type: 'purchase', item_id: pack.id, item_type: 'tone_pack' }])
+  assert.deepEqual(await ledger(buyer.id), [{
+    amount: -50,
+    type: 'purchase',
+    item_id: pack.id,
+    item_type: 'tone_pack',
+  }])
   assert.equal(await balanceOf(buyer.id), 0)
 })
 
@@ -219,7 +272,8 @@ test('a purchase naming no price is accepted only while the price never changed:
   assertError(await buy(other, back.id), 409, 'now 2 drops')
 
   // The owner cannot clear the mark: the column is not theirs to write, on any path.
-  const cleared = await clientAs(seller.token).from('tone_packs').update({ price_changed_at: null } as never).eq('id', back.id).select('id')
+  const cleared = await clientAs(seller.token).from('tone_packs').update({ price_changed_at: null } as never)
+    .eq('id', back.id).select('id')
   assert.ok(cleared.error, 'price_changed_at is not writable by clients')
   await clientAs(seller.token).from('tone_packs').update({ name: 'Renamed' }).eq('id', back.id)
   assertError(await buy(other, back.id), 409, 'price')
@@ -230,7 +284,11 @@ test('a purchase naming no price is accepted only while the price never changed:
   assert.equal((await buy(other, steady.id)).status, 201)
   // Editing something else, or setting the same price again, is not a price change.
   const renamed = await createPack(seller, { is_public: true, price_drops: 4 })
-  await api(`/api/tone-packs/${renamed.id}`, { method: 'PUT', token: seller.token, body: { name: 'Renamed', price_drops: 4 } })
+  await api(`/api/tone-packs/${renamed.id}`, {
+    method: 'PUT',
+    token: seller.token,
+    body: { name: 'Renamed', price_drops: 4 },
+  })
   assert.equal((await buy(other, renamed.id)).status, 201)
   assert.equal(await balanceOf(other.id), 43)
 })
@@ -247,7 +305,9 @@ test('a price change racing purchases: every purchase is charged exactly the pri
     ...buyers.slice(6, 9).map((b) => buy(b, pack.id)),
   ])
   const purchases = results.filter((r) => r.body?.purchase)
-  for (const r of results) assert.ok([200, 201, 409].includes(r.status), `${r.status} ${JSON.stringify(r.body)}`)
+  for (const r of results) {
+    assert.ok([200, 201, 409].includes(r.status), `${r.status} ${JSON.stringify(r.body)}`)
+  }
   for (const p of purchases) assert.equal(p.body.purchase.price_drops, 1)
   for (const b of buyers) {
     const charges = await ledger(b.id)
@@ -255,7 +315,10 @@ test('a price change racing purchases: every purchase is charged exactly the pri
     for (const c of charges) assert.equal(c.amount, -1, 'nobody paid a price they did not name')
     assert.equal(await balanceOf(b.id), 50 - charges.length)
   }
-  assert.equal((await sql`select price_drops from public.tone_packs where id = ${pack.id}`)[0].price_drops, 50)
+  assert.equal(
+    (await sql`select price_drops from public.tone_packs where id = ${pack.id}`)[0].price_drops,
+    50,
+  )
   // After the race, naming no price is refused for good.
   const late = await createUser()
   assertError(await buy(late, pack.id), 409, 'now 50 drops')

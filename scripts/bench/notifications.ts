@@ -30,7 +30,7 @@ async function insertCost(db: postgres.Sql) {
            on conflict do nothing`
   const loop = (user: string, count: number) =>
     db.unsafe(
-      `do $$ begin for i in 1..${count} loop perform private.notify('${user}', 'labs.step_prompt', '{"title": "x"}'); end loop; end $$`,
+      `do $$ begin for i in 1..${count} loop perform private.notify('${user}', 'labs.step_prompt', jsonb_build_object('title', 'x', 'i', i)); end loop; end $$`,
     )
   // Alternating rounds; the median of each side's per-round time, so a busy moment of the
   // shared machine does not decide the figure.

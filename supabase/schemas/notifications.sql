@@ -61,18 +61,24 @@ $$;
 create trigger notifications_stamp_read before update of read_at on public.notifications
   for each row execute function private.stamp_notification_read();
 
--- The one writer: security definer SQL (triggers, jobs) calls it; no client role may.
+-- The one writer: security definer SQL (triggers, jobs) calls it; no client role may. The same
+-- notification (type and payload) still unread from the last day is not written again, so a
+-- loop of share/unshare or add/remove cannot flood someone's inbox, phone or daily push cap.
 create or replace function private.notify(recipient uuid, kind text, details jsonb default '{}'::jsonb)
 returns uuid
 language sql security definer
 set search_path = ''
 as $$
   insert into public.notifications (user_id, type, payload)
-  values (recipient, kind, coalesce(details, '{}'::jsonb))
+  select recipient, kind, coalesce(details, '{}'::jsonb)
+   where not exists (select 1 from public.notifications n
+                      where n.user_id = recipient and n.created_at > now() - interval '1 day'
+                        and n.read_at is null and n.type = kind and n.payload = coalesce(details, '{}'::jsonb))
   returning id
 $$;
 comment on function private.notify(uuid, text, jsonb) is
-  'Adds a notification for one user. Call it from security definer SQL; it is granted to no client role.';
+  'Adds a notification for one user (null when the same one is still unread from the last day). Call it from '
+  'security definer SQL; it is granted to no client role.';
 
 -- RPC: mark some (or all) of the caller's notifications read; returns how many changed.
 create or replace function public.mark_notifications_read(notification_ids uuid[] default null)

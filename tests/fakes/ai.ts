@@ -49,7 +49,12 @@ export interface Reply {
   refusal?: string
   finish_reason?: string
   model?: string
-  usage?: { prompt_tokens?: number; completion_tokens?: number; input_tokens?: number; output_tokens?: number }
+  usage?: {
+    prompt_tokens?: number
+    completion_tokens?: number
+    input_tokens?: number
+    output_tokens?: number
+  }
   image?: 'png' | 'jpeg' | 'webp' | 'garbage' | 'none' | 'url'
 }
 
@@ -62,8 +67,13 @@ interface Script {
 const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
   new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } })
 
-const openAiError = (status: number, message: string, type: string, code: string | null = null, headers = {}) =>
-  json(status, { error: { message, type, param: null, code } }, headers)
+const openAiError = (
+  status: number,
+  message: string,
+  type: string,
+  code: string | null = null,
+  headers = {},
+) => json(status, { error: { message, type, param: null, code } }, headers)
 
 const tokens = (chars: number) => Math.ceil(chars / 4)
 
@@ -92,7 +102,9 @@ export function synthesize(schema: Schema, root: Schema = schema, depth = 0): un
   switch (type) {
     case 'object': {
       const out: Record<string, unknown> = {}
-      for (const [k, v] of Object.entries((schema.properties ?? {}) as Record<string, Schema>)) out[k] = synthesize(v, root, depth + 1)
+      for (const [k, v] of Object.entries((schema.properties ?? {}) as Record<string, Schema>)) {
+        out[k] = synthesize(v, root, depth + 1)
+      }
       return out
     }
     case 'array': {
@@ -125,7 +137,14 @@ function pngBytes() {
   return png
 }
 const JPEG = new Uint8Array([0xff, 0xd8, 0xff, 0xe0, 0, 0x10, 0x4a, 0x46, 0x49, 0x46, 0, 1, 0xff, 0xd9])
-const WEBP = new Uint8Array([...new TextEncoder().encode('RIFF'), 4, 0, 0, 0, ...new TextEncoder().encode('WEBPVP8 ')])
+const WEBP = new Uint8Array([
+  ...new TextEncoder().encode('RIFF'),
+  4,
+  0,
+  0,
+  0,
+  ...new TextEncoder().encode('WEBPVP8 '),
+])
 const b64 = (bytes: Uint8Array) => {
   let s = ''
   for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000))
@@ -147,8 +166,18 @@ export async function start(): Promise<{ env: Record<string, string>; stop(): Pr
   async function reply(r: Reply | undefined) {
     if (r?.delay_ms) await new Promise((res) => setTimeout(res, r.delay_ms))
     if (r?.status && r.status >= 400) {
-      const type = r.status === 429 ? 'rate_limit_exceeded' : r.status >= 500 ? 'server_error' : 'invalid_request_error'
-      return openAiError(r.status, r.error?.message ?? `fake error ${r.status}`, r.error?.type ?? type, r.error?.code ?? null, r.headers)
+      const type = r.status === 429
+        ? 'rate_limit_exceeded'
+        : r.status >= 500
+        ? 'server_error'
+        : 'invalid_request_error'
+      return openAiError(
+        r.status,
+        r.error?.message ?? `fake error ${r.status}`,
+        r.error?.type ?? type,
+        r.error?.code ?? null,
+        r.headers,
+      )
     }
     return null
   }
@@ -156,13 +185,18 @@ export async function start(): Promise<{ env: Record<string, string>; stop(): Pr
   async function chat(body: any, r: Reply | undefined) {
     const error = await reply(r)
     if (error) return error
-    const schema = body?.response_format?.type === 'json_schema' ? body.response_format.json_schema?.schema : undefined
+    const schema = body?.response_format?.type === 'json_schema'
+      ? body.response_format.json_schema?.schema
+      : undefined
     let content: string | null
     if (r?.content !== undefined) content = r.content
     else if (r?.json !== undefined) content = JSON.stringify(r.json)
     else content = schema ? JSON.stringify(synthesize(schema)) : 'fake answer'
     if (r?.refusal) content = null
-    const promptChars = (body?.messages ?? []).reduce((n: number, m: any) => n + String(m?.content ?? '').length, 0)
+    const promptChars = (body?.messages ?? []).reduce(
+      (n: number, m: any) => n + String(m?.content ?? '').length,
+      0,
+    )
     return json(200, {
       id: `chatcmpl-fake-${crypto.randomUUID()}`,
       object: 'chat.completion',
@@ -189,11 +223,26 @@ export async function start(): Promise<{ env: Record<string, string>; stop(): Pr
     const model = String(body?.model ?? 'dall-e-3')
     const gptImage = /^gpt-image/.test(model)
     if (gptImage && body?.response_format) {
-      return openAiError(400, `Unknown parameter: 'response_format'.`, 'invalid_request_error', 'unknown_parameter')
+      return openAiError(
+        400,
+        `Unknown parameter: 'response_format'.`,
+        'invalid_request_error',
+        'unknown_parameter',
+      )
     }
     const kind = r?.image ?? 'png'
-    const bytes = kind === 'jpeg' ? JPEG : kind === 'webp' ? WEBP : kind === 'garbage' ? new TextEncoder().encode('not an image') : pngBytes()
-    const data = kind === 'none' ? [] : kind === 'url' ? [{ url: `${baseUrl}/__files/image.png` }] : [{ b64_json: b64(bytes) }]
+    const bytes = kind === 'jpeg'
+      ? JPEG
+      : kind === 'webp'
+      ? WEBP
+      : kind === 'garbage'
+      ? new TextEncoder().encode('not an image')
+      : pngBytes()
+    const data = kind === 'none'
+      ? []
+      : kind === 'url'
+      ? [{ url: `${baseUrl}/__files/image.png` }]
+      : [{ b64_json: b64(bytes) }]
     const input = r?.usage?.input_tokens ?? tokens(String(body?.prompt ?? '').length)
     const output = r?.usage?.output_tokens ?? OUTPUT_TOKENS[String(body?.quality ?? 'auto')] ?? 1056
     return json(200, {
@@ -219,12 +268,17 @@ export async function start(): Promise<{ env: Record<string, string>; stop(): Pr
       if (typeof body?.match !== 'string' || body.match.length < 8 || !Array.isArray(body.replies)) {
         return json(400, { error: 'send {match: "<marker of at least 8 characters>", replies: [...]}' })
       }
-      scripts.set(body.match, { replies: body.replies, used: 0, requests: scripts.get(body.match)?.requests ?? [] })
+      scripts.set(body.match, {
+        replies: body.replies,
+        used: 0,
+        requests: scripts.get(body.match)?.requests ?? [],
+      })
       return json(200, { ok: true })
     }
     if (req.method === 'GET' && url.pathname === '/__control/requests') {
       if (!match) return json(400, { error: 'match is required' })
-      const seen = scripts.get(match)?.requests ?? [...unscripted].filter((r) => r.raw.includes(match)).map((r) => r.entry)
+      const seen = scripts.get(match)?.requests ??
+        [...unscripted].filter((r) => r.raw.includes(match)).map((r) => r.entry)
       return json(200, { requests: seen })
     }
     if (req.method === 'DELETE' && url.pathname === '/__control/script') {
@@ -240,7 +294,9 @@ export async function start(): Promise<{ env: Record<string, string>; stop(): Pr
   const server = Deno.serve({ hostname: '127.0.0.1', port: 0, onListen: () => {} }, async (req) => {
     const url = new URL(req.url)
     if (url.pathname.startsWith('/__control/')) return control(req, url)
-    if (url.pathname === '/__files/image.png') return new Response(pngBytes() as Uint8Array<ArrayBuffer>, { headers: { 'content-type': 'image/png' } })
+    if (url.pathname === '/__files/image.png') {
+      return new Response(pngBytes() as Uint8Array<ArrayBuffer>, { headers: { 'content-type': 'image/png' } })
+    }
     if (req.headers.get('authorization') !== `Bearer ${FAKE_AI_KEY}`) {
       return openAiError(401, 'Incorrect API key provided.', 'invalid_request_error', 'invalid_api_key')
     }

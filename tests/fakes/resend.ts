@@ -44,7 +44,10 @@ export function start(): Promise<{ env: Record<string, string>; stop(): Promise<
       const body = await req.json()
       if (url.pathname === '/__control/fail') {
         failures.set(String(body.to).toLowerCase(), {
-          status: body.status, name: body.name ?? 'application_error', message: body.message ?? 'Internal server error', times: body.times ?? 1,
+          status: body.status,
+          name: body.name ?? 'application_error',
+          message: body.message ?? 'Internal server error',
+          times: body.times ?? 1,
         })
         return Response.json({ ok: true })
       }
@@ -64,7 +67,9 @@ export function start(): Promise<{ env: Record<string, string>; stop(): Promise<
       const mail = inbound.get(decodeURIComponent(received[1]))
       return mail ? Response.json(mail) : error(404, 'not_found', 'Email not found')
     }
-    if (req.method !== 'POST' || url.pathname !== '/emails') return error(404, 'not_found', 'The requested endpoint does not exist.')
+    if (req.method !== 'POST' || url.pathname !== '/emails') {
+      return error(404, 'not_found', 'The requested endpoint does not exist.')
+    }
 
     const raw = await req.text()
     let body: Record<string, any>
@@ -75,28 +80,58 @@ export function start(): Promise<{ env: Record<string, string>; stop(): Promise<
     }
     const to: string[] = Array.isArray(body.to) ? body.to : body.to ? [body.to] : []
     for (const field of ['from', 'subject'] as const) {
-      if (typeof body[field] !== 'string' || !body[field]) return error(422, 'validation_error', `The \`${field}\` field is required.`)
+      if (typeof body[field] !== 'string' || !body[field]) {
+        return error(422, 'validation_error', `The \`${field}\` field is required.`)
+      }
     }
     if (!to.length) return error(422, 'validation_error', 'The `to` field is required.')
-    if (!body.html && !body.text) return error(422, 'validation_error', 'Either `html` or `text` must be provided.')
+    if (!body.html && !body.text) {
+      return error(422, 'validation_error', 'Either `html` or `text` must be provided.')
+    }
 
     const failure = failures.get(to[0].toLowerCase())
     if (failure && failure.times > 0) {
       failure.times--
-      return error(failure.status, failure.name, failure.message, failure.status === 429 ? { 'retry-after': '1' } : {})
+      return error(
+        failure.status,
+        failure.name,
+        failure.message,
+        failure.status === 429 ? { 'retry-after': '1' } : {},
+      )
     }
 
     const idemKey = req.headers.get('idempotency-key')
     if (idemKey) {
       const seen = idempotent.get(idemKey)
-      if (seen && seen.body !== raw) return error(409, 'invalid_idempotent_request', 'Same idempotency key used with a different request payload.')
-      if (seen && !seen.id) return error(409, 'concurrent_idempotent_requests', 'Same idempotency key used while original request is still in progress.')
+      if (seen && seen.body !== raw) {
+        return error(
+          409,
+          'invalid_idempotent_request',
+          'Same idempotency key used with a different request payload.',
+        )
+      }
+      if (seen && !seen.id) {
+        return error(
+          409,
+          'concurrent_idempotent_requests',
+          'Same idempotency key used while original request is still in progress.',
+        )
+      }
       if (seen?.id) return Response.json({ id: seen.id })
       idempotent.set(idemKey, { body: raw })
     }
     await new Promise((r) => setTimeout(r, 20))
     const id = rand()
-    sent.push({ id, from: body.from, to, subject: body.subject, html: body.html, text: body.text, idempotency_key: idemKey, headers: body.headers })
+    sent.push({
+      id,
+      from: body.from,
+      to,
+      subject: body.subject,
+      html: body.html,
+      text: body.text,
+      idempotency_key: idemKey,
+      headers: body.headers,
+    })
     if (idemKey) idempotent.get(idemKey)!.id = id
     return Response.json({ id })
   })
