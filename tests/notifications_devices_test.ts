@@ -67,6 +67,33 @@ test('register, list and forget devices; a token moves to the account that regis
   assert.equal((await api('/api/notifications/devices', { token: alice.token })).body.devices.length, 0)
 })
 
+test('at most 10 devices a user, through /api and PostgREST; refreshing one of them is not an eleventh', async () => {
+  const user = await createUser()
+  const tokens = Array.from({ length: 10 }, () => expoToken())
+  for (const t of tokens) {
+    const res = await api('/api/notifications/devices', { token: user.token, body: { expo_push_token: t } })
+    assert.equal(res.status, 201, JSON.stringify(res.body))
+  }
+  assertError(
+    await api('/api/notifications/devices', { token: user.token, body: { expo_push_token: expoToken() } }),
+    400,
+    'address',
+  )
+  const rest = await clientAs(user.token).rpc('register_notification_device', {
+    kind: 'expo',
+    address: expoToken(),
+  })
+  assert.equal(rest.error?.code, '23514')
+  const refresh = await api('/api/notifications/devices', {
+    token: user.token,
+    body: { expo_push_token: tokens[3] },
+  })
+  assert.equal(refresh.status, 201, 'a device the user has is refreshed')
+  const [{ n }] =
+    await sql`select count(*)::int as n from public.notification_devices where user_id = ${user.id}`
+  assert.equal(n, 10)
+})
+
 test('bad device input is a 400 naming the field, and nothing is written', async () => {
   const user = await createUser()
   assertError(

@@ -110,6 +110,25 @@ $$;
 create trigger notification_devices_move before insert on public.notification_devices
   for each row execute function private.move_notification_device();
 
+-- At most 10 devices a user (phones and browsers; retired ones count until re-registered or
+-- deleted): each device multiplies every push, so an unbounded list would let one account turn the
+-- sender into a relay. Refreshing a device the user already has is not a new one.
+create or replace function private.limit_notification_devices() returns trigger
+language plpgsql security definer
+set search_path = ''
+as $$
+begin
+  if not exists (select 1 from public.notification_devices d
+                  where d.kind = new.kind and d.address = new.address and d.user_id = new.user_id)
+     and (select count(*) from public.notification_devices d where d.user_id = new.user_id) >= 10 then
+    raise exception 'address: at most 10 devices a user; delete one first' using errcode = '23514';
+  end if;
+  return new;
+end
+$$;
+create trigger notification_devices_per_user_limit before insert on public.notification_devices
+  for each row execute function private.limit_notification_devices();
+
 -- RPC: registers (or refreshes) one of the caller's devices; registering again un-retires it.
 create or replace function public.register_notification_device(
   kind text, address text, key_p256dh text default null, key_auth text default null, name text default null)
