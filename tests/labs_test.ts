@@ -1577,6 +1577,7 @@ test('step prompts: x-cron-secret; users with an unfinished clone get one prompt
   assert.equal((await prompts()).length, 1, 'not again the same day')
   // Four days later (the last prompt moved back): prompted again.
   await sql`update private.labs_step_prompts set prompted_at = now() - interval '4 days', prompted_on = current_date - 4 where user_id = ${u.id}`
+  await sql`update public.notifications set created_at = created_at - interval '4 days' where user_id = ${u.id}`
   await api('/api/labs/cron/process-step-prompts', { method: 'POST', headers: labsCron() })
   assert.equal((await prompts()).length, 2)
   // Finished clones are not prompted.
