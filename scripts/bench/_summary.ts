@@ -8,20 +8,22 @@ import { type Figure, figures, SCALE } from './_module.ts'
 
 const DIR = `${ROOT}/.local/bench`
 
-async function readFigures(scale: number): Promise<Figure[]> {
-  try {
-    return JSON.parse(await Deno.readTextFile(`${DIR}/scale-${scale}.json`)).figures
-  } catch {
-    return []
-  }
+/** A sized table as the summary records it. */
+interface TableSize {
+  name: string
+  rows: number
+  table_bytes: number
+  index_bytes: number
+  partition_bytes: number
 }
 
-// deno-lint-ignore no-explicit-any
-async function readSizes(scale: number): Promise<any[]> {
+/** The figures and table sizes a run at `scale` recorded (empty when it never ran). */
+async function readRun(scale: number): Promise<{ figures: Figure[]; sizes: TableSize[] }> {
   try {
-    return JSON.parse(await Deno.readTextFile(`${DIR}/scale-${scale}.json`)).sizes ?? []
+    const run = JSON.parse(await Deno.readTextFile(`${DIR}/scale-${scale}.json`))
+    return { figures: run.figures ?? [], sizes: run.sizes ?? [] }
   } catch {
-    return []
+    return { figures: [], sizes: [] }
   }
 }
 
@@ -31,7 +33,8 @@ const num = (v: number | undefined, unit = '') =>
     : `${v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2)}${unit ? ' ' + unit : ''}`
 
 export async function printSummary(stack: Stack, elapsedSeconds: number) {
-  const base = SCALE === 1 ? [] : await readFigures(1)
+  const baseRun = SCALE === 1 ? { figures: [], sizes: [] } : await readRun(1)
+  const base = baseRun.figures
   console.log(`\n=== summary (BENCH_SCALE=${SCALE}, ${(elapsedSeconds / 60).toFixed(1)} min) ===`)
   const w = Math.max(20, ...figures.map((f) => f.name.length)) + 2
   console.log(
@@ -54,7 +57,7 @@ export async function printSummary(stack: Stack, elapsedSeconds: number) {
   }
 
   const sql = postgres(stack.dbUrl, { max: 1, onnotice: () => {} })
-  const sizes = await sql`
+  const sizes = await sql<TableSize[]>`
     select c.relname as name, c.reltuples::bigint as rows,
            pg_table_size(c.oid) as table_bytes, pg_indexes_size(c.oid) as index_bytes,
            coalesce((select sum(pg_total_relation_size(i.inhrelid)) from pg_inherits i where i.inhparent = c.oid), 0) as partition_bytes
@@ -65,8 +68,8 @@ export async function printSummary(stack: Stack, elapsedSeconds: number) {
      limit 25`
   await sql.end()
   const mb = (b: number) => `${(Number(b) / 1048576).toFixed(0)} MB`
-  const baseSizes: (typeof sizes)[number][] = SCALE === 1 ? [] : await readSizes(1)
-  const size = (s: (typeof sizes)[number] | undefined) =>
+  const baseSizes = baseRun.sizes
+  const size = (s: TableSize | undefined) =>
     !s
       ? '-'
       : Number(s.partition_bytes) > 0
@@ -90,7 +93,7 @@ export async function printSummary(stack: Stack, elapsedSeconds: number) {
     )
   }
   // Figures this run did not measure (BENCH_ONLY) keep their last value.
-  const kept = (await readFigures(SCALE)).filter((old) => !figures.some((f) => f.name === old.name))
+  const kept = (await readRun(SCALE)).figures.filter((old) => !figures.some((f) => f.name === old.name))
   await Deno.mkdir(DIR, { recursive: true })
   await Deno.writeTextFile(
     `${DIR}/scale-${SCALE}.json`,
