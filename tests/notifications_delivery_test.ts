@@ -202,3 +202,33 @@ test('receipts a dead run was asking for are asked for again after its hold', as
   assert.deepEqual(again.map((r) => r.ticket_id), ['ticket-of-a-dead-run'])
   await sql`delete from public.notifications where id = ${n.id}`
 })
+
+test('a chunk costs one claim, one mark per provider batch and one record of all its outcomes', async () => {
+  const users = await Promise.all(Array.from({ length: 3 }, () => createUser()))
+  const phones: string[] = []
+  const browsers: string[] = []
+  for (const u of users) {
+    await quietOff(u)
+    phones.push((await expoDevice(u)).token)
+    browsers.push((await webDevice(u)).endpoint)
+  }
+  const ids = users.map((u) => u.id)
+  // 30 notifications each: 90 Expo rows (one request of up to 100) and 90 Web Push rows
+  // (batches of 25: 4 marks). Rows claimed by other tests' runs are theirs; this run is alone
+  // with these only when it takes a chunk larger than everything due.
+  await sql`select private.notify(u, 'labs.step_prompt', jsonb_build_object('title', 'Step ' || i))
+              from unnest(${ids}::uuid[]) u, generate_series(1, 30) i`
+  const results = await deliver({ limit: 5000 })
+  assert.ok(results.claimed >= 180, JSON.stringify(results))
+  // Every outcome of a chunk in one call, not one per request or per row: 1 Expo request and 4
+  // Web Push batches marked, 1 record (a second chunk only if other tests' rows came due).
+  assert.ok(results.calls.start >= 5, JSON.stringify(results))
+  assert.ok(results.calls.record <= results.calls.claim, JSON.stringify(results))
+  assert.ok(results.calls.record <= results.calls.start - 4, JSON.stringify(results))
+  for (const token of phones) assert.equal((await expoMessages(token)).length, 30)
+  for (const endpoint of browsers) {
+    const ms = await webMessages(endpoint)
+    assert.equal(ms.length, 30)
+    assert.equal(new Set(ms.map((m: any) => m.payload.notification_id)).size, 30)
+  }
+})

@@ -63,7 +63,7 @@ async function insertCost(db: postgres.Sql) {
   await db`delete from public.notifications where user_id in (${withDevice}, ${without})`
 }
 
-async function fanOut(stack: Stack, db: postgres.Sql) {
+export async function fanOut(stack: Stack, db: postgres.Sql) {
   const notifications = knob('BENCH_NOTIF_NOTIFICATIONS', 100_000)
   const users = knob('BENCH_NOTIF_USERS', 50_000)
   const latencyMs = knob('BENCH_NOTIF_LATENCY_MS', 50)
@@ -125,9 +125,11 @@ async function fanOut(stack: Stack, db: postgres.Sql) {
       SUPABASE_SERVICE_ROLE_KEY: stack.serviceRoleKey,
       SUPABASE_ANON_KEY: stack.anonKey,
     }
+    // Another checkout's sender (an earlier commit) measures the design before, on this fixture.
+    const senderRoot = Deno.env.get('BENCH_NOTIF_SENDER_ROOT') ?? ROOT
     const spawn = () =>
       new Deno.Command(`${ROOT}/node_modules/.bin/deno`, {
-        args: ['run', '-A', `${ROOT}/scripts/bench/_notification_sender.ts`],
+        args: ['run', '-A', `${senderRoot}/scripts/bench/_notification_sender.ts`],
         env,
         stdout: 'inherit',
         stderr: 'inherit',
@@ -137,13 +139,15 @@ async function fanOut(stack: Stack, db: postgres.Sql) {
     const started = performance.now()
     const first = Array.from({ length: senders }, spawn)
     const allDone = Promise.all(first.map((p) => p.status))
-    while (received() < expected.length / 2) {
+    const kill = knob('BENCH_NOTIF_KILL', 1) === 1
+    while (kill && received() < expected.length / 2) {
       const done = await Promise.race([
         allDone.then(() => true),
         new Promise((r) => setTimeout(() => r(false), 50)),
       ])
       if (done) break
     }
+    if (!kill) await allDone
     for (const p of first) {
       try {
         p.kill('SIGKILL')

@@ -1,0 +1,73 @@
+// The push sender's schedule: pg_cron starts several runs side by side each minute (each its own
+// edge-function run), and they share the outbox without sending anything twice.
+import { strict as assert } from 'node:assert'
+import { createUser, sql, test } from './_helpers.ts'
+import { expoDevice, expoMessages, webDevice, webMessages } from './_notifications.ts'
+
+test('the deliver job starts 4 runs side by side each minute; together they send each notification once', async () => {
+  const users = await Promise.all(Array.from({ length: 4 }, () => createUser()))
+  const phones: string[] = []
+  const browsers: string[] = []
+  for (const u of users) {
+    await sql`update public.notification_preferences set quiet_hours_start = null, quiet_hours_end = null where user_id = ${u.id}`
+    phones.push((await expoDevice(u)).token)
+    browsers.push((await webDevice(u)).endpoint)
+  }
+  await sql`select private.notify(u, 'labs.step_prompt', jsonb_build_object('title', 'Step ' || i))
+              from unnest(${users.map((u) => u.id)}::uuid[]) u, generate_series(1, 25) i`
+  const [job] = await sql`select schedule, command from cron.job where jobname = 'notification-deliveries'`
+  assert.equal(job.schedule, '* * * * *')
+  // Run the job's command as pg_cron does: four requests, numbered, each answered by its own run.
+  const queued = await sql.unsafe(job.command)
+  assert.equal(queued.length, 4)
+  const ids = queued.map((r) => Number(Object.values(r)[0]))
+  let responses: { id: number; status_code: number; content: string }[] = []
+  for (let i = 0; i < 300 && responses.length < 4; i++) {
+    responses =
+      await sql`select id, status_code, content from net._http_response where id = any (${ids}::bigint[])`
+    if (responses.length < 4) await new Promise((r) => setTimeout(r, 100))
+  }
+  assert.equal(responses.length, 4, 'every request reached the function')
+  for (const r of responses) {
+    assert.equal(r.status_code, 200, r.content)
+    assert.equal(JSON.parse(r.content).success, true)
+  }
+  for (const token of phones) {
+    const ms = await expoMessages(token)
+    assert.equal(ms.length, 25)
+    assert.equal(new Set(ms.map((m: any) => m.data.notification_id)).size, 25)
+  }
+  for (const endpoint of browsers) {
+    const ms = await webMessages(endpoint)
+    assert.equal(ms.length, 25)
+    assert.equal(new Set(ms.map((m: any) => m.topic)).size, 25)
+  }
+})
+
+test('schedule_edge_function_job numbers its invocations and refuses a count out of 1-20', async () => {
+  const jobName = `test-parallel-${crypto.randomUUID().slice(0, 8)}`
+  await sql`select private.schedule_edge_function_job(${jobName}, '0 0 1 1 *', '/api/notifications/cron/deliver',
+                                                     'NOTIFICATIONS_CRON_SECRET', 3)`
+  try {
+    const [job] = await sql`select command from cron.job where jobname = ${jobName}`
+    // The queued requests' bodies, rolled back unsent: one per invocation, numbered 1..3.
+    const bodies: number[] = []
+    await sql.begin(async (tx) => {
+      const queued = await tx.unsafe(job.command)
+      const ids = queued.map((r) => Number(Object.values(r)[0]))
+      const rows = await tx`select convert_from(body, 'utf8')::jsonb as body from net.http_request_queue
+                            where id = any (${ids}::bigint[]) order by id`
+      bodies.push(...rows.map((r) => r.body.invocation))
+      throw new Error('rollback')
+    }).catch((e) => assert.equal(e.message, 'rollback'))
+    assert.deepEqual(bodies, [1, 2, 3])
+  } finally {
+    await sql`select cron.unschedule(${jobName})`
+  }
+  for (const n of [0, 21]) {
+    await assert.rejects(
+      sql`select private.schedule_edge_function_job('test-bad', '* * * * *', '/api/x/y', 'NOTIFICATIONS_CRON_SECRET', ${n}::int)`,
+      /invocations must be 1 to 20/,
+    )
+  }
+})
