@@ -9,7 +9,7 @@ test('the deliver job starts 4 runs side by side each minute; together they send
   const phones: string[] = []
   const browsers: string[] = []
   for (const u of users) {
-    await sql`update public.notification_preferences set quiet_hours_start = null, quiet_hours_end = null where user_id = ${u.id}`
+    await sql`update public.notification_preferences set quiet_hours_start = null, quiet_hours_end = null, daily_cap = 500 where user_id = ${u.id}`
     phones.push((await expoDevice(u)).token)
     browsers.push((await webDevice(u)).endpoint)
   }

@@ -156,18 +156,24 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
   }
   // A row marked attempting must reach its provider at once: a run that dies in between loses it
   // (it is never sent again). So while a mark is on its way, encryption (the one long CPU task)
-  // pauses, letting the answer in at once, and the mark's requests leave before it resumes.
+  // pauses, letting the answer in at once, and resumes only when the marked requests are out:
+  // `sent` says when (a Web Push request through fetch is out after a turn of the event loop;
+  // an Expo request, made by the SDK through undici, is known to be out when it is answered).
   let marking = 0
   let idle = Promise.resolve()
   let wake = () => {}
-  const markThen = async <T>(rows: Claimed[], send: (live: Claimed[]) => T): Promise<T | null> => {
+  const markThen = async <T>(
+    rows: Claimed[],
+    send: (live: Claimed[]) => T,
+    sent: (sending: T) => Promise<unknown> = () => new Promise((resolve) => setTimeout(resolve, 0)),
+  ): Promise<T | null> => {
     if (!rows.length) return null
     if (marking++ === 0) idle = new Promise((resolve) => (wake = resolve))
     try {
       const live = await start(rows)
       if (!live.length) return null
       const sending = send(live)
-      await new Promise((resolve) => setTimeout(resolve, 0))
+      await sent(sending)
       return sending
     } finally {
       if (--marking === 0) wake()
@@ -249,7 +255,7 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
           (tickets) => ({ tickets, error: null }),
           (error: unknown) => ({ tickets: [] as ExpoPushTicket[], error }),
         ),
-      }))
+      }), (sending) => sending.answer)
       if (!sending) return
       const { live } = sending
       const { tickets, error } = await sending.answer
