@@ -35,7 +35,7 @@ const report = await runDeliveries(timed, {
   chunk: num('BENCH_SENDER_CHUNK', 1000),
   leaseSeconds: num('BENCH_SENDER_LEASE_S', 10),
   timeBudgetMs: 3_600_000,
-  webPushConcurrency: num('BENCH_SENDER_WEB_CONCURRENCY', 100),
+  webPushConcurrency: num('BENCH_SENDER_WEB_CONCURRENCY', 50),
   webPushBatch: num('BENCH_SENDER_WEB_BATCH', 25),
   expoConcurrency: num('BENCH_SENDER_EXPO_CONCURRENCY', 6),
   receiptDelaySeconds: 86_400,

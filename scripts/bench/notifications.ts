@@ -9,15 +9,30 @@
 //      halfway and started again; then every outbox row is compared with what the fakes received:
 //      duplicates and lost deliveries are counted, and the wall time to the last delivery.
 // Knobs: BENCH_NOTIF_NOTIFICATIONS (100000), BENCH_NOTIF_USERS (50000), BENCH_NOTIF_LATENCY_MS (50),
-// BENCH_NOTIF_WEB_EVERY (2: every second user also has a Web Push subscription; 0: a second phone instead), BENCH_NOTIF_SENDERS (1: senders side by side),
+// BENCH_NOTIF_WEB_EVERY (2: every second user also has a Web Push subscription; 0: a second phone instead), BENCH_NOTIF_SENDERS (4: senders side by side, as the pg_cron job starts them),
 // BENCH_NOTIF_INSERTS (5000 per side), BENCH_SENDER_CHUNK (1000), BENCH_SENDER_LEASE_S (10),
-// BENCH_SENDER_WEB_CONCURRENCY (100).
+// BENCH_SENDER_WEB_CONCURRENCY (50), BENCH_SENDER_WEB_BATCH (25), BENCH_SENDER_EXPO_CONCURRENCY (6),
+// BENCH_NOTIF_KILL (1; 0: no kill), BENCH_NOTIF_SENDER_ROOT (another checkout whose sender runs),
+// BENCH_SENDER_PROFILE (1: each sender prints its CPU time and database waits).
 import postgres from 'postgres'
 import { ROOT } from '../lib/proc.ts'
 import type { Stack } from '../lib/stack.ts'
 import { start as startExpo } from '../../tests/fakes/expo.ts'
 import { start as startWebPush } from '../../tests/fakes/web_push.ts'
 import { type BenchModule, knob } from './_module.ts'
+
+/** The same fan-out before this sender design (commit e2ddb7c: one claim, mark and record after
+ * another, encryption after the mark), measured on the same day, to print beside today's. */
+const BEFORE = '131.3 s, 0 duplicates, 200 lost (2 senders; load average 4.0-5.3 on 2026-11-26; ' +
+  '173.7 s at an earlier measurement)'
+
+/** The load averages (1, 5, 15 minutes) and the machine's busy CPU seconds so far (all cores). */
+function machine() {
+  const load = Deno.readTextFileSync('/proc/loadavg').split(' ').slice(0, 3).join(' ')
+  const cpu = Deno.readTextFileSync('/proc/stat').split('\n')[0].trim().split(/\s+/).slice(1).map(Number)
+  const busy = cpu.reduce((a, b) => a + b, 0) - cpu[3] - (cpu[4] ?? 0) // all but idle and iowait
+  return { load, busySeconds: busy / 100 }
+}
 
 const userId = (n: number) => `b24a0000-0000-4000-8000-${n.toString(16).padStart(12, '0')}`
 
@@ -78,7 +93,9 @@ export async function fanOut(stack: Stack, db: postgres.Sql) {
     for (let from = 1; from <= users; from += 5000) {
       await db`insert into auth.users (id, email)
                select ('b24a0000-0000-4000-8000-' || lpad(to_hex(i), 12, '0'))::uuid, 'bench-fan-' || i || '@bench.local'
-                 from generate_series(${from}::int, ${Math.min(users, from + 4999)}::int) i on conflict do nothing`
+                 from generate_series(${from}::int, ${
+        Math.min(users, from + 4999)
+      }::int) i on conflict do nothing`
     }
     await db`update public.notification_preferences set quiet_hours_start = null, quiet_hours_end = null, daily_cap = 500
               where user_id::text like 'b24a0000-%'`
@@ -139,7 +156,9 @@ export async function fanOut(stack: Stack, db: postgres.Sql) {
         stderr: 'inherit',
       }).spawn()
     const received = () => expo.counts.size + web.counts.size
-    const senders = knob('BENCH_NOTIF_SENDERS', 1)
+    // As many as the pg_cron job starts each minute (its invocations, 4).
+    const senders = knob('BENCH_NOTIF_SENDERS', 4)
+    const before = machine()
     const started = performance.now()
     const first = Array.from({ length: senders }, spawn)
     const allDone = Promise.all(first.map((p) => p.status))
@@ -174,6 +193,7 @@ export async function fanOut(stack: Stack, db: postgres.Sql) {
       await new Promise((r) => setTimeout(r, 500)) // leases of the dead run end after BENCH_SENDER_LEASE_S
     }
     const elapsed = (performance.now() - started) / 1000
+    const after = machine()
 
     let lost = 0
     for (const row of expected) {
@@ -192,6 +212,14 @@ export async function fanOut(stack: Stack, db: postgres.Sql) {
         } s with ${latencyMs} ms provider latency, ${senders} sender(s) side by side, killed once (${runs} rounds): ` +
         `${duplicates} duplicates, ${lost} lost; target: 100,000 to 150,000 devices within 60 s, 0 and 0`,
     )
+    console.log(
+      `    machine: load average ${before.load} at the start, ${after.load} at the end; ${
+        (after.busySeconds - before.busySeconds).toFixed(0)
+      } CPU-seconds busy of ${
+        (navigator.hardwareConcurrency * elapsed).toFixed(0)
+      } (every process on the machine, other sessions' included)`,
+    )
+    console.log(`    before this design: ${BEFORE}`)
     console.log(
       `    outbox: ${statuses.map((s) => `${s.status} ${s.n}`).join(', ')} ` +
         `(unknown: attempted by the killed run; delivered at most once, so not sent again)`,

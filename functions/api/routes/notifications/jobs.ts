@@ -22,7 +22,7 @@ const DeliveryReport = z.object({
   retired: z.number().int(),
   receipts_checked: z.number().int(),
   receipt_errors: z.number().int(),
-  remaining: z.number().int().describe('Due deliveries still pending after this run'),
+  remaining: z.number().int().describe('Due deliveries still pending after this run, counted up to 1,000'),
   calls: z.object({ claim: z.number().int(), start: z.number().int(), record: z.number().int() }).describe(
     'Database calls of this run: a claim per chunk, a start per provider batch, one record of outcomes per chunk',
   ),
