@@ -234,3 +234,42 @@ test('a chunk costs one claim, one mark per provider batch and one record of all
     assert.equal(new Set(ms.map((m: any) => m.payload.notification_id)).size, 30)
   }
 })
+
+test('a claim does not wait for expired rows a late run is recording; it takes them back later', async () => {
+  const user = await createUser()
+  await quietOff(user)
+  await expoDevice(user)
+  const at = '2027-08-01T12:00:00Z'
+  const [n] =
+    await sql`insert into public.notifications (user_id, type, created_at) values (${user.id}, 'team.member_added', ${at}) returning id`
+  const [row] =
+    await sql`select * from private.claim_notification_deliveries(10, 60, array['expo'], ${at}::timestamptz)
+                          where notification_id = ${n.id}`
+  assert.ok(row)
+  // A late run is recording this row (its lease ran out meanwhile): it holds the row's lock.
+  const late = await sql.reserve()
+  try {
+    await late`begin`
+    await late`select 1 from private.notification_deliveries where id = ${row.id} for update`
+    // Another run's claim recovers expired leases: it must skip the row, not wait (which, in the
+    // other order, deadlocked two runs).
+    const other = await sql.reserve()
+    try {
+      await other`set lock_timeout = '3s'`
+      await other`select * from private.claim_notification_deliveries(10, 60, array['expo'], '2027-08-01T12:05:00Z'::timestamptz)`
+    } finally {
+      await other`reset lock_timeout`
+      other.release()
+    }
+    const [held] = await sql`select status from private.notification_deliveries where id = ${row.id}`
+    assert.equal(held.status, 'claimed')
+  } finally {
+    await late`rollback`
+    late.release()
+  }
+  // Once the lock is gone, the next claim takes the expired row back.
+  const again =
+    await sql`select * from private.claim_notification_deliveries(10, 60, array['expo'], '2027-08-01T12:06:00Z'::timestamptz)
+                          where notification_id = ${n.id}`
+  assert.deepEqual(again.map((r) => r.id), [row.id])
+})

@@ -2,7 +2,9 @@
 // edge-function run), and they share the outbox without sending anything twice.
 import { strict as assert } from 'node:assert'
 import { createUser, sql, test } from './_helpers.ts'
-import { expoDevice, expoMessages, webDevice, webMessages } from './_notifications.ts'
+import type { Db } from '../functions/_shared/db.ts'
+import { runDeliveries } from '../functions/_shared/push_delivery.ts'
+import { expoDevice, expoMessages, webDevice, webMessages, webSubscription } from './_notifications.ts'
 
 test('the deliver job starts 4 runs side by side each minute; together they send each notification once', async () => {
   const users = await Promise.all(Array.from({ length: 4 }, () => createUser()))
@@ -70,4 +72,42 @@ test('schedule_edge_function_job numbers its invocations and refuses a count out
       /invocations must be 1 to 20/,
     )
   }
+})
+
+test('a run claims Web Push rows up to its CPU share, then Expo rows only', async () => {
+  // The run against a stand-in for its four database calls (claims made up here), sending for
+  // real to the fake push service: it asks for Web Push rows until it holds its share.
+  const sub = await webSubscription()
+  const asked: string[][] = []
+  let id = 9_000_000_000
+  const webRow = () => ({
+    id: ++id,
+    claim_id: crypto.randomUUID(),
+    channel: 'web_push',
+    address: sub.endpoint,
+    key_p256dh: sub.keys.p256dh,
+    key_auth: sub.keys.auth,
+    notification_id: crypto.randomUUID(),
+    type: 'labs.step_prompt',
+    payload: { title: 'Share' },
+    expires_at: new Date(Date.now() + 3_600_000).toISOString(),
+    context: null,
+    remaining: 10,
+  })
+  const db = {
+    rpc: (fn: string, args: Record<string, any>) => {
+      const reply = (data: unknown) => Promise.resolve({ data, error: null })
+      if (fn === 'claim_notification_deliveries') {
+        asked.push(args.channels)
+        return reply(asked.length <= 3 && args.channels.includes('web_push') ? [webRow(), webRow()] : [])
+      }
+      if (fn === 'start_notification_deliveries') return reply(args.ids)
+      if (fn === 'record_notification_deliveries') return reply(args.results.length)
+      return reply([])
+    },
+  }
+  const report = await runDeliveries(db as unknown as Db, { webPushPerRun: 3 })
+  assert.deepEqual(asked, [['expo', 'web_push'], ['expo', 'web_push'], ['expo']])
+  assert.equal(report.sent, 4)
+  assert.equal((await webMessages(sub.endpoint)).length, 4)
 })

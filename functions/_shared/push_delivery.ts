@@ -29,6 +29,8 @@ export interface DeliveryOptions {
   webPushConcurrency?: number
   /** Web Push messages encrypted, then marked attempting, together (default 25). */
   webPushBatch?: number
+  /** Web Push rows a run claims (default 1000; the chunk that reaches it may take it past): its CPU share. */
+  webPushPerRun?: number
   /** Expo requests (100 messages each) in flight at once (the SDK's own limit is 6). */
   expoConcurrency?: number
   /** Ask Expo for receipts of tickets at least this old (s; Expo suggests 15 minutes). */
@@ -131,8 +133,15 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
   /** One statement for a whole chunk's answers. */
   const record = async (outcomes: Outcome[]) => {
     if (!outcomes.length) return
-    report.calls.record++
-    unwrap(await db.rpc('record_notification_deliveries', { results: outcomes as never }))
+    // The answers are in hand: a conflict with a run beside this one is tried again, not lost.
+    for (let attempt = 1;; attempt++) {
+      report.calls.record++
+      const reply = await db.rpc('record_notification_deliveries', { results: outcomes as never })
+      if (!reply.error || attempt === 3) {
+        unwrap(reply)
+        break
+      }
+    }
     for (const o of outcomes) {
       if (o.outcome === 'sent') report.sent++
       else if (o.outcome === 'retry') report.retried++
@@ -183,13 +192,19 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
     await nextTurn()
     while (marking) await idle
   }
-  const claim = async () => {
+  // Web Push costs about a millisecond of CPU a message, and a hosted edge-function request gets
+  // 2 s of CPU: past its share a run claims Expo rows only, and the runs beside it (and the next
+  // minute's) take the rest.
+  const webShare = options.webPushPerRun ?? 1000
+  let webClaimed = 0
+  const claimChannels = () => channels.filter((c) => c !== 'web_push' || webClaimed < webShare)
+  const claim = async (wanted: string[]) => {
     report.calls.claim++
     return unwrap(
       await db.rpc('claim_notification_deliveries', {
         max_rows: options.chunk ?? 500,
         lease_seconds: options.leaseSeconds ?? 120,
-        channels,
+        channels: wanted,
         ...(options.at ? { at: options.at } : {}),
       }),
     ) as unknown as (Claimed & { remaining: number })[]
@@ -198,14 +213,16 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
   // The next chunk is claimed while the current one is sent, so the claim's time in the
   // database overlaps the providers' answers and the encryption.
   const budget = options.timeBudgetMs ?? 40_000
-  let next: ReturnType<typeof claim> | null = claim()
+  let next: ReturnType<typeof claim> | null = claim(claimChannels())
   while (next) {
     const claimed = await next
     next = null
     report.remaining = claimed.length ? Number(claimed[0].remaining) : 0
     if (!claimed.length) break
     report.claimed += claimed.length
-    if (report.remaining && Date.now() - startedAt < budget) next = claim()
+    webClaimed += claimed.filter((r) => r.channel === 'web_push').length
+    const wanted = claimChannels()
+    if (report.remaining && wanted.length && Date.now() - startedAt < budget) next = claim(wanted)
     // A failed prefetch surfaces when it is awaited; until then it must not count as unhandled.
     next?.catch(() => {})
     const outcomes = (await Promise.all([

@@ -398,11 +398,16 @@ declare
   left_over bigint;
 begin
   -- Leases that ran out: never attempted -> pending again; attempted -> unknown (never resent).
+  -- Rows a late run is recording right now are skipped (the next claim looks again): waiting
+  -- for them, in another order than the recording's, deadlocked runs side by side.
   update private.notification_deliveries d
      set status = case when d.status = 'claimed' then 'pending' else 'unknown' end,
          claim_id = null, claimed_until = null,
          claimed_at = case when d.status = 'claimed' then null else d.claimed_at end
-   where d.status in ('claimed', 'attempting') and d.claimed_until < at;
+   where d.id in (select o.id from private.notification_deliveries o
+                   where o.status in ('claimed', 'attempting') and o.claimed_until < at
+                   order by o.id
+                     for update skip locked);
 
   -- Counted up to 1,000 past this chunk, in the due index's order: counting a backlog of 100,000
   -- rows at every claim cost a third of the claim.
@@ -544,6 +549,12 @@ as $$
 declare
   changed integer;
 begin
+  -- The rows are locked in id order first, so runs side by side never wait on each other in
+  -- opposite orders.
+  perform 1 from private.notification_deliveries d
+   where d.id in (select (y ->> 'id')::bigint from jsonb_array_elements(results) y)
+   order by d.id
+     for update;
   with r as (
     select x.id, x.outcome, left(x.error, 1000) as error, x.ticket_id, x.retry_after, coalesce(x.retire, false) as retire
       from jsonb_to_recordset(results) as x(id bigint, outcome text, error text, ticket_id text, retry_after integer, retire boolean)

@@ -54,6 +54,9 @@ export const jobRoutes = routeModule()
         ),
         at: At,
         scheduled_at: z.string().max(100).optional(),
+        web_push_per_run: z.number().int().min(1).max(100_000).optional().describe(
+          'Web Push rows this run claims (default 1000: each costs about a millisecond of CPU)',
+        ),
         invocation: z.number().int().min(1).max(20).optional().describe(
           'Which of the runs pg_cron started side by side this minute (logged)',
         ),
@@ -75,6 +78,7 @@ export const jobRoutes = routeModule()
         receiptDelaySeconds: b.receipt_delay_seconds,
         at: b.at,
         invocation: b.invocation,
+        webPushPerRun: b.web_push_per_run,
       })
       return c.json({
         success: true,

@@ -16,11 +16,16 @@ declare
   left_over bigint;
 begin
   -- Leases that ran out: never attempted -> pending again; attempted -> unknown (never resent).
+  -- Rows a late run is recording right now are skipped (the next claim looks again): waiting
+  -- for them, in another order than the recording's, deadlocked runs side by side.
   update private.notification_deliveries d
      set status = case when d.status = 'claimed' then 'pending' else 'unknown' end,
          claim_id = null, claimed_until = null,
          claimed_at = case when d.status = 'claimed' then null else d.claimed_at end
-   where d.status in ('claimed', 'attempting') and d.claimed_until < at;
+   where d.id in (select o.id from private.notification_deliveries o
+                   where o.status in ('claimed', 'attempting') and o.claimed_until < at
+                   order by o.id
+                     for update skip locked);
 
   -- Counted up to 1,000 past this chunk, in the due index's order: counting a backlog of 100,000
   -- rows at every claim cost a third of the claim.
@@ -104,6 +109,66 @@ begin
     left join public.workout_windows w on w.user_id = nt.user_id
    where d.verdict = 'claimed'
    order by d.id;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.record_notification_deliveries(results jsonb)
+ RETURNS integer
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  changed integer;
+begin
+  -- The rows are locked in id order first, so runs side by side never wait on each other in
+  -- opposite orders.
+  perform 1 from private.notification_deliveries d
+   where d.id in (select (y ->> 'id')::bigint from jsonb_array_elements(results) y)
+   order by d.id
+     for update;
+  with r as (
+    select x.id, x.outcome, left(x.error, 1000) as error, x.ticket_id, x.retry_after, coalesce(x.retire, false) as retire
+      from jsonb_to_recordset(results) as x(id bigint, outcome text, error text, ticket_id text, retry_after integer, retire boolean)
+  ), upd as (
+    update private.notification_deliveries d
+       set status = case r.outcome
+                      when 'sent' then 'sent'
+                      when 'retry' then case when d.attempts >= 5 then 'failed' else 'pending' end
+                      when 'failed' then 'failed'
+                      when 'retired' then 'retired'
+                      else d.status end,
+           sent_at = case when r.outcome = 'sent' then now() else d.sent_at end,
+           ticket_id = case when r.outcome = 'sent' then r.ticket_id else d.ticket_id end,
+           receipt_status = case r.outcome when 'receipt_ok' then 'ok' when 'receipt_error' then 'error'
+                                           when 'receipt_retry' then null else d.receipt_status end,
+           deliver_after = case when r.outcome = 'retry'
+                                then now() + make_interval(secs => greatest(coalesce(r.retry_after, 0),
+                                                                            least(3600, 30 * power(2, greatest(d.attempts - 1, 0)))))
+                                else d.deliver_after end,
+           claim_id = null,
+           claimed_until = null,
+           -- A retried row no longer counts towards the daily cap until it is claimed again.
+           claimed_at = case when r.outcome = 'retry' then null else d.claimed_at end,
+           error = coalesce(r.error, d.error)
+      from r
+     where d.id = r.id
+    returning d.id, d.device_id, r.outcome, r.retire, r.error
+  ), gone as (
+    update public.notification_devices v
+       set retired_at = now(), retired_reason = coalesce(u.error, 'the provider no longer knows this device')
+      from upd u
+     where v.id = u.device_id and (u.outcome = 'retired' or u.retire) and v.retired_at is null
+    returning v.id
+  )
+  select count(*) into changed from upd;
+  -- Whatever else was waiting for a device just retired is not sent.
+  update private.notification_deliveries d set status = 'retired', claim_id = null, claimed_until = null
+   where d.status in ('pending', 'claimed')
+     and d.device_id in (select o.device_id from private.notification_deliveries o
+                           join public.notification_devices v on v.id = o.device_id and v.retired_at is not null
+                          where o.id in (select (y ->> 'id')::bigint from jsonb_array_elements(results) y));
+  return changed;
 end
 $function$;
 
