@@ -34,6 +34,30 @@ function machine() {
   return { load, busySeconds: busy / 100 }
 }
 
+/** CPU-seconds of a process (`self` or a pid): its own, its reaped children's and, with
+ * `live`, its running children's (a postmaster's backends). */
+function cpuSeconds(pid: number | 'self', live = false): number {
+  const fields = (p: number | string) => {
+    try {
+      const stat = Deno.readTextFileSync(`/proc/${p}/stat`)
+      return stat.slice(stat.lastIndexOf(')') + 2).split(' ') // [0] is field 3 (state)
+    } catch {
+      return null // gone meanwhile
+    }
+  }
+  const own = fields(pid)
+  if (!own) return 0
+  let ticks = Number(own[11]) + Number(own[12]) + Number(own[13]) + Number(own[14])
+  if (live) {
+    for (const e of Deno.readDirSync('/proc')) {
+      if (!/^\d+$/.test(e.name)) continue
+      const f = fields(e.name)
+      if (f && Number(f[1]) === pid) ticks += Number(f[11]) + Number(f[12])
+    }
+  }
+  return ticks / 100
+}
+
 const userId = (n: number) => `b24a0000-0000-4000-8000-${n.toString(16).padStart(12, '0')}`
 
 async function insertCost(db: postgres.Sql) {
@@ -159,6 +183,14 @@ export async function fanOut(stack: Stack, db: postgres.Sql) {
     // As many as the pg_cron job starts each minute (its invocations, 4).
     const senders = knob('BENCH_NOTIF_SENDERS', 4)
     const before = machine()
+    const pids = stack.pids()
+    const ours = () => ({
+      // The bench's process: the fakes, and the senders once they ended (reaped children).
+      bench: cpuSeconds('self'),
+      postgres: pids.Postgres ? cpuSeconds(pids.Postgres, true) : 0,
+      postgrest: pids.PostgREST ? cpuSeconds(pids.PostgREST) : 0,
+    })
+    const oursBefore = ours()
     const started = performance.now()
     const first = Array.from({ length: senders }, spawn)
     const allDone = Promise.all(first.map((p) => p.status))
@@ -194,6 +226,8 @@ export async function fanOut(stack: Stack, db: postgres.Sql) {
     }
     const elapsed = (performance.now() - started) / 1000
     const after = machine()
+    const oursAfter = ours()
+    const used = (k: keyof typeof oursAfter) => oursAfter[k] - oursBefore[k]
 
     let lost = 0
     for (const row of expected) {
@@ -218,6 +252,16 @@ export async function fanOut(stack: Stack, db: postgres.Sql) {
       } CPU-seconds busy of ${
         (navigator.hardwareConcurrency * elapsed).toFixed(0)
       } (every process on the machine, other sessions' included)`,
+    )
+    console.log(
+      `    this fan-out's own CPU: ${
+        (used('bench') + used('postgres') + used('postgrest')).toFixed(0)
+      } CPU-seconds (senders and fakes ${used('bench').toFixed(0)}, Postgres ${
+        used('postgres').toFixed(0)
+      }, ` +
+        `PostgREST ${
+          used('postgrest').toFixed(0)
+        }); the rest of the machine's busy time was other processes'`,
     )
     console.log(`    before this design: ${BEFORE}`)
     console.log(
