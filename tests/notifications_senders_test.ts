@@ -109,5 +109,7 @@ test('a run claims Web Push rows up to its CPU share, then Expo rows only', asyn
   const report = await runDeliveries(db as unknown as Db, { webPushPerRun: 3 })
   assert.deepEqual(asked, [['expo', 'web_push'], ['expo', 'web_push'], ['expo']])
   assert.equal(report.sent, 4)
+  // The empty claim of Expo rows only says nothing of what Web Push has left.
+  assert.equal(report.remaining, 10)
   assert.equal((await webMessages(sub.endpoint)).length, 4)
 })

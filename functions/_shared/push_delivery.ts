@@ -198,8 +198,10 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
   const webShare = options.webPushPerRun ?? 1000
   let webClaimed = 0
   const claimChannels = () => channels.filter((c) => c !== 'web_push' || webClaimed < webShare)
+  let claimedExpoOnly = false
   const claim = async (wanted: string[]) => {
     report.calls.claim++
+    claimedExpoOnly = wanted.length < channels.length
     return unwrap(
       await db.rpc('claim_notification_deliveries', {
         max_rows: options.chunk ?? 500,
@@ -217,12 +219,15 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
   while (next) {
     const claimed = await next
     next = null
-    report.remaining = claimed.length ? Number(claimed[0].remaining) : 0
+    // A claim of Expo rows only (past the Web Push share) counts only those: the last count that
+    // covered every channel stands.
+    const left = claimed.length ? Number(claimed[0].remaining) : 0
+    if (!claimedExpoOnly) report.remaining = left
     if (!claimed.length) break
     report.claimed += claimed.length
     webClaimed += claimed.filter((r) => r.channel === 'web_push').length
     const wanted = claimChannels()
-    if (report.remaining && wanted.length && Date.now() - startedAt < budget) next = claim(wanted)
+    if (left && wanted.length && Date.now() - startedAt < budget) next = claim(wanted)
     // A failed prefetch surfaces when it is awaited; until then it must not count as unhandled.
     next?.catch(() => {})
     const outcomes = (await Promise.all([
