@@ -210,3 +210,74 @@ test('receipts a dead run was asking for are asked for again after its hold', as
   assert.deepEqual(again.map((r) => r.ticket_id), ['ticket-of-a-dead-run'])
   await sql`delete from public.notifications where id = ${n.id}`
 })
+
+test('a chunk costs one claim, one mark per provider batch and one record of all its outcomes', async () => {
+  const users = await Promise.all(Array.from({ length: 3 }, () => createUser()))
+  const phones: string[] = []
+  const browsers: string[] = []
+  for (const u of users) {
+    await quietOff(u)
+    await sql`update public.notification_preferences set daily_cap = 500 where user_id = ${u.id}`
+    phones.push((await expoDevice(u)).token)
+    browsers.push((await webDevice(u)).endpoint)
+  }
+  const ids = users.map((u) => u.id)
+  // 30 notifications each: 90 Expo rows (one request of up to 100) and 90 Web Push rows
+  // (batches of 25: 4 marks). Rows claimed by other tests' runs are theirs; this run is alone
+  // with these only when it takes a chunk larger than everything due.
+  await sql`select private.notify(u, 'labs.step_prompt', jsonb_build_object('title', 'Step ' || i))
+              from unnest(${ids}::uuid[]) u, generate_series(1, 30) i`
+  // Receipts are left for later: they are recorded in calls of their own.
+  const results = await deliver({ limit: 5000, receipt_delay_seconds: 86_400 })
+  assert.ok(results.claimed >= 180, JSON.stringify(results))
+  // Every outcome of a chunk in one call, not one per request or per row: 1 Expo request and 4
+  // Web Push batches marked, 1 record (a second chunk only if other tests' rows came due).
+  assert.ok(results.calls.start >= 5, JSON.stringify(results))
+  assert.ok(results.calls.record <= results.calls.claim, JSON.stringify(results))
+  assert.ok(results.calls.record <= results.calls.start - 4, JSON.stringify(results))
+  for (const token of phones) assert.equal((await expoMessages(token)).length, 30)
+  for (const endpoint of browsers) {
+    const ms = await webMessages(endpoint)
+    assert.equal(ms.length, 30)
+    assert.equal(new Set(ms.map((m: any) => m.payload.notification_id)).size, 30)
+  }
+})
+
+test('a claim does not wait for expired rows a late run is recording; it takes them back later', async () => {
+  const user = await createUser()
+  await quietOff(user)
+  await expoDevice(user)
+  const at = '2027-08-01T12:00:00Z'
+  const [n] =
+    await sql`insert into public.notifications (user_id, type, created_at) values (${user.id}, 'team.member_added', ${at}) returning id`
+  const [row] =
+    await sql`select * from private.claim_notification_deliveries(10, 60, array['expo'], ${at}::timestamptz)
+                          where notification_id = ${n.id}`
+  assert.ok(row)
+  // A late run is recording this row (its lease ran out meanwhile): it holds the row's lock.
+  const late = await sql.reserve()
+  try {
+    await late`begin`
+    await late`select 1 from private.notification_deliveries where id = ${row.id} for update`
+    // Another run's claim recovers expired leases: it must skip the row, not wait (which, in the
+    // other order, deadlocked two runs).
+    const other = await sql.reserve()
+    try {
+      await other`set lock_timeout = '3s'`
+      await other`select * from private.claim_notification_deliveries(10, 60, array['expo'], '2027-08-01T12:05:00Z'::timestamptz)`
+    } finally {
+      await other`reset lock_timeout`
+      other.release()
+    }
+    const [held] = await sql`select status from private.notification_deliveries where id = ${row.id}`
+    assert.equal(held.status, 'claimed')
+  } finally {
+    await late`rollback`
+    late.release()
+  }
+  // Once the lock is gone, the next claim takes the expired row back.
+  const again =
+    await sql`select * from private.claim_notification_deliveries(10, 60, array['expo'], '2027-08-01T12:06:00Z'::timestamptz)
+                          where notification_id = ${n.id}`
+  assert.deepEqual(again.map((r) => r.id), [row.id])
+})

@@ -4,11 +4,19 @@
 // for the receipts of earlier tickets. Runs side by side share the work; each row is marked
 // `attempting` just before its provider call, and a row left attempting by a run that died is
 // never sent again (at most once per device).
+import { setImmediate } from 'node:timers'
 import type { Db } from './db.ts'
 import { unwrap } from './errors.ts'
 import { expoClient, expoFailure, type ExpoPushMessage, type ExpoPushTicket } from './expo_push.ts'
 import { notificationText } from './notification_texts.ts'
-import { sendWebPush, type VapidConfig, vapidConfig } from './web_push.ts'
+import {
+  postWebPush,
+  prepareWebPush,
+  type VapidConfig,
+  vapidConfig,
+  type WebPushOutcome,
+  type WebPushRequest,
+} from './web_push.ts'
 
 export interface DeliveryOptions {
   /** Rows per claim (default 500). */
@@ -19,12 +27,18 @@ export interface DeliveryOptions {
   timeBudgetMs?: number
   /** Web Push requests in flight at once. */
   webPushConcurrency?: number
+  /** Web Push messages encrypted, then marked attempting, together (default 25). */
+  webPushBatch?: number
+  /** Web Push rows a run claims (default 1000; the chunk that reaches it may take it past): its CPU share. */
+  webPushPerRun?: number
   /** Expo requests (100 messages each) in flight at once (the SDK's own limit is 6). */
   expoConcurrency?: number
   /** Ask Expo for receipts of tickets at least this old (s; Expo suggests 15 minutes). */
   receiptDelaySeconds?: number
   /** The moment to act as (tests and backfills; default now). */
   at?: string
+  /** Which of the runs started side by side this is (pg_cron's `invocation`; logged). */
+  invocation?: number
 }
 
 export interface DeliveryReport {
@@ -37,6 +51,8 @@ export interface DeliveryReport {
   receipts_checked: number
   receipt_errors: number
   remaining: number
+  /** Database calls of this run, by function: outcomes are recorded once per claimed chunk. */
+  calls: { claim: number; start: number; record: number }
 }
 
 interface Claimed {
@@ -77,8 +93,21 @@ async function pool<T>(items: T[], limit: number, work: (item: T) => Promise<voi
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker))
 }
 
+/** Lets the event loop run (I/O, timers) before going on; setTimeout(0) would be clamped to ms. */
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
+
 const chunks = <T>(items: T[], size: number) =>
   Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size))
+
+function webOutcome(id: number, res: WebPushOutcome): Outcome {
+  if (res.ok) return { id, outcome: 'sent' }
+  const error = `web push: ${res.message}`
+  if (res.gone) return { id, outcome: 'retired', error }
+  if (res.retry) {
+    return { id, outcome: 'retry', error, ...(res.retryAfter ? { retry_after: res.retryAfter } : {}) }
+  }
+  return { id, outcome: 'failed', error }
+}
 
 export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Promise<DeliveryReport> {
   const expo = expoClient()
@@ -94,14 +123,25 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
     receipts_checked: 0,
     receipt_errors: 0,
     remaining: 0,
+    calls: { claim: 0, start: 0, record: 0 },
   }
   const startedAt = Date.now()
-  console.log(JSON.stringify({ job: 'notification-deliveries', event: 'start', channels }))
+  const run = options.invocation ? { invocation: options.invocation } : {}
+  console.log(JSON.stringify({ job: 'notification-deliveries', event: 'start', ...run, channels }))
   if (!channels.length) return report
 
+  /** One statement for a whole chunk's answers. */
   const record = async (outcomes: Outcome[]) => {
     if (!outcomes.length) return
-    unwrap(await db.rpc('record_notification_deliveries', { results: outcomes as never }))
+    // The answers are in hand: a conflict with a run beside this one is tried again, not lost.
+    for (let attempt = 1;; attempt++) {
+      report.calls.record++
+      const reply = await db.rpc('record_notification_deliveries', { results: outcomes as never })
+      if (!reply.error || attempt === 3) {
+        unwrap(reply)
+        break
+      }
+    }
     for (const o of outcomes) {
       if (o.outcome === 'sent') report.sent++
       else if (o.outcome === 'retry') report.retried++
@@ -109,9 +149,10 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
       else if (o.outcome === 'retired') report.retired++
     }
   }
-  /** Marks rows attempting; returns those this claim still holds. */
+  /** Marks rows attempting (committed) just before their provider call; returns those this claim still holds. */
   const start = async (rows: Claimed[]) => {
     if (!rows.length) return rows
+    report.calls.start++
     const held = new Set(
       unwrap(
         await db.rpc('start_notification_deliveries', {
@@ -122,42 +163,105 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
     )
     return rows.filter((r) => held.has(r.id))
   }
-
-  const budget = options.timeBudgetMs ?? 40_000
-  while (Date.now() - startedAt < budget) {
-    const claimed = unwrap(
+  // A row marked attempting must reach its provider at once: a run that dies in between loses it
+  // (it is never sent again). So while a mark is on its way, encryption (the one long CPU task)
+  // pauses, letting the answer in at once, and resumes only when the marked requests are out:
+  // `sent` says when (a Web Push request through fetch is out after a turn of the event loop;
+  // an Expo request, made by the SDK through undici, is known to be out when it is answered).
+  let marking = 0
+  let idle = Promise.resolve()
+  let wake = () => {}
+  const markThen = async <T>(
+    rows: Claimed[],
+    send: (live: Claimed[]) => T,
+    sent: (sending: T) => Promise<unknown> = () => new Promise((resolve) => setTimeout(resolve, 0)),
+  ): Promise<T | null> => {
+    if (!rows.length) return null
+    if (marking++ === 0) idle = new Promise((resolve) => (wake = resolve))
+    try {
+      const live = await start(rows)
+      if (!live.length) return null
+      const sending = send(live)
+      await sent(sending)
+      return sending
+    } finally {
+      if (--marking === 0) wake()
+    }
+  }
+  const pauseForMarks = async () => {
+    await nextTurn()
+    while (marking) await idle
+  }
+  // Web Push costs about a millisecond of CPU a message, and a hosted edge-function request gets
+  // 2 s of CPU: past its share a run claims Expo rows only, and the runs beside it (and the next
+  // minute's) take the rest.
+  const webShare = options.webPushPerRun ?? 1000
+  let webClaimed = 0
+  const claimChannels = () => channels.filter((c) => c !== 'web_push' || webClaimed < webShare)
+  let claimedExpoOnly = false
+  const claim = async (wanted: string[]) => {
+    report.calls.claim++
+    claimedExpoOnly = wanted.length < channels.length
+    return unwrap(
       await db.rpc('claim_notification_deliveries', {
         max_rows: options.chunk ?? 500,
         lease_seconds: options.leaseSeconds ?? 120,
-        channels,
+        channels: wanted,
         ...(options.at ? { at: options.at } : {}),
       }),
     ) as unknown as (Claimed & { remaining: number })[]
-    report.remaining = claimed.length ? Number(claimed[0].remaining) : 0
+  }
+
+  // The next chunk is claimed while the current one is sent, so the claim's time in the
+  // database overlaps the providers' answers and the encryption.
+  const budget = options.timeBudgetMs ?? 40_000
+  let next: ReturnType<typeof claim> | null = claim(claimChannels())
+  while (next) {
+    const claimed = await next
+    next = null
+    // A claim of Expo rows only (past the Web Push share) counts only those: the last count that
+    // covered every channel stands.
+    const left = claimed.length ? Number(claimed[0].remaining) : 0
+    if (!claimedExpoOnly) report.remaining = left
     if (!claimed.length) break
     report.claimed += claimed.length
-    await Promise.all([
-      expo ? sendExpo(claimed.filter((r) => r.channel === 'expo'), options.expoConcurrency ?? 6) : null,
+    webClaimed += claimed.filter((r) => r.channel === 'web_push').length
+    const wanted = claimChannels()
+    if (left && wanted.length && Date.now() - startedAt < budget) next = claim(wanted)
+    // A failed prefetch surfaces when it is awaited; until then it must not count as unhandled.
+    next?.catch(() => {})
+    const outcomes = (await Promise.all([
+      expo ? sendExpo(claimed.filter((r) => r.channel === 'expo'), options.expoConcurrency ?? 6) : [],
       vapid
-        ? sendWeb(vapid, claimed.filter((r) => r.channel === 'web_push'), options.webPushConcurrency ?? 50)
-        : null,
-    ])
-    if (!report.remaining) break
+        ? sendWeb(
+          vapid,
+          claimed.filter((r) => r.channel === 'web_push'),
+          options.webPushConcurrency ?? 50,
+          options.webPushBatch ?? 25,
+        )
+        : [],
+    ])).flat()
+    await record(outcomes)
   }
   if (expo) await checkReceipts(options.receiptDelaySeconds ?? 900)
   console.log(
-    JSON.stringify({ job: 'notification-deliveries', event: 'done', ms: Date.now() - startedAt, ...report }),
+    JSON.stringify({
+      job: 'notification-deliveries',
+      event: 'done',
+      ...run,
+      ms: Date.now() - startedAt,
+      ...report,
+    }),
   )
   return report
 
   async function sendExpo(rows: Claimed[], concurrency: number) {
     const now = Date.now()
+    const outcomes: Outcome[] = []
     await pool(chunks(rows, 100), concurrency, async (chunk) => {
-      const live = await start(chunk)
-      if (!live.length) return
-      const messages: ExpoPushMessage[] = live.map((r) => {
+      const messages = new Map(chunk.map((r): [number, ExpoPushMessage] => {
         const text = notificationText(r)
-        return {
+        return [r.id, {
           to: r.address,
           title: text.title,
           body: text.body,
@@ -165,68 +269,91 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
           sound: 'default',
           priority: TIME_SENSITIVE.has(r.type) ? 'high' : 'default',
           ttl: ttlSeconds(r, now),
-        }
-      })
-      let tickets: ExpoPushTicket[]
-      try {
-        tickets = await expo!.sendPushNotificationsAsync(messages)
-      } catch (e) {
-        const f = expoFailure(e)
+        }]
+      }))
+      const sending = await markThen(chunk, (live) => ({
+        live,
+        answer: expo!.sendPushNotificationsAsync(live.map((r) => messages.get(r.id)!)).then(
+          (tickets) => ({ tickets, error: null }),
+          (error: unknown) => ({ tickets: [] as ExpoPushTicket[], error }),
+        ),
+      }), (sending) => sending.answer)
+      if (!sending) return
+      const { live } = sending
+      const { tickets, error } = await sending.answer
+      if (error) {
+        const f = expoFailure(error)
         const retry = f.status === null || f.status === 429 || f.status >= 500
-        await record(
-          live.map((r) => ({ id: r.id, outcome: retry ? 'retry' : 'failed', error: `expo: ${f.message}` })),
-        )
+        for (const r of live) {
+          outcomes.push({ id: r.id, outcome: retry ? 'retry' : 'failed', error: `expo: ${f.message}` })
+        }
         return
       }
-      await record(live.map((r, i): Outcome => {
+      live.forEach((r, i) => {
         const t = tickets[i]
-        if (t.status === 'ok') return { id: r.id, outcome: 'sent', ticket_id: t.id }
+        if (t.status === 'ok') return outcomes.push({ id: r.id, outcome: 'sent', ticket_id: t.id })
         const code = t.details?.error
-        if (code === 'DeviceNotRegistered') return { id: r.id, outcome: 'retired', error: `expo: ${code}` }
-        if (code === 'MessageRateExceeded') return { id: r.id, outcome: 'retry', error: `expo: ${code}` }
-        return { id: r.id, outcome: 'failed', error: `expo: ${code ?? ''} ${t.message}`.trim() }
-      }))
+        if (code === 'DeviceNotRegistered') {
+          return outcomes.push({ id: r.id, outcome: 'retired', error: `expo: ${code}` })
+        }
+        if (code === 'MessageRateExceeded') {
+          return outcomes.push({ id: r.id, outcome: 'retry', error: `expo: ${code}` })
+        }
+        outcomes.push({ id: r.id, outcome: 'failed', error: `expo: ${code ?? ''} ${t.message}`.trim() })
+      })
     })
+    return outcomes
   }
 
-  async function sendWeb(vapid: VapidConfig, rows: Claimed[], concurrency: number) {
+  /**
+   * Web Push, one request per device: each batch is encrypted (about a millisecond of CPU a
+   * message, pausing while a mark is on its way), then marked attempting, then posted without
+   * waiting for the answers; two batches are under way at once, so one is encrypted while the
+   * other waits for its mark. At most `concurrency` requests are in flight. The encryption comes
+   * before the mark: a run killed while encrypting loses nothing.
+   */
+  async function sendWeb(vapid: VapidConfig, rows: Claimed[], concurrency: number, batchSize: number) {
     const now = Date.now()
-    for (const batch of chunks(rows, concurrency)) {
-      const live = await start(batch)
-      const outcomes = await Promise.all(live.map(async (r): Promise<Outcome> => {
+    const outcomes: Outcome[] = []
+    const inFlight = new Set<Promise<void>>()
+    await pool(chunks(rows, batchSize), 2, async (batch) => {
+      const ready: { row: Claimed; request: WebPushRequest }[] = []
+      for (const r of batch) {
         const text = notificationText(r)
-        const payload = JSON.stringify({
-          title: text.title,
-          body: text.body,
-          path: text.path,
-          notification_id: r.notification_id,
-          type: r.type,
-        })
-        const res = await sendWebPush(
+        const request = prepareWebPush(
           vapid,
           { endpoint: r.address, p256dh: r.key_p256dh ?? '', auth: r.key_auth ?? '' },
-          payload,
+          JSON.stringify({
+            title: text.title,
+            body: text.body,
+            path: text.path,
+            notification_id: r.notification_id,
+            type: r.type,
+          }),
           {
             ttlSeconds: ttlSeconds(r, now),
             urgency: TIME_SENSITIVE.has(r.type) ? 'high' : 'normal',
             topic: r.notification_id.replace(/-/g, ''),
           },
         )
-        if (res.ok) return { id: r.id, outcome: 'sent' }
-        const error = `web push: ${res.message}`
-        if (res.gone) return { id: r.id, outcome: 'retired', error }
-        if (res.retry) {
-          return {
-            id: r.id,
-            outcome: 'retry',
-            error,
-            ...(res.retryAfter ? { retry_after: res.retryAfter } : {}),
-          }
+        if ('ok' in request) outcomes.push(webOutcome(r.id, request))
+        else ready.push({ row: r, request })
+        await pauseForMarks()
+      }
+      while (inFlight.size && inFlight.size + ready.length > concurrency) await Promise.race(inFlight)
+      const request = new Map(ready.map((x) => [x.row.id, x.request]))
+      await markThen(ready.map((x) => x.row), (live) => {
+        for (const row of live) {
+          const sending: Promise<void> = postWebPush(request.get(row.id)!).then((res) => {
+            outcomes.push(webOutcome(row.id, res))
+            inFlight.delete(sending)
+          })
+          inFlight.add(sending)
         }
-        return { id: r.id, outcome: 'failed', error }
-      }))
-      await record(outcomes)
-    }
+      })
+    })
+    await Promise.all(inFlight)
+    return outcomes
   }
 
   async function checkReceipts(delaySeconds: number) {

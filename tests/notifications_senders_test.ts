@@ -1,0 +1,115 @@
+// The push sender's schedule: pg_cron starts several runs side by side each minute (each its own
+// edge-function run), and they share the outbox without sending anything twice.
+import { strict as assert } from 'node:assert'
+import { createUser, sql, test } from './_helpers.ts'
+import type { Db } from '../functions/_shared/db.ts'
+import { runDeliveries } from '../functions/_shared/push_delivery.ts'
+import { expoDevice, expoMessages, webDevice, webMessages, webSubscription } from './_notifications.ts'
+
+test('the deliver job starts 4 runs side by side each minute; together they send each notification once', async () => {
+  const users = await Promise.all(Array.from({ length: 4 }, () => createUser()))
+  const phones: string[] = []
+  const browsers: string[] = []
+  for (const u of users) {
+    await sql`update public.notification_preferences set quiet_hours_start = null, quiet_hours_end = null, daily_cap = 500 where user_id = ${u.id}`
+    phones.push((await expoDevice(u)).token)
+    browsers.push((await webDevice(u)).endpoint)
+  }
+  await sql`select private.notify(u, 'labs.step_prompt', jsonb_build_object('title', 'Step ' || i))
+              from unnest(${users.map((u) => u.id)}::uuid[]) u, generate_series(1, 25) i`
+  const [job] = await sql`select schedule, command from cron.job where jobname = 'notification-deliveries'`
+  assert.equal(job.schedule, '* * * * *')
+  // Run the job's command as pg_cron does: four requests, numbered, each answered by its own run.
+  const queued = await sql.unsafe(job.command)
+  assert.equal(queued.length, 4)
+  const ids = queued.map((r) => Number(Object.values(r)[0]))
+  let responses: { id: number; status_code: number; content: string }[] = []
+  for (let i = 0; i < 300 && responses.length < 4; i++) {
+    responses =
+      await sql`select id, status_code, content from net._http_response where id = any (${ids}::bigint[])`
+    if (responses.length < 4) await new Promise((r) => setTimeout(r, 100))
+  }
+  assert.equal(responses.length, 4, 'every request reached the function')
+  for (const r of responses) {
+    assert.equal(r.status_code, 200, r.content)
+    assert.equal(JSON.parse(r.content).success, true)
+  }
+  for (const token of phones) {
+    const ms = await expoMessages(token)
+    assert.equal(ms.length, 25)
+    assert.equal(new Set(ms.map((m: any) => m.data.notification_id)).size, 25)
+  }
+  for (const endpoint of browsers) {
+    const ms = await webMessages(endpoint)
+    assert.equal(ms.length, 25)
+    assert.equal(new Set(ms.map((m: any) => m.topic)).size, 25)
+  }
+})
+
+test('schedule_edge_function_job numbers its invocations and refuses a count out of 1-20', async () => {
+  const jobName = `test-parallel-${crypto.randomUUID().slice(0, 8)}`
+  await sql`select private.schedule_edge_function_job(${jobName}, '0 0 1 1 *', '/api/notifications/cron/deliver',
+                                                     'NOTIFICATIONS_CRON_SECRET', 3)`
+  try {
+    const [job] = await sql`select command from cron.job where jobname = ${jobName}`
+    // The queued requests' bodies, rolled back unsent: one per invocation, numbered 1..3.
+    const bodies: number[] = []
+    await sql.begin(async (tx) => {
+      const queued = await tx.unsafe(job.command)
+      const ids = queued.map((r) => Number(Object.values(r)[0]))
+      const rows = await tx`select convert_from(body, 'utf8')::jsonb as body from net.http_request_queue
+                            where id = any (${ids}::bigint[]) order by id`
+      bodies.push(...rows.map((r) => r.body.invocation))
+      throw new Error('rollback')
+    }).catch((e) => assert.equal(e.message, 'rollback'))
+    assert.deepEqual(bodies, [1, 2, 3])
+  } finally {
+    await sql`select cron.unschedule(${jobName})`
+  }
+  for (const n of [0, 21]) {
+    await assert.rejects(
+      sql`select private.schedule_edge_function_job('test-bad', '* * * * *', '/api/x/y', 'NOTIFICATIONS_CRON_SECRET', ${n}::int)`,
+      /invocations must be 1 to 20/,
+    )
+  }
+})
+
+test('a run claims Web Push rows up to its CPU share, then Expo rows only', async () => {
+  // The run against a stand-in for its four database calls (claims made up here), sending for
+  // real to the fake push service: it asks for Web Push rows until it holds its share.
+  const sub = await webSubscription()
+  const asked: string[][] = []
+  let id = 9_000_000_000
+  const webRow = () => ({
+    id: ++id,
+    claim_id: crypto.randomUUID(),
+    channel: 'web_push',
+    address: sub.endpoint,
+    key_p256dh: sub.keys.p256dh,
+    key_auth: sub.keys.auth,
+    notification_id: crypto.randomUUID(),
+    type: 'labs.step_prompt',
+    payload: { title: 'Share' },
+    expires_at: new Date(Date.now() + 3_600_000).toISOString(),
+    context: null,
+    remaining: 10,
+  })
+  const db = {
+    rpc: (fn: string, args: Record<string, any>) => {
+      const reply = (data: unknown) => Promise.resolve({ data, error: null })
+      if (fn === 'claim_notification_deliveries') {
+        asked.push(args.channels)
+        return reply(asked.length <= 3 && args.channels.includes('web_push') ? [webRow(), webRow()] : [])
+      }
+      if (fn === 'start_notification_deliveries') return reply(args.ids)
+      if (fn === 'record_notification_deliveries') return reply(args.results.length)
+      return reply([])
+    },
+  }
+  const report = await runDeliveries(db as unknown as Db, { webPushPerRun: 3 })
+  assert.deepEqual(asked, [['expo', 'web_push'], ['expo', 'web_push'], ['expo']])
+  assert.equal(report.sent, 4)
+  // The empty claim of Expo rows only says nothing of what Web Push has left.
+  assert.equal(report.remaining, 10)
+  assert.equal((await webMessages(sub.endpoint)).length, 4)
+})
