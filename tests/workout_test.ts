@@ -2,7 +2,19 @@
 // stats and generation (manual, cron, concurrent). Check-ins: workout_checkin_test.ts;
 // battles, mosaic and synthetic users: workout_battle_test.ts.
 import { strict as assert } from 'node:assert'
-import { ANON_KEY, API_URL, api, assertError, clientAs, createUser, env, SERVICE_ROLE_KEY, sql, test, type TestUser } from './_helpers.ts'
+import {
+  ANON_KEY,
+  api,
+  API_URL,
+  assertError,
+  clientAs,
+  createUser,
+  env,
+  SERVICE_ROLE_KEY,
+  sql,
+  test,
+  type TestUser,
+} from './_helpers.ts'
 
 const W = '/api/workout-window'
 
@@ -28,10 +40,12 @@ async function onlyThese(users: TestUser[]) {
 }
 
 const uniqueCity = () => `Town-${crypto.randomUUID().slice(0, 8)}`
-const addDays = (date: string, n: number) => new Date(Date.parse(`${date}T00:00:00Z`) + n * 86400_000).toISOString().slice(0, 10)
+const addDays = (date: string, n: number) =>
+  new Date(Date.parse(`${date}T00:00:00Z`) + n * 86400_000).toISOString().slice(0, 10)
 const todayUtc = () => new Date().toISOString().slice(0, 10)
 /** The local date in a time zone. */
-const localDate = (tz: string, at = new Date()) => new Intl.DateTimeFormat('en-CA', { timeZone: tz }).format(at)
+const localDate = (tz: string, at = new Date()) =>
+  new Intl.DateTimeFormat('en-CA', { timeZone: tz }).format(at)
 
 const usedDates = new Set<string>()
 /**
@@ -55,7 +69,11 @@ async function rpc(fn: string, args: Record<string, unknown>, token?: string) {
   const key = token === SERVICE_ROLE_KEY ? SERVICE_ROLE_KEY : ANON_KEY
   const res = await fetch(`${API_URL}/rest/v1/rpc/${fn}`, {
     method: 'POST',
-    headers: { apikey: key, authorization: `Bearer ${token ?? ANON_KEY}`, 'content-type': 'application/json' },
+    headers: {
+      apikey: key,
+      authorization: `Bearer ${token ?? ANON_KEY}`,
+      'content-type': 'application/json',
+    },
     body: JSON.stringify(args),
   })
   const text = await res.text()
@@ -68,7 +86,13 @@ test('setup stores one 2-hour window per user; my-window returns it; setting up 
   assert.deepEqual(empty.body, { window: null, location: null })
   const res = await api(`${W}/setup`, {
     token: user.token,
-    body: { activityType: 'other', customActivity: 'Rowing', windowStartTime: '23:00', windowEndTime: '01:00', timezone: 'Europe/Paris' },
+    body: {
+      activityType: 'other',
+      customActivity: 'Rowing',
+      windowStartTime: '23:00',
+      windowEndTime: '01:00',
+      timezone: 'Europe/Paris',
+    },
   })
   assert.equal(res.status, 200, JSON.stringify(res.body))
   assert.equal(typeof res.body.message, 'string')
@@ -100,7 +124,9 @@ test('setup: bad input is 400 naming the field, and nothing is stored', async ()
     [{ ...ok, timezone: undefined }, 'timezone'],
     [{ ...ok, colour: 'red' }, 'colour'],
   ]
-  for (const [body, field] of cases) assertError(await api(`${W}/setup`, { token: user.token, body }), 400, field)
+  for (const [body, field] of cases) {
+    assertError(await api(`${W}/setup`, { token: user.token, body }), 400, field)
+  }
   const [{ n }] = await sql`select count(*)::int as n from public.workout_windows where user_id = ${user.id}`
   assert.equal(n, 0)
   assertError(await api(`${W}/setup`, { body: ok }), 401)
@@ -111,27 +137,59 @@ test('time zones are IANA names on every write path: POSIX strings (ABC-167) and
   const user = await createUser()
   const db = clientAs(user.token)
   const ok = { activityType: 'cardio', windowStartTime: '10:00', windowEndTime: '12:00' }
-  const window = { user_id: user.id, activity_type: 'cardio', window_start_time: '10:00', window_end_time: '12:00' }
+  const window = {
+    user_id: user.id,
+    activity_type: 'cardio',
+    window_start_time: '10:00',
+    window_end_time: '12:00',
+  }
   const restWrite = async (method: string, path: string, body: unknown) => {
     const res = await fetch(`${API_URL}/rest/v1/${path}`, {
       method,
-      headers: { apikey: ANON_KEY, authorization: `Bearer ${user.token}`, 'content-type': 'application/json', prefer: 'return=representation' },
+      headers: {
+        apikey: ANON_KEY,
+        authorization: `Bearer ${user.token}`,
+        'content-type': 'application/json',
+        prefer: 'return=representation',
+      },
       body: JSON.stringify(body),
     })
     return { status: res.status, body: await res.json() }
   }
   // POSIX strings Postgres would take for a zone 167 hours ahead or behind, and names that are no one's zone.
-  for (const timezone of ['ABC-167', 'ABC+167', '<+167>-167', 'XYZ-12ABC', 'posixrules', 'Factory', 'posix/Europe/Paris', 'localtime']) {
+  for (
+    const timezone of [
+      'ABC-167',
+      'ABC+167',
+      '<+167>-167',
+      'XYZ-12ABC',
+      'posixrules',
+      'Factory',
+      'posix/Europe/Paris',
+      'localtime',
+    ]
+  ) {
     const viaRpc = await rpc('setup_workout_window', {
-      activity_type: 'cardio', custom_activity: null, window_start_time: '10:00', window_end_time: '12:00', timezone,
+      activity_type: 'cardio',
+      custom_activity: null,
+      window_start_time: '10:00',
+      window_end_time: '12:00',
+      timezone,
     }, user.token)
     assert.equal(viaRpc.status, 400, `${timezone}: ${JSON.stringify(viaRpc.body)}`)
     assert.match(viaRpc.body.message, /^timezone: /)
     assert.equal((await restWrite('POST', 'workout_windows', { ...window, timezone })).status, 400, timezone)
-    assert.equal((await restWrite('POST', 'workout_locations', { user_id: user.id, timezone })).status, 400, timezone)
+    assert.equal(
+      (await restWrite('POST', 'workout_locations', { user_id: user.id, timezone })).status,
+      400,
+      timezone,
+    )
     assertError(await api(`${W}/setup`, { token: user.token, body: { ...ok, timezone } }), 400, 'timezone')
   }
-  assert.equal((await sql`select count(*)::int as n from public.workout_windows where user_id = ${user.id}`)[0].n, 0)
+  assert.equal(
+    (await sql`select count(*)::int as n from public.workout_windows where user_id = ${user.id}`)[0].n,
+    0,
+  )
 
   // Once set up, a PATCH cannot move the zone to a POSIX string either, nor the location's.
   await setup(user, '10:00', '12:00', 'UTC')
@@ -140,16 +198,26 @@ test('time zones are IANA names on every write path: POSIX strings (ABC-167) and
     const patched = await restWrite('PATCH', `workout_windows?user_id=eq.${user.id}`, { timezone })
     assert.equal(patched.status, 400, JSON.stringify(patched.body))
     assert.match(patched.body.message, /timezone: .* is not an IANA time zone/)
-    assert.equal((await restWrite('PATCH', `workout_locations?user_id=eq.${user.id}`, { timezone })).status, 400)
+    assert.equal(
+      (await restWrite('PATCH', `workout_locations?user_id=eq.${user.id}`, { timezone })).status,
+      400,
+    )
     assert.equal((await rpc('update_workout_location', { patch: { timezone } }, user.token)).status, 400)
-    assertError(await api(`${W}/update-location`, { method: 'PUT', token: user.token, body: { timezone } }), 400, 'timezone')
+    assertError(
+      await api(`${W}/update-location`, { method: 'PUT', token: user.token, body: { timezone } }),
+      400,
+      'timezone',
+    )
   }
   const [stored] = await sql`select w.timezone as window, l.timezone as location from public.workout_windows w
                                join public.workout_locations l using (user_id) where user_id = ${user.id}`
   assert.deepEqual(stored, { window: 'UTC', location: 'Europe/Paris' })
 
   // IANA names, in any case, are kept as IANA spells them; Etc/GMT-14 (UTC+14) is one.
-  const lower = await db.from('workout_windows').update({ timezone: 'america/new_york' }).eq('user_id', user.id).select('timezone').single()
+  const lower = await db.from('workout_windows').update({ timezone: 'america/new_york' }).eq(
+    'user_id',
+    user.id,
+  ).select('timezone').single()
   assert.equal(lower.error, null)
   assert.equal(lower.data!.timezone, 'America/New_York')
   assert.equal((await setup(user, '10:00', '12:00', 'Etc/GMT-14')).timezone, 'Etc/GMT-14')
@@ -165,25 +233,31 @@ test('update-location: each field optional, kept when absent; bad values are 400
   assert.equal(after.country, 'FR')
   assert.equal(Number(after.latitude), 45.76404)
   assert.equal(after.ip_address, '2001:db8::1')
-  for (const [body, field] of [
-    [{ latitude: 90.5 }, 'latitude'],
-    [{ longitude: -181 }, 'longitude'],
-    [{ latitude: 1.123456789 }, 'latitude'],
-    [{ country: 'FRA' }, 'country'],
-    [{ ipAddress: '300.1.1.1' }, 'ipAddress'],
-    [{ timezone: 'Nowhere/Land' }, 'timezone'],
-    [{ city: '' }, 'city'],
-    [{ street: 'x' }, 'street'],
-    [{}, 'body'],
-  ] as const) {
+  for (
+    const [body, field] of [
+      [{ latitude: 90.5 }, 'latitude'],
+      [{ longitude: -181 }, 'longitude'],
+      [{ latitude: 1.123456789 }, 'latitude'],
+      [{ country: 'FRA' }, 'country'],
+      [{ ipAddress: '300.1.1.1' }, 'ipAddress'],
+      [{ timezone: 'Nowhere/Land' }, 'timezone'],
+      [{ city: '' }, 'city'],
+      [{ street: 'x' }, 'street'],
+      [{}, 'body'],
+    ] as const
+  ) {
     assertError(await api(`${W}/update-location`, { method: 'PUT', token: user.token, body }), 400, field)
   }
-  const [row] = await sql`select city, ip_address::text from public.workout_locations where user_id = ${user.id}`
+  const [row] =
+    await sql`select city, ip_address::text from public.workout_locations where user_id = ${user.id}`
   assert.equal(row.city, 'Lyon')
   // PostgREST: another user sees nothing; a super admin sees it; anonymous is refused.
   const theirs = await clientAs(other.token).from('workout_locations').select('*').eq('user_id', user.id)
   assert.deepEqual(theirs.data, [])
-  const adminView = await clientAs(admin.token).from('workout_locations').select('city').eq('user_id', user.id)
+  const adminView = await clientAs(admin.token).from('workout_locations').select('city').eq(
+    'user_id',
+    user.id,
+  )
   assert.deepEqual(adminView.data, [{ city: 'Lyon' }])
   const anon = await clientAs().from('workout_locations').select('*')
   assert.ok(anon.error, 'anon must be refused')
@@ -206,7 +280,13 @@ test('chains: neighbours, team and squad by date; cards carry name and window, n
   const admin = await createUser({ superAdmin: true }) // a date a month or more ahead: super admins only
   const run = await api(`${W}/generate-chains`, { token: admin.token, body: { date } })
   assert.equal(run.status, 200, JSON.stringify(run.body))
-  assert.deepEqual({ ...run.body, date: undefined }, { date: undefined, participants: 4, created: 4, relinked: 0, squadsCreated: 2 })
+  assert.deepEqual({ ...run.body, date: undefined }, {
+    date: undefined,
+    participants: 4,
+    created: 4,
+    relinked: 0,
+    squadsCreated: 2,
+  })
 
   const chainB = await api(`${W}/chain/${date}`, { token: b.token })
   assert.equal(chainB.status, 200, JSON.stringify(chainB.body))
@@ -227,7 +307,11 @@ test('chains: neighbours, team and squad by date; cards carry name and window, n
 
   const chainA = await api(`${W}/chain/${date}`, { token: a.token })
   assert.equal(chainA.body.chain.beforeUser, null)
-  assert.equal(chainA.body.chain.afterUser.id, b.id, 'd (07-09) ends after b starts: b is the window starting first after 08:00')
+  assert.equal(
+    chainA.body.chain.afterUser.id,
+    b.id,
+    'd (07-09) ends after b starts: b is the window starting first after 08:00',
+  )
 
   const stats = await api(`${W}/team-stats/${date}`, { token: c.token })
   assert.equal(stats.status, 200)
@@ -266,7 +350,11 @@ test('team stats: a past window without a check-in has failed', async () => {
   await api(`${W}/generate-chains`, { token: admin.token, body: { date: past } })
   const stats = await api(`${W}/team-stats/${past}`, { token: a.token })
   assert.deepEqual(
-    [stats.body.redTeam.failed + stats.body.blueTeam.failed, stats.body.redTeam.completionRate, stats.body.redTeam.totalChips],
+    [
+      stats.body.redTeam.failed + stats.body.blueTeam.failed,
+      stats.body.redTeam.completionRate,
+      stats.body.redTeam.totalChips,
+    ],
     [2, 0, 0],
   )
   const day = await api(`${W}/checkin/${past}`, { token: a.token })
@@ -285,7 +373,9 @@ test('generate-chains: concurrent runs for one date give one row per user', asyn
   await onlyThese(users)
   const date = await uniqueDate()
   const admins = await Promise.all([1, 2, 3, 4].map(() => createUser({ superAdmin: true })))
-  const runs = await Promise.all(admins.map((u) => api(`${W}/generate-chains`, { token: u.token, body: { date } })))
+  const runs = await Promise.all(
+    admins.map((u) => api(`${W}/generate-chains`, { token: u.token, body: { date } })),
+  )
   for (const r of runs) assert.equal(r.status, 200, JSON.stringify(r.body))
   assert.equal(runs.reduce((n, r) => n + r.body.created, 0), 7, 'exactly one run created the rows')
   const [{ rows, distinct_users, squads }] = await sql`
@@ -295,21 +385,84 @@ test('generate-chains: concurrent runs for one date give one row per user', asyn
   assert.deepEqual({ rows, distinct_users, squads }, { rows: 7, distinct_users: 7, squads: 3 })
 })
 
+test('generate-chains in parts: runs of different splits side by side give one row per user and the chains of one call', async () => {
+  // 12 users in four cities (so in several buckets), windows an hour apart in each city.
+  const users = await Promise.all(Array.from({ length: 12 }, () => createUser()))
+  const cities = [uniqueCity(), uniqueCity(), uniqueCity(), uniqueCity()]
+  for (const [i, u] of users.entries()) {
+    await setup(
+      u,
+      `${String(6 + (i % 3) * 2).padStart(2, '0')}:00`,
+      `${String(8 + (i % 3) * 2).padStart(2, '0')}:00`,
+    )
+    await place(u, { city: cities[i % 4], latitude: i, longitude: i })
+  }
+  await onlyThese(users)
+  const [together, apart] = [await uniqueDate(), await uniqueDate()]
+  const admin = await createUser({ superAdmin: true })
+  const part = (date: string, p: number, n: number) =>
+    rpc('generate_workout_chains_part', { target: date, part: p, parts: n }, admin.token)
+  // Side by side: the whole day, two halves and three thirds of it, all at once.
+  const runs = await Promise.all([
+    rpc('generate_workout_chains', { target: together }, admin.token),
+    part(together, 0, 2),
+    part(together, 1, 2),
+    part(together, 0, 3),
+    part(together, 1, 3),
+    part(together, 2, 3),
+  ])
+  for (const r of runs) assert.equal(r.status, 200, JSON.stringify(r.body))
+  assert.equal(
+    runs.reduce((n, r) => n + r.body.created, 0),
+    12,
+    "each user's row was created by exactly one run",
+  )
+  // The other date in one call: the same neighbours, teams and squads.
+  assert.equal((await rpc('generate_workout_chains', { target: apart }, admin.token)).body.created, 12)
+  const shape = (date: string) =>
+    sql`select c.user_id, c.before_user_id, c.after_user_id, c.team_color,
+               (select array[s.user_1_id, s.user_2_id, s.user_3_id] from public.workout_squads s where s.id = c.squad_id) as squad
+          from public.workout_chains c where c.date = ${date} order by c.user_id`
+  const [a, b] = [await shape(together), await shape(apart)]
+  assert.equal(a.length, 12)
+  assert.deepEqual(a, b)
+  assert.ok(
+    a.some((r) => r.squad) && a.some((r) => r.before_user_id),
+    'the fixture has squads and neighbours',
+  )
+  // Parts are for trusted callers; a split must make sense.
+  const bad = await part(together, 2, 2)
+  assert.deepEqual([bad.status, bad.body.code], [400, '22023'], JSON.stringify(bad.body))
+  const byUser = await rpc(
+    'generate_workout_chains_part',
+    { target: together, part: 0, parts: 2 },
+    users[0].token,
+  )
+  assert.deepEqual([byUser.status, byUser.body.code], [403, '42501'], JSON.stringify(byUser.body))
+})
+
 test('cron/generate-chains needs the workout-window secret and generates today', async () => {
   const user = await createUser()
   await setup(user, '06:00', '08:00')
   await onlyThese([user])
   assertError(await api(`${W}/cron/generate-chains`, { method: 'POST' }), 401)
-  assertError(await api(`${W}/cron/generate-chains`, { method: 'POST', headers: { 'x-cron-secret': 'wrong' } }), 401)
+  assertError(
+    await api(`${W}/cron/generate-chains`, { method: 'POST', headers: { 'x-cron-secret': 'wrong' } }),
+    401,
+  )
   assertError(await api(`${W}/cron/generate-chains`, { method: 'POST', token: user.token }), 401)
-  const res = await api(`${W}/cron/generate-chains`, { method: 'POST', headers: { 'x-cron-secret': env('WORKOUT_WINDOW_CRON_SECRET') } })
+  const res = await api(`${W}/cron/generate-chains`, {
+    method: 'POST',
+    headers: { 'x-cron-secret': env('WORKOUT_WINDOW_CRON_SECRET') },
+  })
   assert.equal(res.status, 200, JSON.stringify(res.body))
   assert.equal(res.body.date, new Date().toISOString().slice(0, 10))
-  const [{ n }] = await sql`select count(*)::int as n from public.workout_chains where user_id = ${user.id} and date = ${res.body.date}`
+  const [{ n }] =
+    await sql`select count(*)::int as n from public.workout_chains where user_id = ${user.id} and date = ${res.body.date}`
   assert.equal(n, 1)
 })
 
-test('generate-chains: a user may generate only today and tomorrow in their window\'s zone; other dates are for super admins and the service role; absurd dates are 400 everywhere', async () => {
+test("generate-chains: a user may generate only today and tomorrow in their window's zone; other dates are for super admins and the service role; absurd dates are 400 everywhere", async () => {
   const user = await createUser()
   const admin = await createUser({ superAdmin: true })
   const tz = 'Pacific/Kiritimati' // UTC+14: the user's today is often the UTC tomorrow
@@ -322,11 +475,18 @@ test('generate-chains: a user may generate only today and tomorrow in their wind
   // The user: today (also by default) and tomorrow, through /api and PostgREST.
   const own = await api(`${W}/generate-chains`, { token: user.token, body: {} })
   assert.equal(own.status, 200, JSON.stringify(own.body))
-  assert.equal(own.body.date, today, 'the default date is today in the user\'s own zone')
-  assert.equal((await api(`${W}/generate-chains`, { token: user.token, body: { date: tomorrow } })).status, 200)
+  assert.equal(own.body.date, today, "the default date is today in the user's own zone")
+  assert.equal(
+    (await api(`${W}/generate-chains`, { token: user.token, body: { date: tomorrow } })).status,
+    200,
+  )
   assert.equal((await rpc('generate_workout_chains', { target: today }, user.token)).status, 200)
   for (const date of [addDays(today, -1), addDays(today, 2), addDays(today, 200)]) {
-    assertError(await api(`${W}/generate-chains`, { token: user.token, body: { date } }), 403, 'today and tomorrow')
+    assertError(
+      await api(`${W}/generate-chains`, { token: user.token, body: { date } }),
+      403,
+      'today and tomorrow',
+    )
     const viaRest = await rpc('generate_workout_chains', { target: date }, user.token)
     assert.equal(viaRest.status, 403, JSON.stringify(viaRest))
   }
@@ -340,7 +500,8 @@ test('generate-chains: a user may generate only today and tomorrow in their wind
     }
     assert.equal((await rpc('generate_workout_chains', { target: date }, SERVICE_ROLE_KEY)).status, 400)
   }
-  const [{ n }] = await sql`select count(*)::int as n from public.workout_chains where date in ('9999-12-31', '0001-01-01')`
+  const [{ n }] =
+    await sql`select count(*)::int as n from public.workout_chains where date in ('9999-12-31', '0001-01-01')`
   assert.equal(n, 0)
 
   // Super admins and the service role: any date within the year.
@@ -348,7 +509,11 @@ test('generate-chains: a user may generate only today and tomorrow in their wind
   const byAdmin = await api(`${W}/generate-chains`, { token: admin.token, body: { date: later } })
   assert.equal(byAdmin.status, 200, JSON.stringify(byAdmin.body))
   assert.equal(byAdmin.body.created, 1)
-  const byAdminRest = await rpc('generate_workout_chains', { target: await uniqueDate({ past: true }) }, admin.token)
+  const byAdminRest = await rpc(
+    'generate_workout_chains',
+    { target: await uniqueDate({ past: true }) },
+    admin.token,
+  )
   assert.equal(byAdminRest.status, 200, JSON.stringify(byAdminRest))
   const byService = await rpc('generate_workout_chains', { target: await uniqueDate() }, SERVICE_ROLE_KEY)
   assert.equal(byService.status, 200, JSON.stringify(byService))
@@ -378,7 +543,8 @@ test('a user deleted while chains are being written is never left as a neighbour
     await run`begin`
     const [{ r }] = await run`select public.generate_workout_chains(${date}::date) as r`
     assert.equal(r.created, 1)
-    const [mid] = await run`select after_user_id from public.workout_chains where user_id = ${b.id} and date = ${date}`
+    const [mid] =
+      await run`select after_user_id from public.workout_chains where user_id = ${b.id} and date = ${date}`
     assert.equal(mid.after_user_id, x.id, 'the uncommitted run links b to x')
     // x's account is deleted meanwhile: the delete waits for the run, then clears the link.
     let deleted = false
@@ -390,7 +556,8 @@ test('a user deleted while chains are being written is never left as a neighbour
   } finally {
     run.release()
   }
-  const [row] = await sql`select after_user_id from public.workout_chains where user_id = ${b.id} and date = ${date}`
+  const [row] =
+    await sql`select after_user_id from public.workout_chains where user_id = ${b.id} and date = ${date}`
   assert.equal(row.after_user_id, null, 'b is not left passing the baton to a deleted user')
 })
 
@@ -403,10 +570,12 @@ test('chain rows have no foreign key to their owner, so deletes and generation r
   const date = await uniqueDate()
   const tx = await sql.reserve()
   try {
-    for (const [what, statement] of [
-      ['a generation', () => tx`select public.generate_workout_chains(${date}::date)`],
-      ['a delete', () => tx`delete from auth.users where id = ${x.id}`],
-    ] as const) {
+    for (
+      const [what, statement] of [
+        ['a generation', () => tx`select public.generate_workout_chains(${date}::date)`],
+        ['a delete', () => tx`delete from auth.users where id = ${x.id}`],
+      ] as const
+    ) {
       await tx`begin isolation level repeatable read`
       const e = await statement().then(() => null, (e) => e)
       await tx`rollback`
@@ -420,5 +589,5 @@ test('chain rows have no foreign key to their owner, so deletes and generation r
   assert.equal((await api(`${W}/generate-chains`, { token: admin.token, body: { date } })).body.created, 1)
   await sql`delete from auth.users where id = ${x.id}`
   const [{ n }] = await sql`select count(*)::int as n from public.workout_chains where user_id = ${x.id}`
-  assert.equal(n, 0, 'at read committed the delete takes the user\'s chain rows with it')
+  assert.equal(n, 0, "at read committed the delete takes the user's chain rows with it")
 })
