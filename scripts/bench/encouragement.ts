@@ -83,7 +83,7 @@ export async function benchEncouragement(stack: Stack, runs: number) {
   // Walkers side by side (BENCH_ENGAGEMENT_WALKERS connections), each calling one chunk of
   // BENCH_ENGAGEMENT_CHUNK drops at a time (each chunk its own transaction) until nothing is due.
   const walkers = knob('BENCH_ENGAGEMENT_WALKERS', 2)
-  const chunkDrops = knob('BENCH_ENGAGEMENT_CHUNK', 20000)
+  const chunkDrops = knob('BENCH_ENGAGEMENT_CHUNK', 10000)
   const conns = Array.from({ length: walkers }, () => postgres(stack.dbUrl, { max: 1, onnotice: () => {} }))
   t0 = performance.now()
   const runs_: number[] = []

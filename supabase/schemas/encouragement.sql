@@ -1012,12 +1012,12 @@ comment on function private.process_encouragement_engagement(integer) is
   'Judges due drops against each recipient''s baseline frozen at sending (established account, more activity in the window than their average per window over the 7 windows before), pays bonuses once per pair and day, recalculates badges, prunes old bonus pairs.';
 grant execute on function private.process_encouragement_engagement(integer) to authenticated, service_role;
 
-create or replace function public.process_encouragement_engagement(max_drops integer default 20000) returns jsonb
+create or replace function public.process_encouragement_engagement(max_drops integer default 10000) returns jsonb
 language sql
 set search_path = ''
 as $$ select private.process_encouragement_engagement(max_drops) $$;
 comment on function public.process_encouragement_engagement(integer) is
-  'Judges one chunk of due drops (at most max_drops, default 20,000: a transaction of a few seconds), pays bonuses once, recalculates badges of paid and recent senders. Walkers side by side take disjoint chunks. Super admins, the service role, pg_cron. Returns {judged, engaged, bonuses_awarded, badges_recalculated, remaining (counted up to 10,000), duration_ms}.';
+  'Judges one chunk of due drops (at most max_drops, default 10,000: a transaction of 1-3 s), pays bonuses once, recalculates badges of paid and recent senders. Walkers side by side take disjoint chunks. Super admins, the service role, pg_cron. Returns {judged, engaged, bonuses_awarded, badges_recalculated, remaining (counted up to 10,000), duration_ms}.';
 grant execute on function process_encouragement_engagement(integer) to authenticated, service_role;
 
 -- ---------------------------------------------------------------------------------------------

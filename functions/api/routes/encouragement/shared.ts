@@ -51,12 +51,12 @@ export const Engagement = z.object({
 
 /**
  * Engagement processing: ENGAGEMENT_WALKERS (default 2) walkers side by side, each judging one
- * chunk of ENGAGEMENT_CHUNK (default 20,000) due drops per call (its own transaction of a few
+ * chunk of ENGAGEMENT_CHUNK (default 10,000) due drops per call (its own transaction of a few
  * seconds; chunks never overlap: skip locked), until nothing is due or ENGAGEMENT_BUDGET_MS
  * (default 100 s) has passed; the reply sums the chunks.
  */
 export async function runEngagement(db: Db) {
-  const chunk = Math.min(200000, Math.max(1, Number(Deno.env.get('ENGAGEMENT_CHUNK') ?? 20000)))
+  const chunk = Math.min(200000, Math.max(1, Number(Deno.env.get('ENGAGEMENT_CHUNK') ?? 10000)))
   const walkers = Math.min(8, Math.max(1, Number(Deno.env.get('ENGAGEMENT_WALKERS') ?? 2)))
   const deadline = Date.now() + Number(Deno.env.get('ENGAGEMENT_BUDGET_MS') ?? 100_000)
   const started = Date.now()

@@ -312,7 +312,7 @@ CREATE OR REPLACE FUNCTION public.generate_workout_chains_part(target date, part
  SET search_path TO ''
 AS $function$ select private.checked_workout_chains(target, part, parts) $function$;
 
-CREATE OR REPLACE FUNCTION public.process_encouragement_engagement(max_drops integer DEFAULT 20000)
+CREATE OR REPLACE FUNCTION public.process_encouragement_engagement(max_drops integer DEFAULT 10000)
  RETURNS jsonb
  LANGUAGE sql
  SET search_path TO ''
@@ -326,7 +326,7 @@ COMMENT ON FUNCTION "private"."workout_chain_bucket"(text) IS 'The bucket (0..63
 
 COMMENT ON FUNCTION "public"."generate_workout_chains_part"(date, integer, integer) IS 'One part (0..parts-1, parts 1..64) of the chain generation of a date (today UTC by default): the groups of buckets b % parts = part. Super admins, the service role and pg_cron; parts run side by side.';
 
-COMMENT ON FUNCTION "public"."process_encouragement_engagement"(integer) IS 'Judges one chunk of due drops (at most max_drops, default 20,000: a transaction of a few seconds), pays bonuses once, recalculates badges of paid and recent senders. Walkers side by side take disjoint chunks. Super admins, the service role, pg_cron. Returns {judged, engaged, bonuses_awarded, badges_recalculated, remaining (counted up to 10,000), duration_ms}.';
+COMMENT ON FUNCTION "public"."process_encouragement_engagement"(integer) IS 'Judges one chunk of due drops (at most max_drops, default 10,000: a transaction of 1-3 s), pays bonuses once, recalculates badges of paid and recent senders. Walkers side by side take disjoint chunks. Super admins, the service role, pg_cron. Returns {judged, engaged, bonuses_awarded, badges_recalculated, remaining (counted up to 10,000), duration_ms}.';
 
 REVOKE ALL ON FUNCTION "private"."checked_workout_chains"(date, integer, integer) FROM PUBLIC;
 
@@ -348,7 +348,7 @@ REVOKE ALL ON FUNCTION "public"."process_encouragement_engagement"(integer) FROM
 
 GRANT EXECUTE ON FUNCTION "public"."process_encouragement_engagement"(integer) TO "authenticated", "postgres", "service_role";
 
--- Schedules (by hand: data of pg_cron). Engagement: one chunk of 20,000 due drops (a
+-- Schedules (by hand: data of pg_cron). Engagement: one chunk of 10,000 due drops (a
 -- transaction of a few seconds) every 5 minutes instead of 200,000 in one transaction hourly;
 -- the api endpoints run walkers side by side for a backlog. Chains: the day's generation in two
 -- parts side by side (their own transactions), one pg_cron job each.
