@@ -385,6 +385,62 @@ test('generate-chains: concurrent runs for one date give one row per user', asyn
   assert.deepEqual({ rows, distinct_users, squads }, { rows: 7, distinct_users: 7, squads: 3 })
 })
 
+test('generate-chains in parts: runs of different splits side by side give one row per user and the chains of one call', async () => {
+  // 12 users in four cities (so in several buckets), windows an hour apart in each city.
+  const users = await Promise.all(Array.from({ length: 12 }, () => createUser()))
+  const cities = [uniqueCity(), uniqueCity(), uniqueCity(), uniqueCity()]
+  for (const [i, u] of users.entries()) {
+    await setup(
+      u,
+      `${String(6 + (i % 3) * 2).padStart(2, '0')}:00`,
+      `${String(8 + (i % 3) * 2).padStart(2, '0')}:00`,
+    )
+    await place(u, { city: cities[i % 4], latitude: i, longitude: i })
+  }
+  await onlyThese(users)
+  const [together, apart] = [await uniqueDate(), await uniqueDate()]
+  const admin = await createUser({ superAdmin: true })
+  const part = (date: string, p: number, n: number) =>
+    rpc('generate_workout_chains_part', { target: date, part: p, parts: n }, admin.token)
+  // Side by side: the whole day, two halves and three thirds of it, all at once.
+  const runs = await Promise.all([
+    rpc('generate_workout_chains', { target: together }, admin.token),
+    part(together, 0, 2),
+    part(together, 1, 2),
+    part(together, 0, 3),
+    part(together, 1, 3),
+    part(together, 2, 3),
+  ])
+  for (const r of runs) assert.equal(r.status, 200, JSON.stringify(r.body))
+  assert.equal(
+    runs.reduce((n, r) => n + r.body.created, 0),
+    12,
+    "each user's row was created by exactly one run",
+  )
+  // The other date in one call: the same neighbours, teams and squads.
+  assert.equal((await rpc('generate_workout_chains', { target: apart }, admin.token)).body.created, 12)
+  const shape = (date: string) =>
+    sql`select c.user_id, c.before_user_id, c.after_user_id, c.team_color,
+               (select array[s.user_1_id, s.user_2_id, s.user_3_id] from public.workout_squads s where s.id = c.squad_id) as squad
+          from public.workout_chains c where c.date = ${date} order by c.user_id`
+  const [a, b] = [await shape(together), await shape(apart)]
+  assert.equal(a.length, 12)
+  assert.deepEqual(a, b)
+  assert.ok(
+    a.some((r) => r.squad) && a.some((r) => r.before_user_id),
+    'the fixture has squads and neighbours',
+  )
+  // Parts are for trusted callers; a split must make sense.
+  const bad = await part(together, 2, 2)
+  assert.deepEqual([bad.status, bad.body.code], [400, '22023'], JSON.stringify(bad.body))
+  const byUser = await rpc(
+    'generate_workout_chains_part',
+    { target: together, part: 0, parts: 2 },
+    users[0].token,
+  )
+  assert.deepEqual([byUser.status, byUser.body.code], [403, '42501'], JSON.stringify(byUser.body))
+})
+
 test('cron/generate-chains needs the workout-window secret and generates today', async () => {
   const user = await createUser()
   await setup(user, '06:00', '08:00')

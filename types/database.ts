@@ -1566,6 +1566,9 @@ isOneToOne: false
 "generate_workout_chains":
 { Args: { "target"?: string }; Returns: Json
                            },
+"generate_workout_chains_part":
+{ Args: { "part": number,"parts": number,"target": string }; Returns: Json
+                           },
 "get_tone_pack":
 { Args: { "pack_id": string }; Returns: Json
                            },

@@ -1,7 +1,7 @@
 // Encouragement drops at scale, with 100,000 users and 1,000,000 sent drops (x BENCH_SCALE)
 // (sql/bench/encouragement_fixture.sql):
 //   badge recalculation of every user, in chunks (each its own transaction);
-//   one engagement-processing run over 100,000 due drops (target under 10 s), against a
+//   engagement processing of 100,000 due drops by walkers side by side, in chunks, against a
 //   same-run baseline: the read-only judging query alone (the same engagement checks);
 //   the leaderboard (50) as SQL, through PostgREST and through /api (target p50 under 30 ms),
 //   checked to return the same users, with /api/encouragement-drops/config as the /api floor.
@@ -20,14 +20,19 @@ export async function benchEncouragement(stack: Stack, runs: number) {
   const db = postgres(stack.dbUrl, { max: 1, onnotice: () => {} })
   let t0 = performance.now()
   await setScale(db)
+  // pg_cron's hourly engagement job would judge drops of the fixture if the hour turned during
+  // the module (at 3x the runs once judged fewer than were due: the job had taken the rest).
+  await db`update cron.job set active = false where jobname like 'process-engagement%'`
   await db.file(`${ROOT}/sql/bench/encouragement_fixture.sql`)
   await db`vacuum analyze public.encouragement_sent_drops, public.journal_entries, public.profiles` // as autovacuum would
   const [{ users, drops, due }] = await db`select
       (select count(*) from public.profiles where id::text like 'e2000000-%')::int as users,
       (select count(*) from public.encouragement_sent_drops)::int as drops,
       (select count(*) from public.encouragement_sent_drops where not engagement_checked)::int as due`
-  console.log(`Encouragement: ${users.toLocaleString()} users, ${drops.toLocaleString()} sent drops, ${due.toLocaleString()} due ` +
-    `(loaded in ${seconds(t0)}s)`)
+  console.log(
+    `Encouragement: ${users.toLocaleString()} users, ${drops.toLocaleString()} sent drops, ${due.toLocaleString()} due ` +
+      `(loaded in ${seconds(t0)}s)`,
+  )
 
   // Every badge from the drops, in chunks of BENCH_BADGE_CHUNK profiles (each its own call and
   // transaction), over every profile of the database.
@@ -36,15 +41,20 @@ export async function benchEncouragement(stack: Stack, runs: number) {
   const chunk = knob('BENCH_BADGE_CHUNK', 10000)
   do {
     const c0 = performance.now()
-    const [r] = await db`select * from private.recalculate_encouragement_badges_chunk(${after}::uuid, ${chunk})`
+    const [r] =
+      await db`select * from private.recalculate_encouragement_badges_chunk(${after}::uuid, ${chunk})`
     longest = Math.max(longest, performance.now() - c0)
     written += r.recalculated
     after = r.last_id
   } while (after)
   const [{ profiles }] = await db`select count(*)::int as profiles from public.profiles`
   const recalc = (performance.now() - t0) / 1000
-  console.log(`badge recalculation of all ${profiles.toLocaleString()} users in chunks of ${chunk.toLocaleString()}: ` +
-    `${recalc.toFixed(1)}s, ${written.toLocaleString()} badges written, longest chunk ${longest.toFixed(0)} ms`)
+  console.log(
+    `badge recalculation of all ${profiles.toLocaleString()} users in chunks of ${chunk.toLocaleString()}: ` +
+      `${recalc.toFixed(1)}s, ${written.toLocaleString()} badges written, longest chunk ${
+        longest.toFixed(0)
+      } ms`,
+  )
   figure('badge recalculation, all users', recalc, 's', '< 60 s at 1M users')
   figure('badge recalculation, longest transaction', longest, 'ms', '< 5,000 ms')
 
@@ -70,36 +80,71 @@ export async function benchEncouragement(stack: Stack, runs: number) {
     select count(*) filter (where engaged_at is not null or date_sent + (select w from cfg) <= now())::int as judged_ro,
            count(engaged_at)::int as engaged_ro from observed`
   const baseline = (performance.now() - t0) / 1000
+  // Walkers side by side (BENCH_ENGAGEMENT_WALKERS connections), each calling one chunk of
+  // BENCH_ENGAGEMENT_CHUNK drops at a time (each chunk its own transaction) until nothing is due.
+  const walkers = knob('BENCH_ENGAGEMENT_WALKERS', 2)
+  const chunkDrops = knob('BENCH_ENGAGEMENT_CHUNK', 10000)
+  const conns = Array.from({ length: walkers }, () => postgres(stack.dbUrl, { max: 1, onnotice: () => {} }))
   t0 = performance.now()
-  // Runs (each at most 200,000 drops, as the hourly job) until nothing is due: summed.
   const runs_: number[] = []
   const r = { judged: 0, engaged: 0, bonuses_awarded: 0, badges_recalculated: 0, remaining: 0 }
-  do {
-    const r0 = performance.now()
-    const [{ one }] = await db`select public.process_encouragement_engagement() as one`
-    runs_.push((performance.now() - r0) / 1000)
-    for (const k of ['judged', 'engaged', 'bonuses_awarded', 'badges_recalculated'] as const) r[k] += one[k]
-    r.remaining = one.remaining
-  } while (r.remaining > 0 && runs_.length < 50)
+  await Promise.all(conns.map(async (c) => {
+    for (let i = 0; i < 500; i++) {
+      const r0 = performance.now()
+      const [{ one }] = await c`select public.process_encouragement_engagement(${chunkDrops}) as one`
+      runs_.push((performance.now() - r0) / 1000)
+      for (const k of ['judged', 'engaged', 'bonuses_awarded', 'badges_recalculated'] as const) r[k] += one[k]
+      r.remaining = one.remaining
+      if (one.judged === 0 && one.remaining === 0) break
+    }
+  }))
+  await Promise.all(conns.map((c) => c.end()))
   const run = (performance.now() - t0) / 1000
-  console.log(`engagement processing over ${due.toLocaleString()} due drops: ${run.toFixed(2)}s in ${runs_.length} run(s), ` +
-    `the longest ${Math.max(...runs_).toFixed(1)}s ` +
-    `(judged ${r.judged.toLocaleString()}, engaged ${r.engaged.toLocaleString()}, bonuses ${r.bonuses_awarded.toLocaleString()}, ` +
-    `badges recalculated ${r.badges_recalculated.toLocaleString()}, remaining ${r.remaining})`)
+  console.log(
+    `engagement processing over ${due.toLocaleString()} due drops: ${
+      run.toFixed(2)
+    }s, ${walkers} walker(s), ` +
+      `${runs_.length} chunk(s) of at most ${chunkDrops.toLocaleString()}, the longest ${
+        Math.max(...runs_).toFixed(2)
+      }s ` +
+      `(judged ${r.judged.toLocaleString()}, engaged ${r.engaged.toLocaleString()}, bonuses ${r.bonuses_awarded.toLocaleString()}, ` +
+      `badges recalculated ${r.badges_recalculated.toLocaleString()}, remaining ${r.remaining})`,
+  )
   figure('engagement, all due drops', run, 's', '< 60 s at 1M due')
-  console.log(`  baseline, the read-only judging query alone: ${baseline.toFixed(2)}s (${(run / baseline).toFixed(2)}x); ` +
-    `same judgement: ${judged_ro === r.judged && engaged_ro === r.engaged ? 'yes' : 'NO'}`)
+  figure('engagement, longest transaction', Math.max(...runs_) * 1000, 'ms', '< 5,000 ms')
+  console.log(
+    `  baseline, the read-only judging query alone: ${baseline.toFixed(2)}s (${
+      (run / baseline).toFixed(2)
+    }x); ` +
+      `same judgement: ${
+        judged_ro === r.judged && engaged_ro === r.engaged
+          ? 'yes'
+          : `NO (read-only ${judged_ro} judged, ${engaged_ro} engaged)`
+      }`,
+  )
   t0 = performance.now()
   const [{ again }] = await db`select public.process_encouragement_engagement() as again`
   console.log(`  a second run right after (nothing due): ${seconds(t0)}s, judged ${again.judged}`)
+  await db`update cron.job set active = true where jobname like 'process-engagement%'`
 
   // The leaderboard: SQL as a user, PostgREST, /api; the /api floor is a one-row read.
   const asUser = postgres(stack.dbUrl, { max: 1, onnotice: () => {} })
-  await asUser`select set_config('request.jwt.claims', ${JSON.stringify({ sub: VIEWER, role: 'authenticated' })}, false)`
+  await asUser`select set_config('request.jwt.claims', ${
+    JSON.stringify({ sub: VIEWER, role: 'authenticated' })
+  }, false)`
   await asUser`set role authenticated`
-  const token = await signClaims({ sub: VIEWER, role: 'authenticated', aud: 'authenticated' }, stack.jwtSecret)
+  const token = await signClaims(
+    { sub: VIEWER, role: 'authenticated', aud: 'authenticated' },
+    stack.jwtSecret,
+  )
   const headers = { authorization: `Bearer ${token}` }
-  const sqlBoard = await timed(runs, async () => (await asUser`select user_id from public.encouragement_leaderboard(50)`).map((x) => x.user_id as string))
+  const sqlBoard = await timed(
+    runs,
+    async () =>
+      (await asUser`select user_id from public.encouragement_leaderboard(50)`).map((x) =>
+        x.user_id as string
+      ),
+  )
   const rest = await timed(runs, async () => {
     const res = await fetch(`${stack.apiUrl}/rest/v1/rpc/encouragement_leaderboard`, {
       method: 'POST',
@@ -119,13 +164,20 @@ export async function benchEncouragement(stack: Stack, runs: number) {
     await res.arrayBuffer()
     return res.status
   })
-  const same = api.last.length === 50 && api.last.join() === rest.last.join() && rest.last.join() === sqlBoard.last.join()
+  const same = api.last.length === 50 && api.last.join() === rest.last.join() &&
+    rest.last.join() === sqlBoard.last.join()
   console.log(`leaderboard of 50 over ${users.toLocaleString()} badges (${runs} runs; ms):`)
-  console.log(`  SQL ${fmt(sqlBoard)} | PostgREST rpc ${fmt(rest)} | /api ${fmt(api)} (${(api.p50 / rest.p50).toFixed(2)}x PostgREST) | ` +
-    `identical: ${same ? 'yes' : 'NO'}`)
+  console.log(
+    `  SQL ${fmt(sqlBoard)} | PostgREST rpc ${fmt(rest)} | /api ${fmt(api)} (${
+      (api.p50 / rest.p50).toFixed(2)
+    }x PostgREST) | ` +
+      `identical: ${same ? 'yes' : 'NO'}`,
+  )
   console.log(`  /api floor (GET /api/encouragement-drops/config): ${fmt(floor)}`)
   figure('leaderboard via /api, p50', api.p50, 'ms', '< 30 ms')
-  console.log('targets: leaderboard p50 through /api < 30 ms; one engagement run over 100,000 due drops < 10 s')
+  console.log(
+    'targets: leaderboard p50 through /api < 30 ms; engagement over 1,000,000 due drops < 60 s, no transaction over 5 s',
+  )
   await Promise.all([db.end(), asUser.end()])
 }
 

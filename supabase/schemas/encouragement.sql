@@ -879,6 +879,7 @@ declare
   paid_senders uuid[];
   paid_counts integer[];
   paid_bonus integer[];
+  full_senders uuid[];
   recent integer;
   remaining integer;
   pruned integer;
@@ -894,6 +895,9 @@ begin
   select * into cfg from public.encouragement_config;
   window_length := make_interval(hours => cfg.engagement_window_hours);
 
+  -- A chunk: the oldest unjudged drops that no other run holds (skip locked: walkers side by
+  -- side take disjoint chunks, and a drop judged by a run that committed meanwhile is
+  -- re-checked under its lock and left out).
   with candidates as (
     select d.id, d.sender_id, d.recipient_id, d.sent_day, d.date_sent, d.is_system
       from public.encouragement_sent_drops d
@@ -936,14 +940,20 @@ begin
     on conflict do nothing
     returning drop_id, sender_id
   ),
+  verdicts as materialized (
+    select j.id, j.engaged_at, case when w.drop_id is null then 0 else cfg.bonus_per_engagement end as bonus
+      from judged_drops j
+      left join winners w on w.drop_id = j.id
+  ),
+  -- The chunk's rows by primary key (= any of the ids: an index scan), then their verdicts:
+  -- joined with the verdicts alone, the planner hashed the whole table for each chunk.
   marked as (
     update public.encouragement_sent_drops s
        set engagement_checked = true,
-           engaged_at = j.engaged_at,
-           bonus_drops_awarded = case when w.drop_id is null then 0 else cfg.bonus_per_engagement end
-      from judged_drops j
-      left join winners w on w.drop_id = j.id
-     where s.id = j.id
+           engaged_at = v.engaged_at,
+           bonus_drops_awarded = v.bonus
+      from verdicts v
+     where s.id = any (array(select x.id from verdicts x)) and s.id = v.id
     returning s.sender_id, s.engaged_at, s.bonus_drops_awarded
   ),
   per_sender as (
@@ -968,18 +978,26 @@ begin
   -- badge yet, and everyone who sent in the last two hours, are recalculated in full; sends
   -- recalculate already, this catches one that raced this run). A streak that ended needs no
   -- run: readers show 0 once last_sent_day is before yesterday.
-  recent := private.recalculate_encouragement_badges(paid_senders, paid_counts, paid_bonus);
-  recent := recent + private.recalculate_encouragement_badges(array(
+  -- Every badge both calls write is locked first, in one ordered batch: locked in two batches
+  -- (paid, then recent senders), two walkers side by side deadlocked on each other's.
+  full_senders := array(
     select u from unnest(coalesce(paid_senders, '{}')) u
      where not exists (select 1 from public.encouragement_badges b where b.user_id = u)
     union
     select d.sender_id from public.encouragement_sent_drops d
-     where not d.engagement_checked and d.date_sent > now() - interval '2 hours' and not d.is_system));
+     where not d.engagement_checked and d.date_sent > now() - interval '2 hours' and not d.is_system);
+  perform 1 from public.encouragement_badges b
+   where b.user_id = any (coalesce(paid_senders, '{}') || full_senders) order by b.user_id for update;
+  recent := private.recalculate_encouragement_badges(paid_senders, paid_counts, paid_bonus);
+  recent := recent + private.recalculate_encouragement_badges(full_senders);
 
   pruned := private.prune_encouragement_bonus_pairs(50000);
 
-  select count(*) into remaining from public.encouragement_sent_drops d
-   where not d.engagement_checked and d.date_sent + window_length <= now();
+  -- Counted up to 10,000 (a larger backlog reads as 10,000): a walker only needs to know
+  -- whether to go on, and counting a backlog of 1,000,000 after every chunk cost more than it.
+  select count(*) into remaining
+    from (select 1 from public.encouragement_sent_drops d
+           where not d.engagement_checked and d.date_sent <= now() - window_length limit 10000) x;
   result := jsonb_build_object('judged', judged, 'engaged', engaged, 'bonuses_awarded', paid,
                                'badges_recalculated', recent, 'remaining', remaining,
                                'bonus_pairs_pruned', pruned,
@@ -994,12 +1012,12 @@ comment on function private.process_encouragement_engagement(integer) is
   'Judges due drops against each recipient''s baseline frozen at sending (established account, more activity in the window than their average per window over the 7 windows before), pays bonuses once per pair and day, recalculates badges, prunes old bonus pairs.';
 grant execute on function private.process_encouragement_engagement(integer) to authenticated, service_role;
 
-create or replace function public.process_encouragement_engagement(max_drops integer default 200000) returns jsonb
+create or replace function public.process_encouragement_engagement(max_drops integer default 10000) returns jsonb
 language sql
 set search_path = ''
 as $$ select private.process_encouragement_engagement(max_drops) $$;
 comment on function public.process_encouragement_engagement(integer) is
-  'Judges due drops (at most max_drops per run), pays bonuses once, recalculates badges of paid and recent senders. Super admins, the service role, pg_cron. Returns {judged, engaged, bonuses_awarded, badges_recalculated, remaining, duration_ms}.';
+  'Judges one chunk of due drops (at most max_drops, default 10,000: a transaction of 1-3 s), pays bonuses once, recalculates badges of paid and recent senders. Walkers side by side take disjoint chunks. Super admins, the service role, pg_cron. Returns {judged, engaged, bonuses_awarded, badges_recalculated, remaining (counted up to 10,000), duration_ms}.';
 grant execute on function process_encouragement_engagement(integer) to authenticated, service_role;
 
 -- ---------------------------------------------------------------------------------------------

@@ -520,7 +520,20 @@ comment on function private.workout_chain_plan(date, private.workout_participant
 -- Applying the plan
 -- ---------------------------------------------------------------------------------------------
 
-create or replace function private.generate_workout_chains(target date)
+-- Groups (cities) fall into 64 fixed buckets by the hash of their name; a part of a run is the
+-- buckets b with b % parts = part. Parts are independent (neighbours, teams and squads never
+-- cross a group), so they run side by side as separate calls, each its own transaction (the
+-- daily job: one pg_cron job per part). Each bucket is locked for the date (in bucket order, so
+-- parts never deadlock): a run of all parts and parts of another split wait for the buckets
+-- they share, and a group is never planned twice at once.
+create or replace function private.workout_chain_bucket(grp text) returns integer
+language sql immutable parallel safe
+set search_path = ''
+as $$ select (abs(hashtext(coalesce(grp, ''))::bigint) % 64)::integer $$;
+comment on function private.workout_chain_bucket(text) is
+  'The bucket (0..63) of a chain group: parts of a chain run are sets of buckets.';
+
+create or replace function private.generate_workout_chains(target date, part integer default 0, parts integer default 1)
 returns jsonb
 language plpgsql security definer
 set search_path = ''
@@ -532,8 +545,9 @@ as $$
 declare
   result jsonb;
   shards integer;
+  bucket integer;
   people private.workout_participant[];
-  part record;
+  plan_part record;
   counts record;
   total_participants bigint := 0;
   total_created bigint := 0;
@@ -546,25 +560,33 @@ begin
   if (select auth.uid()) is null and not private.is_trusted_caller() then
     raise exception 'sign in to generate chains' using errcode = '42501';
   end if;
-  raise log 'workout chains %: start', target;
+  if parts is null or parts not between 1 and 64 or part is null or part not between 0 and parts - 1 then
+    raise exception 'part: must be between 0 and parts - 1, parts between 1 and 64' using errcode = '22023';
+  end if;
+  raise log 'workout chains % (part % of %): start', target, part, parts;
   perform pg_advisory_xact_lock_shared(hashtextextended('workout_chains:membership', 0));
-  perform pg_advisory_xact_lock(hashtext('workout_chains'), target - date '2000-01-01');
+  for bucket in select b from generate_series(part, 63, parts) b order by b loop
+    perform pg_advisory_xact_lock(hashtextextended('workout_chains:' || target || ':' || bucket, 0));
+  end loop;
   -- The participants are read once, grouped into shards of groups, and the plan runs one shard
   -- at a time, at most about 100,000 windows each (a plan of 100,000 sorts about 35 MB: within
   -- work_mem). Groups are independent (neighbours, teams and squads never cross one), so a
   -- shard's plan is the whole day's plan for its groups, and its sorts and hashes stay within
   -- work_mem however large the day: planned at once, 300,000 windows spilled to disk and took
   -- 4.3x the time of 100,000 (docs/performance.md).
-  select greatest(1, ceil(count(*) / 100000.0))::integer into shards from public.workout_windows w where w.is_active;
-  for part in
+  -- A part's shards are sets of its buckets.
+  select least(64 / parts + 1, greatest(1, ceil(count(*) / parts / 100000.0)))::integer into shards
+    from public.workout_windows w where w.is_active;
+  for plan_part in
     select x.shard, array_agg(row(x.user_id, x.grp, x.start_utc, x.x, x.y, x.z)::private.workout_participant) as people
-      from (select p.*, abs(hashtext(coalesce(p.grp, ''))::bigint) % shards as shard
-              from private.workout_participants(target) p) x
+      from (select p.*, (private.workout_chain_bucket(p.grp) / parts) % shards as shard
+              from private.workout_participants(target) p
+             where private.workout_chain_bucket(p.grp) % parts = part) x
      group by x.shard
      order by x.shard
   loop
-    people := part.people;
-    -- Nothing here can conflict (runs for a date are serialized by the lock above, and the plan
+    people := plan_part.people;
+    -- Nothing here can conflict (runs over a bucket are serialized by the locks above, and the plan
     -- only adds users without a row), so these are plain inserts, in user order (the unique
     -- index's order). Squads come from their first member's plan row, with their id. Hash joins
     -- only (enable_mergejoin and enable_nestloop off): the plan's joins are all of whole sets; a
@@ -608,12 +630,12 @@ begin
   end loop;
   result := jsonb_build_object('date', target, 'participants', total_participants, 'created', total_created,
                                'relinked', total_relinked, 'squadsCreated', total_squads);
-  raise log 'workout chains %: done % (% shards)', target, result, shards;
+  raise log 'workout chains % (part % of %): done % (% shards)', target, part, parts, result, shards;
   return result;
 end
 $$;
-comment on function private.generate_workout_chains(date) is
-  'Daily chains, squads and teams for a date; repeatable (adds newcomers, never duplicates, keeps checked-in links).';
+comment on function private.generate_workout_chains(date, integer, integer) is
+  'Daily chains, squads and teams for a date (or one part of its groups: buckets b % parts = part); repeatable (adds newcomers, never duplicates, keeps checked-in links); parts run side by side.';
 
 -- Generates a date's chains under the date rules above; today in the caller's zone by default.
 create or replace function public.generate_workout_chains(target date default null)
@@ -2353,7 +2375,7 @@ comment on function private.workout_picture_used(bigint) is
 -- The date a caller asked for (or today in their window's zone, UTC without a window), checked:
 -- within a year of today (UTC) for everyone; for users who are not trusted, only today or
 -- tomorrow in their window's zone. Then the generator runs.
-create or replace function private.checked_workout_chains(target date)
+create or replace function private.checked_workout_chains(target date, part integer default 0, parts integer default 1)
 returns jsonb
 language plpgsql security definer
 set search_path = ''
@@ -2384,12 +2406,27 @@ begin
         first_day, last_day, coalesce(w.timezone, 'UTC') using errcode = '42501';
     end if;
   end if;
-  return private.generate_workout_chains(target);
+  if not trusted and (part, parts) is distinct from (0, 1) then
+    raise exception 'parts: only the scheduler and super admins run a chain generation in parts' using errcode = '42501';
+  end if;
+  return private.generate_workout_chains(target, part, parts);
 end
 $$;
-comment on function private.checked_workout_chains(date) is
-  'Chain generation with its date rules: users today and tomorrow (their window''s zone), trusted callers any date within a year.';
-grant execute on function private.checked_workout_chains(date) to authenticated, service_role;
+comment on function private.checked_workout_chains(date, integer, integer) is
+  'Chain generation with its date rules: users today and tomorrow (their window''s zone), trusted callers any date within a year, also in parts.';
+grant execute on function private.checked_workout_chains(date, integer, integer) to authenticated, service_role;
+
+-- One part of a date's chain generation (trusted callers): the daily job runs its parts side by
+-- side, one call each (pg_cron: one job per part).
+create or replace function public.generate_workout_chains_part(target date, part integer, parts integer)
+returns jsonb
+language sql
+set search_path = ''
+as $$ select private.checked_workout_chains(target, part, parts) $$;
+comment on function public.generate_workout_chains_part(date, integer, integer) is
+  'One part (0..parts-1, parts 1..64) of the chain generation of a date (today UTC by default): the groups of buckets b % parts = part. '
+  'Super admins, the service role and pg_cron; parts run side by side.';
+grant execute on function public.generate_workout_chains_part(date, integer, integer) to authenticated, service_role;
 
 -- ---------------------------------------------------------------------------------------------
 -- Time zones: IANA names only, on every write path

@@ -5,7 +5,7 @@ begin;
 create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
-select plan(120);
+select plan(123);
 
 -- S: sender, R: recipient, T: another recipient, X: stranger, I: inactive, A: AI user,
 -- B: badge climber, Z: super admin.
@@ -227,9 +227,48 @@ insert into public.goals (id, user_id, title) values ('e1000000-0000-4000-8000-0
 insert into public.goal_check_ins (goal_id, user_id, created_at) values
   ('e1000000-0000-4000-8000-0000000000a1', 'e1000000-0000-4000-8000-00000000000b', now() - interval '49 hours');
 
+-- In chunks of one drop (rolled back afterwards): each chunk judges the oldest unjudged drop,
+-- says what remains, and the chunks end with the judgement of one run (compared below).
+do $$
+declare
+  r jsonb;
+  firsts text := '';
+  remainders text := '';
+  got text;
+begin
+  begin
+    loop
+      r := public.process_encouragement_engagement(1);
+      exit when (r ->> 'judged')::int = 0;
+      firsts := firsts || (select content from public.encouragement_sent_drops
+                             where id::text like 'e1000000-0000-4000-8000-0000000000d%' and engagement_checked
+                             order by date_sent desc, content desc limit 1) || ' ';
+      remainders := remainders || (r ->> 'remaining') || ' ';
+    end loop;
+    select firsts || '|' || remainders || '|' || string_agg(content || ':' || engaged_at is not null || ':' || bonus_drops_awarded, ' ' order by content)
+           || '|' || (select bonus_earned from public.encouragement_daily_drops
+                       where user_id = 'e1000000-0000-4000-8000-00000000000a' and day = private.utc_today())
+      into got
+      from public.encouragement_sent_drops where id::text like 'e1000000-0000-4000-8000-0000000000d%' and engagement_checked;
+    raise exception using errcode = 'P0001', message = got;
+  exception when sqlstate 'P0001' then
+    got := sqlerrm;
+  end;
+  perform set_config('test.chunked', got, true);
+end
+$$;
+select is(split_part(current_setting('test.chunked'), '|', 1), 'd6 d1 d3 d4 d7 d8 d2 ',
+  'chunks of one judge the oldest unjudged drop first (d6, then the 30-hour-old ones, d2 last)');
+select is(split_part(current_setting('test.chunked'), '|', 2), '6 5 4 3 2 1 0 ', 'each chunk says how many due drops remain');
 select results_eq($$select (r ->> 'judged')::int, (r ->> 'engaged')::int, (r ->> 'bonuses_awarded')::int
                       from (select public.process_encouragement_engagement() as r) x$$,
   $$values (7, 6, 2)$$, 'one run judges 7 drops, 6 engaged, 2 bonuses');
+select is(split_part(current_setting('test.chunked'), '|', 3) || '|' || split_part(current_setting('test.chunked'), '|', 4),
+  (select string_agg(content || ':' || engaged_at is not null || ':' || bonus_drops_awarded, ' ' order by content)
+     from public.encouragement_sent_drops where id::text like 'e1000000-0000-4000-8000-0000000000d%' and engagement_checked)
+  || '|' || (select bonus_earned from public.encouragement_daily_drops
+              where user_id = 'e1000000-0000-4000-8000-00000000000a' and day = private.utc_today()),
+  'the chunks judged as the one run: the same drops engaged, the same bonuses, the same capacity');
 select results_eq(
   $$select content, engagement_checked, engaged_at is not null, bonus_drops_awarded from public.encouragement_sent_drops
      where id::text like 'e1000000-0000-4000-8000-0000000000d%' order by content$$,
@@ -451,8 +490,8 @@ reset role;
 -- Schedules
 -- ---------------------------------------------------------------------------------------
 select results_eq($$select schedule, command from cron.job where jobname = 'process-engagement'$$,
-  $$values ('0 * * * *'::text, 'select public.process_encouragement_engagement()'::text)$$,
-  'engagement processing runs hourly in SQL');
+  $$values ('*/5 * * * *'::text, 'select public.process_encouragement_engagement()'::text)$$,
+  'engagement processing runs a chunk every 5 minutes in SQL');
 select results_eq($$select schedule from cron.job where jobname in ('analyze-notes', 'generate-daily-drops') order by jobname$$,
   $$values ('0 2 * * *'::text), ('0 9 * * *')$$, 'the AI jobs run at 02:00 and 09:00 UTC');
 select matches((select command from cron.job where jobname = 'generate-daily-drops'),

@@ -7,7 +7,7 @@ begin;
 create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
-select plan(117);
+select plan(125);
 
 -- ---------------------------------------------------------------------------------------
 -- Fixture: Monday 2030-01-07. City A (Springfield, US) has seven users; windows in UTC unless
@@ -331,6 +331,26 @@ select is((select count(*)::integer from public.workout_chains where date = '203
 select is((select count(*)::integer from public.workout_chains c where c.date = '2030-01-09' and c.squad_id is not null
              and not exists (select 1 from public.workout_squads s where s.id = c.squad_id and c.user_id in (s.user_1_id, s.user_2_id, s.user_3_id))),
           0, 'every squad a chain row names exists and lists that user');
+
+-- In parts: the groups of buckets b % parts = part, each part its own call. Three parts one
+-- after another make the rows one call makes (the same neighbours, teams and squads).
+create temporary table parts_made as
+  select p, private.generate_workout_chains('2030-01-10', p, 3) as r from generate_series(0, 2) p;
+select is((select sum((r ->> 'created')::integer)::integer from parts_made), 16, 'three parts create every row once');
+select ok((select count(*) from parts_made where (r ->> 'created')::integer > 0) > 1, 'the groups fall in more than one part');
+create temporary table parts_shape as
+  select c.user_id, c.before_user_id, c.after_user_id, c.team_color, c.squad_id, s.user_1_id, s.user_2_id, s.user_3_id
+    from public.workout_chains c left join public.workout_squads s on s.id = c.squad_id where c.date = '2030-01-10';
+delete from public.workout_chains where date = '2030-01-10';
+delete from public.workout_squads where date = '2030-01-10';
+select is((private.generate_workout_chains('2030-01-10') ->> 'created')::integer, 16, 'one call for the same date');
+select set_eq($$select c.user_id, c.before_user_id, c.after_user_id, c.team_color, c.squad_id, s.user_1_id, s.user_2_id, s.user_3_id
+                  from public.workout_chains c left join public.workout_squads s on s.id = c.squad_id where c.date = '2030-01-10'$$,
+              $$select * from parts_shape$$, 'parts make the chains and squads of one call');
+select is((private.generate_workout_chains('2030-01-10', 1, 3) ->> 'created')::integer, 0, 'a part run again adds nothing');
+select throws_ok($$select private.generate_workout_chains('2030-01-10', 3, 3)$$, '22023', null, 'a part outside the split is refused');
+select throws_ok($$select private.generate_workout_chains('2030-01-10', 0, 65)$$, '22023', null, 'more than 64 parts are refused');
+select is(private.workout_chain_bucket(null), private.workout_chain_bucket(''), 'users without a group share one bucket');
 
 -- Time zones are IANA names; rows written with another are repaired.
 select is(array[private.is_valid_timezone('Europe/Paris'), private.is_valid_timezone('europe/paris'), private.is_valid_timezone('Etc/GMT-14'),

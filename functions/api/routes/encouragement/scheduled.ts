@@ -27,7 +27,8 @@ export const scheduledRoutes = routeModule()
       path: '/encouragement-drops/cron/process-engagement',
       tag,
       auth: { cron: 'encouragement-drops/process-engagement' },
-      summary: 'Engagement and bonus drops (scheduled 0 * * * *; pg_cron runs the SQL directly)',
+      summary:
+        'Engagement and bonus drops: walkers side by side over chunks of due drops (pg_cron runs one chunk in SQL every 5 minutes)',
       response: Engagement,
     }),
     async (c) => c.json(await runEngagement(c.var.db)),

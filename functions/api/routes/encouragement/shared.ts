@@ -1,6 +1,6 @@
 // What the encouragement modules share: the tag, drop and media types, the configuration and
 // template shapes (with the columns that select them), and engagement processing, which super
-// admins run by hand and pg_cron runs every hour.
+// admins run by hand and pg_cron runs one chunk of every 5 minutes.
 import { z } from '@hono/zod-openapi'
 import type { Db } from '../../../_shared/db.ts'
 import { unwrap } from '../../../_shared/errors.ts'
@@ -40,7 +40,8 @@ export const Engagement = z.object({
   bonuses_awarded: z.number().int(),
   badges_recalculated: z.number().int(),
   remaining: z.number().int().openapi({
-    description: 'Drops whose window closed that are still unjudged (a larger backlog than one run takes)',
+    description:
+      'Drops whose window closed that are still unjudged, counted up to 10,000 (left when the budget ran out)',
   }),
   bonus_pairs_pruned: z.number().int().openapi({
     description: 'Old one-bonus-per-pair-and-day records deleted by this run (at most 50,000)',
@@ -48,8 +49,45 @@ export const Engagement = z.object({
   duration_ms: z.number(),
 }).openapi('EngagementProcessing')
 
+/**
+ * Engagement processing: ENGAGEMENT_WALKERS (default 2) walkers side by side, each judging one
+ * chunk of ENGAGEMENT_CHUNK (default 10,000) due drops per call (its own transaction of a few
+ * seconds; chunks never overlap: skip locked), until nothing is due or ENGAGEMENT_BUDGET_MS
+ * (default 100 s) has passed; the reply sums the chunks.
+ */
 export async function runEngagement(db: Db) {
-  const r = unwrap(await db.rpc('process_encouragement_engagement', {}))
+  const chunk = Math.min(200000, Math.max(1, Number(Deno.env.get('ENGAGEMENT_CHUNK') ?? 10000)))
+  const walkers = Math.min(8, Math.max(1, Number(Deno.env.get('ENGAGEMENT_WALKERS') ?? 2)))
+  const deadline = Date.now() + Number(Deno.env.get('ENGAGEMENT_BUDGET_MS') ?? 100_000)
+  const started = Date.now()
+  const sum = {
+    judged: 0,
+    engaged: 0,
+    bonuses_awarded: 0,
+    badges_recalculated: 0,
+    remaining: 0,
+    bonus_pairs_pruned: 0,
+  }
+  await Promise.all(Array.from({ length: walkers }, async () => {
+    do {
+      const r = unwrap(await db.rpc('process_encouragement_engagement', { max_drops: chunk })) as Record<
+        keyof typeof sum,
+        number
+      >
+      for (
+        const k of [
+          'judged',
+          'engaged',
+          'bonuses_awarded',
+          'badges_recalculated',
+          'bonus_pairs_pruned',
+        ] as const
+      ) sum[k] += r[k]
+      sum.remaining = r.remaining
+      if (r.judged === 0) break
+    } while (sum.remaining > 0 && Date.now() < deadline)
+  }))
+  const r = { ...sum, duration_ms: Date.now() - started }
   console.log('process-engagement:', JSON.stringify(r))
   return r
 }

@@ -231,12 +231,37 @@ export const chainRoutes = routeModule()
       path: `${base}/cron/generate-chains`,
       tag,
       auth: { cron: 'workout-window' },
-      summary: 'Daily chain generation (0 0 * * *)',
+      summary:
+        'Daily chain generation (0 0 * * *): WORKOUT_CHAIN_PARTS (default 2) parts of the groups side by side',
       response: ChainRun,
     }),
     async (c) => {
       console.log(JSON.stringify({ job: 'workout-generate-chains', event: 'start' }))
-      const result = unwrap(await c.var.db.rpc('generate_workout_chains', { target: null }))
+      // Each part is its own call and transaction (groups never share neighbours, teams or squads).
+      const parts = Math.min(64, Math.max(1, Number(Deno.env.get('WORKOUT_CHAIN_PARTS') ?? 2)))
+      const runs = await Promise.all(
+        Array.from({ length: parts }, async (_, part) =>
+          unwrap(
+            await c.var.db.rpc('generate_workout_chains_part', {
+              target: null as unknown as string,
+              part,
+              parts,
+            }),
+          ) as {
+            date: string
+            participants: number
+            created: number
+            relinked: number
+            squadsCreated: number
+          }),
+      )
+      const result = {
+        date: runs[0].date,
+        participants: runs.reduce((n, r) => n + r.participants, 0),
+        created: runs.reduce((n, r) => n + r.created, 0),
+        relinked: runs.reduce((n, r) => n + r.relinked, 0),
+        squadsCreated: runs.reduce((n, r) => n + r.squadsCreated, 0),
+      }
       logRun('workout-generate-chains', result)
       return c.json(result)
     },
