@@ -91,6 +91,8 @@ test('the cron endpoints want the notifications cron secret', async () => {
   )
   const [job] = await sql`select schedule from cron.job where jobname = 'notification-deliveries'`
   assert.equal(job.schedule, '* * * * *')
+  const [digests] = await sql`select schedule from cron.job where jobname = 'notification-digests'`
+  assert.equal(digests.schedule, '2-59/10 * * * *')
 })
 
 test('retention prunes read notifications after 90 days and delivery rows after 30, in chunks', async () => {
@@ -125,4 +127,95 @@ test('retention prunes read notifications after 90 days and delivery rows after 
   )
   const [{ n }] = await sql`select count(*)::int as n from cron.job where jobname = 'notification-retention'`
   assert.equal(n, 1)
+})
+
+// Users due for a digest at one moment, in user id order (the order claims take them).
+async function dueUsers(n: number, at: string) {
+  const users = []
+  for (let i = 0; i < n; i++) {
+    const user = await createUser()
+    const opt = await api('/api/notifications/preferences', {
+      method: 'PUT',
+      token: user.token,
+      body: { email_digest: true, timezone: 'UTC', digest_hour: 8 },
+    })
+    assert.equal(opt.status, 200, JSON.stringify(opt.body))
+    await sql`insert into public.notifications (user_id, type, payload, created_at)
+              values (${user.id}, 'tone_pack.shared', '{"pack_name": "Calm"}', ${at}::timestamptz - interval '1 hour')`
+    users.push(user)
+  }
+  return users.sort((a, b) => (a.id < b.id ? -1 : 1))
+}
+const digestRun = async (body: Record<string, unknown>) => {
+  const res = await api('/api/notifications/cron/digest', { headers: CRON, body })
+  assert.equal(res.status, 200, JSON.stringify(res.body))
+  return res.body.results
+}
+const fail = (to: string, status: number, name: string, message: string) =>
+  fetch(`${env('RESEND_BASE_URL')}/__control/fail`, {
+    method: 'POST',
+    body: JSON.stringify({ to, status, name, message, times: 1 }),
+  }).then((r) => r.body?.cancel())
+
+test('digests go out as Resend batches, chunk after chunk in one run; a refused address waits for a later run', async () => {
+  // Far from the other tests' notifications (a claim looks 7 days back at most).
+  const at = '2029-05-01T08:30:00Z'
+  const [a, b, c] = await dueUsers(3, at)
+  await fail(c.email, 422, 'validation_error', 'Invalid `to` field.')
+  const run = await digestRun({ at, limit: 2 })
+  assert.deepEqual([run.claimed, run.sent, run.failed, run.batches, run.more], [3, 2, 1, 2, false])
+  assert.deepEqual(run.errors, [{ user_id: c.id, error: 'Invalid `to` field.' }])
+  const [ma, mb] = [(await inbox(a.email))[0], (await inbox(b.email))[0]]
+  assert.equal(ma.batch, mb.batch, 'the first chunk is one batch request')
+  assert.notEqual(ma.batch, null)
+  assert.equal(ma.headers['List-Unsubscribe-Post'], 'List-Unsubscribe=One-Click')
+  assert.equal((await inbox(c.email)).length, 0)
+  // The refused user is not claimed again by the next run at once, but 10 minutes later.
+  assert.equal((await digestRun({ at })).claimed, 0)
+  const later = await digestRun({ at: '2029-05-01T08:41:00Z' })
+  assert.deepEqual([later.claimed, later.sent], [1, 1])
+  assert.equal((await inbox(c.email)).length, 1)
+  assert.equal((await inbox(a.email)).length, 1, 'one digest a day')
+})
+
+test('a digest run stops at its time budget and the next continues; a lost record sends nothing twice', async () => {
+  const at = '2029-06-01T08:30:00Z'
+  const users = await dueUsers(3, at)
+  const first = await digestRun({ at, limit: 1, budget_ms: 1 })
+  assert.deepEqual([first.claimed, first.sent, first.more], [1, 1, true])
+  // As if the run had died after Resend took the batch and before recording it, and a
+  // notification had come since: the next run claims the same user again and makes the same
+  // batch key with a longer body, which Resend refuses (409): the digest went out already.
+  await sql`update private.notification_digests set last_sent_on = null, last_sent_at = null where user_id = ${
+    users[0].id
+  }`
+  await sql`insert into public.notifications (user_id, type, payload, created_at)
+            values (${
+    users[0].id
+  }, 'team.member_added', '{"team_name": "Blue"}', ${at}::timestamptz - interval '1 minute')`
+  const rest = await digestRun({ at, limit: 1 })
+  assert.deepEqual([rest.claimed, rest.sent, rest.more], [3, 3, false])
+  for (const user of users) assert.equal((await inbox(user.email)).length, 1, user.email)
+  const [{ n }] = await sql`select count(*)::int as n from private.notification_digests
+                             where user_id = any(${users.map((u) => u.id)}) and last_sent_on = '2029-06-01'`
+  assert.equal(n, 3, 'every digest recorded')
+})
+
+test('a digest batch refused with 429 is tried again once; a provider error leaves the chunk to a later run', async () => {
+  const at = '2029-07-01T08:30:00Z'
+  const [a] = await dueUsers(1, at)
+  await fail(a.email, 429, 'rate_limit_exceeded', 'Too many requests.')
+  const run = await digestRun({ at })
+  assert.deepEqual([run.claimed, run.sent, run.failed, run.batches], [1, 1, 0, 1])
+  assert.equal((await inbox(a.email)).length, 1)
+
+  const at2 = '2029-07-02T08:30:00Z'
+  const [d] = await dueUsers(1, at2)
+  await fail(d.email, 500, 'application_error', 'Internal server error')
+  const down = await digestRun({ at: at2 })
+  assert.deepEqual([down.sent, down.failed, down.more], [0, 1, true])
+  assert.equal((await inbox(d.email)).length, 0)
+  const back = await digestRun({ at: '2029-07-02T08:45:00Z' })
+  assert.equal(back.sent, 1)
+  assert.equal((await inbox(d.email)).length, 1)
 })

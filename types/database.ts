@@ -1446,7 +1446,7 @@ isOneToOne: false
                            },
 "claim_notification_digests":
 { Args: { "at"?: string,"lease_seconds"?: number,"max_users"?: number }; Returns: {
-              "email": string,"local_date": string,"notifications": Json,"total": number,"unsubscribe_token": string,"user_id": string
+              "attempt": number,"email": string,"local_date": string,"notifications": Json,"total": number,"unsubscribe_token": string,"user_id": string
             }[]
                            },
 "create_journal_entry":
@@ -2072,8 +2072,8 @@ isOneToOne: false
 "record_notification_deliveries":
 { Args: { "results": Json }; Returns: number
                            },
-"record_notification_digest":
-{ Args: { "at"?: string,"local_date": string,"sent": boolean,"user_id": string }; Returns: undefined
+"record_notification_digests":
+{ Args: { "at"?: string,"results": Json }; Returns: number
                            },
 "refresh_workout_battle_standing":
 { Args: { "week_start"?: string }; Returns: Json

@@ -62,14 +62,7 @@ export async function sendEmail(
   idempotencyKey: string,
 ): Promise<{ id: string } | { error: ResendFailure }> {
   const { resend, from } = requireResend()
-  const payload = {
-    from,
-    to: [mail.to],
-    subject: mail.subject,
-    ...(mail.html ? { html: mail.html } : {}),
-    ...(mail.text ? { text: mail.text } : {}),
-    ...(mail.headers ? { headers: mail.headers } : {}),
-  }
+  const payload = resendPayload(from, mail)
   const { data, error } = await resend.emails.send(payload as Parameters<typeof resend.emails.send>[0], {
     idempotencyKey,
   })
@@ -78,6 +71,46 @@ export async function sendEmail(
     return { error: { name: 'application_error', message: 'no message id in the reply', statusCode: 502 } }
   }
   return { id: data.id }
+}
+
+/** The payload Resend takes for one message, from ours. */
+function resendPayload(from: string, mail: OutgoingEmail) {
+  return {
+    from,
+    to: [mail.to],
+    subject: mail.subject,
+    ...(mail.html ? { html: mail.html } : {}),
+    ...(mail.text ? { text: mail.text } : {}),
+    ...(mail.headers ? { headers: mail.headers } : {}),
+  }
+}
+
+/** Resend's batch endpoint takes at most this many messages a request. */
+export const EMAIL_BATCH_MAX = 100
+
+/**
+ * Sends up to 100 e-mails in one request (Resend's batch endpoint), permissive: the valid ones
+ * go out and each refused one comes back by its index. The idempotency key covers the whole
+ * request: the same key and messages again (a retry after a lost answer) send nothing twice.
+ */
+export async function sendEmailBatch(
+  mails: OutgoingEmail[],
+  idempotencyKey: string,
+): Promise<{ ids: (string | null)[]; refused: Map<number, string> } | { error: ResendFailure }> {
+  if (mails.length === 0) return { ids: [], refused: new Map() }
+  if (mails.length > EMAIL_BATCH_MAX) throw new Error(`at most ${EMAIL_BATCH_MAX} e-mails a batch`)
+  const { resend, from } = requireResend()
+  const payload = mails.map((m) => resendPayload(from, m)) as Parameters<typeof resend.batch.send>[0]
+  const { data, error } = await resend.batch.send(payload, { idempotencyKey, batchValidation: 'permissive' })
+  if (error) return { error }
+  const refused = new Map((data?.errors ?? []).map((e) => [e.index, e.message] as const))
+  // Resend lists the ids of the accepted messages in order, the refused ones left out.
+  const accepted = [...(data?.data ?? [])]
+  const ids = mails.map((_, i) => (refused.has(i) ? null : accepted.shift()?.id ?? null))
+  ids.forEach((id, i) => {
+    if (id === null && !refused.has(i)) refused.set(i, 'no message id in the reply')
+  })
+  return { ids, refused }
 }
 
 /**

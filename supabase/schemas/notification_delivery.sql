@@ -674,21 +674,26 @@ create table private.notification_digests (
   unsubscribe_token uuid not null unique default gen_random_uuid(),
   last_sent_on date,
   last_sent_at timestamptz,
-  claimed_until timestamptz
+  claimed_until timestamptz,
+  -- Sends refused since the last digest went out: part of the batch's idempotency key, so a
+  -- retry after a refusal is a new request and a retry after a lost answer is the same one.
+  failed_attempts integer not null default 0
 );
 alter table private.notification_digests enable row level security;
 comment on table private.notification_digests is
   'Each opted-in user''s digest: the local date and time of the last one sent (the next covers unread notifications '
-  'written since), a run''s claim, and the token of the one-click unsubscribe link.';
+  'written since), a run''s claim, sends refused since the last one, and the token of the one-click unsubscribe link.';
 
 /*
  * Claims up to max_users whose digest is due at `at`: opted in, their local hour at or past
  * digest_hour, none sent yet on their local date, and unread notifications (of types whose e-mail
  * channel is on) written since the last one (or in the last 7 days). Each row carries the user's
- * address, the unsubscribe token, their local date and up to 50 notifications, newest first.
+ * address, the unsubscribe token, their local date, up to 50 notifications (newest first) and
+ * the sends refused since the last digest (the batch key's attempt).
  */
 create or replace function private.claim_notification_digests(max_users integer, lease_seconds integer, at timestamptz)
-returns table (user_id uuid, email text, unsubscribe_token uuid, local_date date, total bigint, notifications jsonb)
+returns table (user_id uuid, email text, unsubscribe_token uuid, local_date date, total bigint, notifications jsonb,
+               attempt integer)
 language plpgsql security definer
 set search_path = ''
 as $$
@@ -736,7 +741,8 @@ begin
                      where n.user_id = p.user_id and n.read_at is null
                        and n.created_at > coalesce(g.last_sent_at, at - interval '7 days') and n.created_at <= at
                        and private.notification_channel_on(p, n.type, 'email')
-                     order by n.created_at desc limit 50) x)
+                     order by n.created_at desc limit 50) x),
+           g.failed_attempts
       from public.notification_preferences p
       join private.notification_digests g on g.user_id = p.user_id
       join auth.users u on u.id = p.user_id
@@ -748,7 +754,8 @@ grant execute on function private.claim_notification_digests(integer, integer, t
 
 create or replace function public.claim_notification_digests(max_users integer default 100, lease_seconds integer default 300,
                                                              at timestamptz default now())
-returns table (user_id uuid, email text, unsubscribe_token uuid, local_date date, total bigint, notifications jsonb)
+returns table (user_id uuid, email text, unsubscribe_token uuid, local_date date, total bigint, notifications jsonb,
+               attempt integer)
 language sql
 set search_path = ''
 as $$ select * from private.claim_notification_digests($1, $2, $3) $$;
@@ -756,30 +763,41 @@ comment on function public.claim_notification_digests(integer, integer, timestam
   'Service role (the digest job): claims users whose daily e-mail digest is due, with its notifications.';
 grant execute on function public.claim_notification_digests(integer, integer, timestamptz) to service_role;
 
--- After the send: sent -> the day is done and the next digest starts from `at`; not sent -> released.
-create or replace function private.record_notification_digest(user_id uuid, local_date date, sent boolean, at timestamptz)
-returns void
+-- After a run's batch: each user's outcome ([{user_id, local_date, sent}]) in one call. Sent: the
+-- day is done and the next digest starts from `at`; not sent: tried again 10 minutes later (a
+-- later run), not by the same run's next claim. Returns the rows recorded.
+create or replace function private.record_notification_digests(results jsonb, at timestamptz)
+returns integer
 language sql security definer
 set search_path = ''
 as $$
-  update private.notification_digests g
-     set last_sent_on = case when sent then local_date else g.last_sent_on end,
-         last_sent_at = case when sent then at else g.last_sent_at end,
-         claimed_until = null
-   where g.user_id = record_notification_digest.user_id
+  with outcome as (
+    select (x ->> 'user_id')::uuid as user_id, (x ->> 'local_date')::date as local_date,
+           coalesce((x ->> 'sent')::boolean, false) as sent
+      from jsonb_array_elements(coalesce(results, '[]'::jsonb)) x
+  ), recorded as (
+    update private.notification_digests g
+       set last_sent_on = case when o.sent then o.local_date else g.last_sent_on end,
+           last_sent_at = case when o.sent then at else g.last_sent_at end,
+           claimed_until = case when o.sent then null else at + interval '10 minutes' end,
+           failed_attempts = case when o.sent then 0 else g.failed_attempts + 1 end
+      from outcome o
+     where g.user_id = o.user_id
+    returning 1
+  )
+  select count(*)::integer from recorded
 $$;
-revoke execute on function private.record_notification_digest(uuid, date, boolean, timestamptz) from public;
-grant execute on function private.record_notification_digest(uuid, date, boolean, timestamptz) to service_role;
+revoke execute on function private.record_notification_digests(jsonb, timestamptz) from public;
+grant execute on function private.record_notification_digests(jsonb, timestamptz) to service_role;
 
-create or replace function public.record_notification_digest(user_id uuid, local_date date, sent boolean,
-                                                             at timestamptz default now())
-returns void
+create or replace function public.record_notification_digests(results jsonb, at timestamptz default now())
+returns integer
 language sql
 set search_path = ''
-as $$ select private.record_notification_digest($1, $2, $3, $4) $$;
-comment on function public.record_notification_digest(uuid, date, boolean, timestamptz) is
-  'Service role (the digest job): records a digest sent (or releases its claim).';
-grant execute on function public.record_notification_digest(uuid, date, boolean, timestamptz) to service_role;
+as $$ select private.record_notification_digests($1, $2) $$;
+comment on function public.record_notification_digests(jsonb, timestamptz) is
+  'Service role (the digest job): records a batch''s digests sent; the rest are tried again 10 minutes later.';
+grant execute on function public.record_notification_digests(jsonb, timestamptz) to service_role;
 
 -- The one-click unsubscribe (RFC 8058): the token from the e-mail's link turns the digest off.
 -- Returns whether the token was known.

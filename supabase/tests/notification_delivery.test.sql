@@ -34,7 +34,7 @@ select is(
           unnest(array['public.claim_notification_deliveries(integer,integer,text[],timestamptz)',
                        'public.start_notification_deliveries(bigint[],uuid)', 'public.record_notification_deliveries(jsonb)',
                        'public.claim_expo_receipts(integer,integer)', 'public.claim_notification_digests(integer,integer,timestamptz)',
-                       'public.record_notification_digest(uuid,date,boolean,timestamptz)',
+                       'public.record_notification_digests(jsonb,timestamptz)',
                        'public.unsubscribe_notification_digest(uuid)', 'private.prune_notifications(integer,integer,integer)']) f
     where has_function_privilege(r, f, 'EXECUTE')),
   null, 'the sender''s, digest''s and retention''s functions are the service role''s only');

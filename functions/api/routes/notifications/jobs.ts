@@ -33,6 +33,10 @@ const DigestReport = z.object({
   claimed: z.number().int(),
   sent: z.number().int(),
   failed: z.number().int(),
+  batches: z.number().int().describe('Resend batch requests (up to 100 e-mails each)'),
+  more: z.boolean().describe(
+    'Users still due when the run stopped (its time budget, or the provider refused)',
+  ),
   errors: z.array(z.object({ user_id: z.string(), error: z.string() })),
 })
 
@@ -97,20 +101,26 @@ export const jobRoutes = routeModule()
       auth: { cron: 'notifications' },
       bodyRequired: false,
       body: z.object({
-        limit: z.number().int().min(1).max(1000).optional().describe('Users per run (default 100)'),
+        limit: z.number().int().min(1).max(100).optional().describe(
+          'Users a claim takes and a batch sends (default 100)',
+        ),
+        budget_ms: z.number().int().min(1).max(140_000).optional().describe(
+          'Stop claiming after this long (default DIGEST_BUDGET_MS, else 100,000: inside an edge-function run)',
+        ),
         at: At,
         scheduled_at: z.string().max(100).optional(),
       }),
       response: z.object({ success: z.boolean(), message: z.string(), results: DigestReport }),
-      summary: 'Scheduled e-mail digests (pg_cron hourly)',
+      summary: 'Scheduled e-mail digests (pg_cron every 10 minutes)',
       description:
         'Users who opted in, at or past their digest hour in their time zone, with unread notifications since ' +
-        'their last digest: one e-mail each through Resend, with List-Unsubscribe one-click headers. Skipped (configured: ' +
+        'their last digest: one e-mail each through Resend (batches of up to 100 a request, chunk after chunk within ' +
+        'the time budget), with List-Unsubscribe one-click headers. Skipped (configured: ' +
         'false) while e-mail is not configured. Per-user failures are in results.errors.',
     }),
     async (c) => {
       const b = c.req.valid('json') ?? {}
-      const results = await runDigests(c.var.db, { limit: b.limit, at: b.at })
+      const results = await runDigests(c.var.db, { limit: b.limit, at: b.at, budgetMs: b.budget_ms })
       return c.json({
         success: true,
         message: `Sent ${results.sent} of ${results.claimed} digests (${results.failed} failed)`,
