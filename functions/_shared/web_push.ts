@@ -278,6 +278,7 @@ export async function postWebPush(request: WebPushRequest, timeoutMs = 10_000): 
       retry: res.status === 429 || res.status >= 500,
       ...(Number.isFinite(retryAfter) && retryAfter > 0 ? { retryAfter } : {}),
       // The first words of the answer stay in the outbox row (private) for whoever runs the job.
+      // deno-lint-ignore no-control-regex -- control characters are what is taken out
       message: `${res.status}${text ? `: ${text.replace(/[\x00-\x1f\x7f]+/g, ' ').slice(0, 200)}` : ''}`,
       ...(gone ? { reason: gone } : {}),
     }
