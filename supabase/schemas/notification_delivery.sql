@@ -58,7 +58,6 @@ create policy "notification_devices: owners update" on public.notification_devic
 create policy "notification_devices: owners forget" on public.notification_devices
   for delete to authenticated using (user_id = (select auth.uid()));
 
--- The columns' rules in words (conventions.sql, "Field rules in words").
 -- Why a Web Push endpoint may not be stored (null: it may). The endpoint is the client's choice
 -- and the sender POSTs to it, so an address naming this machine, a private network or a bare IP
 -- would let a subscription make the api call it (SSRF). What SQL can know: https, no user name or
@@ -108,6 +107,7 @@ comment on function private.web_push_endpoint_problem(text) is
 -- The field-rules trigger runs as the writer.
 grant execute on function private.web_push_endpoint_problem(text) to authenticated, service_role;
 
+-- The columns' rules in words (conventions.sql, "Field rules in words").
 create or replace function private.check_notification_device_fields() returns trigger
 language plpgsql
 set search_path = ''
