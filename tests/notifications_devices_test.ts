@@ -128,7 +128,7 @@ test('bad device input is a 400 naming the field, and nothing is written', async
       body: { web_push_subscription: { ...sub, endpoint: 'http://169.254.169.254/latest' } },
     }),
     400,
-    'address',
+    'web_push_subscription.endpoint',
   )
   assertError(await api('/api/notifications/devices', { body: { expo_push_token: expoToken() } }), 401)
   const [{ n }] =

@@ -13,6 +13,8 @@ const inbox = async (to: string) =>
 
 test("the digest goes out at the user's hour in their zone, once a day, without what they read; one click unsubscribes", async () => {
   const user = await createUser()
+  // The digest goes to confirmed addresses only (notifications_security_test.ts).
+  await sql`update auth.users set email_confirmed_at = now() where id = ${user.id}`
   const opt = await api('/api/notifications/preferences', {
     method: 'PUT',
     token: user.token,
@@ -134,6 +136,7 @@ async function dueUsers(n: number, at: string) {
   const users = []
   for (let i = 0; i < n; i++) {
     const user = await createUser()
+    await sql`update auth.users set email_confirmed_at = now() where id = ${user.id}`
     const opt = await api('/api/notifications/preferences', {
       method: 'PUT',
       token: user.token,

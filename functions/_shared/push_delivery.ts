@@ -76,9 +76,14 @@ interface Outcome {
   error?: string
   retry_after?: number
   retire?: boolean
+  /** The device's retired_reason when it is retired: fixed words, never a provider's answer. */
+  reason?: string
 }
 
-/** Types a person acts on within minutes: sent with high priority. */
+/**
+ * Types a person acts on within minutes: sent with high priority, and exempt from the daily cap
+ * (private.notification_time_sensitive names the same types).
+ */
 const TIME_SENSITIVE = new Set(['workout.checkin_reminder', 'workout.baton_pass'])
 
 const ttlSeconds = (row: Claimed, now: number) =>
@@ -102,7 +107,7 @@ const chunks = <T>(items: T[], size: number) =>
 function webOutcome(id: number, res: WebPushOutcome): Outcome {
   if (res.ok) return { id, outcome: 'sent' }
   const error = `web push: ${res.message}`
-  if (res.gone) return { id, outcome: 'retired', error }
+  if (res.gone) return { id, outcome: 'retired', error, reason: res.reason ?? 'gone' }
   if (res.retry) {
     return { id, outcome: 'retry', error, ...(res.retryAfter ? { retry_after: res.retryAfter } : {}) }
   }
@@ -294,7 +299,7 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
         if (t.status === 'ok') return outcomes.push({ id: r.id, outcome: 'sent', ticket_id: t.id })
         const code = t.details?.error
         if (code === 'DeviceNotRegistered') {
-          return outcomes.push({ id: r.id, outcome: 'retired', error: `expo: ${code}` })
+          return outcomes.push({ id: r.id, outcome: 'retired', error: `expo: ${code}`, reason: code })
         }
         if (code === 'MessageRateExceeded') {
           return outcomes.push({ id: r.id, outcome: 'retry', error: `expo: ${code}` })
@@ -386,6 +391,7 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
             outcome: 'receipt_error',
             error: `expo receipt: ${code ?? ''} ${r.message ?? ''}`.trim(),
             retire: code === 'DeviceNotRegistered',
+            ...(code === 'DeviceNotRegistered' ? { reason: code } : {}),
           }
         }))
       })

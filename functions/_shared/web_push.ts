@@ -4,9 +4,14 @@
 // plain http. 201 is delivered; 404/410 mean the subscription is gone; 429/5xx are retried.
 //
 // Configuration: WEB_PUSH_VAPID_PUBLIC_KEY, WEB_PUSH_VAPID_PRIVATE_KEY and WEB_PUSH_SUBJECT (a
-// mailto: or https: URL) turn the channel on. Endpoints on this machine (http://127.0.0.1,
-// localhost) are refused unless WEB_PUSH_ALLOW_LOOPBACK=true (tests), so a subscription cannot
-// make the api call itself.
+// mailto: or https: URL) turn the channel on.
+//
+// The endpoint is the client's choice and this code POSTs to it, so it is held to known push
+// services (webPushEndpointProblem: at registration and again before each send): https on a host
+// of WEB_PUSH_ALLOWED_HOSTS (default the browsers' own services), no IP literal, no port but 443;
+// redirects are not followed; at most 1 KB of an answer is read, and what the sender stores of it
+// where the owner can read it (retired_reason) is fixed words, never the answer. Loopback
+// endpoints (http://127.0.0.1, localhost, the tests' fake) only with WEB_PUSH_ALLOW_LOOPBACK=true.
 import webpush from 'web-push'
 import { optionalEnv } from './env.ts'
 
@@ -34,9 +39,112 @@ export interface WebPushTarget {
 
 export type WebPushOutcome =
   | { ok: true }
-  | { ok: false; status: number | null; gone: boolean; retry: boolean; retryAfter?: number; message: string }
+  | {
+    ok: false
+    status: number | null
+    gone: boolean
+    retry: boolean
+    retryAfter?: number
+    message: string
+    /** When `gone`: the device's retired_reason (fixed words). */
+    reason?: string
+  }
 
-const LOOPBACK = /^http:\/\/(127\.0\.0\.1|localhost)(:\d+)?\//
+/**
+ * The browsers' push services (the endpoints PushManager.subscribe() hands out): Chrome, Edge on
+ * Android, Opera, Samsung Internet and other Chromium browsers use FCM; Firefox Mozilla's
+ * autopush; Safari Apple's web.push.apple.com; Edge on Windows WNS (wns2-*.notify.windows.com).
+ * `*.` matches any subdomain (not the bare domain).
+ */
+export const DEFAULT_WEB_PUSH_HOSTS = [
+  'fcm.googleapis.com',
+  'updates.push.services.mozilla.com',
+  '*.push.apple.com',
+  '*.notify.windows.com',
+]
+
+/**
+ * WEB_PUSH_ALLOWED_HOSTS (comma-separated host names or `*.suffix` patterns) replaces the default
+ * list; the word `default` in it stands for the default list (`default,push.example.com` extends it).
+ */
+export function webPushAllowedHosts(): string[] {
+  const configured = optionalEnv('WEB_PUSH_ALLOWED_HOSTS')
+  if (!configured) return DEFAULT_WEB_PUSH_HOSTS
+  return configured.split(',').map((h) => h.trim().toLowerCase()).filter(Boolean).flatMap((h) =>
+    h === 'default' ? DEFAULT_WEB_PUSH_HOSTS : /^(\*\.)?[a-z0-9-]+(\.[a-z0-9-]+)+$/.test(h) ? [h] : []
+  )
+}
+
+const hostMatches = (host: string, pattern: string) =>
+  pattern.startsWith('*.')
+    ? host.endsWith(pattern.slice(1)) && host.length > pattern.length - 1
+    : host === pattern
+
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]'])
+/** An IP literal in any notation URL parsing accepts (dotted, decimal, hex, IPv6): the last label is not a name. */
+const notAName = (host: string) => host.startsWith('[') || !/\.[a-z][a-z0-9-]*$/.test(host)
+
+/**
+ * Why the sender may not call a Web Push endpoint (null: it may). Checked when a subscription is
+ * registered through /api (400 naming the field) and again before each send (a row written
+ * around the api, through PostgREST, is retired unsent). The database refuses what it can know
+ * without the configuration (private.web_push_endpoint_problem).
+ */
+export function webPushEndpointProblem(endpoint: string): string | null {
+  let url: URL
+  try {
+    url = new URL(endpoint)
+  } catch {
+    return 'must be a URL'
+  }
+  if (url.username || url.password) return 'must not carry a user name or password'
+  const host = url.hostname.toLowerCase()
+  if (LOOPBACK_HOSTS.has(host) && optionalEnv('WEB_PUSH_ALLOW_LOOPBACK') === 'true') {
+    return url.protocol === 'http:' || url.protocol === 'https:' ? null : 'must be an https URL'
+  }
+  if (url.protocol !== 'https:') return 'must be an https URL'
+  if (url.port) return 'must not name a port (push services listen on 443)'
+  if (notAName(host)) return 'must name a push service by its host name, not an IP address'
+  const allowed = webPushAllowedHosts()
+  if (!allowed.some((pattern) => hostMatches(host, pattern))) {
+    return `must be the endpoint of a known push service (${allowed.join(', ')})`
+  }
+  return null
+}
+
+/** Retirement reasons: fixed words, since the owner reads them and the endpoint was the owner's choice. */
+const GONE_REASON: Record<number, string> = { 404: 'not found (404)', 410: 'gone (410)' }
+/** The most of a push service's answer ever read: enough for an error's first words. */
+export const MAX_ANSWER_BYTES = 1024
+
+/** The first `max` bytes of a body, as text; the rest is never read (the stream is cancelled). */
+async function readAtMost(res: Response, max = MAX_ANSWER_BYTES): Promise<string> {
+  if (!res.body) return ''
+  const reader = res.body.getReader()
+  const parts: Uint8Array[] = []
+  let size = 0
+  try {
+    while (size < max) {
+      const { done, value } = await reader.read()
+      if (done) break
+      parts.push(value)
+      size += value.length
+    }
+  } catch {
+    // A body cut short says nothing more than its status.
+  } finally {
+    reader.cancel().catch(() => {})
+  }
+  const bytes = new Uint8Array(Math.min(size, max))
+  let at = 0
+  for (const part of parts) {
+    const take = part.subarray(0, bytes.length - at)
+    bytes.set(take, at)
+    at += take.length
+    if (at === bytes.length) break
+  }
+  return new TextDecoder().decode(bytes)
+}
 
 /**
  * The VAPID header for a push service's origin, signed once and reused for 12 hours (of its
@@ -90,16 +198,16 @@ export function prepareWebPush(
   payload: string,
   options: WebPushOptions,
 ): WebPushRequest | Refusal {
-  if (
-    !target.endpoint.startsWith('https://') &&
-    !(LOOPBACK.test(target.endpoint) && optionalEnv('WEB_PUSH_ALLOW_LOOPBACK') === 'true')
-  ) {
+  const problem = webPushEndpointProblem(target.endpoint)
+  if (problem) {
+    // Never called: the device is retired, so nothing more is queued for it.
     return {
       ok: false,
       status: null,
-      gone: false,
+      gone: true,
       retry: false,
-      message: 'endpoint not allowed (https only)',
+      message: `endpoint not allowed: ${problem}`,
+      reason: 'endpoint not allowed',
     }
   }
   try {
@@ -132,29 +240,47 @@ export function prepareWebPush(
       gone: true,
       retry: false,
       message: `bad subscription: ${(e as Error).message}`,
+      reason: 'bad subscription keys',
     }
   }
 }
 
-/** Posts a prepared message to the push service; never throws. */
+/**
+ * Posts a prepared message to the push service; never throws. A redirect is not followed (it
+ * could lead anywhere) and counts as a refusal; at most MAX_ANSWER_BYTES of the answer are read.
+ */
 export async function postWebPush(request: WebPushRequest, timeoutMs = 10_000): Promise<WebPushOutcome> {
   try {
     const res = await fetch(request.endpoint, {
       method: request.method,
       headers: request.headers,
       body: request.body as BodyInit,
+      redirect: 'manual',
       signal: AbortSignal.timeout(timeoutMs),
     })
-    const text = await res.text().catch(() => '')
+    const text = await readAtMost(res)
     if (res.status >= 200 && res.status < 300) return { ok: true }
+    if (res.status >= 300 && res.status < 400) {
+      return {
+        ok: false,
+        status: res.status,
+        gone: false,
+        retry: false,
+        message: `${res.status}: redirect not followed`,
+      }
+    }
     const retryAfter = Number(res.headers.get('retry-after'))
+    const gone = GONE_REASON[res.status]
     return {
       ok: false,
       status: res.status,
-      gone: res.status === 404 || res.status === 410,
+      gone: !!gone,
       retry: res.status === 429 || res.status >= 500,
       ...(Number.isFinite(retryAfter) && retryAfter > 0 ? { retryAfter } : {}),
-      message: `${res.status}${text ? `: ${text.slice(0, 200)}` : ''}`,
+      // The first words of the answer stay in the outbox row (private) for whoever runs the job.
+      // deno-lint-ignore no-control-regex -- control characters are what is taken out
+      message: `${res.status}${text ? `: ${text.replace(/[\x00-\x1f\x7f]+/g, ' ').slice(0, 200)}` : ''}`,
+      ...(gone ? { reason: gone } : {}),
     }
   } catch (e) {
     return { ok: false, status: null, gone: false, retry: true, message: `network: ${(e as Error).message}` }

@@ -110,6 +110,8 @@ comment on table public.music_plays is
 
 -- Plays no monthly partition holds (those from before partitioning, or far in the past).
 create table private.music_plays_default partition of public.music_plays default;
+-- Partitions do not inherit RLS: on for each (the monthly ones by ensure_music_play_partitions).
+alter table private.music_plays_default enable row level security;
 revoke all on public.music_plays from anon, authenticated;
 grant select on public.music_plays to authenticated;
 

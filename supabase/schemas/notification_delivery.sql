@@ -58,11 +58,62 @@ create policy "notification_devices: owners update" on public.notification_devic
 create policy "notification_devices: owners forget" on public.notification_devices
   for delete to authenticated using (user_id = (select auth.uid()));
 
+-- Why a Web Push endpoint may not be stored (null: it may). The endpoint is the client's choice
+-- and the sender POSTs to it, so an address naming this machine, a private network or a bare IP
+-- would let a subscription make the api call it (SSRF). What SQL can know: https, no user name or
+-- password, no port but 443, a host name ending in a letter-led top-level label (so no IP literal
+-- in any notation, no single-label name like localhost or metadata), none of the local-only
+-- suffixes. Which push services are allowed is the api's configuration (WEB_PUSH_ALLOWED_HOSTS),
+-- checked at registration through /api and again before each send (functions/_shared/web_push.ts).
+-- Loopback (127.0.0.1, localhost, [::1], http or https) only where the database is told so:
+-- app.web_push_allow_loopback = on, set by sql/local for the local stacks (the tests' fake push
+-- service), never on a hosted project.
+create or replace function private.web_push_endpoint_problem(address text) returns text
+language plpgsql stable
+set search_path = ''
+as $$
+declare
+  authority text := substring(address from '^[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)');
+  host text := lower(regexp_replace(coalesce(authority, ''), ':[0-9]*$', ''));
+begin
+  if address is null or address !~ '^[Hh][Tt][Tt][Pp][Ss]?://[^/?#\s]+([/?#]\S*)?$' then
+    return 'must be an https URL (the subscription''s endpoint)';
+  end if;
+  if authority ~ '@' then
+    return 'must not carry a user name or password';
+  end if;
+  if host in ('127.0.0.1', 'localhost', '[::1]')
+     and coalesce(current_setting('app.web_push_allow_loopback', true), '') = 'on' then
+    return null;
+  end if;
+  if lower(address) !~ '^https://' then
+    return 'must be an https URL (the subscription''s endpoint)';
+  end if;
+  if authority ~ ':[0-9]*$' and authority !~ ':443$' then
+    return 'must not name a port (push services listen on 443)';
+  end if;
+  if host !~ '^[a-z0-9-]+(\.[a-z0-9-]+)*\.[a-z][a-z0-9-]*$' then
+    return 'must name a push service by its host name (no IP address, no local name)';
+  end if;
+  if host ~ '\.(localhost|local|localdomain|internal|intranet|lan|home\.arpa)$' then
+    return 'must be a push service on the internet, not this machine or a local network';
+  end if;
+  return null;
+end
+$$;
+comment on function private.web_push_endpoint_problem(text) is
+  'Why a Web Push endpoint is refused (null: accepted): https, no credentials, no port but 443, a host name (no IP '
+  'literal, no local name). Loopback only with app.web_push_allow_loopback = on (local stacks).';
+-- The field-rules trigger runs as the writer.
+grant execute on function private.web_push_endpoint_problem(text) to authenticated, service_role;
+
 -- The columns' rules in words (conventions.sql, "Field rules in words").
 create or replace function private.check_notification_device_fields() returns trigger
 language plpgsql
 set search_path = ''
 as $$
+declare
+  problem text;
 begin
   perform private.check_required('kind', new.kind);
   perform private.check_one_of('kind', new.kind, array['expo', 'web_push']);
@@ -71,9 +122,10 @@ begin
     raise exception 'address: must be an Expo push token (ExponentPushToken[...])' using errcode = '23514';
   end if;
   if new.kind = 'web_push' then
-    -- Browsers' push services are https; plain http only on this machine (tests, local services).
-    if new.address !~ '^https://[^/\s]+/\S*$' and new.address !~ '^http://(127\.0\.0\.1|localhost)(:[0-9]{1,5})?/\S*$' then
-      raise exception 'address: must be an https URL (the subscription''s endpoint)' using errcode = '23514';
+    -- The endpoint is chosen by the client and called by the sender: see web_push_endpoint_problem.
+    problem := private.web_push_endpoint_problem(new.address);
+    if problem is not null then
+      raise exception 'address: %', problem using errcode = '23514';
     end if;
     perform private.check_max_length('address', new.address, 2048);
     perform private.check_required('key_p256dh', new.key_p256dh);
@@ -128,6 +180,26 @@ end
 $$;
 create trigger notification_devices_per_user_limit before insert on public.notification_devices
   for each row execute function private.limit_notification_devices();
+
+-- A user with no signed-in session left gets no more pushes: when the last of their sessions
+-- ends (signing out everywhere, signing out of the only device, an account deletion request,
+-- which ends them all), their devices are forgotten. A device is not tied to one session: a
+-- sign-out on one device while others stay signed in leaves every device registered, so the
+-- app DELETEs its own before signing out (docs/notifications.md).
+create or replace function private.forget_devices_without_sessions() returns trigger
+language plpgsql security definer
+set search_path = ''
+as $$
+begin
+  delete from public.notification_devices d
+   where d.user_id in (select distinct e.user_id from ended e)
+     and not exists (select 1 from auth.sessions s where s.user_id = d.user_id);
+  return null;
+end
+$$;
+create trigger sessions_forget_notification_devices after delete on auth.sessions
+  referencing old table as ended
+  for each statement execute function private.forget_devices_without_sessions();
 
 -- RPC: registers (or refreshes) one of the caller's devices; registering again un-retires it.
 create or replace function public.register_notification_device(
@@ -311,6 +383,15 @@ begin
 end
 $$;
 
+-- Types a person acts on within minutes (the baton pass, the check-in reminder): sent with high
+-- priority, and never held back by the daily cap (they count towards it). Quiet hours still
+-- apply; a reminder whose moment passes while they last is dropped. The sender's TIME_SENSITIVE
+-- (push_delivery.ts) names the same types.
+create or replace function private.notification_time_sensitive(kind text) returns boolean
+language sql immutable
+set search_path = ''
+as $$ select kind in ('workout.checkin_reminder', 'workout.baton_pass') $$;
+
 -- ---------------------------------------------------------------------------------------------
 -- The delivery outbox
 -- ---------------------------------------------------------------------------------------------
@@ -355,7 +436,9 @@ create index notification_deliveries_receipts_due on private.notification_delive
 
 -- Written in the notification's own transaction, one statement per insert statement (set-based:
 -- a bulk insert of notifications costs one query here). A check-in reminder goes out 30 minutes
--- before the window starts and expires when it starts; anything else at once, for a day.
+-- before the window starts and expires when it starts; anything else at once, for a day. Nothing
+-- is queued for a deactivated profile or an account being deleted (a live recipient: an active
+-- profile and no row in private.account_deletions; the push and digest claims ask the same).
 create or replace function private.queue_notification_deliveries() returns trigger
 language plpgsql security definer
 set search_path = ''
@@ -370,7 +453,9 @@ begin
               then (n.payload ->> 'windowStartsAt')::timestamptz
               else n.created_at + interval '1 day' end
     from inserted n
-    join public.notification_devices d on d.user_id = n.user_id and d.retired_at is null;
+    join public.notification_devices d on d.user_id = n.user_id and d.retired_at is null
+    join public.profiles pr on pr.id = n.user_id and pr.is_active
+   where not exists (select 1 from private.account_deletions x where x.user_id = n.user_id);
   return null;
 end
 $$;
@@ -397,9 +482,9 @@ $$;
 
 /*
  * Claims up to max_rows due deliveries of the given channels for one sender run, deciding on the
- * way what the recipient's preferences say: read or switched off -> skipped; past its moment ->
- * expired; inside quiet hours -> held until they end (expired if that is too late); over the
- * daily cap -> capped. Runs side by side share the work (skip locked); expired leases are
+ * way what the recipient's preferences say: read or switched off, or a recipient deactivated or
+ * being deleted -> skipped; past its moment -> expired; inside quiet hours -> held until they end
+ * (expired if that is too late); over the daily cap -> capped (time-sensitive types never are). Runs side by side share the work (skip locked); expired leases are
  * recovered first. Each claimed row carries the device, the notification and its context, and
  * `remaining` (due rows still pending after this claim, counted up to 1,000).
  */
@@ -448,7 +533,11 @@ begin
     -- Materialized: each row's zone and quiet hours are worked out once, not again in every
     -- expression that reads them.
     select due.id, due.notification_id, due.user_id, p.daily_cap, tz.zone, due.expires_at,
+           private.notification_time_sensitive(nt.type) as urgent,
            case when nt.read_at is not null then 'skipped'
+                -- Deactivated, or being deleted: nothing more goes out.
+                when not pr.is_active or exists (select 1 from private.account_deletions x where x.user_id = due.user_id)
+                  then 'skipped'
                 when due.expires_at <= at then 'expired'
                 when not p.push_enabled or not private.notification_channel_on(p, nt.type, 'push') then 'skipped'
                 else null end as verdict,
@@ -456,6 +545,7 @@ begin
       from due
       join public.notifications nt on nt.id = due.notification_id
       join public.notification_preferences p on p.user_id = due.user_id
+      join public.profiles pr on pr.id = due.user_id
      cross join lateral (select private.notification_timezone(p) as zone) tz
   ), counted as (
     select j.*,
@@ -476,7 +566,7 @@ begin
            case when c.verdict is not null then c.verdict
                 when c.quiet_until is not null and c.quiet_until >= c.expires_at then 'expired'
                 when c.quiet_until is not null then 'held'
-                when not c.counted_already and c.today + c.rank_in_claim > c.daily_cap then 'capped'
+                when not c.urgent and not c.counted_already and c.today + c.rank_in_claim > c.daily_cap then 'capped'
                 else 'claimed' end as verdict
       from counted c
   ), changed as (
@@ -557,7 +647,8 @@ grant execute on function public.start_notification_deliveries(bigint[], uuid) t
  *                                                   (30 s doubling, at most 1 h, or Retry-After);
  *                                                   the 5th attempt fails for good
  *   {id, outcome: failed, error}                    refused for good
- *   {id, outcome: retired, error}                   the device is gone: retired with it
+ *   {id, outcome: retired, error, reason}           the device is gone: retired with it; reason
+ *                                                   (the sender's fixed words) is its retired_reason
  *   {id, outcome: receipt_ok | receipt_error | receipt_retry, error?, retire?}  Expo receipts
  * Returns how many rows changed.
  */
@@ -575,8 +666,10 @@ begin
    order by d.id
      for update;
   with r as (
-    select x.id, x.outcome, left(x.error, 1000) as error, x.ticket_id, x.retry_after, coalesce(x.retire, false) as retire
-      from jsonb_to_recordset(results) as x(id bigint, outcome text, error text, ticket_id text, retry_after integer, retire boolean)
+    select x.id, x.outcome, left(x.error, 1000) as error, x.ticket_id, x.retry_after, coalesce(x.retire, false) as retire,
+           left(x.reason, 100) as reason
+      from jsonb_to_recordset(results)
+        as x(id bigint, outcome text, error text, ticket_id text, retry_after integer, retire boolean, reason text)
   ), upd as (
     update private.notification_deliveries d
        set status = case r.outcome
@@ -600,10 +693,12 @@ begin
            error = coalesce(r.error, d.error)
       from r
      where d.id = r.id
-    returning d.id, d.device_id, r.outcome, r.retire, r.error
+    returning d.id, d.device_id, r.outcome, r.retire, r.reason
   ), gone as (
+    -- The sender's fixed words ('gone (410)', 'DeviceNotRegistered'), never a provider's answer:
+    -- the owner reads this column, and the endpoint was the owner's choice.
     update public.notification_devices v
-       set retired_at = now(), retired_reason = coalesce(u.error, 'the provider no longer knows this device')
+       set retired_at = now(), retired_reason = coalesce(u.reason, 'the provider no longer knows this device')
       from upd u
      where v.id = u.device_id and (u.outcome = 'retired' or u.retire) and v.retired_at is null
     returning v.id
@@ -685,7 +780,8 @@ comment on table private.notification_digests is
   'written since), a run''s claim, sends refused since the last one, and the token of the one-click unsubscribe link.';
 
 /*
- * Claims up to max_users whose digest is due at `at`: opted in, their local hour at or past
+ * Claims up to max_users whose digest is due at `at`: opted in with a confirmed address that is
+ * not suppressed (bounced or complained), an active profile not being deleted, their local hour at or past
  * digest_hour, none sent yet on their local date, and unread notifications (of types whose e-mail
  * channel is on) written since the last one (or in the last 7 days). Each row carries the user's
  * address, the unsubscribe token, their local date, up to 50 notifications (newest first) and
@@ -710,8 +806,14 @@ begin
     select g.user_id
       from public.notification_preferences p
       join private.notification_digests g on g.user_id = p.user_id
+      join auth.users u on u.id = p.user_id
      cross join lateral (select (at at time zone private.notification_timezone(p)) as local) l
      where p.email_digest
+       -- A confirmed address that has not bounced or complained, of a live account.
+       and u.email is not null and u.email_confirmed_at is not null
+       and not exists (select 1 from private.email_suppressions s where s.address = lower(u.email))
+       and exists (select 1 from public.profiles pr where pr.id = p.user_id and pr.is_active)
+       and not exists (select 1 from private.account_deletions x where x.user_id = p.user_id)
        and extract(hour from l.local) >= p.digest_hour
        and (g.last_sent_on is null or g.last_sent_on < l.local::date)
        and (g.claimed_until is null or g.claimed_until < at)

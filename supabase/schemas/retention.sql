@@ -68,6 +68,9 @@ begin
                              and d.played_at < ((m + interval '1 month')::timestamp at time zone 'UTC'));
     execute format('create table private.%I partition of public.music_plays for values from (%L) to (%L)',
                    name, m::timestamp at time zone 'UTC', (m + interval '1 month')::timestamp at time zone 'UTC');
+    -- A partition is a table of its own, reachable by name: RLS on (no policy, so no client role
+    -- reads it even if granted), as on the parent.
+    execute format('alter table private.%I enable row level security', name);
     made := made + 1;
   end loop;
   return made;

@@ -5,7 +5,7 @@ begin;
 create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated;
 
-select plan(19);
+select plan(30);
 
 insert into auth.users (id, email) values
   ('e2400000-0000-4000-8000-000000000001', 'pgtap-push-owner@example.test'),
@@ -104,6 +104,76 @@ select is(private.quiet_hours_end(p, 'Europe/Paris', '2030-01-01 22:30:00+00'), 
 select is(private.quiet_hours_end(p, 'Europe/Paris', '2030-01-01 12:00:00+00'), null,
   'outside them it goes at once')
   from public.notification_preferences p where p.user_id = 'e2400000-0000-4000-8000-000000000001';
+
+-- ---------------------------------------------------------------------------------------
+-- Web Push endpoints: what the database refuses of a client's choice (the allowlist of push
+-- services is the api's, checked at registration and before each send)
+
+select is(
+  (select array_agg(a order by a) from unnest(array[
+     'https://fcm.googleapis.com/fcm/send/abc', 'https://web.push.apple.com/QGx', 'https://push.example.net/x',
+     'https://fcm.googleapis.com:443/wp/abc']) a
+    where private.web_push_endpoint_problem(a) is not null),
+  null, 'https endpoints on host names are accepted');
+set local app.web_push_allow_loopback = 'off';
+select is(
+  (select array_agg(a order by a) from unnest(array[
+     'http://127.0.0.1:5555/push/x', 'https://localhost/x', 'https://127.0.0.1/x', 'https://[::1]/x', 'https://10.0.0.1/x',
+     'https://169.254.169.254/latest/meta-data', 'https://2130706433/x', 'https://0x7f.0x1/x', 'https://metadata/x',
+     'https://push.corp.internal/x', 'https://printer.local/x', 'http://fcm.googleapis.com/fcm/send/x',
+     'https://fcm.googleapis.com:8443/x', 'https://me@fcm.googleapis.com/x', 'ftp://fcm.googleapis.com/x']) a
+    where private.web_push_endpoint_problem(a) is null),
+  null, 'without the local stack''s setting: no loopback, IP literal, local name, http, port, credentials');
+set local role authenticated;
+select pg_temp.act_as('01');
+select throws_ok(
+  $$insert into public.notification_devices (kind, address, key_p256dh, key_auth)
+    values ('web_push', 'https://169.254.169.254/latest', repeat('A', 87), repeat('B', 22))$$,
+  '23514', 'address: must name a push service by its host name (no IP address, no local name)',
+  'a PostgREST insert of an IP endpoint is refused, naming the field');
+select throws_ok(
+  $$select public.register_notification_device('web_push', 'http://127.0.0.1:5555/push/x', repeat('A', 87), repeat('B', 22))$$,
+  '23514', null, 'and so is loopback through the RPC');
+reset role;
+set local app.web_push_allow_loopback = 'on';
+select is(private.web_push_endpoint_problem('http://127.0.0.1:5555/push/x'), null,
+  'the local stacks (sql/local) accept loopback, for the fake push service');
+
+-- ---------------------------------------------------------------------------------------
+-- Nothing is queued for a deactivated profile or an account being deleted
+
+insert into public.notification_devices (user_id, kind, address)
+  values ('e2400000-0000-4000-8000-000000000001', 'expo', 'ExponentPushToken[pgtap-owner]');
+update public.profiles set is_active = false where id = 'e2400000-0000-4000-8000-000000000001';
+insert into written select 'inactive', private.notify('e2400000-0000-4000-8000-000000000001', 'team.member_added', '{"n": 1}');
+select is((select count(*)::int from private.notification_deliveries where notification_id = (select id from written where what = 'inactive')),
+  0, 'a deactivated profile''s notification is not queued');
+update public.profiles set is_active = true where id = 'e2400000-0000-4000-8000-000000000001';
+insert into private.account_deletions (user_id, requested_via) values ('e2400000-0000-4000-8000-000000000001', 'support');
+insert into written select 'deleting', private.notify('e2400000-0000-4000-8000-000000000001', 'team.member_added', '{"n": 2}');
+select is((select count(*)::int from private.notification_deliveries where notification_id = (select id from written where what = 'deleting')),
+  0, 'nor that of an account being deleted');
+delete from private.account_deletions where user_id = 'e2400000-0000-4000-8000-000000000001';
+insert into written select 'live', private.notify('e2400000-0000-4000-8000-000000000001', 'team.member_added', '{"n": 3}');
+select is((select count(*)::int from private.notification_deliveries where notification_id = (select id from written where what = 'live')),
+  1, 'a live account''s is');
+
+-- ---------------------------------------------------------------------------------------
+-- Sessions: the last one ending forgets the devices
+
+insert into auth.sessions (id, user_id) values
+  ('e2400000-0000-4000-8000-0000000000a1', 'e2400000-0000-4000-8000-000000000001'),
+  ('e2400000-0000-4000-8000-0000000000a2', 'e2400000-0000-4000-8000-000000000001');
+delete from auth.sessions where id = 'e2400000-0000-4000-8000-0000000000a1';
+select is((select count(*)::int from public.notification_devices where user_id = 'e2400000-0000-4000-8000-000000000001'),
+  1, 'a sign-out with another session left keeps the devices');
+delete from auth.sessions where user_id = 'e2400000-0000-4000-8000-000000000001';
+select is((select count(*)::int from public.notification_devices where user_id = 'e2400000-0000-4000-8000-000000000001'),
+  0, 'signing out everywhere (every session gone) forgets them');
+
+select ok(private.notification_time_sensitive('workout.baton_pass') and private.notification_time_sensitive('workout.checkin_reminder')
+      and not private.notification_time_sensitive('workout.battle_update'),
+  'the baton pass and the check-in reminder are the time-sensitive types');
 
 select * from finish();
 rollback;

@@ -5,7 +5,7 @@ begin;
 create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
-select plan(29);
+select plan(30);
 
 -- A sends drops to B; A has AI usage, plays, impersonation writes; webhook events.
 insert into auth.users (id, email) values
@@ -161,6 +161,10 @@ select ok(exists (select 1 from pg_trigger t
                    where t.tgrelid = to_regclass('private.music_plays_y' || to_char(now() at time zone 'UTC' + interval '1 month', 'YYYY"m"MM'))
                      and t.tgname = 'zz_record_impersonated_write'),
   'which carries the impersonation audit trigger');
+select is_empty(
+  $$select c.oid::regclass::text from pg_catalog.pg_inherits i join pg_catalog.pg_class c on c.oid = i.inhrelid
+     where i.inhparent = 'public.music_plays'::regclass and not c.relrowsecurity$$,
+  'every music_plays partition (the default one, those the job makes) has row-level security on');
 select is((select count(*)::int from public.impersonation_writes where target_id = '52000000-0000-4000-8000-00000000000a'), 1,
   'impersonation writes past two years are gone');
 select results_eq($$select event_id from private.stripe_events where event_id like 'evt_pgtap_retention%'$$,

@@ -8,7 +8,10 @@
 // allows its http://127.0.0.1 endpoints (WEB_PUSH_ALLOW_LOOPBACK).
 // Control (tests only, steered per subscription):
 //   POST /__control/subscribe {gone?: 404|410}  a new subscription {endpoint, keys: {p256dh, auth}}
-//   POST /__control/fail {endpoint, status, times, retry_after?}  its next pushes fail
+//   POST /__control/fail {endpoint, status, times, retry_after?, location?, body?, body_bytes?}
+//        its next pushes fail: with that status, a Location (a redirect), a body (text, or
+//        body_bytes of filler streamed as the client reads)
+//   GET  /__control/streamed?endpoint=<url>       {bytes}: how much of such bodies clients pulled
 //   GET  /__control/messages?endpoint=<url>       {payload (decrypted JSON), ttl, urgency, topic}[]
 import webpush from 'web-push'
 import { importJWK, jwtVerify } from 'jose'
@@ -93,7 +96,18 @@ export async function start(options: WebPushFakeOptions = {}) {
     { body: Uint8Array; ttl: string | null; urgency: string | null; topic: string | null }[]
   >()
   const counts = new Map<string, number>()
-  const failures = new Map<string, { status: number; times: number; retryAfter?: number }>()
+  const failures = new Map<
+    string,
+    {
+      status: number
+      times: number
+      retryAfter?: number
+      location?: string
+      body?: string
+      bodyBytes?: number
+    }
+  >()
+  const streamed = new Map<string, number>()
   const pub = unb64u(vapid.publicKey)
   const verifyKey = await importJWK({
     kty: 'EC',
@@ -137,8 +151,15 @@ export async function start(options: WebPushFakeOptions = {}) {
         status: b.status,
         times: b.times ?? 1,
         retryAfter: b.retry_after,
+        location: b.location,
+        body: b.body,
+        bodyBytes: b.body_bytes,
       })
       return Response.json({ ok: true })
+    }
+    if (url.pathname === '/__control/streamed') {
+      const id = new URL(url.searchParams.get('endpoint') ?? 'http://x/').pathname.split('/').pop()!
+      return Response.json({ bytes: streamed.get(id) ?? 0 })
     }
     if (url.pathname === '/__control/messages') {
       const id = new URL(url.searchParams.get('endpoint') ?? 'http://x/').pathname.split('/').pop()!
@@ -181,10 +202,24 @@ export async function start(options: WebPushFakeOptions = {}) {
     const failure = failures.get(id)
     if (failure && failure.times > 0) {
       failure.times--
-      return new Response('Try again later', {
-        status: failure.status,
-        headers: failure.retryAfter ? { 'retry-after': String(failure.retryAfter) } : {},
-      })
+      const headers: Record<string, string> = {}
+      if (failure.retryAfter) headers['retry-after'] = String(failure.retryAfter)
+      if (failure.location) headers.location = failure.location
+      // A long answer, made as the client reads it: what it pulled is counted.
+      const filler = new Uint8Array(64 * 1024).fill(0x61)
+      let left = failure.bodyBytes ?? 0
+      const body = failure.bodyBytes
+        ? new ReadableStream<Uint8Array>({
+          pull(controller) {
+            if (left <= 0) return controller.close()
+            const chunk = filler.subarray(0, Math.min(left, filler.length))
+            left -= chunk.length
+            streamed.set(id, (streamed.get(id) ?? 0) + chunk.length)
+            controller.enqueue(chunk)
+          },
+        }, { highWaterMark: 0 })
+        : failure.body ?? 'Try again later'
+      return new Response(body, { status: failure.status, headers })
     }
     const topic = req.headers.get('topic')
     const key = `${topic}|${id}`

@@ -1,10 +1,12 @@
 // Devices that receive push notifications: an Expo push token (the mobile app) or a Web Push
 // subscription (the web app). Registered, listed and forgotten with the caller's token, so RLS
 // decides; a token registered on another account moves to the caller (notification_delivery.sql).
+// A Web Push endpoint must be a known push service's (web_push.ts), checked here before the
+// database's own rule, and again by the sender.
 import { z } from '@hono/zod-openapi'
 import { notFound, unavailable, unwrap } from '../../../_shared/errors.ts'
 import { idParams } from '../../../_shared/validation.ts'
-import { vapidConfig } from '../../../_shared/web_push.ts'
+import { vapidConfig, webPushEndpointProblem } from '../../../_shared/web_push.ts'
 import { endpoint, Message, routeModule } from '../../openapi.ts'
 
 const tag = 'Notifications'
@@ -31,7 +33,14 @@ const NewDevice = z.object({
   )
     .optional().describe('From getExpoPushTokenAsync() in the mobile app'),
   web_push_subscription: z.object({
-    endpoint: z.string().max(2048).url(),
+    endpoint: z.string().max(2048).url().superRefine((endpoint, ctx) => {
+      // Only known push services: the sender POSTs to this URL (web_push.ts).
+      const problem = webPushEndpointProblem(endpoint)
+      if (problem) ctx.addIssue({ code: 'custom', message: problem })
+    }).describe(
+      'The push service URL the browser gave: https on a known push service (FCM, Mozilla, Apple, WNS; ' +
+        'WEB_PUSH_ALLOWED_HOSTS)',
+    ),
     expirationTime: z.number().nullable().optional(),
     keys: z.object({ p256dh: base64url('p256dh', 80, 100), auth: base64url('auth', 16, 32) }),
   }).optional().describe(

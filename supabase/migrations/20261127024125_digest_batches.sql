@@ -31,8 +31,14 @@ begin
     select g.user_id
       from public.notification_preferences p
       join private.notification_digests g on g.user_id = p.user_id
+      join auth.users u on u.id = p.user_id
      cross join lateral (select (at at time zone private.notification_timezone(p)) as local) l
      where p.email_digest
+       -- A confirmed address that has not bounced or complained, of a live account.
+       and u.email is not null and u.email_confirmed_at is not null
+       and not exists (select 1 from private.email_suppressions s where s.address = lower(u.email))
+       and exists (select 1 from public.profiles pr where pr.id = p.user_id and pr.is_active)
+       and not exists (select 1 from private.account_deletions x where x.user_id = p.user_id)
        and extract(hour from l.local) >= p.digest_hour
        and (g.last_sent_on is null or g.last_sent_on < l.local::date)
        and (g.claimed_until is null or g.claimed_until < at)
