@@ -189,9 +189,8 @@ test('a digest run stops at its time budget and the next continues; a lost recor
   // As if the run had died after Resend took the batch and before recording it, and a
   // notification had come since: the next run claims the same user again and makes the same
   // batch key with a longer body, which Resend refuses (409): the digest went out already.
-  await sql`update private.notification_digests set last_sent_on = null, last_sent_at = null where user_id = ${
-    users[0].id
-  }`
+  await sql`update private.notification_digests set last_sent_on = null, last_sent_at = null, due_at = '2026-01-01'
+             where user_id = ${users[0].id}`
   await sql`insert into public.notifications (user_id, type, payload, created_at)
             values (${
     users[0].id
@@ -222,3 +221,29 @@ test('a digest batch refused with 429 is tried again once; a provider error leav
   assert.equal(back.sent, 1)
   assert.equal((await inbox(d.email)).length, 1)
 })
+
+test("a digest is due at the user's hour: opting in schedules it, a send or an empty day moves it to tomorrow, opting out takes it off", async () => {
+  const at = '2029-08-01T09:30:00Z' // 11:30 in Paris
+  const [user] = await dueUsers(1, at)
+  const due = async () =>
+    (await sql`select due_at from private.notification_digests where user_id = ${user.id}`)[0].due_at
+  const prefs = (body: Record<string, unknown>) =>
+    api('/api/notifications/preferences', { method: 'PUT', token: user.token, body })
+  // Opting in (UTC, 08:00) made it due at 08:00 UTC of today's date; a new zone and hour move it.
+  assert.equal((await prefs({ timezone: 'Europe/Paris', digest_hour: 11 })).status, 200)
+  const [{ today }] = await sql`select (now() at time zone 'Europe/Paris')::date::text as today`
+  assert.equal((await due()).getTime(), new Date(await parisEleven(today)).getTime())
+  assert.equal((await digestRun({ at })).sent, 1)
+  assert.equal(
+    (await due()).toISOString(),
+    '2029-08-02T09:00:00.000Z',
+    'tomorrow at 11:00 in Paris (summer time)',
+  )
+  // Nothing unread the next day: looked at, and moved on to the day after.
+  assert.equal((await digestRun({ at: '2029-08-02T09:30:00Z' })).claimed, 0)
+  assert.equal((await due()).toISOString(), '2029-08-03T09:00:00.000Z')
+  assert.equal((await prefs({ email_digest: false })).status, 200)
+  assert.equal(await due(), null)
+})
+const parisEleven = async (date: string) =>
+  (await sql`select ((${date}::date + time '11:00') at time zone 'Europe/Paris')::text as t`)[0].t

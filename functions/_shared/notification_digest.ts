@@ -164,7 +164,6 @@ export async function runDigests(db: Db, options: DigestRunOptions = {}): Promis
       report.more = true
       break
     }
-    if (rows.length < limit) break
     report.more = Date.now() - started >= budgetMs
   }
   console.log(

@@ -772,12 +772,50 @@ create table private.notification_digests (
   claimed_until timestamptz,
   -- Sends refused since the last digest went out: part of the batch's idempotency key, so a
   -- retry after a refusal is a new request and a retry after a lost answer is the same one.
-  failed_attempts integer not null default 0
+  failed_attempts integer not null default 0,
+  -- When the claim looks at this user next (their digest hour on the next local day that may
+  -- have one); null while opted out. Claims read this index, not every opted-in user.
+  due_at timestamptz
 );
 alter table private.notification_digests enable row level security;
 comment on table private.notification_digests is
   'Each opted-in user''s digest: the local date and time of the last one sent (the next covers unread notifications '
-  'written since), a run''s claim, sends refused since the last one, and the token of the one-click unsubscribe link.';
+  'written since), when it is due next, a run''s claim, sends refused since the last one, and the token of the '
+  'one-click unsubscribe link.';
+create index notification_digests_due on private.notification_digests (due_at, user_id) where due_at is not null;
+
+-- The moment of a user's digest hour on their first local day after `sent_through` that is not
+-- before `at`'s local day (in the past when that hour has passed today: due now).
+create or replace function private.notification_digest_due(prefs public.notification_preferences, sent_through date,
+                                                           at timestamptz)
+returns timestamptz
+language sql stable security definer
+set search_path = ''
+as $$
+  select (greatest((at at time zone z.tz)::date, sent_through + 1) + make_time(prefs.digest_hour, 0, 0)) at time zone z.tz
+    from (select private.notification_timezone(prefs) as tz) z
+$$;
+
+-- Opting in (or changing the hour or zone) schedules the digest; opting out takes it off the
+-- claims' index.
+create or replace function private.schedule_notification_digest() returns trigger
+language plpgsql security definer
+set search_path = ''
+as $$
+begin
+  if new.email_digest then
+    insert into private.notification_digests as g (user_id, due_at)
+    values (new.user_id, private.notification_digest_due(new, null, now()))
+    on conflict (user_id) do update set due_at = private.notification_digest_due(new, g.last_sent_on, now());
+  else
+    update private.notification_digests g set due_at = null where g.user_id = new.user_id and g.due_at is not null;
+  end if;
+  return null;
+end
+$$;
+create trigger notification_preferences_schedule_digest
+  after insert or update of email_digest, digest_hour, timezone on public.notification_preferences
+  for each row execute function private.schedule_notification_digest();
 
 /*
  * Claims up to max_users whose digest is due at `at`: opted in with a confirmed address that is
@@ -786,6 +824,12 @@ comment on table private.notification_digests is
  * channel is on) written since the last one (or in the last 7 days). Each row carries the user's
  * address, the unsubscribe token, their local date, up to 50 notifications (newest first) and
  * the sends refused since the last digest (the batch key's attempt).
+ *
+ * It reads the earliest due_at first (an index range, whatever the number of opted-in users),
+ * judges those rows, and moves the ones it cannot send on: to their hour today (not yet there,
+ * e.g. after a zone change), to tomorrow's (sent today, nothing unread, or an address that may
+ * not get mail now), or off the index (opted out). It stops judging after 5 s: a call that
+ * returns fewer than max_users then leaves the rest to the next run.
  */
 create or replace function private.claim_notification_digests(max_users integer, lease_seconds integer, at timestamptz)
 returns table (user_id uuid, email text, unsubscribe_token uuid, local_date date, total bigint, notifications jsonb,
@@ -794,41 +838,61 @@ language plpgsql security definer
 set search_path = ''
 as $$
 declare
-  chosen uuid[];
+  want integer := least(greatest(coalesce(max_users, 100), 1), 1000);
+  chosen uuid[] := '{}'::uuid[];
+  ready uuid[];
+  judged integer;
+  started timestamptz := clock_timestamp();
 begin
-  -- Every opted-in user has a digest row (its token), made here the first time.
-  insert into private.notification_digests (user_id)
-  select p.user_id from public.notification_preferences p
-   where p.email_digest and not exists (select 1 from private.notification_digests g where g.user_id = p.user_id)
-  on conflict do nothing;
-
-  select coalesce(array_agg(c.user_id), '{}') into chosen from (
-    select g.user_id
-      from public.notification_preferences p
-      join private.notification_digests g on g.user_id = p.user_id
-      join auth.users u on u.id = p.user_id
-     cross join lateral (select (at at time zone private.notification_timezone(p)) as local) l
-     where p.email_digest
-       -- A confirmed address that has not bounced or complained, of a live account.
-       and u.email is not null and u.email_confirmed_at is not null
-       and not exists (select 1 from private.email_suppressions s where s.address = lower(u.email))
-       and exists (select 1 from public.profiles pr where pr.id = p.user_id and pr.is_active)
-       and not exists (select 1 from private.account_deletions x where x.user_id = p.user_id)
-       and extract(hour from l.local) >= p.digest_hour
-       and (g.last_sent_on is null or g.last_sent_on < l.local::date)
-       and (g.claimed_until is null or g.claimed_until < at)
-       and exists (select 1 from public.notifications n
-                    where n.user_id = p.user_id and n.read_at is null
-                      and n.created_at > coalesce(g.last_sent_at, at - interval '7 days') and n.created_at <= at
-                      and private.notification_channel_on(p, n.type, 'email'))
-     order by g.user_id
-     limit least(greatest(coalesce(max_users, 100), 1), 1000)
-       for update of g skip locked
-  ) c;
-
-  update private.notification_digests g
-     set claimed_until = at + make_interval(secs => greatest(coalesce(lease_seconds, 300), 5))
-   where g.user_id = any (chosen);
+  loop
+    with candidate as (
+      select g.user_id, g.last_sent_on, g.last_sent_at
+        from private.notification_digests g
+       where g.due_at <= at and (g.claimed_until is null or g.claimed_until < at)
+       order by g.due_at, g.user_id
+       limit want - cardinality(chosen)
+         for update of g skip locked
+    ), verdict as (
+      select c.user_id, p as prefs, l.today,
+             case
+               when p.user_id is null or not p.email_digest then 'off'
+               when extract(hour from l.local) < p.digest_hour then 'not yet'
+               when c.last_sent_on >= l.today then 'tomorrow'
+               -- A confirmed address that has not bounced or complained, of a live account.
+               when u.email is null or u.email_confirmed_at is null
+                 or exists (select 1 from private.email_suppressions s where s.address = lower(u.email))
+                 or not exists (select 1 from public.profiles pr where pr.id = c.user_id and pr.is_active)
+                 or exists (select 1 from private.account_deletions x where x.user_id = c.user_id) then 'tomorrow'
+               when exists (select 1 from public.notifications n
+                             where n.user_id = c.user_id and n.read_at is null
+                               and n.created_at > coalesce(c.last_sent_at, at - interval '7 days') and n.created_at <= at
+                               and private.notification_channel_on(p, n.type, 'email')) then 'ready'
+               else 'tomorrow'
+             end as verdict
+        from candidate c
+        left join public.notification_preferences p on p.user_id = c.user_id
+        left join auth.users u on u.id = c.user_id
+       cross join lateral (select at at time zone private.notification_timezone(p) as local) l0
+       cross join lateral (select l0.local, l0.local::date as today) l
+    ), moved as (
+      update private.notification_digests g
+         set claimed_until = case when v.verdict = 'ready'
+                                  then at + make_interval(secs => greatest(coalesce(lease_seconds, 300), 5)) end,
+             due_at = case v.verdict
+                        when 'ready' then g.due_at
+                        when 'off' then null
+                        when 'not yet' then private.notification_digest_due(v.prefs, null, at)
+                        else private.notification_digest_due(v.prefs, v.today, at)
+                      end
+        from verdict v
+       where g.user_id = v.user_id
+      returning g.user_id, v.verdict
+    )
+    select coalesce(array_agg(m.user_id) filter (where m.verdict = 'ready'), '{}'), count(*)::integer
+      into ready, judged from moved m;
+    chosen := chosen || ready;
+    exit when judged = 0 or cardinality(chosen) >= want or clock_timestamp() - started > interval '5 seconds';
+  end loop;
 
   return query
     select p.user_id, u.email::text, g.unsubscribe_token, (at at time zone private.notification_timezone(p))::date,
@@ -882,8 +946,10 @@ as $$
        set last_sent_on = case when o.sent then o.local_date else g.last_sent_on end,
            last_sent_at = case when o.sent then at else g.last_sent_at end,
            claimed_until = case when o.sent then null else at + interval '10 minutes' end,
-           failed_attempts = case when o.sent then 0 else g.failed_attempts + 1 end
+           failed_attempts = case when o.sent then 0 else g.failed_attempts + 1 end,
+           due_at = case when o.sent then private.notification_digest_due(p, o.local_date, at) else g.due_at end
       from outcome o
+      join public.notification_preferences p on p.user_id = o.user_id
      where g.user_id = o.user_id
     returning 1
   )
