@@ -41,3 +41,7 @@ export async function webDevice(user: TestUser, options: Record<string, unknown>
 export const statuses = async (notificationId: string) =>
   (await sql`select d.channel, d.status from private.notification_deliveries d where d.notification_id = ${notificationId} order by d.channel`)
     .map((r) => `${r.channel}:${r.status}`)
+
+/** Quiet hours off, so a test's notification goes out whatever the hour. */
+export const quietOff = (user: TestUser) =>
+  sql`update public.notification_preferences set quiet_hours_start = null, quiet_hours_end = null where user_id = ${user.id}`

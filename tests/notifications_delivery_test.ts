@@ -2,20 +2,18 @@
 // links, tickets and receipts, DeviceNotRegistered and 410 retiring devices, 429 with backoff,
 // at most once per device with runs side by side, leases that run out.
 import { strict as assert } from 'node:assert'
-import { api, createUser, sql, test, type TestUser } from './_helpers.ts'
+import { api, createUser, sql, test } from './_helpers.ts'
 import {
   deliver,
   expoDevice,
   expoFake,
   expoMessages,
+  quietOff,
   statuses,
   webDevice,
   webFake,
   webMessages,
 } from './_notifications.ts'
-
-const quietOff = (user: TestUser) =>
-  sql`update public.notification_preferences set quiet_hours_start = null, quiet_hours_end = null where user_id = ${user.id}`
 
 test('a notification reaches the Expo and Web Push devices once, with its text and deep link', async () => {
   const [sam, kim] = await Promise.all([createUser(), createUser()])

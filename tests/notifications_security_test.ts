@@ -10,6 +10,7 @@ import {
   deliver,
   expoDevice,
   expoMessages,
+  quietOff,
   statuses,
   webDevice,
   webFake,
@@ -18,8 +19,6 @@ import {
 } from './_notifications.ts'
 import { DEFAULT_WEB_PUSH_HOSTS, webPushEndpointProblem } from '../functions/_shared/web_push.ts'
 
-const quietOff = (user: TestUser) =>
-  sql`update public.notification_preferences set quiet_hours_start = null, quiet_hours_end = null where user_id = ${user.id}`
 const failNext = (endpoint: string, how: Record<string, unknown>) =>
   fetch(`${webFake}/__control/fail`, { method: 'POST', body: JSON.stringify({ endpoint, times: 1, ...how }) })
     .then((r) => r.json())
