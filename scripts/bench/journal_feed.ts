@@ -40,7 +40,11 @@ async function timedInTurn<T extends unknown[]>(
   }
   return ms.map((xs, j) => {
     xs.sort((x, y) => x - y)
-    return { p50: xs[Math.floor(xs.length * 0.5)], p99: xs[Math.min(xs.length - 1, Math.floor(xs.length * 0.99))], last: last[j] }
+    return {
+      p50: xs[Math.floor(xs.length * 0.5)],
+      p99: xs[Math.min(xs.length - 1, Math.floor(xs.length * 0.99))],
+      last: last[j],
+    }
   }) as { [K in keyof T]: { p50: number; p99: number; last: T[K] } }
 }
 
@@ -60,32 +64,63 @@ export async function benchJournalFeed(stack: Stack, iterations: number) {
   await admin`checkpoint`
   await run('sync', [])
   const [{ entries }] = await admin`select count(*)::int as entries from public.journal_entries`
-  console.log(`\nVisibility feed: loaded ${entries.toLocaleString()} entries in ${((performance.now() - t0) / 1000).toFixed(0)}s`)
+  console.log(
+    `\nVisibility feed: loaded ${entries.toLocaleString()} entries in ${
+      ((performance.now() - t0) / 1000).toFixed(0)
+    }s`,
+  )
 
   const byHand = await Deno.readTextFile(`${ROOT}/sql/bench/journal_feed_by_hand.sql`)
-  // Prepared like the RLS path's statement, so both compare plans, not planning.
-  const hand = (before: [string, string]) => admin.unsafe<Row[]>(byHand, [VIEWER, before[0], before[1], PAGE], { prepare: true })
+  // Prepared like the RLS path's statement and with its settings (journal_feed and its helper
+  // force a generic plan and jit off), so both compare plans, not planning or compiling: left
+  // to choose, the plan cache re-planned the hand query on every call at 10x (its generic
+  // estimate grows with the table), 2 ms of planning for a 1 ms query.
+  await admin`set plan_cache_mode = force_generic_plan`
+  await admin`set jit = off`
+  const hand = (before: [string, string]) =>
+    admin.unsafe<Row[]>(byHand, [VIEWER, before[0], before[1], PAGE], { prepare: true })
 
-  // A session acting as the viewer, as PostgREST would set it up.
+  // A session acting as the viewer, as PostgREST sets one up: the role, the claims, and the
+  // role's own settings (`alter role authenticated set ...`, which PostgREST applies to each
+  // request and `set role` does not).
   const viewer = postgres(stack.dbUrl, { max: 1, onnotice: () => {} })
-  await viewer`select set_config('request.jwt.claims', ${JSON.stringify({ sub: VIEWER, role: 'authenticated' })}, false)`
+  await viewer`select set_config('request.jwt.claims', ${
+    JSON.stringify({ sub: VIEWER, role: 'authenticated' })
+  }, false)`
   await viewer`set role authenticated`
+  const roleSettings = await admin<{ name: string; value: string }[]>`
+    select split_part(s, '=', 1) as name, substr(s, strpos(s, '=') + 1) as value
+      from pg_db_role_setting r cross join unnest(r.setconfig) s
+     where r.setrole = 'authenticated'::regrole
+       and r.setdatabase in (0, (select oid from pg_database where datname = current_database()))
+     order by r.setdatabase` // a database's own setting after the role's general one
+  for (const { name, value } of roleSettings) await viewer`select set_config(${name}, ${value}, false)`
   const rls = (before: [string, string] | null) =>
     viewer<Row[]>`select * from public.journal_feed('visible', null, null, null, null, null, null,
                   ${before?.[0] ?? null}, ${before?.[1] ?? null}, ${PAGE})`
 
-  const token = await signClaims({ sub: VIEWER, role: 'authenticated', aud: 'authenticated' }, stack.jwtSecret)
+  const token = await signClaims(
+    { sub: VIEWER, role: 'authenticated', aud: 'authenticated' },
+    stack.jwtSecret,
+  )
   const api = async (cursor: string | null) => {
-    const res = await fetch(`${stack.apiUrl}/functions/v1/api/journal?scope=visible&limit=${PAGE}${cursor ? `&before=${cursor}` : ''}`, {
-      headers: { authorization: `Bearer ${token}` },
-    })
+    const res = await fetch(
+      `${stack.apiUrl}/functions/v1/api/journal?scope=visible&limit=${PAGE}${
+        cursor ? `&before=${cursor}` : ''
+      }`,
+      {
+        headers: { authorization: `Bearer ${token}` },
+      },
+    )
     if (res.status !== 200) throw new Error(`api ${res.status}: ${await res.text()}`)
     return (await res.json()).entries as Row[]
   }
 
   // A cursor deep in the history: the newest entry of the page that starts 90 % back.
   const [deep] = await admin`select created_at, id from public.journal_entries
-                             where created_at < timestamptz '2026-11-01' - make_interval(mins => ${900000 * SCALE}::int)
+                             where created_at < timestamptz '2026-11-01' - make_interval(mins => ${
+    900000 * SCALE
+  }::int)
                              order by created_at desc, id desc limit 1`
   const deepCursor: [string, string] = [new Date(deep.created_at).toISOString(), deep.id]
 
@@ -105,19 +140,29 @@ export async function benchJournalFeed(stack: Stack, iterations: number) {
       () => api(cursor),
     ])
     figure(`feed ${label}, RLS p50`, rlsT.p50, 'ms', 'within 1.3x of 1x')
-    const same = key(handT.last) === key(rlsT.last) && key(rlsT.last) === key(apiT.last) && handT.last.length === PAGE
+    const same = key(handT.last) === key(rlsT.last) && key(rlsT.last) === key(apiT.last) &&
+      handT.last.length === PAGE
     rows.push(
       `${label.padEnd(11)} hand p50 ${handT.p50.toFixed(2)} p99 ${handT.p99.toFixed(2)} | ` +
-        `RLS p50 ${rlsT.p50.toFixed(2)} p99 ${rlsT.p99.toFixed(2)} (${(rlsT.p50 / handT.p50).toFixed(2)}x hand) | ` +
-        `/api/journal p50 ${apiT.p50.toFixed(2)} p99 ${apiT.p99.toFixed(2)} (${(apiT.p50 / rlsRunT.p50).toFixed(2)}x RLS in runs, p50 ${rlsRunT.p50.toFixed(2)}) | ` +
+        `RLS p50 ${rlsT.p50.toFixed(2)} p99 ${rlsT.p99.toFixed(2)} (${
+          (rlsT.p50 / handT.p50).toFixed(2)
+        }x hand) | ` +
+        `/api/journal p50 ${apiT.p50.toFixed(2)} p99 ${apiT.p99.toFixed(2)} (${
+          (apiT.p50 / rlsRunT.p50).toFixed(2)
+        }x RLS in runs, p50 ${rlsRunT.p50.toFixed(2)}) | ` +
         `identical rows: ${same ? 'yes' : 'NO'}`,
     )
   }
-  console.log(`viewer in 5 organizations and 20 teams; ${PAGE} entries a page; ms; ${iterations} runs each after ${WARM_UP} not counted`)
+  console.log(
+    `viewer in 5 organizations and 20 teams; ${PAGE} entries a page; ms; ${iterations} runs each after ${WARM_UP} not counted`,
+  )
   for (const r of rows) console.log(r)
   console.log('targets: RLS p50 < 5 ms; RLS within 1.2x of hand; /api/journal p50 < 3x RLS; identical rows')
   await viewer.end()
   await admin.end()
 }
 
-export const bench: BenchModule = { name: 'feed', run: (stack) => benchJournalFeed(stack, knob('BENCH_FEED_RUNS', 200)) }
+export const bench: BenchModule = {
+  name: 'feed',
+  run: (stack) => benchJournalFeed(stack, knob('BENCH_FEED_RUNS', 200)),
+}
