@@ -206,18 +206,6 @@ begin
   if invocations is null or invocations not between 1 and 20 then
     raise exception 'invocations must be 1 to 20, got %', invocations using errcode = '22023';
   end if;
-  if invocations = 1 then
-    return cron.schedule(job_name, schedule, format(
-      $job$select net.http_post(
-      url := (select decrypted_secret from vault.decrypted_secrets where name = 'project_url') || '/functions/v1' || %L,
-      headers := jsonb_build_object(
-        'Content-Type', 'application/json',
-        'x-cron-secret', (select decrypted_secret from vault.decrypted_secrets where name = %L)),
-      body := jsonb_build_object('scheduled_at', now()),
-      timeout_milliseconds := 60000
-    )$job$,
-      function_path, secret_name));
-  end if;
   return cron.schedule(job_name, schedule, format(
     $job$select net.http_post(
       url := (select decrypted_secret from vault.decrypted_secrets where name = 'project_url') || '/functions/v1' || %L,
