@@ -7,6 +7,10 @@ grant execute on all functions in schema extensions to anon, authenticated, serv
 
 select plan(123);
 
+-- A drop is judged once it has left the engagement queue.
+create function pg_temp.judged(drop_id uuid) returns boolean language sql as $$
+  select not exists (select 1 from private.encouragement_unjudged_drops q where q.drop_id = judged.drop_id) $$;
+
 -- S: sender, R: recipient, T: another recipient, X: stranger, I: inactive, A: AI user,
 -- B: badge climber, Z: super admin.
 insert into auth.users (id, email) values
@@ -216,8 +220,8 @@ insert into public.encouragement_sent_drops (id, sender_id, recipient_id, drop_t
   ('e1000000-0000-4000-8000-0000000000d7', private.assistant_user_id(), 'e1000000-0000-4000-8000-00000000000b', 'encouragement', 'd7', now() - interval '30 hours', (select day1 from at_), true),
   ('e1000000-0000-4000-8000-0000000000d8', 'e1000000-0000-4000-8000-00000000000b', 'e1000000-0000-4000-8000-00000000000b', 'encouragement', 'd8', now() - interval '30 hours', (select day1 from at_), false);
 -- The sends above (today) are judged too; keep them out of this scenario.
-update public.encouragement_sent_drops set engagement_checked = true
- where sender_id = 'e1000000-0000-4000-8000-00000000000a' and content not like 'd_';
+delete from private.encouragement_unjudged_drops q using public.encouragement_sent_drops d
+ where q.drop_id = d.id and d.sender_id = 'e1000000-0000-4000-8000-00000000000a' and d.content not like 'd_';
 insert into public.journal_entries (user_id, title, created_at) values
   ('e1000000-0000-4000-8000-00000000000b', 'after d1', now() - interval '28 hours'),
   ('e1000000-0000-4000-8000-00000000000f', 'ai writes', now() - interval '28 hours');
@@ -241,7 +245,7 @@ begin
       r := public.process_encouragement_engagement(1);
       exit when (r ->> 'judged')::int = 0;
       firsts := firsts || (select content from public.encouragement_sent_drops
-                             where id::text like 'e1000000-0000-4000-8000-0000000000d%' and engagement_checked
+                             where id::text like 'e1000000-0000-4000-8000-0000000000d%' and pg_temp.judged(id)
                              order by date_sent desc, content desc limit 1) || ' ';
       remainders := remainders || (r ->> 'remaining') || ' ';
     end loop;
@@ -249,7 +253,7 @@ begin
            || '|' || (select bonus_earned from public.encouragement_daily_drops
                        where user_id = 'e1000000-0000-4000-8000-00000000000a' and day = private.utc_today())
       into got
-      from public.encouragement_sent_drops where id::text like 'e1000000-0000-4000-8000-0000000000d%' and engagement_checked;
+      from public.encouragement_sent_drops where id::text like 'e1000000-0000-4000-8000-0000000000d%' and pg_temp.judged(id);
     raise exception using errcode = 'P0001', message = got;
   exception when sqlstate 'P0001' then
     got := sqlerrm;
@@ -265,12 +269,12 @@ select results_eq($$select (r ->> 'judged')::int, (r ->> 'engaged')::int, (r ->>
   $$values (7, 6, 2)$$, 'one run judges 7 drops, 6 engaged, 2 bonuses');
 select is(split_part(current_setting('test.chunked'), '|', 3) || '|' || split_part(current_setting('test.chunked'), '|', 4),
   (select string_agg(content || ':' || engaged_at is not null || ':' || bonus_drops_awarded, ' ' order by content)
-     from public.encouragement_sent_drops where id::text like 'e1000000-0000-4000-8000-0000000000d%' and engagement_checked)
+     from public.encouragement_sent_drops where id::text like 'e1000000-0000-4000-8000-0000000000d%' and pg_temp.judged(id))
   || '|' || (select bonus_earned from public.encouragement_daily_drops
               where user_id = 'e1000000-0000-4000-8000-00000000000a' and day = private.utc_today()),
   'the chunks judged as the one run: the same drops engaged, the same bonuses, the same capacity');
 select results_eq(
-  $$select content, engagement_checked, engaged_at is not null, bonus_drops_awarded from public.encouragement_sent_drops
+  $$select content, pg_temp.judged(id), engaged_at is not null, bonus_drops_awarded from public.encouragement_sent_drops
      where id::text like 'e1000000-0000-4000-8000-0000000000d%' order by content$$,
   $$values ('d1'::text, true, true, 2), ('d2', true, true, 0), ('d3', true, false, 0), ('d4', true, true, 0),
            ('d5', false, false, 0), ('d6', true, true, 2), ('d7', true, true, 0), ('d8', true, true, 0)$$,
@@ -303,7 +307,7 @@ begin
     update public.encouragement_badges set total_sent = 0, engagement_increases = 0
      where user_id = 'e1000000-0000-4000-8000-00000000000a';
     loop
-      select c.last_id into cursor_id from private.recalculate_encouragement_badges_chunk(cursor_id, 3) c;
+      select c.last_id into cursor_id from private.recalculate_encouragement_badges_chunk(cursor_id, 3, null) c;
       chunks := chunks + 1;
       exit when cursor_id is null;
     end loop;
@@ -327,8 +331,10 @@ select results_eq($$select (r ->> 'judged')::int, (r ->> 'bonuses_awarded')::int
 select is((select bonus_earned from public.encouragement_daily_drops where user_id = 'e1000000-0000-4000-8000-00000000000a' and day = private.utc_today()),
   4, 'the bonus was paid once');
 -- A drop unjudged by accident of timing cannot be paid for a pair already paid that day.
-update public.encouragement_sent_drops set engagement_checked = false, bonus_drops_awarded = 0
+update public.encouragement_sent_drops set bonus_drops_awarded = 0
  where id = 'e1000000-0000-4000-8000-0000000000d1';
+insert into private.encouragement_unjudged_drops (drop_id, date_sent)
+select id, date_sent from public.encouragement_sent_drops where id = 'e1000000-0000-4000-8000-0000000000d1';
 select is((select (public.process_encouragement_engagement() ->> 'bonuses_awarded')::int), 0,
   're-judging a drop of an already paid pair and day pays nothing');
 -- Runs of this transaction only (finished_at defaults to its now()): the hourly cron job may log one meanwhile.
@@ -426,9 +432,11 @@ declare have integer;
 begin
   select count(*) into have from public.encouragement_sent_drops
    where sender_id = 'e1000000-0000-4000-8000-000000000010' and bonus_drops_awarded > 0;
-  insert into public.encouragement_sent_drops (sender_id, recipient_id, drop_type, content, engagement_checked, bonus_drops_awarded)
-  select 'e1000000-0000-4000-8000-000000000010', 'e1000000-0000-4000-8000-00000000000b', 'encouragement', 'climb', true, 2
+  insert into public.encouragement_sent_drops (sender_id, recipient_id, drop_type, content, bonus_drops_awarded)
+  select 'e1000000-0000-4000-8000-000000000010', 'e1000000-0000-4000-8000-00000000000b', 'encouragement', 'climb', 2
     from generate_series(1, successes - have);
+  delete from private.encouragement_unjudged_drops q using public.encouragement_sent_drops d
+   where q.drop_id = d.id and d.sender_id = 'e1000000-0000-4000-8000-000000000010';
   perform private.recalculate_encouragement_badges(array['e1000000-0000-4000-8000-000000000010'::uuid]);
   return (select level from public.encouragement_badges where user_id = 'e1000000-0000-4000-8000-000000000010');
 end $$;
@@ -460,9 +468,11 @@ select is((select count(*)::integer from public.encouragement_badge_milestones w
   'and no milestone is written twice');
 
 -- Consecutive days: sends today, yesterday and the day before, then a gap.
-insert into public.encouragement_sent_drops (sender_id, recipient_id, drop_type, content, sent_day, engagement_checked)
-select 'e1000000-0000-4000-8000-00000000000c', 'e1000000-0000-4000-8000-00000000000b', 'encouragement', 'streak', private.utc_today() - d, true
+insert into public.encouragement_sent_drops (sender_id, recipient_id, drop_type, content, sent_day)
+select 'e1000000-0000-4000-8000-00000000000c', 'e1000000-0000-4000-8000-00000000000b', 'encouragement', 'streak', private.utc_today() - d
   from unnest(array[0, 1, 2, 4, 5]) d;
+delete from private.encouragement_unjudged_drops q using public.encouragement_sent_drops d
+ where q.drop_id = d.id and d.content = 'streak';
 select lives_ok($$select private.recalculate_encouragement_badges(array['e1000000-0000-4000-8000-00000000000c'::uuid])$$, 'recalculate T');
 select is((select consecutive_days from public.encouragement_badges where user_id = 'e1000000-0000-4000-8000-00000000000c'), 3,
   'three consecutive UTC days ending today');
