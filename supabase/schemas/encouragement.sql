@@ -279,13 +279,15 @@ create index encouragement_sent_drops_inbox on public.encouragement_sent_drops (
 create index encouragement_sent_drops_unread on public.encouragement_sent_drops (recipient_id, date_sent desc, id desc)
   where read_at is null;
 
-create index encouragement_sent_drops_by_sender on public.encouragement_sent_drops (sender_id, sent_day);
+-- A sender's drops (the badge recalculation reads only this index: sent_day and the bonus are in it).
+create index encouragement_sent_drops_by_sender on public.encouragement_sent_drops (sender_id, sent_day)
+  include (bonus_drops_awarded);
 
 -- The drops engagement processing has still to judge: a narrow queue, filled as drops are written
 -- (the baseline trigger below) and emptied as they are judged. Judging a drop deletes its row
--- here; only an engaged drop's own row is updated (engaged_at and bonus_drops_awarded, in no
--- index, so the update can be HOT). A flag on the drop, in the unjudged index's predicate,
--- rewrote every judged drop with entries in its four indexes.
+-- here (a narrow row, two index entries); only an engaged drop's own row is rewritten
+-- (engaged_at, bonus_drops_awarded): a drop not engaged keeps its defaults. A flag on the drop,
+-- in the unjudged index's predicate, rewrote every judged drop with entries in all its indexes.
 create table private.encouragement_unjudged_drops (
   drop_id uuid primary key references public.encouragement_sent_drops (id) on delete cascade,
   date_sent timestamptz not null
@@ -407,6 +409,16 @@ begin
       join public.profiles p on p.id = u.id
      where u.id <> private.assistant_user_id()
   ),
+  -- Full: each sender's drops per UTC day, read once, from the by-sender index alone (it
+  -- carries bonus_drops_awarded: an index-only scan, no visit to the wide rows).
+  days as (
+    select d.sender_id, d.sent_day, count(*) as total_sent, count(*) filter (where d.bonus_drops_awarded > 0) as successes,
+           sum(d.bonus_drops_awarded) as bonus
+      from public.encouragement_sent_drops d
+      join users u on u.id = d.sender_id
+     where not incremental
+     group by d.sender_id, d.sent_day
+  ),
   counts as (
     -- Full: from the sent drops. Incremental (engagement runs): the badge's own stats plus the
     -- successes and bonus just paid, without reading the drops again.
@@ -419,12 +431,10 @@ begin
     union all
     -- (plus the totals of drops the retention job removed: retention.sql)
     select x.sender_id, sum(x.total_sent)::bigint, sum(x.successes)::bigint, sum(x.bonus)::bigint, max(x.last_day), null::integer
-      from (select d.sender_id, count(*) as total_sent, count(*) filter (where d.bonus_drops_awarded > 0) as successes,
-                   sum(d.bonus_drops_awarded) as bonus, max(d.sent_day) as last_day
-              from public.encouragement_sent_drops d
-              join users u on u.id = d.sender_id
-             where not incremental
-             group by d.sender_id
+      from (select y.sender_id, sum(y.total_sent) as total_sent, sum(y.successes) as successes, sum(y.bonus) as bonus,
+                   max(y.sent_day) as last_day
+              from days y
+             group by y.sender_id
             union all
             select r.sender_id, r.total_sent, r.successes, r.bonus, r.last_day
               from private.encouragement_sent_drops_purged r
@@ -435,9 +445,8 @@ begin
   -- The run of consecutive sending days ending at the last one: with the days numbered from
   -- the newest (rn = 1), a day belongs to it while day + rn - 1 is the newest day.
   ranked as (
-    select x.sender_id, x.sent_day, row_number() over (partition by x.sender_id order by x.sent_day desc) as rn
-      from (select distinct d.sender_id, d.sent_day from public.encouragement_sent_drops d
-              join users u on u.id = d.sender_id where d.sent_day <= today and not incremental) x
+    select y.sender_id, y.sent_day, row_number() over (partition by y.sender_id order by y.sent_day desc) as rn
+      from days y where y.sent_day <= today
   ),
   streaks as (
     select r.sender_id, count(*) filter (where r.sent_day + (r.rn - 1)::integer = c.last_day) as streak

@@ -2,6 +2,8 @@
 -- Data (seed rows, backfills, pg_cron schedules, Vault secrets) is never generated: add it by hand.
 set local check_function_bodies = off;
 
+DROP INDEX "public"."encouragement_sent_drops_by_sender";
+
 CREATE TABLE "private"."encouragement_unjudged_drops" ("drop_id" uuid NOT NULL, "date_sent" timestamp with time zone NOT NULL, CONSTRAINT "encouragement_unjudged_drops_pkey" PRIMARY KEY (drop_id));
 -- Backfill (by hand): the drops not judged yet join the queue before their flag goes.
 INSERT INTO "private"."encouragement_unjudged_drops" (drop_id, date_sent)
@@ -294,6 +296,149 @@ begin
 end
 $function$;
 
+CREATE OR REPLACE FUNCTION private.recalculate_encouragement_badges(user_ids uuid[], successes_added integer[] DEFAULT NULL::integer[], bonus_added integer[] DEFAULT NULL::integer[])
+ RETURNS integer
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+ SET work_mem TO '64MB'
+ SET jit TO 'off'
+AS $function$
+declare
+  today constant date := private.utc_today();
+  incremental constant boolean := successes_added is not null;
+  changed integer;
+begin
+  if coalesce(cardinality(user_ids), 0) = 0 then
+    return 0;
+  end if;
+  -- Concurrent recalculations of a user queue here (in key order), so the statement below
+  -- starts from the latest committed badge and drops.
+  perform 1 from public.encouragement_badges b where b.user_id = any (user_ids) order by b.user_id for update;
+  with users as (
+    select distinct u.id from unnest(user_ids) u(id)
+      join public.profiles p on p.id = u.id
+     where u.id <> private.assistant_user_id()
+  ),
+  -- Full: each sender's drops per UTC day, read once, from the by-sender index alone (it
+  -- carries bonus_drops_awarded: an index-only scan, no visit to the wide rows).
+  days as (
+    select d.sender_id, d.sent_day, count(*) as total_sent, count(*) filter (where d.bonus_drops_awarded > 0) as successes,
+           sum(d.bonus_drops_awarded) as bonus
+      from public.encouragement_sent_drops d
+      join users u on u.id = d.sender_id
+     where not incremental
+     group by d.sender_id, d.sent_day
+  ),
+  counts as (
+    -- Full: from the sent drops. Incremental (engagement runs): the badge's own stats plus the
+    -- successes and bonus just paid, without reading the drops again.
+    select i.user_id as sender_id, b.total_sent::bigint as total_sent,
+           (b.engagement_increases + i.n)::bigint as successes, (b.bonus_earned + i.bonus)::bigint as bonus,
+           b.last_sent_day as last_day, b.consecutive_days as kept_streak
+      from unnest(user_ids, successes_added, bonus_added) i(user_id, n, bonus)
+      join public.encouragement_badges b on b.user_id = i.user_id
+     where incremental
+    union all
+    -- (plus the totals of drops the retention job removed: retention.sql)
+    select x.sender_id, sum(x.total_sent)::bigint, sum(x.successes)::bigint, sum(x.bonus)::bigint, max(x.last_day), null::integer
+      from (select y.sender_id, sum(y.total_sent) as total_sent, sum(y.successes) as successes, sum(y.bonus) as bonus,
+                   max(y.sent_day) as last_day
+              from days y
+             group by y.sender_id
+            union all
+            select r.sender_id, r.total_sent, r.successes, r.bonus, r.last_day
+              from private.encouragement_sent_drops_purged r
+              join users u on u.id = r.sender_id
+             where not incremental) x
+     group by x.sender_id
+  ),
+  -- The run of consecutive sending days ending at the last one: with the days numbered from
+  -- the newest (rn = 1), a day belongs to it while day + rn - 1 is the newest day.
+  ranked as (
+    select y.sender_id, y.sent_day, row_number() over (partition by y.sender_id order by y.sent_day desc) as rn
+      from days y where y.sent_day <= today
+  ),
+  streaks as (
+    select r.sender_id, count(*) filter (where r.sent_day + (r.rn - 1)::integer = c.last_day) as streak
+      from ranked r join counts c on c.sender_id = r.sender_id
+     group by r.sender_id
+  ),
+  stats as (
+    select u.id as user_id,
+           coalesce(c.total_sent, 0)::integer as total_sent,
+           coalesce(c.successes, 0)::integer as successes,
+           coalesce(c.bonus, 0)::integer as bonus,
+           c.last_day,
+           -- A run that ended before yesterday is over.
+           case when c.last_day >= today - 1 then coalesce(c.kept_streak, k.streak, 0) else 0 end::integer as streak
+      from users u
+      left join counts c on c.sender_id = u.id
+      left join streaks k on k.sender_id = u.id
+     where not incremental or c.sender_id is not null
+  ),
+  rated as (
+    select s.*, case when s.total_sent > 0 then round(s.successes * 100.0 / s.total_sent, 2) else 0 end as rate
+      from stats s
+  ),
+  leveled as (
+    select r.*, coalesce(b.level, 0) as old_level,
+           greatest(coalesce(b.level, 0), (
+             select max(d.level) from public.encouragement_badge_definitions d
+              where d.min_successful_drops <= r.successes
+                and (d.min_success_rate is null or r.rate >= d.min_success_rate)
+                and (d.min_consecutive_days is null or r.streak >= d.min_consecutive_days))) as new_level
+      from rated r
+      left join public.encouragement_badges b on b.user_id = r.user_id
+  ),
+  progressed as (
+    select l.*,
+           coalesce((
+             select least(100, greatest(0, round(
+                      (l.successes - cur.min_successful_drops) * 100.0
+                      / nullif(nxt.min_successful_drops - cur.min_successful_drops, 0), 2)))
+               from public.encouragement_badge_definitions cur,
+                    lateral (select n.min_successful_drops from public.encouragement_badge_definitions n
+                              where n.level > l.new_level order by n.level limit 1) nxt
+              where cur.level = l.new_level), 100) as progress
+      from leveled l
+  ),
+  saved as (
+    insert into public.encouragement_badges as b
+           (user_id, level, total_sent, engagement_increases, success_rate, bonus_earned, consecutive_days, last_sent_day,
+            progress_to_next, updated_at)
+    select p.user_id, p.new_level, p.total_sent, p.successes, p.rate, p.bonus, p.streak, p.last_day, p.progress, now()
+      from progressed p
+     order by p.user_id
+    on conflict (user_id) do update set
+      level = greatest(b.level, excluded.level),
+      total_sent = excluded.total_sent,
+      engagement_increases = excluded.engagement_increases,
+      success_rate = excluded.success_rate,
+      bonus_earned = excluded.bonus_earned,
+      consecutive_days = excluded.consecutive_days,
+      last_sent_day = excluded.last_sent_day,
+      progress_to_next = excluded.progress_to_next,
+      updated_at = excluded.updated_at
+    returning b.user_id
+  ),
+  reached as (
+    insert into public.encouragement_badge_milestones (user_id, level, stats)
+    select p.user_id, d.level, jsonb_build_object(
+             'total_sent', p.total_sent, 'engagement_increases', p.successes, 'success_rate', p.rate,
+             'bonus_earned', p.bonus, 'consecutive_days', p.streak)
+      from progressed p
+      join public.encouragement_badge_definitions d on d.level > p.old_level and d.level <= p.new_level
+     where p.user_id in (select user_id from saved)
+     order by p.user_id, d.level
+    on conflict (user_id, level) do nothing
+    returning 1
+  )
+  select count(*) into changed from saved;
+  return changed;
+end
+$function$;
+
 CREATE OR REPLACE FUNCTION private.recalculate_encouragement_badges_chunk(after_id uuid, chunk_size integer, until_id uuid DEFAULT NULL::uuid)
  RETURNS TABLE(recalculated integer, last_id uuid)
  LANGUAGE plpgsql
@@ -352,6 +497,8 @@ $function$;
 ALTER TABLE "private"."encouragement_unjudged_drops" ADD CONSTRAINT "encouragement_unjudged_drops_drop_id_fkey" FOREIGN KEY (drop_id) REFERENCES public.encouragement_sent_drops(id) ON DELETE CASCADE;
 
 CREATE INDEX encouragement_unjudged_drops_by_date ON private.encouragement_unjudged_drops USING btree (date_sent);
+
+CREATE INDEX encouragement_sent_drops_by_sender ON public.encouragement_sent_drops USING btree (sender_id, sent_day) INCLUDE (bonus_drops_awarded);
 
 CREATE TRIGGER encouragement_sent_drops_requeue AFTER UPDATE OF date_sent ON public.encouragement_sent_drops FOR EACH ROW WHEN ((old.date_sent IS DISTINCT FROM new.date_sent)) EXECUTE FUNCTION private.requeue_moved_sent_drop();
 
