@@ -5,7 +5,7 @@ begin;
 create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
-select plan(123);
+select plan(133);
 
 -- A drop is judged once it has left the engagement queue.
 create function pg_temp.judged(drop_id uuid) returns boolean language sql as $$
@@ -264,9 +264,20 @@ $$;
 select is(split_part(current_setting('test.chunked'), '|', 1), 'd6 d1 d3 d4 d7 d8 d2 ',
   'chunks of one judge the oldest unjudged drop first (d6, then the 30-hour-old ones, d2 last)');
 select is(split_part(current_setting('test.chunked'), '|', 2), '6 5 4 3 2 1 0 ', 'each chunk says how many due drops remain');
+create temp table rows_before_run as
+  select id, ctid::text as at from public.encouragement_sent_drops where id::text like 'e1000000-0000-4000-8000-0000000000d%';
 select results_eq($$select (r ->> 'judged')::int, (r ->> 'engaged')::int, (r ->> 'bonuses_awarded')::int
                       from (select public.process_encouragement_engagement() as r) x$$,
   $$values (7, 6, 2)$$, 'one run judges 7 drops, 6 engaged, 2 bonuses');
+select results_eq(
+  $$select d.content, d.ctid::text <> b.at from public.encouragement_sent_drops d join rows_before_run b on b.id = d.id
+     where d.content in ('d1', 'd3', 'd5') order by d.content$$,
+  $$values ('d1'::text, true), ('d3', false), ('d5', false)$$,
+  'judging rewrites only engaged drops: d3 (judged, not engaged) and d5 (still in its window) keep their row version');
+select results_eq(
+  $$select d.content from private.encouragement_unjudged_drops q join public.encouragement_sent_drops d on d.id = q.drop_id
+     where d.id::text like 'e1000000-0000-4000-8000-0000000000d%'$$,
+  $$values ('d5'::text)$$, 'the queue keeps only the drop still inside its window');
 select is(split_part(current_setting('test.chunked'), '|', 3) || '|' || split_part(current_setting('test.chunked'), '|', 4),
   (select string_agg(content || ':' || engaged_at is not null || ':' || bonus_drops_awarded, ' ' order by content)
      from public.encouragement_sent_drops where id::text like 'e1000000-0000-4000-8000-0000000000d%' and pg_temp.judged(id))
@@ -324,6 +335,73 @@ select ok(split_part(current_setting('test.walked_badge'), ' ', 1)::integer > 1,
 select is(split_part(current_setting('test.walked_badge'), ' ', 2),
   (select row(total_sent, engagement_increases, success_rate, bonus_earned, consecutive_days, level)::text from incremental_badge),
   'the chunked recalculation of every badge (chunks of 3 users, id order) restores the badge from the drops');
+-- The walk visits every sender, badge holder and sender with purged totals, never the other
+-- profiles: two walkers over id ranges (split at C), chunks of 2, give exactly the badges of a full
+-- recalculation of all of them. Setup, both runs and the comparison in a rolled-back
+-- subtransaction: X holds a badge whose drops are gone; I's drops were all purged (no badge yet).
+do $$
+declare
+  cursor_id uuid;
+  split constant uuid := 'e1000000-0000-4000-8000-00000000000c';
+  full_recalc text;
+  walked text;
+  got text;
+begin
+  begin
+    insert into public.encouragement_badges (user_id, level, total_sent, engagement_increases)
+    values ('e1000000-0000-4000-8000-00000000000d', 1, 5, 1);
+    insert into private.encouragement_sent_drops_purged (sender_id, total_sent, successes, bonus, last_day)
+    values ('e1000000-0000-4000-8000-00000000000e', 7, 6, 12, private.utc_today() - 10);
+    begin
+      perform private.recalculate_encouragement_badges(array(
+        select d.sender_id from public.encouragement_sent_drops d where d.sender_id is not null
+        union select b.user_id from public.encouragement_badges b
+        union select r.sender_id from private.encouragement_sent_drops_purged r));
+      select string_agg(row(user_id, level, total_sent, engagement_increases, success_rate, bonus_earned, consecutive_days,
+                            last_sent_day, progress_to_next)::text, ' ' order by user_id)
+        into full_recalc from public.encouragement_badges;
+      raise exception using errcode = 'P0001';
+    exception when sqlstate 'P0001' then
+      null;
+    end;
+    loop
+      select c.last_id into cursor_id from private.recalculate_encouragement_badges_chunk(cursor_id, 2, split) c;
+      exit when cursor_id is null;
+    end loop;
+    cursor_id := split;
+    loop
+      select c.last_id into cursor_id from private.recalculate_encouragement_badges_chunk(cursor_id, 2, null) c;
+      exit when cursor_id is null;
+    end loop;
+    select string_agg(row(user_id, level, total_sent, engagement_increases, success_rate, bonus_earned, consecutive_days,
+                          last_sent_day, progress_to_next)::text, ' ' order by user_id)
+      into walked from public.encouragement_badges;
+    select concat_ws('|', full_recalc = walked,
+             (select total_sent || ' ' || engagement_increases || ' ' || level from public.encouragement_badges
+               where user_id = 'e1000000-0000-4000-8000-00000000000d'),
+             (select total_sent || ' ' || engagement_increases || ' ' || bonus_earned || ' ' || level from public.encouragement_badges
+               where user_id = 'e1000000-0000-4000-8000-00000000000e'),
+             (select count(*) from public.encouragement_badges
+               where user_id in ('e1000000-0000-4000-8000-000000000011', private.assistant_user_id())),
+             (select count(*) from public.encouragement_badges where user_id::text like 'e1000000-%'))
+      into got;
+    raise exception using errcode = 'P0001', message = got;
+  exception when sqlstate 'P0001' then
+    got := sqlerrm;
+  end;
+  perform set_config('test.walk', got, true);
+end
+$$;
+select is(split_part(current_setting('test.walk'), '|', 1), 't',
+  'two walkers over id ranges in chunks of 2 write exactly the badges of a full recalculation of every sender, holder and purged sender');
+select is(split_part(current_setting('test.walk'), '|', 2), '0 0 1',
+  'a badge whose drops are gone is walked too: recalculated to nothing sent (its level kept)');
+select is(split_part(current_setting('test.walk'), '|', 3), '7 6 12 2',
+  'a sender whose drops were all purged gets the badge of the purged totals (Sprout at 6 successes)');
+select is(split_part(current_setting('test.walk'), '|', 4), '0',
+  'a profile that never sent and the assistant get no badge');
+select ok(split_part(current_setting('test.walk'), '|', 5)::integer between 3 and 8,
+  'the walk wrote the badges of this file''s senders and holders only');
 select is((select sum(amount)::integer from public.drops_transactions where user_id = 'e1000000-0000-4000-8000-00000000000a'), 50,
   'the drops ledger is untouched (only the signup bonus)');
 select results_eq($$select (r ->> 'judged')::int, (r ->> 'bonuses_awarded')::int from (select public.process_encouragement_engagement() as r) x$$,
@@ -523,6 +601,19 @@ select ok(private.send_assistant_drop('e1000000-0000-4000-8000-00000000000c', 'h
 select is((select count(*)::integer from public.encouragement_sent_drops d
             where not exists (select 1 from private.encouragement_drop_baselines b where b.drop_id = d.id)), 0,
   'every drop written (sends, the assistant''s, direct inserts) has its recipient baseline frozen');
+-- The engagement queue follows its drops.
+select is((select q.date_sent from private.encouragement_unjudged_drops q join public.encouragement_sent_drops d on d.id = q.drop_id
+            where d.recipient_id = 'e1000000-0000-4000-8000-00000000000c' and d.is_system),
+  now(), 'the assistant''s drop is queued for engagement processing as it is written');
+update public.encouragement_sent_drops set date_sent = now() - interval '3 days'
+ where recipient_id = 'e1000000-0000-4000-8000-00000000000c' and is_system;
+select is((select q.date_sent from private.encouragement_unjudged_drops q join public.encouragement_sent_drops d on d.id = q.drop_id
+            where d.recipient_id = 'e1000000-0000-4000-8000-00000000000c' and d.is_system),
+  now() - interval '3 days', 'a drop whose date_sent changes keeps its place in the queue');
+delete from public.encouragement_sent_drops where recipient_id = 'e1000000-0000-4000-8000-00000000000c' and is_system;
+select is((select count(*)::integer from private.encouragement_unjudged_drops q
+            where not exists (select 1 from public.encouragement_sent_drops d where d.id = q.drop_id)), 0,
+  'a deleted drop leaves the queue');
 
 select * from finish();
 rollback;
