@@ -443,8 +443,7 @@ test("engagement: a recipient's entry within the window pays the sender the bonu
   const run = await api(`${P}/admin/process-engagement`, { method: 'POST', token: admin.token })
   assert.equal(run.status, 200, JSON.stringify(run.body))
   assert.ok(run.body.judged >= 2 && run.body.bonuses_awarded >= 1)
-  const rows =
-    await sql`select d.id, d.bonus_drops_awarded,
+  const rows = await sql`select d.id, d.bonus_drops_awarded,
                      not exists (select 1 from private.encouragement_unjudged_drops q where q.drop_id = d.id) as judged
                 from public.encouragement_sent_drops d where d.sender_id = ${sender.id} order by d.date_sent, d.id`
   assert.ok(rows.every((r) => r.judged))

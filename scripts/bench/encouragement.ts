@@ -54,9 +54,10 @@ export async function benchEncouragement(stack: Stack, runs: number) {
     let after = bounds[i]
     do {
       const c0 = performance.now()
-      const [r] = await c`select * from private.recalculate_encouragement_badges_chunk(${after}::uuid, ${chunk}, ${
-        bounds[i + 1]
-      }::uuid)`
+      const [r] =
+        await c`select * from private.recalculate_encouragement_badges_chunk(${after}::uuid, ${chunk}, ${
+          bounds[i + 1]
+        }::uuid)`
       longest = Math.max(longest, performance.now() - c0)
       written += r.recalculated
       chunks++
@@ -68,7 +69,9 @@ export async function benchEncouragement(stack: Stack, runs: number) {
   const [{ profiles }] = await db`select count(*)::int as profiles from public.profiles`
   console.log(
     `badge recalculation of every sender and badge holder (${profiles.toLocaleString()} profiles) in chunks of ` +
-      `${chunk.toLocaleString()}, ${badgeWalkers} walker(s): ${recalc.toFixed(1)}s, ${written.toLocaleString()} badges ` +
+      `${chunk.toLocaleString()}, ${badgeWalkers} walker(s): ${
+        recalc.toFixed(1)
+      }s, ${written.toLocaleString()} badges ` +
       `written in ${chunks} chunks, longest chunk ${longest.toFixed(0)} ms`,
   )
   // The same badges as a recalculation from the drops: every sender has one, and the totals
@@ -83,9 +86,11 @@ export async function benchEncouragement(stack: Stack, runs: number) {
                  from public.encouragement_badges)
     select d.senders = b.badges and d.sent = b.sent and d.successes = b.successes and d.bonus = b.bonus as same,
            d.senders, b.badges from d, b`
-  console.log(`  the badges' totals equal the drops' (every sender's badge, sent, successes, bonus): ${
-    check.same ? 'yes' : `NO (${check.senders} senders, ${check.badges} badges)`
-  }`)
+  console.log(
+    `  the badges' totals equal the drops' (every sender's badge, sent, successes, bonus): ${
+      check.same ? 'yes' : `NO (${check.senders} senders, ${check.badges} badges)`
+    }`,
+  )
   figure('badge recalculation, all users', recalc, 's', '< 60 s at 1M users')
   figure('badge recalculation, longest transaction', longest, 'ms', '< 5,000 ms')
 
