@@ -5,7 +5,7 @@ begin;
 create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
-select plan(133);
+select plan(136);
 
 -- A drop is judged once it has left the engagement queue.
 create function pg_temp.judged(drop_id uuid) returns boolean language sql as $$
@@ -614,6 +614,24 @@ delete from public.encouragement_sent_drops where recipient_id = 'e1000000-0000-
 select is((select count(*)::integer from private.encouragement_unjudged_drops q
             where not exists (select 1 from public.encouragement_sent_drops d where d.id = q.drop_id)), 0,
   'a deleted drop leaves the queue');
+
+reset role;
+select set_config('request.jwt.claims', '', true);
+-- Recent senders (SPEC: badges recalculated during cron processing for recent senders): those
+-- who sent since the previous run started (less a minute); X's drop (no badge yet) is that
+-- recent, I's (sent 30 minutes ago, before the previous run) was left to its send.
+insert into public.encouragement_sent_drops (sender_id, recipient_id, drop_type, content, date_sent, sent_day) values
+  ('e1000000-0000-4000-8000-00000000000d', 'e1000000-0000-4000-8000-00000000000b', 'encouragement', 'recent', now(), private.utc_today()),
+  ('e1000000-0000-4000-8000-00000000000e', 'e1000000-0000-4000-8000-00000000000b', 'encouragement', 'earlier',
+   now() - interval '30 minutes', private.utc_today());
+select ok((select count(*) from private.job_runs where job = 'process-engagement' and started_at > now() - interval '29 minutes') > 0,
+  'a previous engagement run started in the last minutes');
+select lives_ok($$select public.process_encouragement_engagement()$$, 'an engagement run');
+select results_eq(
+  $$select user_id, total_sent from public.encouragement_badges
+     where user_id in ('e1000000-0000-4000-8000-00000000000d', 'e1000000-0000-4000-8000-00000000000e')$$,
+  $$values ('e1000000-0000-4000-8000-00000000000d'::uuid, 1)$$,
+  'the run recalculates the senders since the previous run, not everyone of the last two hours again');
 
 select * from finish();
 rollback;

@@ -148,9 +148,12 @@ begin
     into judged, engaged, paid, paid_senders, paid_counts, paid_bonus;
 
   -- Badges: the paid senders' successes and bonus are added to their badges (those without a
-  -- badge yet, and everyone who sent in the last two hours, are recalculated in full; sends
-  -- recalculate already, this catches one that raced this run). A streak that ended needs no
-  -- run: readers show 0 once last_sent_day is before yesterday.
+  -- badge yet, and everyone who sent since the previous run started (a minute of margin, at
+  -- most two hours back), are recalculated in full; sends recalculate already, this catches one
+  -- that raced a run). Since the previous run, not simply the last two hours: at 1,000,000
+  -- users two hours of sends are some 80,000 senders, which every chunk of every walker would
+  -- recalculate again. A streak that ended needs no run: readers show 0 once last_sent_day is
+  -- before yesterday.
   -- Every badge both calls write is locked first, in one ordered batch: locked in two batches
   -- (paid, then recent senders), two walkers side by side deadlocked on each other's.
   full_senders := array(
@@ -159,7 +162,10 @@ begin
     union
     select d.sender_id from private.encouragement_unjudged_drops q
       join public.encouragement_sent_drops d on d.id = q.drop_id
-     where q.date_sent > now() - interval '2 hours' and not d.is_system);
+     where q.date_sent > greatest(now() - interval '2 hours',
+                                  (select max(j.started_at) from private.job_runs j where j.job = 'process-engagement')
+                                  - interval '1 minute')
+       and not d.is_system);
   perform 1 from public.encouragement_badges b
    where b.user_id = any (coalesce(paid_senders, '{}') || full_senders) order by b.user_id for update;
   recent := private.recalculate_encouragement_badges(paid_senders, paid_counts, paid_bonus);
