@@ -47,33 +47,44 @@ export async function benchEncouragement(stack: Stack, runs: number) {
     bounds.push(id)
   }
   bounds.push(null)
-  t0 = performance.now()
-  let [written, longest, chunks] = [0, 0, 0]
-  const walkerConns = bounds.slice(1).map(() => postgres(stack.dbUrl, { max: 1, onnotice: () => {} }))
-  await Promise.all(walkerConns.map(async (c, i) => {
-    let after = bounds[i]
-    do {
-      const c0 = performance.now()
-      const [r] =
-        await c`select * from private.recalculate_encouragement_badges_chunk(${after}::uuid, ${chunk}, ${
-          bounds[i + 1]
-        }::uuid)`
-      longest = Math.max(longest, performance.now() - c0)
-      written += r.recalculated
-      chunks++
-      after = r.last_id
-    } while (after)
-  }))
-  await Promise.all(walkerConns.map((c) => c.end()))
-  const recalc = (performance.now() - t0) / 1000
+  // A walk: every chunk of every walker's range; the time, the badges written, the longest chunk.
+  const walk = async () => {
+    const w0 = performance.now()
+    let [written, longest, chunks] = [0, 0, 0]
+    const conns = bounds.slice(1).map(() => postgres(stack.dbUrl, { max: 1, onnotice: () => {} }))
+    await Promise.all(conns.map(async (c, i) => {
+      let after = bounds[i]
+      do {
+        const c0 = performance.now()
+        const [r] =
+          await c`select * from private.recalculate_encouragement_badges_chunk(${after}::uuid, ${chunk}, ${
+            bounds[i + 1]
+          }::uuid)`
+        longest = Math.max(longest, performance.now() - c0)
+        written += r.recalculated
+        chunks++
+        after = r.last_id
+      } while (after)
+    }))
+    await Promise.all(conns.map((c) => c.end()))
+    return { seconds: (performance.now() - w0) / 1000, written, longest, chunks }
+  }
   const [{ profiles }] = await db`select count(*)::int as profiles from public.profiles`
-  console.log(
-    `badge recalculation of every sender and badge holder (${profiles.toLocaleString()} profiles) in chunks of ` +
-      `${chunk.toLocaleString()}, ${badgeWalkers} walker(s): ${
-        recalc.toFixed(1)
-      }s, ${written.toLocaleString()} badges ` +
-      `written in ${chunks} chunks, longest chunk ${longest.toFixed(0)} ms`,
-  )
+  const say = (what: string, w: Awaited<ReturnType<typeof walk>>) =>
+    console.log(
+      `${what} (${profiles.toLocaleString()} profiles) in chunks of ${chunk.toLocaleString()}, ${badgeWalkers} ` +
+        `walker(s): ${
+          w.seconds.toFixed(1)
+        }s, ${w.written.toLocaleString()} badges written in ${w.chunks} chunks, ` +
+        `longest chunk ${w.longest.toFixed(0)} ms`,
+    )
+  // First the badges are made (the fixture has none: 1,000,000 inserts and their milestones at
+  // 10x), then recalculated again as after a rule change (each badge rewritten in place).
+  const first = await walk()
+  say('badge recalculation of every sender and badge holder, none written yet', first)
+  const rewalk = await walk()
+  say('badge recalculation of every sender and badge holder again, every badge written already', rewalk)
+  const [recalc, longest] = [first.seconds, first.longest]
   // The same badges as a recalculation from the drops: every sender has one, and the totals
   // of all badges are those of all drops (one read of the whole table).
   const [check] = await db`
@@ -93,6 +104,7 @@ export async function benchEncouragement(stack: Stack, runs: number) {
   )
   figure('badge recalculation, all users', recalc, 's', '< 60 s at 1M users')
   figure('badge recalculation, longest transaction', longest, 'ms', '< 5,000 ms')
+  figure('badge recalculation again, all users', rewalk.seconds, 's', '< 60 s at 1M users')
 
   // Baseline: the judging query alone (read-only), the same checks the run makes: an
   // established recipient (frozen when the drop was sent) whose activity in the window passes

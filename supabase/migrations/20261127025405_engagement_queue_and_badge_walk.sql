@@ -320,7 +320,10 @@ begin
   end if;
   -- Concurrent recalculations of a user queue here (in key order), so the statement below
   -- starts from the latest committed badge and drops.
-  perform 1 from public.encouragement_badges b where b.user_id = any (user_ids) order by b.user_id for update;
+  -- (Joined to the ids rather than `= any`: for 10,000 ids the generic plan of `= any` scanned
+  -- the whole table, 120 ms a chunk at 1,000,000 badges.)
+  perform 1 from unnest(user_ids) u(id) join public.encouragement_badges b on b.user_id = u.id
+   order by b.user_id for update of b;
   with users as (
     select distinct u.id from unnest(user_ids) u(id)
       join public.profiles p on p.id = u.id
