@@ -443,9 +443,10 @@ test("engagement: a recipient's entry within the window pays the sender the bonu
   const run = await api(`${P}/admin/process-engagement`, { method: 'POST', token: admin.token })
   assert.equal(run.status, 200, JSON.stringify(run.body))
   assert.ok(run.body.judged >= 2 && run.body.bonuses_awarded >= 1)
-  const rows =
-    await sql`select id, engagement_checked, bonus_drops_awarded from public.encouragement_sent_drops where sender_id = ${sender.id} order by date_sent, id`
-  assert.ok(rows.every((r) => r.engagement_checked))
+  const rows = await sql`select d.id, d.bonus_drops_awarded,
+                     not exists (select 1 from private.encouragement_unjudged_drops q where q.drop_id = d.id) as judged
+                from public.encouragement_sent_drops d where d.sender_id = ${sender.id} order by d.date_sent, d.id`
+  assert.ok(rows.every((r) => r.judged))
   assert.deepEqual(rows.map((r) => r.bonus_drops_awarded).sort(), [0, 2], 'one bonus for the pair that day')
   const mine = await api(`${P}/my-drops`, { token: sender.token })
   assert.equal(mine.body.bonus_drops_earned, 2)
@@ -641,8 +642,10 @@ test("badges: own, another user's, bulk (at most 100), recalculation, milestones
   assertError(await api(`${P}/badges/bulk`, { token: a.token, body: { user_ids: ['x'] } }), 400, 'user_ids.0')
 
   // Six successful drops (written directly) and a recalculation: Sprout, with a milestone.
-  await sql`insert into public.encouragement_sent_drops (sender_id, recipient_id, drop_type, content, engagement_checked, bonus_drops_awarded)
-            select ${a.id}, ${b.id}, 'encouragement', 'ok', true, 2 from generate_series(1, 6)`
+  await sql`insert into public.encouragement_sent_drops (sender_id, recipient_id, drop_type, content, bonus_drops_awarded)
+            select ${a.id}, ${b.id}, 'encouragement', 'ok', 2 from generate_series(1, 6)`
+  await sql`delete from private.encouragement_unjudged_drops q using public.encouragement_sent_drops d
+             where q.drop_id = d.id and d.sender_id = ${a.id} and d.content = 'ok'`
   const updated = await api(`${P}/badge/update`, { method: 'POST', token: a.token })
   assert.equal(updated.status, 200)
   assert.equal(updated.body.badge.level, 2)

@@ -221,14 +221,14 @@ isOneToOne: false
                   ]
                 },"encouragement_sent_drops": {
                   Row: {
-                    "bonus_drops_awarded": number,"content": string,"date_sent": string,"drop_type": string,"engaged_at": string | null,"engagement_checked": boolean,"entry_id": string | null,"id": string,"is_custom": boolean,"is_system": boolean,"read_at": string | null,"recipient_id": string,"sender_id": string | null,"sent_day": string,"template_id": string | null
+                    "bonus_drops_awarded": number,"content": string,"date_sent": string,"drop_type": string,"engaged_at": string | null,"entry_id": string | null,"id": string,"is_custom": boolean,"is_system": boolean,"read_at": string | null,"recipient_id": string,"sender_id": string | null,"sent_day": string,"template_id": string | null
                   }
                   ComputedFields: never
                   Insert: {
-                    "bonus_drops_awarded"?: number,"content": string,"date_sent"?: string,"drop_type": string,"engaged_at"?: string | null,"engagement_checked"?: boolean,"entry_id"?: string | null,"id"?: string,"is_custom"?: boolean,"is_system"?: boolean,"read_at"?: string | null,"recipient_id": string,"sender_id"?: string | null,"sent_day"?: string,"template_id"?: string | null
+                    "bonus_drops_awarded"?: number,"content": string,"date_sent"?: string,"drop_type": string,"engaged_at"?: string | null,"entry_id"?: string | null,"id"?: string,"is_custom"?: boolean,"is_system"?: boolean,"read_at"?: string | null,"recipient_id": string,"sender_id"?: string | null,"sent_day"?: string,"template_id"?: string | null
                   }
                   Update: {
-                    "bonus_drops_awarded"?: number,"content"?: string,"date_sent"?: string,"drop_type"?: string,"engaged_at"?: string | null,"engagement_checked"?: boolean,"entry_id"?: string | null,"id"?: string,"is_custom"?: boolean,"is_system"?: boolean,"read_at"?: string | null,"recipient_id"?: string,"sender_id"?: string | null,"sent_day"?: string,"template_id"?: string | null
+                    "bonus_drops_awarded"?: number,"content"?: string,"date_sent"?: string,"drop_type"?: string,"engaged_at"?: string | null,"entry_id"?: string | null,"id"?: string,"is_custom"?: boolean,"is_system"?: boolean,"read_at"?: string | null,"recipient_id"?: string,"sender_id"?: string | null,"sent_day"?: string,"template_id"?: string | null
                   }
                   Relationships: [
                     {
@@ -1939,7 +1939,6 @@ isOneToOne: false
 "date_sent": string,
 "drop_type": string,
 "engaged_at": string | null,
-"engagement_checked": boolean,
 "entry_id": string | null,
 "id": string,
 "is_custom": boolean,
@@ -2152,7 +2151,6 @@ isOneToOne: false
 "date_sent": string,
 "drop_type": string,
 "engaged_at": string | null,
-"engagement_checked": boolean,
 "entry_id": string | null,
 "id": string,
 "is_custom": boolean,

@@ -32,9 +32,8 @@ create temporary table bench_enc_drops on commit drop as
     from (select users::bigint as u from bench_enc_scale) k, generate_series(1::bigint, 10 * k.u) g;
 
 insert into public.encouragement_sent_drops (sender_id, recipient_id, drop_type, content, is_custom, date_sent, sent_day,
-                                            engagement_checked, engaged_at, bonus_drops_awarded, read_at)
+                                            engaged_at, bonus_drops_awarded, read_at)
 select su.id, ru.id, 'encouragement', 'Keep going #' || d.g, d.g % 3 = 0, d.sent, (d.sent at time zone 'UTC')::date,
-       d.g > k.users,
        case when d.g > k.users and d.g % 10 < 3 then d.sent + interval '2 hours' end,
        case when d.g > k.users and d.g % 10 < 3 then 2 else 0 end,
        case when d.g % 2 = 0 then d.sent + interval '1 hour' end
@@ -55,11 +54,17 @@ insert into public.journal_entries (user_id, title, created_at)
 select ru.id, 'bench entry', d.sent + interval '3 hours'
   from bench_enc_drops d join bench_enc_users ru on ru.n = d.r
  where d.g <= (select users from bench_enc_scale) and d.g % 2 = 0;
+-- Sending queues each drop for engagement processing (a trigger, off while loading): the due
+-- ones (the first `users` of the series, sent 25 to 48 hours ago; the judged ones 48 hours
+-- or more, now() being this transaction's).
+insert into private.encouragement_unjudged_drops (drop_id, date_sent)
+select d.id, d.date_sent from public.encouragement_sent_drops d
+ where d.date_sent > now() - interval '48 hours';
 commit;
 -- Sending freezes each drop's recipient baseline (a trigger, off while loading): the due ones'
 -- as they were sent.
-select private.freeze_engagement_baselines(array(
-  select id from public.encouragement_sent_drops where not engagement_checked));
+select private.freeze_engagement_baselines(array(select drop_id from private.encouragement_unjudged_drops));
 analyze public.encouragement_sent_drops;
 analyze public.journal_entries;
 analyze private.encouragement_drop_baselines;
+analyze private.encouragement_unjudged_drops;

@@ -257,13 +257,12 @@ create table public.encouragement_sent_drops (
   date_sent timestamptz not null default now(),
   sent_day date not null default private.utc_today(),
   read_at timestamptz,
-  engagement_checked boolean not null default false,
   engaged_at timestamptz,
   bonus_drops_awarded integer not null default 0 check (bonus_drops_awarded >= 0)
 );
 alter table public.encouragement_sent_drops enable row level security;
 comment on table public.encouragement_sent_drops is
-  'Sent encouragement drops. engagement_checked: judged once by engagement processing; bonus_drops_awarded > 0 marks a successful drop. is_system: the daily assistant drop (not counted against allowances).';
+  'Sent encouragement drops. Unjudged while in private.encouragement_unjudged_drops (engagement processing judges each once, writing engaged_at and bonus_drops_awarded of engaged drops only); bonus_drops_awarded > 0 marks a successful drop. is_system: the daily assistant drop (not counted against allowances).';
 comment on column public.encouragement_sent_drops.sender_id is
   'Null once the sender deleted their account: the drop stays in the recipient''s history, from a deleted user.';
 comment on column public.encouragement_sent_drops.template_id is
@@ -280,9 +279,23 @@ create index encouragement_sent_drops_inbox on public.encouragement_sent_drops (
 create index encouragement_sent_drops_unread on public.encouragement_sent_drops (recipient_id, date_sent desc, id desc)
   where read_at is null;
 
-create index encouragement_sent_drops_by_sender on public.encouragement_sent_drops (sender_id, sent_day);
+-- A sender's drops (the badge recalculation reads only this index: sent_day and the bonus are in it).
+create index encouragement_sent_drops_by_sender on public.encouragement_sent_drops (sender_id, sent_day)
+  include (bonus_drops_awarded);
 
-create index encouragement_sent_drops_unjudged on public.encouragement_sent_drops (date_sent) where not engagement_checked;
+-- The drops engagement processing has still to judge: a narrow queue, filled as drops are written
+-- (the baseline trigger below) and emptied as they are judged. Judging a drop deletes its row
+-- here (a narrow row, two index entries); only an engaged drop's own row is rewritten
+-- (engaged_at, bonus_drops_awarded): a drop not engaged keeps its defaults. A flag on the drop,
+-- in the unjudged index's predicate, rewrote every judged drop with entries in all its indexes.
+create table private.encouragement_unjudged_drops (
+  drop_id uuid primary key references public.encouragement_sent_drops (id) on delete cascade,
+  date_sent timestamptz not null
+);
+comment on table private.encouragement_unjudged_drops is
+  'The sent drops engagement processing has not judged yet (oldest date_sent first); a row leaves when its drop is judged. date_sent is the drop''s (kept equal by a trigger).';
+
+create index encouragement_unjudged_drops_by_date on private.encouragement_unjudged_drops (date_sent);
 
 -- At most one assistant drop per user and day.
 create unique index encouragement_sent_drops_one_assistant_drop_a_day
@@ -390,11 +403,24 @@ begin
   end if;
   -- Concurrent recalculations of a user queue here (in key order), so the statement below
   -- starts from the latest committed badge and drops.
-  perform 1 from public.encouragement_badges b where b.user_id = any (user_ids) order by b.user_id for update;
+  -- (Joined to the ids rather than `= any`: for 10,000 ids the generic plan of `= any` scanned
+  -- the whole table, 120 ms a chunk at 1,000,000 badges.)
+  perform 1 from unnest(user_ids) u(id) join public.encouragement_badges b on b.user_id = u.id
+   order by b.user_id for update of b;
   with users as (
     select distinct u.id from unnest(user_ids) u(id)
       join public.profiles p on p.id = u.id
      where u.id <> private.assistant_user_id()
+  ),
+  -- Full: each sender's drops per UTC day, read once, from the by-sender index alone (it
+  -- carries bonus_drops_awarded: an index-only scan, no visit to the wide rows).
+  days as (
+    select d.sender_id, d.sent_day, count(*) as total_sent, count(*) filter (where d.bonus_drops_awarded > 0) as successes,
+           sum(d.bonus_drops_awarded) as bonus
+      from public.encouragement_sent_drops d
+      join users u on u.id = d.sender_id
+     where not incremental
+     group by d.sender_id, d.sent_day
   ),
   counts as (
     -- Full: from the sent drops. Incremental (engagement runs): the badge's own stats plus the
@@ -408,12 +434,10 @@ begin
     union all
     -- (plus the totals of drops the retention job removed: retention.sql)
     select x.sender_id, sum(x.total_sent)::bigint, sum(x.successes)::bigint, sum(x.bonus)::bigint, max(x.last_day), null::integer
-      from (select d.sender_id, count(*) as total_sent, count(*) filter (where d.bonus_drops_awarded > 0) as successes,
-                   sum(d.bonus_drops_awarded) as bonus, max(d.sent_day) as last_day
-              from public.encouragement_sent_drops d
-              join users u on u.id = d.sender_id
-             where not incremental
-             group by d.sender_id
+      from (select y.sender_id, sum(y.total_sent) as total_sent, sum(y.successes) as successes, sum(y.bonus) as bonus,
+                   max(y.sent_day) as last_day
+              from days y
+             group by y.sender_id
             union all
             select r.sender_id, r.total_sent, r.successes, r.bonus, r.last_day
               from private.encouragement_sent_drops_purged r
@@ -424,9 +448,8 @@ begin
   -- The run of consecutive sending days ending at the last one: with the days numbered from
   -- the newest (rn = 1), a day belongs to it while day + rn - 1 is the newest day.
   ranked as (
-    select x.sender_id, x.sent_day, row_number() over (partition by x.sender_id order by x.sent_day desc) as rn
-      from (select distinct d.sender_id, d.sent_day from public.encouragement_sent_drops d
-              join users u on u.id = d.sender_id where d.sent_day <= today and not incremental) x
+    select y.sender_id, y.sent_day, row_number() over (partition by y.sender_id order by y.sent_day desc) as rn
+      from days y where y.sent_day <= today
   ),
   streaks as (
     select r.sender_id, count(*) filter (where r.sent_day + (r.rn - 1)::integer = c.last_day) as streak
@@ -510,17 +533,26 @@ $$;
 comment on function private.recalculate_encouragement_badges(uuid[], integer[], integer[]) is
   'Recomputes the badges of these users from their sent drops (the assistant has none), or, given successes_added and bonus_added (engagement runs), adds those to the stats of existing badges; then level (never lowered), progress and a milestone per newly reached level. Returns how many badges were written.';
 
--- Every badge from the drops, in chunks (support: after a rule change; trusted callers): the
--- next chunk_size profiles after after_id in id order, each chunk its own call and transaction
--- (about 1 s for 10,000 users), so recalculating 1,000,000 users never holds locks for long
--- and a killed run is resumed from its last cursor (a chunk done twice changes nothing).
--- last_id is the cursor for the next call; null when the walk is over.
-create or replace function private.recalculate_encouragement_badges_chunk(after_id uuid, chunk_size integer)
+-- Every badge from the drops, in chunks (support: after a rule change; trusted callers). Only
+-- the users a badge can exist for are walked: every sender of a drop, every badge holder (a badge
+-- whose drops are gone) and every sender with purged totals, in id order, never the profiles (at
+-- 1,000,000 users most never sent). The senders come from the by-sender index one index descent
+-- each (a skip scan: a sender with a million drops, the assistant's daily drops, costs no more
+-- than one with one). Each call is its own transaction (about 1 s for 10,000 users), so a walk
+-- never holds locks for long; a killed walk is resumed from its last cursor (a chunk done twice
+-- changes nothing: the recalculation is idempotent). until_id ends a walker's id range (walkers
+-- side by side over ranges). last_id is the cursor for the next call; null when the walk is over.
+create or replace function private.recalculate_encouragement_badges_chunk(
+  after_id uuid, chunk_size integer, until_id uuid default null
+)
 returns table (recalculated integer, last_id uuid)
 language plpgsql security definer
 set search_path = ''
+set jit = off
 as $$
 declare
+  lo constant uuid := coalesce(after_id, '00000000-0000-0000-0000-000000000000'::uuid);
+  hi constant uuid := coalesce(until_id, 'ffffffff-ffff-ffff-ffff-ffffffffffff'::uuid);
   ids uuid[];
 begin
   if not private.is_trusted_caller() then
@@ -529,23 +561,33 @@ begin
   if chunk_size is null or chunk_size not between 1 and 100000 then
     raise exception 'chunk_size: must be between 1 and 100000' using errcode = '22023';
   end if;
-  select array_agg(c.id order by c.id) into ids
-    from (select p.id from public.profiles p
-           where p.id > coalesce(after_id, '00000000-0000-0000-0000-000000000000'::uuid)
-           order by p.id limit chunk_size) c;
-  -- Only senders (and badges already written) are recalculated: a user who never sent has no
-  -- badge row (readers show the starting badge).
+  with recursive senders (id, n) as (
+    (select d.sender_id, 1 from public.encouragement_sent_drops d
+      where d.sender_id > lo order by d.sender_id limit 1)
+    union all
+    select (select d.sender_id from public.encouragement_sent_drops d
+             where d.sender_id > s.id order by d.sender_id limit 1), s.n + 1
+      from senders s
+     where s.n < chunk_size and s.id <= hi
+  )
+  select array_agg(u.id order by u.id) into ids
+    from (select w.id from (
+            select s.id from senders s where s.id <= hi
+            union
+            (select b.user_id from public.encouragement_badges b
+              where b.user_id > lo and b.user_id <= hi order by b.user_id limit chunk_size)
+            union
+            (select r.sender_id from private.encouragement_sent_drops_purged r
+              where r.sender_id > lo and r.sender_id <= hi order by r.sender_id limit chunk_size)) w
+           order by w.id limit chunk_size) u;
   return query
-    select coalesce(private.recalculate_encouragement_badges(array(
-             select u.id from unnest(ids) u(id)
-              where exists (select 1 from public.encouragement_sent_drops d where d.sender_id = u.id)
-                 or exists (select 1 from public.encouragement_badges b where b.user_id = u.id))), 0),
-           case when cardinality(ids) = chunk_size then ids[cardinality(ids)] end;
+    select coalesce(private.recalculate_encouragement_badges(ids), 0),
+           case when cardinality(ids) = chunk_size then ids[chunk_size] end;
 end
 $$;
-comment on function private.recalculate_encouragement_badges_chunk(uuid, integer) is
-  'Support: recalculates the badges of the next chunk_size users after after_id (id order) from their drops; last_id null when done.';
-grant execute on function private.recalculate_encouragement_badges_chunk(uuid, integer) to service_role;
+comment on function private.recalculate_encouragement_badges_chunk(uuid, integer, uuid) is
+  'Support: recalculates from their drops the badges of the next chunk_size senders and badge holders after after_id, up to until_id (id order); last_id null when done.';
+grant execute on function private.recalculate_encouragement_badges_chunk(uuid, integer, uuid) to service_role;
 
 -- POST badge/update: the caller's own badge.
 create or replace function private.update_my_encouragement_badge() returns void
@@ -899,16 +941,15 @@ begin
   -- side take disjoint chunks, and a drop judged by a run that committed meanwhile is
   -- re-checked under its lock and left out).
   with candidates as (
-    select d.id, d.sender_id, d.recipient_id, d.sent_day, d.date_sent, d.is_system
-      from public.encouragement_sent_drops d
-     where not d.engagement_checked
-     order by d.date_sent
+    select q.drop_id
+      from private.encouragement_unjudged_drops q
+     order by q.date_sent
      limit max_drops
        for update skip locked
   ),
   observed as materialized (
     -- The activity that passed the frozen baseline: one range scan per table over the window.
-    select c.*, r.is_ai as recipient_is_ai,
+    select c.id, c.sender_id, c.recipient_id, c.sent_day, c.date_sent, c.is_system, r.is_ai as recipient_is_ai,
            case when b.established then (
              select t.at
                from (select e.created_at as at from public.journal_entries e
@@ -921,7 +962,8 @@ begin
               order by t.at
              offset b.activity / 7 limit 1)
            end as engaged_at
-      from candidates c
+      from (select d.* from public.encouragement_sent_drops d
+             where d.id = any (array(select k.drop_id from candidates k))) c
       join public.profiles r on r.id = c.recipient_id
       left join private.encouragement_drop_baselines b on b.drop_id = c.id
   ),
@@ -941,25 +983,30 @@ begin
     returning drop_id, sender_id
   ),
   verdicts as materialized (
-    select j.id, j.engaged_at, case when w.drop_id is null then 0 else cfg.bonus_per_engagement end as bonus
+    select j.id, j.sender_id, j.engaged_at, case when w.drop_id is null then 0 else cfg.bonus_per_engagement end as bonus
       from judged_drops j
       left join winners w on w.drop_id = j.id
   ),
-  -- The chunk's rows by primary key (= any of the ids: an index scan), then their verdicts:
-  -- joined with the verdicts alone, the planner hashed the whole table for each chunk.
+  -- Judged: out of the queue. Only engaged drops are written (a drop not engaged keeps its
+  -- defaults, null and 0), by primary key (= any of the ids: an index scan; joined with the
+  -- verdicts alone, the planner hashed the whole table for each chunk).
+  dequeued as (
+    delete from private.encouragement_unjudged_drops q
+     where q.drop_id = any (array(select v.id from verdicts v))
+    returning 1
+  ),
   marked as (
     update public.encouragement_sent_drops s
-       set engagement_checked = true,
-           engaged_at = v.engaged_at,
+       set engaged_at = v.engaged_at,
            bonus_drops_awarded = v.bonus
       from verdicts v
-     where s.id = any (array(select x.id from verdicts x)) and s.id = v.id
-    returning s.sender_id, s.engaged_at, s.bonus_drops_awarded
+     where s.id = any (array(select x.id from verdicts x where x.engaged_at is not null)) and s.id = v.id
+    returning 1
   ),
   per_sender as (
-    select m.sender_id, count(*)::integer as n, sum(m.bonus_drops_awarded)::integer as bonus
-      from marked m where m.bonus_drops_awarded > 0
-     group by m.sender_id
+    select v.sender_id, count(*)::integer as n, sum(v.bonus)::integer as bonus
+      from verdicts v where v.bonus > 0
+     group by v.sender_id
   ),
   credited as (
     insert into public.encouragement_daily_drops as d (user_id, day, daily_allowance, bonus_earned)
@@ -967,25 +1014,32 @@ begin
     on conflict (user_id, day) do update set bonus_earned = d.bonus_earned + excluded.bonus_earned
     returning d.user_id
   )
-  select (select count(*) from marked), (select count(*) from marked where engaged_at is not null),
-         (select count(*) from marked where bonus_drops_awarded > 0),
+  select (select count(*) from dequeued), (select count(*) from marked),
+         (select count(*) from verdicts where bonus > 0),
          (select array_agg(p.sender_id order by p.sender_id) from per_sender p),
          (select array_agg(p.n order by p.sender_id) from per_sender p),
          (select array_agg(p.bonus order by p.sender_id) from per_sender p)
     into judged, engaged, paid, paid_senders, paid_counts, paid_bonus;
 
   -- Badges: the paid senders' successes and bonus are added to their badges (those without a
-  -- badge yet, and everyone who sent in the last two hours, are recalculated in full; sends
-  -- recalculate already, this catches one that raced this run). A streak that ended needs no
-  -- run: readers show 0 once last_sent_day is before yesterday.
+  -- badge yet, and everyone who sent since the previous run started (a minute of margin, at
+  -- most two hours back), are recalculated in full; sends recalculate already, this catches one
+  -- that raced a run). Since the previous run, not simply the last two hours: at 1,000,000
+  -- users two hours of sends are some 80,000 senders, which every chunk of every walker would
+  -- recalculate again. A streak that ended needs no run: readers show 0 once last_sent_day is
+  -- before yesterday.
   -- Every badge both calls write is locked first, in one ordered batch: locked in two batches
   -- (paid, then recent senders), two walkers side by side deadlocked on each other's.
   full_senders := array(
     select u from unnest(coalesce(paid_senders, '{}')) u
      where not exists (select 1 from public.encouragement_badges b where b.user_id = u)
     union
-    select d.sender_id from public.encouragement_sent_drops d
-     where not d.engagement_checked and d.date_sent > now() - interval '2 hours' and not d.is_system);
+    select d.sender_id from private.encouragement_unjudged_drops q
+      join public.encouragement_sent_drops d on d.id = q.drop_id
+     where q.date_sent > greatest(now() - interval '2 hours',
+                                  (select max(j.started_at) from private.job_runs j where j.job = 'process-engagement')
+                                  - interval '1 minute')
+       and not d.is_system);
   perform 1 from public.encouragement_badges b
    where b.user_id = any (coalesce(paid_senders, '{}') || full_senders) order by b.user_id for update;
   recent := private.recalculate_encouragement_badges(paid_senders, paid_counts, paid_bonus);
@@ -996,8 +1050,8 @@ begin
   -- Counted up to 10,000 (a larger backlog reads as 10,000): a walker only needs to know
   -- whether to go on, and counting a backlog of 1,000,000 after every chunk cost more than it.
   select count(*) into remaining
-    from (select 1 from public.encouragement_sent_drops d
-           where not d.engagement_checked and d.date_sent <= now() - window_length limit 10000) x;
+    from (select 1 from private.encouragement_unjudged_drops q
+           where q.date_sent <= now() - window_length limit 10000) x;
   result := jsonb_build_object('judged', judged, 'engaged', engaged, 'bonuses_awarded', paid,
                                'badges_recalculated', recent, 'remaining', remaining,
                                'bonus_pairs_pruned', pruned,
@@ -1373,14 +1427,33 @@ set search_path = ''
 as $$
 begin
   perform private.freeze_engagement_baselines(array(select s.id from sent s));
+  insert into private.encouragement_unjudged_drops (drop_id, date_sent) select s.id, s.date_sent from sent s;
   return null;
 end
 $$;
-comment on function private.freeze_sent_drop_baselines() is 'After drops are written: freezes their recipients'' baselines.';
+comment on function private.freeze_sent_drop_baselines() is
+  'After drops are written: freezes their recipients'' baselines and queues them for engagement processing.';
 
 create trigger encouragement_sent_drops_freeze_baseline after insert on public.encouragement_sent_drops
   referencing new table as sent
   for each statement execute function private.freeze_sent_drop_baselines();
+
+-- The queue orders by date_sent: a drop whose date_sent is changed (fixtures, support) keeps
+-- its place right.
+create or replace function private.requeue_moved_sent_drop() returns trigger
+language plpgsql security definer
+set search_path = ''
+as $$
+begin
+  update private.encouragement_unjudged_drops q set date_sent = new.date_sent where q.drop_id = new.id;
+  return null;
+end
+$$;
+comment on function private.requeue_moved_sent_drop() is
+  'After a drop''s date_sent changes: its row in the engagement queue follows.';
+
+create trigger encouragement_sent_drops_requeue after update of date_sent on public.encouragement_sent_drops
+  for each row when (old.date_sent is distinct from new.date_sent) execute function private.requeue_moved_sent_drop();
 
 -- ---------------------------------------------------------------------------------------------
 -- Pruning the bonus pairs.
@@ -1406,8 +1479,8 @@ begin
     raise exception 'max_rows: must be at least 1' using errcode = '22023';
   end if;
   -- A day's margin: sent_day is the UTC day of date_sent when the drop is written.
-  select (min(d.date_sent) at time zone 'UTC')::date - 1 into oldest_open
-    from public.encouragement_sent_drops d where not d.engagement_checked;
+  select (min(q.date_sent) at time zone 'UTC')::date - 1 into oldest_open
+    from private.encouragement_unjudged_drops q;
   cutoff := least(coalesce(oldest_open, private.utc_today()), private.utc_today() - 8);
   delete from private.encouragement_bonus_pairs p
    where p.ctid = any (array(

@@ -148,7 +148,9 @@ begin
       with gone as (
         delete from public.encouragement_sent_drops d
          where d.id = any (array(select x.id from public.encouragement_sent_drops x
-                                  where x.date_sent < cutoff and x.engagement_checked limit max_rows))
+                                  where x.date_sent < cutoff
+                                    and not exists (select 1 from private.encouragement_unjudged_drops q where q.drop_id = x.id)
+                                  limit max_rows))
         returning d.sender_id, d.bonus_drops_awarded, d.sent_day
       ),
       rolled as (

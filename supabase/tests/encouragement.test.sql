@@ -5,7 +5,11 @@ begin;
 create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
-select plan(123);
+select plan(136);
+
+-- A drop is judged once it has left the engagement queue.
+create function pg_temp.judged(drop_id uuid) returns boolean language sql as $$
+  select not exists (select 1 from private.encouragement_unjudged_drops q where q.drop_id = judged.drop_id) $$;
 
 -- S: sender, R: recipient, T: another recipient, X: stranger, I: inactive, A: AI user,
 -- B: badge climber, Z: super admin.
@@ -216,8 +220,8 @@ insert into public.encouragement_sent_drops (id, sender_id, recipient_id, drop_t
   ('e1000000-0000-4000-8000-0000000000d7', private.assistant_user_id(), 'e1000000-0000-4000-8000-00000000000b', 'encouragement', 'd7', now() - interval '30 hours', (select day1 from at_), true),
   ('e1000000-0000-4000-8000-0000000000d8', 'e1000000-0000-4000-8000-00000000000b', 'e1000000-0000-4000-8000-00000000000b', 'encouragement', 'd8', now() - interval '30 hours', (select day1 from at_), false);
 -- The sends above (today) are judged too; keep them out of this scenario.
-update public.encouragement_sent_drops set engagement_checked = true
- where sender_id = 'e1000000-0000-4000-8000-00000000000a' and content not like 'd_';
+delete from private.encouragement_unjudged_drops q using public.encouragement_sent_drops d
+ where q.drop_id = d.id and d.sender_id = 'e1000000-0000-4000-8000-00000000000a' and d.content not like 'd_';
 insert into public.journal_entries (user_id, title, created_at) values
   ('e1000000-0000-4000-8000-00000000000b', 'after d1', now() - interval '28 hours'),
   ('e1000000-0000-4000-8000-00000000000f', 'ai writes', now() - interval '28 hours');
@@ -241,7 +245,7 @@ begin
       r := public.process_encouragement_engagement(1);
       exit when (r ->> 'judged')::int = 0;
       firsts := firsts || (select content from public.encouragement_sent_drops
-                             where id::text like 'e1000000-0000-4000-8000-0000000000d%' and engagement_checked
+                             where id::text like 'e1000000-0000-4000-8000-0000000000d%' and pg_temp.judged(id)
                              order by date_sent desc, content desc limit 1) || ' ';
       remainders := remainders || (r ->> 'remaining') || ' ';
     end loop;
@@ -249,7 +253,7 @@ begin
            || '|' || (select bonus_earned from public.encouragement_daily_drops
                        where user_id = 'e1000000-0000-4000-8000-00000000000a' and day = private.utc_today())
       into got
-      from public.encouragement_sent_drops where id::text like 'e1000000-0000-4000-8000-0000000000d%' and engagement_checked;
+      from public.encouragement_sent_drops where id::text like 'e1000000-0000-4000-8000-0000000000d%' and pg_temp.judged(id);
     raise exception using errcode = 'P0001', message = got;
   exception when sqlstate 'P0001' then
     got := sqlerrm;
@@ -260,17 +264,28 @@ $$;
 select is(split_part(current_setting('test.chunked'), '|', 1), 'd6 d1 d3 d4 d7 d8 d2 ',
   'chunks of one judge the oldest unjudged drop first (d6, then the 30-hour-old ones, d2 last)');
 select is(split_part(current_setting('test.chunked'), '|', 2), '6 5 4 3 2 1 0 ', 'each chunk says how many due drops remain');
+create temp table rows_before_run as
+  select id, ctid::text as at from public.encouragement_sent_drops where id::text like 'e1000000-0000-4000-8000-0000000000d%';
 select results_eq($$select (r ->> 'judged')::int, (r ->> 'engaged')::int, (r ->> 'bonuses_awarded')::int
                       from (select public.process_encouragement_engagement() as r) x$$,
   $$values (7, 6, 2)$$, 'one run judges 7 drops, 6 engaged, 2 bonuses');
+select results_eq(
+  $$select d.content, d.ctid::text <> b.at from public.encouragement_sent_drops d join rows_before_run b on b.id = d.id
+     where d.content in ('d1', 'd3', 'd5') order by d.content$$,
+  $$values ('d1'::text, true), ('d3', false), ('d5', false)$$,
+  'judging rewrites only engaged drops: d3 (judged, not engaged) and d5 (still in its window) keep their row version');
+select results_eq(
+  $$select d.content from private.encouragement_unjudged_drops q join public.encouragement_sent_drops d on d.id = q.drop_id
+     where d.id::text like 'e1000000-0000-4000-8000-0000000000d%'$$,
+  $$values ('d5'::text)$$, 'the queue keeps only the drop still inside its window');
 select is(split_part(current_setting('test.chunked'), '|', 3) || '|' || split_part(current_setting('test.chunked'), '|', 4),
   (select string_agg(content || ':' || engaged_at is not null || ':' || bonus_drops_awarded, ' ' order by content)
-     from public.encouragement_sent_drops where id::text like 'e1000000-0000-4000-8000-0000000000d%' and engagement_checked)
+     from public.encouragement_sent_drops where id::text like 'e1000000-0000-4000-8000-0000000000d%' and pg_temp.judged(id))
   || '|' || (select bonus_earned from public.encouragement_daily_drops
               where user_id = 'e1000000-0000-4000-8000-00000000000a' and day = private.utc_today()),
   'the chunks judged as the one run: the same drops engaged, the same bonuses, the same capacity');
 select results_eq(
-  $$select content, engagement_checked, engaged_at is not null, bonus_drops_awarded from public.encouragement_sent_drops
+  $$select content, pg_temp.judged(id), engaged_at is not null, bonus_drops_awarded from public.encouragement_sent_drops
      where id::text like 'e1000000-0000-4000-8000-0000000000d%' order by content$$,
   $$values ('d1'::text, true, true, 2), ('d2', true, true, 0), ('d3', true, false, 0), ('d4', true, true, 0),
            ('d5', false, false, 0), ('d6', true, true, 2), ('d7', true, true, 0), ('d8', true, true, 0)$$,
@@ -303,7 +318,7 @@ begin
     update public.encouragement_badges set total_sent = 0, engagement_increases = 0
      where user_id = 'e1000000-0000-4000-8000-00000000000a';
     loop
-      select c.last_id into cursor_id from private.recalculate_encouragement_badges_chunk(cursor_id, 3) c;
+      select c.last_id into cursor_id from private.recalculate_encouragement_badges_chunk(cursor_id, 3, null) c;
       chunks := chunks + 1;
       exit when cursor_id is null;
     end loop;
@@ -320,6 +335,73 @@ select ok(split_part(current_setting('test.walked_badge'), ' ', 1)::integer > 1,
 select is(split_part(current_setting('test.walked_badge'), ' ', 2),
   (select row(total_sent, engagement_increases, success_rate, bonus_earned, consecutive_days, level)::text from incremental_badge),
   'the chunked recalculation of every badge (chunks of 3 users, id order) restores the badge from the drops');
+-- The walk visits every sender, badge holder and sender with purged totals, never the other
+-- profiles: two walkers over id ranges (split at C), chunks of 2, give exactly the badges of a full
+-- recalculation of all of them. Setup, both runs and the comparison in a rolled-back
+-- subtransaction: X holds a badge whose drops are gone; I's drops were all purged (no badge yet).
+do $$
+declare
+  cursor_id uuid;
+  split constant uuid := 'e1000000-0000-4000-8000-00000000000c';
+  full_recalc text;
+  walked text;
+  got text;
+begin
+  begin
+    insert into public.encouragement_badges (user_id, level, total_sent, engagement_increases)
+    values ('e1000000-0000-4000-8000-00000000000d', 1, 5, 1);
+    insert into private.encouragement_sent_drops_purged (sender_id, total_sent, successes, bonus, last_day)
+    values ('e1000000-0000-4000-8000-00000000000e', 7, 6, 12, private.utc_today() - 10);
+    begin
+      perform private.recalculate_encouragement_badges(array(
+        select d.sender_id from public.encouragement_sent_drops d where d.sender_id is not null
+        union select b.user_id from public.encouragement_badges b
+        union select r.sender_id from private.encouragement_sent_drops_purged r));
+      select string_agg(row(user_id, level, total_sent, engagement_increases, success_rate, bonus_earned, consecutive_days,
+                            last_sent_day, progress_to_next)::text, ' ' order by user_id)
+        into full_recalc from public.encouragement_badges;
+      raise exception using errcode = 'P0001';
+    exception when sqlstate 'P0001' then
+      null;
+    end;
+    loop
+      select c.last_id into cursor_id from private.recalculate_encouragement_badges_chunk(cursor_id, 2, split) c;
+      exit when cursor_id is null;
+    end loop;
+    cursor_id := split;
+    loop
+      select c.last_id into cursor_id from private.recalculate_encouragement_badges_chunk(cursor_id, 2, null) c;
+      exit when cursor_id is null;
+    end loop;
+    select string_agg(row(user_id, level, total_sent, engagement_increases, success_rate, bonus_earned, consecutive_days,
+                          last_sent_day, progress_to_next)::text, ' ' order by user_id)
+      into walked from public.encouragement_badges;
+    select concat_ws('|', full_recalc = walked,
+             (select total_sent || ' ' || engagement_increases || ' ' || level from public.encouragement_badges
+               where user_id = 'e1000000-0000-4000-8000-00000000000d'),
+             (select total_sent || ' ' || engagement_increases || ' ' || bonus_earned || ' ' || level from public.encouragement_badges
+               where user_id = 'e1000000-0000-4000-8000-00000000000e'),
+             (select count(*) from public.encouragement_badges
+               where user_id in ('e1000000-0000-4000-8000-000000000011', private.assistant_user_id())),
+             (select count(*) from public.encouragement_badges where user_id::text like 'e1000000-%'))
+      into got;
+    raise exception using errcode = 'P0001', message = got;
+  exception when sqlstate 'P0001' then
+    got := sqlerrm;
+  end;
+  perform set_config('test.walk', got, true);
+end
+$$;
+select is(split_part(current_setting('test.walk'), '|', 1), 't',
+  'two walkers over id ranges in chunks of 2 write exactly the badges of a full recalculation of every sender, holder and purged sender');
+select is(split_part(current_setting('test.walk'), '|', 2), '0 0 1',
+  'a badge whose drops are gone is walked too: recalculated to nothing sent (its level kept)');
+select is(split_part(current_setting('test.walk'), '|', 3), '7 6 12 2',
+  'a sender whose drops were all purged gets the badge of the purged totals (Sprout at 6 successes)');
+select is(split_part(current_setting('test.walk'), '|', 4), '0',
+  'a profile that never sent and the assistant get no badge');
+select ok(split_part(current_setting('test.walk'), '|', 5)::integer between 3 and 8,
+  'the walk wrote the badges of this file''s senders and holders only');
 select is((select sum(amount)::integer from public.drops_transactions where user_id = 'e1000000-0000-4000-8000-00000000000a'), 50,
   'the drops ledger is untouched (only the signup bonus)');
 select results_eq($$select (r ->> 'judged')::int, (r ->> 'bonuses_awarded')::int from (select public.process_encouragement_engagement() as r) x$$,
@@ -327,8 +409,10 @@ select results_eq($$select (r ->> 'judged')::int, (r ->> 'bonuses_awarded')::int
 select is((select bonus_earned from public.encouragement_daily_drops where user_id = 'e1000000-0000-4000-8000-00000000000a' and day = private.utc_today()),
   4, 'the bonus was paid once');
 -- A drop unjudged by accident of timing cannot be paid for a pair already paid that day.
-update public.encouragement_sent_drops set engagement_checked = false, bonus_drops_awarded = 0
+update public.encouragement_sent_drops set bonus_drops_awarded = 0
  where id = 'e1000000-0000-4000-8000-0000000000d1';
+insert into private.encouragement_unjudged_drops (drop_id, date_sent)
+select id, date_sent from public.encouragement_sent_drops where id = 'e1000000-0000-4000-8000-0000000000d1';
 select is((select (public.process_encouragement_engagement() ->> 'bonuses_awarded')::int), 0,
   're-judging a drop of an already paid pair and day pays nothing');
 -- Runs of this transaction only (finished_at defaults to its now()): the hourly cron job may log one meanwhile.
@@ -426,9 +510,11 @@ declare have integer;
 begin
   select count(*) into have from public.encouragement_sent_drops
    where sender_id = 'e1000000-0000-4000-8000-000000000010' and bonus_drops_awarded > 0;
-  insert into public.encouragement_sent_drops (sender_id, recipient_id, drop_type, content, engagement_checked, bonus_drops_awarded)
-  select 'e1000000-0000-4000-8000-000000000010', 'e1000000-0000-4000-8000-00000000000b', 'encouragement', 'climb', true, 2
+  insert into public.encouragement_sent_drops (sender_id, recipient_id, drop_type, content, bonus_drops_awarded)
+  select 'e1000000-0000-4000-8000-000000000010', 'e1000000-0000-4000-8000-00000000000b', 'encouragement', 'climb', 2
     from generate_series(1, successes - have);
+  delete from private.encouragement_unjudged_drops q using public.encouragement_sent_drops d
+   where q.drop_id = d.id and d.sender_id = 'e1000000-0000-4000-8000-000000000010';
   perform private.recalculate_encouragement_badges(array['e1000000-0000-4000-8000-000000000010'::uuid]);
   return (select level from public.encouragement_badges where user_id = 'e1000000-0000-4000-8000-000000000010');
 end $$;
@@ -460,9 +546,11 @@ select is((select count(*)::integer from public.encouragement_badge_milestones w
   'and no milestone is written twice');
 
 -- Consecutive days: sends today, yesterday and the day before, then a gap.
-insert into public.encouragement_sent_drops (sender_id, recipient_id, drop_type, content, sent_day, engagement_checked)
-select 'e1000000-0000-4000-8000-00000000000c', 'e1000000-0000-4000-8000-00000000000b', 'encouragement', 'streak', private.utc_today() - d, true
+insert into public.encouragement_sent_drops (sender_id, recipient_id, drop_type, content, sent_day)
+select 'e1000000-0000-4000-8000-00000000000c', 'e1000000-0000-4000-8000-00000000000b', 'encouragement', 'streak', private.utc_today() - d
   from unnest(array[0, 1, 2, 4, 5]) d;
+delete from private.encouragement_unjudged_drops q using public.encouragement_sent_drops d
+ where q.drop_id = d.id and d.content = 'streak';
 select lives_ok($$select private.recalculate_encouragement_badges(array['e1000000-0000-4000-8000-00000000000c'::uuid])$$, 'recalculate T');
 select is((select consecutive_days from public.encouragement_badges where user_id = 'e1000000-0000-4000-8000-00000000000c'), 3,
   'three consecutive UTC days ending today');
@@ -513,6 +601,37 @@ select ok(private.send_assistant_drop('e1000000-0000-4000-8000-00000000000c', 'h
 select is((select count(*)::integer from public.encouragement_sent_drops d
             where not exists (select 1 from private.encouragement_drop_baselines b where b.drop_id = d.id)), 0,
   'every drop written (sends, the assistant''s, direct inserts) has its recipient baseline frozen');
+-- The engagement queue follows its drops.
+select is((select q.date_sent from private.encouragement_unjudged_drops q join public.encouragement_sent_drops d on d.id = q.drop_id
+            where d.recipient_id = 'e1000000-0000-4000-8000-00000000000c' and d.is_system),
+  now(), 'the assistant''s drop is queued for engagement processing as it is written');
+update public.encouragement_sent_drops set date_sent = now() - interval '3 days'
+ where recipient_id = 'e1000000-0000-4000-8000-00000000000c' and is_system;
+select is((select q.date_sent from private.encouragement_unjudged_drops q join public.encouragement_sent_drops d on d.id = q.drop_id
+            where d.recipient_id = 'e1000000-0000-4000-8000-00000000000c' and d.is_system),
+  now() - interval '3 days', 'a drop whose date_sent changes keeps its place in the queue');
+delete from public.encouragement_sent_drops where recipient_id = 'e1000000-0000-4000-8000-00000000000c' and is_system;
+select is((select count(*)::integer from private.encouragement_unjudged_drops q
+            where not exists (select 1 from public.encouragement_sent_drops d where d.id = q.drop_id)), 0,
+  'a deleted drop leaves the queue');
+
+reset role;
+select set_config('request.jwt.claims', '', true);
+-- Recent senders (SPEC: badges recalculated during cron processing for recent senders): those
+-- who sent since the previous run started (less a minute); X's drop (no badge yet) is that
+-- recent, I's (sent 30 minutes ago, before the previous run) was left to its send.
+insert into public.encouragement_sent_drops (sender_id, recipient_id, drop_type, content, date_sent, sent_day) values
+  ('e1000000-0000-4000-8000-00000000000d', 'e1000000-0000-4000-8000-00000000000b', 'encouragement', 'recent', now(), private.utc_today()),
+  ('e1000000-0000-4000-8000-00000000000e', 'e1000000-0000-4000-8000-00000000000b', 'encouragement', 'earlier',
+   now() - interval '30 minutes', private.utc_today());
+select ok((select count(*) from private.job_runs where job = 'process-engagement' and started_at > now() - interval '29 minutes') > 0,
+  'a previous engagement run started in the last minutes');
+select lives_ok($$select public.process_encouragement_engagement()$$, 'an engagement run');
+select results_eq(
+  $$select user_id, total_sent from public.encouragement_badges
+     where user_id in ('e1000000-0000-4000-8000-00000000000d', 'e1000000-0000-4000-8000-00000000000e')$$,
+  $$values ('e1000000-0000-4000-8000-00000000000d'::uuid, 1)$$,
+  'the run recalculates the senders since the previous run, not everyone of the last two hours again');
 
 select * from finish();
 rollback;

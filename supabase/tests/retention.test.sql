@@ -29,18 +29,21 @@ create temp table months_before as
 
 -- Sent drops: 120 judged 400 days ago (every third successful), one unjudged that old, 2 recent.
 insert into public.encouragement_sent_drops (sender_id, recipient_id, drop_type, content, date_sent, sent_day,
-                                            engagement_checked, bonus_drops_awarded)
+                                            bonus_drops_awarded)
 select '52000000-0000-4000-8000-00000000000a', '52000000-0000-4000-8000-00000000000b', 'encouragement', 'old ' || g,
        now() - interval '400 days' - g * interval '1 hour', (now() - interval '400 days' - g * interval '1 hour')::date,
-       true, case when g % 3 = 0 then 2 else 0 end
+       case when g % 3 = 0 then 2 else 0 end
   from generate_series(1, 120) g;
-insert into public.encouragement_sent_drops (sender_id, recipient_id, drop_type, content, date_sent, sent_day, engagement_checked)
+insert into public.encouragement_sent_drops (sender_id, recipient_id, drop_type, content, date_sent, sent_day)
 values ('52000000-0000-4000-8000-00000000000a', '52000000-0000-4000-8000-00000000000b', 'encouragement', 'old unjudged',
-        now() - interval '400 days', (now() - interval '400 days')::date, false),
+        now() - interval '400 days', (now() - interval '400 days')::date),
        ('52000000-0000-4000-8000-00000000000a', '52000000-0000-4000-8000-00000000000b', 'encouragement', 'recent 1',
-        now() - interval '2 days', (now() - interval '2 days')::date, true),
+        now() - interval '2 days', (now() - interval '2 days')::date),
        ('52000000-0000-4000-8000-00000000000a', '52000000-0000-4000-8000-00000000000b', 'encouragement', 'recent 2',
-        now() - interval '1 day', (now() - interval '1 day')::date, false);
+        now() - interval '1 day', (now() - interval '1 day')::date);
+-- Judged (out of the engagement queue): all but 'old unjudged' and 'recent 2'.
+delete from private.encouragement_unjudged_drops q using public.encouragement_sent_drops d
+ where q.drop_id = d.id and d.sender_id = '52000000-0000-4000-8000-00000000000a' and d.content not in ('old unjudged', 'recent 2');
 select private.recalculate_encouragement_badges(array['52000000-0000-4000-8000-00000000000a'::uuid]);
 create temp table badge_before as
   select level, total_sent, engagement_increases, success_rate, bonus_earned from public.encouragement_badges
