@@ -96,3 +96,29 @@ test('the daily cap counts notifications, not devices; switched-off types and re
   await deliver({ at: '2027-02-02T09:00:30Z' })
   assert.deepEqual(await statuses(tomorrow.id), ['expo:sent', 'expo:sent'])
 })
+
+test('a chain-broken notice goes to the next in the chain once, after a window that ended without a check-in', async () => {
+  const [before, after, kept] = [await createUser(), await createUser(), await createUser()]
+  // 2027-05-04: before's window 07:00-09:00 UTC; kept checked in, so the one after kept hears nothing.
+  const date = '2027-05-04'
+  for (const user of [before, kept]) {
+    await sql`insert into public.workout_windows (user_id, activity_type, window_start_time, window_end_time, timezone)
+      values (${user.id}, 'cardio', '07:00', '09:00', 'UTC')`
+  }
+  await sql`insert into public.workout_chains (date, user_id, after_user_id, team_color) values
+    (${date}, ${before.id}, ${after.id}, 'red'), (${date}, ${kept.id}, ${after.id}, 'blue')`
+  await sql`insert into public.workout_checkins (user_id, date, activity_type, status, photo_url, photo_timestamp)
+    values (${kept.id}, ${date}, 'cardio', 'verified', 'https://example.test/p.jpg', '2027-05-04T07:30:00Z')`
+  const notices = () =>
+    sql`select payload from public.notifications where user_id = ${after.id} and type = 'workout.chain_broken'`
+  await sql`select private.run_workout_jobs('2027-05-04T08:55:00Z')` // the window is still open
+  assert.equal((await notices()).length, 0)
+  await sql`select private.run_workout_jobs('2027-05-04T09:05:00Z')`
+  await sql`select private.run_workout_jobs('2027-05-04T09:10:00Z')`
+  const sent = await notices()
+  assert.deepEqual(
+    sent.map((n) => n.payload),
+    [{ date, beforeUserId: before.id }],
+    'once, for the unchecked window only',
+  )
+})
