@@ -135,15 +135,9 @@ async function readAtMost(res: Response, max = MAX_ANSWER_BYTES): Promise<string
   } finally {
     reader.cancel().catch(() => {})
   }
-  const bytes = new Uint8Array(Math.min(size, max))
-  let at = 0
-  for (const part of parts) {
-    const take = part.subarray(0, bytes.length - at)
-    bytes.set(take, at)
-    at += take.length
-    if (at === bytes.length) break
-  }
-  return new TextDecoder().decode(bytes)
+  const bytes = new Uint8Array(size)
+  parts.reduce((at, part) => (bytes.set(part, at), at + part.length), 0)
+  return new TextDecoder().decode(bytes.subarray(0, max))
 }
 
 /**

@@ -817,6 +817,21 @@ create trigger notification_preferences_schedule_digest
   after insert or update of email_digest, digest_hour, timezone on public.notification_preferences
   for each row execute function private.schedule_notification_digest();
 
+-- What a user's next digest lists: their unread notifications of types whose e-mail channel is
+-- on, written since the last digest (or in the last 7 days) up to `at`. Plain SQL, so the
+-- planner inlines it where the claim reads it.
+create or replace function private.digest_notifications(prefs public.notification_preferences, last_sent_at timestamptz,
+                                                        at timestamptz)
+returns setof public.notifications
+language sql stable
+set search_path = ''
+as $$
+  select n.* from public.notifications n
+   where n.user_id = prefs.user_id and n.read_at is null
+     and n.created_at > coalesce(last_sent_at, at - interval '7 days') and n.created_at <= at
+     and private.notification_channel_on(prefs, n.type, 'email')
+$$;
+
 /*
  * Claims up to max_users whose digest is due at `at`: opted in with a confirmed address that is
  * not suppressed (bounced or complained), an active profile not being deleted, their local hour at or past
@@ -863,10 +878,7 @@ begin
                  or exists (select 1 from private.email_suppressions s where s.address = lower(u.email))
                  or not exists (select 1 from public.profiles pr where pr.id = c.user_id and pr.is_active)
                  or exists (select 1 from private.account_deletions x where x.user_id = c.user_id) then 'tomorrow'
-               when exists (select 1 from public.notifications n
-                             where n.user_id = c.user_id and n.read_at is null
-                               and n.created_at > coalesce(c.last_sent_at, at - interval '7 days') and n.created_at <= at
-                               and private.notification_channel_on(p, n.type, 'email')) then 'ready'
+               when exists (select 1 from private.digest_notifications(p, c.last_sent_at, at)) then 'ready'
                else 'tomorrow'
              end as verdict
         from candidate c
@@ -896,17 +908,11 @@ begin
 
   return query
     select p.user_id, u.email::text, g.unsubscribe_token, (at at time zone private.notification_timezone(p))::date,
-           (select count(*) from public.notifications n
-             where n.user_id = p.user_id and n.read_at is null
-               and n.created_at > coalesce(g.last_sent_at, at - interval '7 days') and n.created_at <= at
-               and private.notification_channel_on(p, n.type, 'email')),
+           (select count(*) from private.digest_notifications(p, g.last_sent_at, at)),
            (select coalesce(jsonb_agg(jsonb_build_object('id', x.id, 'type', x.type, 'payload', x.payload,
                                                          'created_at', x.created_at, 'context', private.notification_context(x))
                                       order by x.created_at desc), '[]'::jsonb)
-              from (select n.* from public.notifications n
-                     where n.user_id = p.user_id and n.read_at is null
-                       and n.created_at > coalesce(g.last_sent_at, at - interval '7 days') and n.created_at <= at
-                       and private.notification_channel_on(p, n.type, 'email')
+              from (select n.* from private.digest_notifications(p, g.last_sent_at, at) n
                      order by n.created_at desc limit 50) x),
            g.failed_attempts
       from public.notification_preferences p
