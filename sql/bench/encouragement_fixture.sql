@@ -54,16 +54,16 @@ insert into public.journal_entries (user_id, title, created_at)
 select ru.id, 'bench entry', d.sent + interval '3 hours'
   from bench_enc_drops d join bench_enc_users ru on ru.n = d.r
  where d.g <= (select users from bench_enc_scale) and d.g % 2 = 0;
--- Sending queues each drop for engagement processing (a trigger, off while loading): the due
--- ones (the first `users` of the series, sent 25 to 48 hours ago; the judged ones 48 hours
--- or more, now() being this transaction's).
-insert into private.encouragement_unjudged_drops (drop_id, date_sent)
-select d.id, d.date_sent from public.encouragement_sent_drops d
- where d.date_sent > now() - interval '48 hours';
+-- The due drops: the first `users` of the series, sent 25 to 48 hours ago (the judged ones 48
+-- hours or more, now() being this transaction's).
+create temporary table bench_enc_due as
+select d.id from public.encouragement_sent_drops d where d.date_sent > now() - interval '48 hours';
 commit;
--- Sending freezes each drop's recipient baseline (a trigger, off while loading): the due ones'
--- as they were sent.
-select private.freeze_engagement_baselines(array(select drop_id from private.encouragement_unjudged_drops));
+-- Sending freezes each drop's recipient baseline, as it was sent, and queues the drop for
+-- engagement processing (a trigger, off while loading): the due ones.
+select private.freeze_engagement_baselines(array(select id from bench_enc_due));
+select private.queue_unjudged_drops(array(select id from bench_enc_due));
+drop table bench_enc_due;
 analyze public.encouragement_sent_drops;
 analyze public.journal_entries;
 analyze private.encouragement_drop_baselines;

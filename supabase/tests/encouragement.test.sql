@@ -5,7 +5,7 @@ begin;
 create extension if not exists pgtap with schema extensions;
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
-select plan(136);
+select plan(139);
 
 -- A drop is judged once it has left the engagement queue.
 create function pg_temp.judged(drop_id uuid) returns boolean language sql as $$
@@ -411,8 +411,7 @@ select is((select bonus_earned from public.encouragement_daily_drops where user_
 -- A drop unjudged by accident of timing cannot be paid for a pair already paid that day.
 update public.encouragement_sent_drops set bonus_drops_awarded = 0
  where id = 'e1000000-0000-4000-8000-0000000000d1';
-insert into private.encouragement_unjudged_drops (drop_id, date_sent)
-select id, date_sent from public.encouragement_sent_drops where id = 'e1000000-0000-4000-8000-0000000000d1';
+select is(private.queue_unjudged_drops(array['e1000000-0000-4000-8000-0000000000d1'::uuid]), 1, 'the judged drop is queued again');
 select is((select (public.process_encouragement_engagement() ->> 'bonuses_awarded')::int), 0,
   're-judging a drop of an already paid pair and day pays nothing');
 -- Runs of this transaction only (finished_at defaults to its now()): the hourly cron job may log one meanwhile.
@@ -610,6 +609,19 @@ update public.encouragement_sent_drops set date_sent = now() - interval '3 days'
 select is((select q.date_sent from private.encouragement_unjudged_drops q join public.encouragement_sent_drops d on d.id = q.drop_id
             where d.recipient_id = 'e1000000-0000-4000-8000-00000000000c' and d.is_system),
   now() - interval '3 days', 'a drop whose date_sent changes keeps its place in the queue');
+select is((select count(*)::integer from private.encouragement_unjudged_drops q
+             join public.encouragement_sent_drops d on d.id = q.drop_id
+             left join private.encouragement_drop_baselines b on b.drop_id = d.id
+            where (q.date_sent, q.sent_day, q.sender_id, q.recipient_id, q.is_system, q.baseline_activity, q.baseline_established)
+                  is distinct from (d.date_sent, d.sent_day, d.sender_id, d.recipient_id, d.is_system,
+                                    coalesce(b.activity, 0), coalesce(b.established, false))), 0,
+  'each queued drop carries its drop''s time, day, parties, kind and frozen baseline (judging reads the queue alone)');
+-- What a sender's account deletion does to their drops (sender_id set null by the foreign key).
+update public.encouragement_sent_drops set sender_id = null
+ where recipient_id = 'e1000000-0000-4000-8000-00000000000c' and is_system;
+select is((select q.sender_id from private.encouragement_unjudged_drops q join public.encouragement_sent_drops d on d.id = q.drop_id
+            where d.recipient_id = 'e1000000-0000-4000-8000-00000000000c' and d.is_system),
+  null, 'a drop whose sender is gone is queued without a sender (no bonus is paid to nobody)');
 delete from public.encouragement_sent_drops where recipient_id = 'e1000000-0000-4000-8000-00000000000c' and is_system;
 select is((select count(*)::integer from private.encouragement_unjudged_drops q
             where not exists (select 1 from public.encouragement_sent_drops d where d.id = q.drop_id)), 0,
