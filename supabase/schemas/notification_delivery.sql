@@ -554,9 +554,11 @@ begin
              where o.user_id = j.user_id
                and o.claimed_at >= ((at at time zone j.zone)::date)::timestamp at time zone j.zone
                and o.notification_id <> j.notification_id) as today,
-           -- An index probe per row (a plain exists became a hashed scan of the whole outbox).
-           coalesce((select true from private.notification_deliveries o
-                      where o.notification_id = j.notification_id and o.claimed_at is not null limit 1), false)
+           -- The notification's own deliveries (one per device), by its index: a plain exists
+           -- became a hashed scan of the whole outbox, and `claimed_at is not null limit 1` a walk
+           -- of every claimed row in the user_day index (1 ms a row once 150,000 were claimed).
+           coalesce((select bool_or(o.claimed_at is not null) from private.notification_deliveries o
+                      where o.notification_id = j.notification_id), false)
              as counted_already,
            dense_rank() over (partition by j.user_id, (j.verdict is null and j.quiet_until is null)
                               order by j.notification_id) as rank_in_claim
