@@ -17,13 +17,15 @@ const KEEPS: Record<string, string> = {
 async function benchRetention(stack: Stack) {
   const db = postgres(stack.dbUrl, { max: 1, onnotice: () => {} })
   const saved = await db`select table_name, keep::text as keep from private.retention_policies`
+  // Each table's rows as a count and a sum of 64-bit hashes (order-free): one string of every
+  // row, hashed, passed Postgres' 1 GB limit at 10x ("out of memory").
   const fingerprint = async () => {
     const [f] = await db`
-      select (select md5(string_agg(user_id::text || month || usage_type || calls || cost_usd, ',' order by user_id, month, usage_type))
+      select (select count(*) || ':' || sum(hashtextextended(user_id::text || month || usage_type || calls || cost_usd, 0))
                 from public.ai_usage_monthly) as months,
              (select count(*) from public.profiles p where p.drops_balance <>
                 (select coalesce(sum(t.amount), 0) from public.drops_transactions t where t.user_id = p.id))::int as drift,
-             (select md5(string_agg(user_id::text || level || total_sent || engagement_increases || bonus_earned, ',' order by user_id))
+             (select count(*) || ':' || sum(hashtextextended(user_id::text || level || total_sent || engagement_increases || bonus_earned, 0))
                 from public.encouragement_badges) as badges`
     return f
   }
