@@ -604,7 +604,8 @@ grant execute on function public.ai_usage_platform_totals(date, date) to authent
 -- without a line here fails it). handling: cascade / set null (the foreign key does it), dissolved (a squad goes, by trigger),
 -- tombstone (the id becomes the deletion's tombstone), deleted (rows removed by
 -- delete_account_rows), relinked (workout chains: the neighbours join up), kept a day (the
--- deletion record itself, until its final sweep).
+-- deletion record itself, until its final sweep), follows its drop (the engagement queue's copy
+-- of a drop's parties: the drop's cascade removes the row, its set null is copied by trigger).
 create or replace function private.account_deletion_columns()
 returns table (table_name text, column_name text, handling text)
 language sql immutable
@@ -636,6 +637,8 @@ as $$
     ('private.encouragement_sent_drops_purged', 'sender_id', 'cascade'),
     ('private.encouragement_bonus_pairs', 'sender_id', 'deleted'),
     ('private.encouragement_bonus_pairs', 'recipient_id', 'deleted'),
+    ('private.encouragement_unjudged_drops', 'sender_id', 'follows its drop'),
+    ('private.encouragement_unjudged_drops', 'recipient_id', 'follows its drop'),
     ('public.encouragement_badges', 'user_id', 'cascade'),
     ('public.encouragement_badge_milestones', 'user_id', 'cascade'),
     ('public.note_analyses', 'user_id', 'cascade'),
