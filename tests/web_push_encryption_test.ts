@@ -1,13 +1,14 @@
-// The Web Push body and headers as the sender prepares them (web-push: RFC 8291 aes128gcm and the
-// VAPID header): the message must open with the browser's key alone, through http_ece's decrypt
-// as a browser would; each message has its own key pair and salt (RFC 8291); keys that cannot be
-// used retire the device without a request.
+// The Web Push body and headers as the sender prepares them (RFC 8291 aes128gcm through WebCrypto,
+// the VAPID header from web-push): the message must open with the browser's key alone, through
+// http_ece's decrypt as a browser would; each message has its own key pair and salt (RFC 8291);
+// its layout and headers are those web-push's own encryption produces; keys that cannot be used
+// retire the device without a request.
 import { strict as assert } from 'node:assert'
 import { Buffer } from 'node:buffer'
 import nodeCrypto from 'node:crypto'
 import ece from 'http_ece'
 import webpush from 'web-push'
-import { prepareWebPush, type WebPushRequest } from '../functions/_shared/web_push.ts'
+import { MAX_WEB_PUSH_PAYLOAD, prepareWebPush, type WebPushRequest } from '../functions/_shared/web_push.ts'
 import { test } from './_helpers.ts'
 
 const vapidKeys = webpush.generateVAPIDKeys()
@@ -38,15 +39,15 @@ const open = (b: ReturnType<typeof browser>, body: Uint8Array) =>
   })
     .toString()
 
-test('a Web Push message opens with the browser key alone; each message has its own key pair and salt', () => {
+test('a Web Push message opens with the browser key alone; each message has its own key pair and salt', async () => {
   const b = browser()
   const payload = JSON.stringify({
     title: 'Sam checked in — your turn!',
     body: 'Your window starts at 18:00.',
   })
   const options = { ttlSeconds: 1800, urgency: 'high' as const, topic: 'abc123' }
-  const first = prepareWebPush(vapid, b.target, payload, options) as WebPushRequest
-  const second = prepareWebPush(vapid, b.target, payload, options) as WebPushRequest
+  const first = await prepareWebPush(vapid, b.target, payload, options) as WebPushRequest
+  const second = await prepareWebPush(vapid, b.target, payload, options) as WebPushRequest
   assert.equal(open(b, first.body), payload)
   assert.equal(open(b, second.body), payload)
   // RFC 8188 header: salt (16 bytes), record size (4), key id length (1), the sender's key (65).
@@ -73,7 +74,7 @@ test('a Web Push message opens with the browser key alone; each message has its 
   assert.equal(Object.keys(first.headers).some((h) => h.toLowerCase() === 'content-length'), false)
 })
 
-test('subscription keys that cannot be used retire the device, without a request', () => {
+test('subscription keys that cannot be used retire the device, without a request', async () => {
   const good = browser().target
   const options = { ttlSeconds: 60, urgency: 'normal' as const }
   for (
@@ -86,11 +87,62 @@ test('subscription keys that cannot be used retire the device, without a request
       ['an auth secret under 16 bytes', { ...good, auth: Buffer.alloc(8).toString('base64url') }],
     ] as const
   ) {
-    const r = prepareWebPush(vapid, target, '{}', options)
+    const r = await prepareWebPush(vapid, target, '{}', options)
     assert.ok('ok' in r && !r.ok, what)
     if ('ok' in r && !r.ok) {
       assert.equal(r.gone, true, what)
       assert.equal(r.reason, 'bad subscription keys', what)
     }
   }
+})
+
+test("the message has the layout and headers of web-push's own encryption, and both open alike", async () => {
+  const b = browser()
+  const payload = JSON.stringify({
+    title: 'Ana sent you a drop',
+    body: 'Open it in the app.',
+    path: '/drops',
+  })
+  const ours = await prepareWebPush(vapid, b.target, payload, {
+    ttlSeconds: 60,
+    urgency: 'normal',
+  }) as WebPushRequest
+  const theirs = webpush.generateRequestDetails(
+    { endpoint, keys: { p256dh: b.target.p256dh, auth: b.target.auth } },
+    payload,
+    {
+      vapidDetails: { subject: vapid.subject, publicKey: vapid.publicKey, privateKey: vapid.privateKey },
+      TTL: 60,
+    },
+  )
+  const theirBody = new Uint8Array(theirs.body as Uint8Array)
+  assert.equal(open(b, theirBody), payload)
+  assert.equal(open(b, ours.body), payload)
+  assert.equal(ours.body.length, theirBody.length, 'one record, unpadded, as web-push writes it')
+  assert.deepEqual(
+    ours.body.subarray(16, 21),
+    theirBody.subarray(16, 21),
+    'record size 4096 and a 65-byte key id',
+  )
+  const names = (h: Record<string, unknown>) =>
+    Object.keys(h).map((k) => k.toLowerCase()).filter((k) => k !== 'content-length').sort()
+  assert.deepEqual(names(ours.headers), names(theirs.headers as Record<string, unknown>))
+  for (const h of ['TTL', 'Urgency', 'Content-Type', 'Content-Encoding']) {
+    assert.equal(ours.headers[h], String((theirs.headers as Record<string, unknown>)[h]), h)
+  }
+})
+
+test('a payload too large for one record is refused without retiring the device', async () => {
+  const b = browser()
+  const r = await prepareWebPush(vapid, b.target, 'x'.repeat(MAX_WEB_PUSH_PAYLOAD + 1), {
+    ttlSeconds: 60,
+    urgency: 'normal',
+  })
+  assert.ok('ok' in r && !r.ok && !r.gone && !r.retry)
+  const fits = await prepareWebPush(vapid, b.target, 'x'.repeat(MAX_WEB_PUSH_PAYLOAD), {
+    ttlSeconds: 60,
+    urgency: 'normal',
+  }) as WebPushRequest
+  assert.ok(fits.body.length <= 4096)
+  assert.equal(open(b, fits.body), 'x'.repeat(MAX_WEB_PUSH_PAYLOAD))
 })
