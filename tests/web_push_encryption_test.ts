@@ -8,7 +8,12 @@ import { Buffer } from 'node:buffer'
 import nodeCrypto from 'node:crypto'
 import ece from 'http_ece'
 import webpush from 'web-push'
-import { MAX_WEB_PUSH_PAYLOAD, prepareWebPush, type WebPushRequest } from '../functions/_shared/web_push.ts'
+import {
+  ephemeralKeyPair,
+  MAX_WEB_PUSH_PAYLOAD,
+  prepareWebPush,
+  type WebPushRequest,
+} from '../functions/_shared/web_push.ts'
 import { test } from './_helpers.ts'
 
 const vapidKeys = webpush.generateVAPIDKeys()
@@ -145,4 +150,27 @@ test('a payload too large for one record is refused without retiring the device'
   }) as WebPushRequest
   assert.ok(fits.body.length <= 4096)
   assert.equal(open(b, fits.body), 'x'.repeat(MAX_WEB_PUSH_PAYLOAD))
+})
+
+test('the sender key read from the PKCS#8 is the public half of the generated pair', async () => {
+  const P256 = { name: 'ECDH', namedCurve: 'P-256' }
+  for (let i = 0; i < 20; i++) {
+    const mine = await ephemeralKeyPair()
+    assert.equal(mine.publicKey.length, 65)
+    const other = await crypto.subtle.generateKey(P256, true, ['deriveBits']) as CryptoKeyPair
+    const otherRaw = await crypto.subtle.exportKey('raw', other.publicKey)
+    const [a, b] = await Promise.all([
+      crypto.subtle.deriveBits(
+        { name: 'ECDH', public: await crypto.subtle.importKey('raw', mine.publicKey, P256, false, []) },
+        other.privateKey,
+        256,
+      ),
+      crypto.subtle.deriveBits(
+        { name: 'ECDH', public: await crypto.subtle.importKey('raw', otherRaw, P256, false, []) },
+        mine.privateKey,
+        256,
+      ),
+    ])
+    assert.deepEqual(new Uint8Array(a), new Uint8Array(b))
+  }
 })

@@ -233,10 +233,13 @@ const fromBase64Url = (text: string) => {
  * computes the public key again from the private one (as slow as the ECDH itself); the PKCS#8 the
  * key pair was made with carries it at its end (ECPrivateKey's publicKey: BIT STRING of 66 bytes).
  */
-async function ephemeralKeyPair(): Promise<{ privateKey: CryptoKey; publicKey: Uint8Array }> {
+export async function ephemeralKeyPair(): Promise<
+  { privateKey: CryptoKey; publicKey: Uint8Array<ArrayBuffer> }
+> {
   const pair = await crypto.subtle.generateKey(P256, true, ['deriveBits']) as CryptoKeyPair
   const pkcs8 = new Uint8Array(await crypto.subtle.exportKey('pkcs8', pair.privateKey))
-  const tail = pkcs8.subarray(pkcs8.length - 69)
+  // BIT STRING (03), 66 bytes (42), no unused bits (00), then the point: 04 || x || y.
+  const tail = pkcs8.subarray(pkcs8.length - 68)
   const publicKey = tail[0] === 0x03 && tail[1] === 0x42 && tail[2] === 0x00 && tail[3] === 0x04
     ? tail.slice(3)
     : new Uint8Array(await crypto.subtle.exportKey('raw', pair.publicKey))
