@@ -356,8 +356,12 @@ export async function postWebPush(request: WebPushRequest, timeoutMs = 10_000): 
       redirect: 'manual',
       signal: AbortSignal.timeout(timeoutMs),
     })
+    if (res.status >= 200 && res.status < 300) {
+      // Nothing in a success is read: reading it cost a third of a post's CPU.
+      res.body?.cancel().catch(() => {})
+      return { ok: true }
+    }
     const text = await readAtMost(res)
-    if (res.status >= 200 && res.status < 300) return { ok: true }
     if (res.status >= 300 && res.status < 400) {
       return {
         ok: false,
