@@ -35,8 +35,8 @@ const report = await runDeliveries(timed, {
   chunk: num('BENCH_SENDER_CHUNK', 1000),
   leaseSeconds: num('BENCH_SENDER_LEASE_S', 10),
   timeBudgetMs: 3_600_000,
-  webPushConcurrency: num('BENCH_SENDER_WEB_CONCURRENCY', 50),
-  webPushBatch: num('BENCH_SENDER_WEB_BATCH', 25),
+  webPushConcurrency: num('BENCH_SENDER_WEB_CONCURRENCY', 100),
+  webPushBatch: num('BENCH_SENDER_WEB_BATCH', 50),
   // A sender here is one long process, not a request with 2 s of CPU: no share unless asked.
   webPushPerRun: num('BENCH_SENDER_WEB_PER_RUN', 1_000_000),
   expoConcurrency: num('BENCH_SENDER_EXPO_CONCURRENCY', 6),

@@ -11,7 +11,7 @@
 // Knobs: BENCH_NOTIF_NOTIFICATIONS (100000), BENCH_NOTIF_USERS (50000), BENCH_NOTIF_LATENCY_MS (50),
 // BENCH_NOTIF_WEB_EVERY (2: every second user also has a Web Push subscription; 0: a second phone instead), BENCH_NOTIF_SENDERS (4: senders side by side, as the pg_cron job starts them),
 // BENCH_NOTIF_INSERTS (5000 per side), BENCH_SENDER_CHUNK (1000), BENCH_SENDER_LEASE_S (10),
-// BENCH_SENDER_WEB_CONCURRENCY (50), BENCH_SENDER_WEB_BATCH (25), BENCH_SENDER_EXPO_CONCURRENCY (6),
+// BENCH_SENDER_WEB_CONCURRENCY (100), BENCH_SENDER_WEB_BATCH (50), BENCH_SENDER_EXPO_CONCURRENCY (6),
 // BENCH_SENDER_WEB_PER_RUN (uncapped: a sender here is a long process, not a 2-s request),
 // BENCH_NOTIF_KILL (1; 0: no kill), BENCH_NOTIF_SENDER_ROOT (another checkout whose sender runs),
 // BENCH_SENDER_PROFILE (1: each sender prints its CPU time and database waits).
