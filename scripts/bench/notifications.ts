@@ -103,6 +103,57 @@ async function insertCost(db: postgres.Sql) {
   await db`delete from public.notifications where user_id in (${withDevice}, ${without})`
 }
 
+/**
+ * How long marked rows waited to reach their provider: for each mark (rows marked attempting by
+ * one call share its attempted_at), from the mark to the last of its rows read by the fake. A run
+ * killed inside that window loses what the mark had not yet put on the wire, so the share of the
+ * fan-out's time covered by some mark's window is the chance that a kill at a random moment loses
+ * a batch (the rest of the time a kill loses nothing: claimed rows go back to pending).
+ */
+async function markWindows(
+  db: postgres.Sql,
+  rows: postgres.Row[],
+  arrival: (row: postgres.Row) => number | undefined,
+  startedAt: number,
+) {
+  const attempted = new Map<number, number>()
+  for (
+    const r
+      of await db`select id, extract(epoch from attempted_at) * 1000 as ms from private.notification_deliveries
+                            where user_id::text like 'b24a0000-%' and attempted_at is not null`
+  ) {
+    attempted.set(Number(r.id), Number(r.ms))
+  }
+  const marks = new Map<number, number>() // attempted_at -> the last arrival of its rows
+  for (const row of rows) {
+    const at = attempted.get(Number(row.id))
+    const seen = arrival(row)
+    if (at === undefined || seen === undefined) continue
+    marks.set(at, Math.max(marks.get(at) ?? at, seen))
+  }
+  const windows = [...marks].map(([at, last]) => [at, Math.max(at, last)] as const).sort((a, b) =>
+    a[0] - b[0]
+  )
+  let covered = 0
+  let until = -Infinity
+  for (const [from, to] of windows) {
+    if (to <= until) continue
+    covered += to - Math.max(from, until)
+    until = to
+  }
+  const lengths = windows.map(([from, to]) => to - from).sort((a, b) => a - b)
+  const at = (q: number) => lengths[Math.min(lengths.length - 1, Math.floor(q * lengths.length))] ?? 0
+  const span = windows.length ? Math.max(...windows.map((w) => w[1])) - windows[0][0] : 0
+  const runMs = Date.now() - (performance.timeOrigin + startedAt)
+  return `marks: ${windows.length}, from a mark to its last row read by the fake p50 ${
+    at(0.5).toFixed(0)
+  } ms, ` +
+    `p99 ${at(0.99).toFixed(0)} ms, max ${at(1).toFixed(0)} ms; some mark's window is open ${
+      (100 * covered / Math.max(span, 1)).toFixed(1)
+    }% of the ${(span / 1000).toFixed(1)} s the marks span (${(runMs / 1000).toFixed(1)} s run): ` +
+    `the chance that a kill at a random moment loses a batch`
+}
+
 export async function fanOut(stack: Stack, db: postgres.Sql) {
   const notifications = knob('BENCH_NOTIF_NOTIFICATIONS', 100_000)
   const users = knob('BENCH_NOTIF_USERS', 50_000)
@@ -155,7 +206,7 @@ export async function fanOut(stack: Stack, db: postgres.Sql) {
       }::int) i, generate_series(1, ${perUser}::int) k`
     }
     const expected =
-      await db`select d.channel, d.notification_id, v.address from private.notification_deliveries d
+      await db`select d.channel, d.notification_id, v.address, d.id from private.notification_deliveries d
                                join public.notification_devices v on v.id = d.device_id where d.user_id::text like 'b24a0000-%'`
     const written = users * perUser
     console.log(
@@ -238,6 +289,12 @@ export async function fanOut(stack: Stack, db: postgres.Sql) {
       if (!(row.channel === 'expo' ? expo.counts : web.counts).has(key)) lost++
     }
     const duplicates = [...expo.counts.values(), ...web.counts.values()].filter((c) => c > 1).length
+    const exposure = await markWindows(db, expected, (row) => {
+      const key = row.channel === 'expo'
+        ? `${row.notification_id}|${row.address}`
+        : `${row.notification_id.replace(/-/g, '')}|${row.address.split('/').pop()}`
+      return (row.channel === 'expo' ? expo.arrivals : web.arrivals).get(key)
+    }, started)
     const statuses = await db`select status, count(*)::int as n from private.notification_deliveries
                               where user_id::text like 'b24a0000-%' group by 1 order by 1`
     console.log(
@@ -264,6 +321,7 @@ export async function fanOut(stack: Stack, db: postgres.Sql) {
           used('postgrest').toFixed(0)
         }); the rest of the machine's busy time was other processes'`,
     )
+    console.log(`    ${exposure}`)
     console.log(`    before this design: ${BEFORE}`)
     console.log(
       `    outbox: ${statuses.map((s) => `${s.status} ${s.n}`).join(', ')} ` +

@@ -414,7 +414,8 @@ create table private.notification_deliveries (
   ticket_id text,
   receipt_status text check (receipt_status in ('checking', 'ok', 'error', 'unavailable')),
   error text check (char_length(error) <= 1000),
-  created_at timestamptz not null default now()
+  created_at timestamptz not null default now(),
+  attempted_at timestamptz
 );
 alter table private.notification_deliveries enable row level security;
 comment on table private.notification_deliveries is
@@ -423,6 +424,9 @@ comment on table private.notification_deliveries is
   'backoff) | failed | retired (device gone); or expired (its moment passed), skipped (read, or the type or push '
   'is off), capped (the daily cap). A lease that runs out while claimed goes back to pending; while attempting, '
   'the row becomes unknown and is never sent again: at most once per device.';
+comment on column private.notification_deliveries.attempted_at is
+  'When the row was marked attempting (the mark''s commit, give or take its own statement): an unknown row was '
+  'attempted then by a run that died; the bench measures from it how long a marked row waits to reach its provider.';
 
 create index notification_deliveries_due on private.notification_deliveries (deliver_after) where status = 'pending';
 -- Leases (a sender's claim, a receipt check): what the claim recovers when they run out. Its
@@ -634,7 +638,8 @@ create or replace function private.start_notification_deliveries(ids bigint[], c
 language sql security definer
 set search_path = ''
 as $$
-  update private.notification_deliveries d set status = 'attempting'
+  -- One moment for the whole mark (an uncorrelated subquery is evaluated once).
+  update private.notification_deliveries d set status = 'attempting', attempted_at = (select clock_timestamp())
    where d.id = any (ids) and d.claim_id = claim and d.status = 'claimed'
   returning d.id
 $$;

@@ -21,12 +21,15 @@ export interface ExpoFake {
   stop(): Promise<void>
   /** notification_id|token -> how many times it was accepted. */
   counts: Map<string, number>
+  /** notification_id|token -> when (epoch ms) the request that first carried it had been read. */
+  arrivals: Map<string, number>
 }
 
 export function start(options: ExpoFakeOptions = {}): Promise<ExpoFake> {
   const accessToken = `expo-test-${crypto.randomUUID()}`
   const messages = new Map<string, Record<string, unknown>[]>()
   const counts = new Map<string, number>()
+  const arrivals = new Map<string, number>()
   const failures = new Map<string, { status: number; times: number }>()
   const receipts = new Map<string, Record<string, unknown>>()
   const error = (status: number, code: string, message: string, headers: Record<string, string> = {}) =>
@@ -49,6 +52,7 @@ export function start(options: ExpoFakeOptions = {}): Promise<ExpoFake> {
     if (req.headers.get('content-encoding') === 'gzip') {
       raw = await new Response(req.body!.pipeThrough(new DecompressionStream('gzip'))).text()
     } else raw = await req.text()
+    const arrived = Date.now()
     let body: any
     try {
       body = JSON.parse(raw)
@@ -105,6 +109,7 @@ export function start(options: ExpoFakeOptions = {}): Promise<ExpoFake> {
       }
       const key = `${m.data?.notification_id}|${token}`
       counts.set(key, (counts.get(key) ?? 0) + 1)
+      if (!arrivals.has(key)) arrivals.set(key, arrived)
       if (!options.countOnly) {
         const list = messages.get(token) ?? []
         list.push(m)
@@ -136,6 +141,7 @@ export function start(options: ExpoFakeOptions = {}): Promise<ExpoFake> {
       EXPO_FAKE_URL: `http://127.0.0.1:${server.addr.port}`,
     },
     counts,
+    arrivals,
     stop: () => server.shutdown(),
   })
 }

@@ -96,6 +96,8 @@ export async function start(options: WebPushFakeOptions = {}) {
     { body: Uint8Array; ttl: string | null; urgency: string | null; topic: string | null }[]
   >()
   const counts = new Map<string, number>()
+  /** topic|id -> when (epoch ms) the request that first carried it had been read. */
+  const arrivals = new Map<string, number>()
   const failures = new Map<
     string,
     {
@@ -179,6 +181,7 @@ export async function start(options: WebPushFakeOptions = {}) {
     const id = m[1]
     const sub = subs.get(id)
     const body = new Uint8Array(await req.arrayBuffer())
+    const arrived = Date.now()
     if (options.latencyMs) await new Promise((r) => setTimeout(r, options.latencyMs))
     // countOnly (the bench): any id is a live subscription, and only the VAPID header's shape is checked.
     if (!sub && !options.countOnly) return new Response('No such subscription', { status: 404 })
@@ -224,6 +227,7 @@ export async function start(options: WebPushFakeOptions = {}) {
     const topic = req.headers.get('topic')
     const key = `${topic}|${id}`
     counts.set(key, (counts.get(key) ?? 0) + 1)
+    if (!arrivals.has(key)) arrivals.set(key, arrived)
     if (!options.countOnly) {
       const list = received.get(id) ?? []
       list.push({ body, ttl: req.headers.get('ttl'), urgency: req.headers.get('urgency'), topic })
@@ -245,6 +249,7 @@ export async function start(options: WebPushFakeOptions = {}) {
       WEB_PUSH_FAKE_URL: `http://127.0.0.1:${server.addr.port}`,
     },
     counts,
+    arrivals,
     stop: () => server.shutdown(),
   }
 }
