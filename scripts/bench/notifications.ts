@@ -13,7 +13,8 @@
 // BENCH_NOTIF_INSERTS (5000 per side), BENCH_SENDER_CHUNK (1000), BENCH_SENDER_LEASE_S (10),
 // BENCH_SENDER_WEB_CONCURRENCY (100), BENCH_SENDER_WEB_BATCH (50), BENCH_SENDER_EXPO_CONCURRENCY (6),
 // BENCH_SENDER_WEB_PER_RUN (uncapped: a sender here is a long process, not a 2-s request),
-// BENCH_NOTIF_KILL (1; 0: no kill), BENCH_NOTIF_SENDER_ROOT (another checkout whose sender runs),
+// BENCH_NOTIF_KILL (1; 0: no kill), BENCH_NOTIF_KILL_JITTER_MS (1000: the kill comes up to this long
+// after half was received, at random), BENCH_NOTIF_SENDER_ROOT (another checkout whose sender runs),
 // BENCH_SENDER_PROFILE (1: each sender prints its CPU time and database waits).
 import postgres from 'postgres'
 import { ROOT } from '../lib/proc.ts'
@@ -115,6 +116,7 @@ async function markWindows(
   rows: postgres.Row[],
   arrival: (row: postgres.Row) => number | undefined,
   startedAt: number,
+  killedAt: number | null,
 ) {
   const attempted = new Map<number, number>()
   for (
@@ -145,13 +147,19 @@ async function markWindows(
   const at = (q: number) => lengths[Math.min(lengths.length - 1, Math.floor(q * lengths.length))] ?? 0
   const span = windows.length ? Math.max(...windows.map((w) => w[1])) - windows[0][0] : 0
   const runMs = Date.now() - (performance.timeOrigin + startedAt)
-  return `marks: ${windows.length}, from a mark to its last row read by the fake p50 ${
-    at(0.5).toFixed(0)
-  } ms, ` +
-    `p99 ${at(0.99).toFixed(0)} ms, max ${at(1).toFixed(0)} ms; some mark's window is open ${
-      (100 * covered / Math.max(span, 1)).toFixed(1)
-    }% of the ${(span / 1000).toFixed(1)} s the marks span (${(runMs / 1000).toFixed(1)} s run): ` +
-    `the chance that a kill at a random moment loses a batch`
+  const open = killedAt === null
+    ? 0
+    : windows.filter(([from, to]) => from <= killedAt && killedAt <= to).length
+  const pct = (100 * covered / Math.max(span, 1)).toFixed(1)
+  return [
+    `marks: ${windows.length}, from a mark to its last row read by the fake p50 ${at(0.5).toFixed(0)} ms,`,
+    `p99 ${at(0.99).toFixed(0)} ms, max ${at(1).toFixed(0)} ms; some mark's window is open ${pct}%`,
+    `of the ${(span / 1000).toFixed(1)} s the marks span (${
+      (runMs / 1000).toFixed(1)
+    } s run): at most the chance`,
+    `that a kill at a random moment loses a batch (the fake reads a request after its sender put it on the wire).`,
+    killedAt === null ? '' : `At the kill, ${open} mark(s) whose rows were received were still on their way.`,
+  ].join(' ')
 }
 
 export async function fanOut(stack: Stack, db: postgres.Sql) {
@@ -254,6 +262,12 @@ export async function fanOut(stack: Stack, db: postgres.Sql) {
       ])
       if (done) break
     }
+    // The kill comes at a random moment after half was received, not at once: the fakes count a
+    // request when they answer it, which is the moment its sender marks its next group, so a
+    // kill right at the count landed in a mark's window far more often than a crash would.
+    const jitterMs = kill ? Math.random() * knob('BENCH_NOTIF_KILL_JITTER_MS', 1000) : 0
+    if (jitterMs) await Promise.race([allDone, new Promise((r) => setTimeout(r, jitterMs))])
+    const killEpochMs = Date.now()
     if (!kill) await allDone
     for (const p of first) {
       try {
@@ -263,9 +277,9 @@ export async function fanOut(stack: Stack, db: postgres.Sql) {
     await allDone
     const killedAt = performance.now()
     console.log(
-      `  ${senders} sender(s) killed after ${
-        ((killedAt - started) / 1000).toFixed(1)
-      } s with ${received()} deliveries received; restarting`,
+      `  ${senders} sender(s) killed after ${((killedAt - started) / 1000).toFixed(1)} s (${
+        jitterMs.toFixed(0)
+      } ms after half was received) with ${received()} deliveries received; restarting`,
     )
     let runs = 1
     while (true) {
@@ -289,12 +303,18 @@ export async function fanOut(stack: Stack, db: postgres.Sql) {
       if (!(row.channel === 'expo' ? expo.counts : web.counts).has(key)) lost++
     }
     const duplicates = [...expo.counts.values(), ...web.counts.values()].filter((c) => c > 1).length
-    const exposure = await markWindows(db, expected, (row) => {
-      const key = row.channel === 'expo'
-        ? `${row.notification_id}|${row.address}`
-        : `${row.notification_id.replace(/-/g, '')}|${row.address.split('/').pop()}`
-      return (row.channel === 'expo' ? expo.arrivals : web.arrivals).get(key)
-    }, started)
+    const exposure = await markWindows(
+      db,
+      expected,
+      (row) => {
+        const key = row.channel === 'expo'
+          ? `${row.notification_id}|${row.address}`
+          : `${row.notification_id.replace(/-/g, '')}|${row.address.split('/').pop()}`
+        return (row.channel === 'expo' ? expo.arrivals : web.arrivals).get(key)
+      },
+      started,
+      kill ? killEpochMs : null,
+    )
     const statuses = await db`select status, count(*)::int as n from private.notification_deliveries
                               where user_id::text like 'b24a0000-%' group by 1 order by 1`
     console.log(
