@@ -37,8 +37,8 @@ function machine() {
 }
 
 /** CPU-seconds of a process (`self` or a pid): its own, its reaped children's and, with
- * `live`, its running children's (a postmaster's backends). */
-function cpuSeconds(pid: number | 'self', live = false): number {
+ * `live`, its running children's (a postmaster's backends); with `ownOnly`, its own alone. */
+function cpuSeconds(pid: number | 'self', live = false, ownOnly = false): number {
   const fields = (p: number | string) => {
     try {
       const stat = Deno.readTextFileSync(`/proc/${p}/stat`)
@@ -49,7 +49,7 @@ function cpuSeconds(pid: number | 'self', live = false): number {
   }
   const own = fields(pid)
   if (!own) return 0
-  let ticks = Number(own[11]) + Number(own[12]) + Number(own[13]) + Number(own[14])
+  let ticks = Number(own[11]) + Number(own[12]) + (ownOnly ? 0 : Number(own[13]) + Number(own[14]))
   if (live) {
     for (const e of Deno.readDirSync('/proc')) {
       if (!/^\d+$/.test(e.name)) continue
@@ -247,6 +247,7 @@ export async function fanOut(stack: Stack, db: postgres.Sql) {
     const ours = () => ({
       // The bench's process: the fakes, and the senders once they ended (reaped children).
       bench: cpuSeconds('self'),
+      fakes: cpuSeconds('self', false, true),
       postgres: pids.Postgres ? cpuSeconds(pids.Postgres, true) : 0,
       postgrest: pids.PostgREST ? cpuSeconds(pids.PostgREST) : 0,
     })
@@ -334,9 +335,9 @@ export async function fanOut(stack: Stack, db: postgres.Sql) {
     console.log(
       `    this fan-out's own CPU: ${
         (used('bench') + used('postgres') + used('postgrest')).toFixed(0)
-      } CPU-seconds (senders and fakes ${used('bench').toFixed(0)}, Postgres ${
-        used('postgres').toFixed(0)
-      }, ` +
+      } CPU-seconds (senders ${(used('bench') - used('fakes')).toFixed(0)}, the fakes and this bench ${
+        used('fakes').toFixed(0)
+      }, Postgres ${used('postgres').toFixed(0)}, ` +
         `PostgREST ${
           used('postgrest').toFixed(0)
         }); the rest of the machine's busy time was other processes'`,
