@@ -279,3 +279,36 @@ test('a claim does not wait for expired rows a late run is recording; it takes t
                           where notification_id = ${n.id}`
   assert.deepEqual(again.map((r) => r.id), [row.id])
 })
+
+test('a released row is pending again at once, its claim not counted; a row marked attempting is never released', async () => {
+  const user = await createUser()
+  await quietOff(user)
+  await expoDevice(user)
+  const [n] =
+    await sql`insert into public.notifications (user_id, type) values (${user.id}, 'team.member_added') returning id`
+  const [row] = await sql`select id from private.notification_deliveries where notification_id = ${n.id}`
+  // As a run's claim leaves it (set here, so no other test's rows are claimed on the way).
+  const claim = crypto.randomUUID()
+  await sql`update private.notification_deliveries set status = 'claimed', claim_id = ${claim}, attempts = 1,
+              claimed_at = now(), claimed_until = now() + interval '2 minutes' where id = ${row.id}`
+  const released = await sql`select private.record_notification_deliveries(${
+    sql.json([{ id: Number(row.id), outcome: 'released' }])
+  }) as n`
+  assert.equal(released[0].n, 1)
+  const [after] = await sql`select status, claim_id, claimed_until, claimed_at, attempts
+                              from private.notification_deliveries where id = ${row.id}`
+  assert.deepEqual(
+    { ...after },
+    { status: 'pending', claim_id: null, claimed_until: null, claimed_at: null, attempts: 0 },
+  )
+  // Marked: it may have reached Expo, so a release leaves it for the lease to make it unknown.
+  await sql`update private.notification_deliveries set status = 'attempting', claim_id = ${claim}, attempts = 1,
+              claimed_at = now(), claimed_until = now() + interval '2 minutes' where id = ${row.id}`
+  const kept = await sql`select private.record_notification_deliveries(${
+    sql.json([{ id: Number(row.id), outcome: 'released' }])
+  }) as n`
+  assert.equal(kept[0].n, 0)
+  const [still] = await sql`select status, claim_id from private.notification_deliveries where id = ${row.id}`
+  assert.deepEqual({ ...still }, { status: 'attempting', claim_id: claim })
+  await sql`delete from public.notifications where id = ${n.id}`
+})

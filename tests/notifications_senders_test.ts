@@ -113,3 +113,72 @@ test('a run claims Web Push rows up to its CPU share, then Expo rows only', asyn
   assert.equal(report.remaining, 10)
   assert.equal((await webMessages(sub.endpoint)).length, 4)
 })
+
+test('a run asked to stop sends what it marked, releases the rest of its claim and claims nothing more', async () => {
+  const sub = await webSubscription()
+  let id = 9_100_000_000
+  const row = (channel: 'expo' | 'web_push') => ({
+    id: ++id,
+    claim_id: crypto.randomUUID(),
+    channel,
+    address: channel === 'expo' ? `ExponentPushToken[ok-${crypto.randomUUID().slice(0, 12)}]` : sub.endpoint,
+    key_p256dh: channel === 'expo' ? null : sub.keys.p256dh,
+    key_auth: channel === 'expo' ? null : sub.keys.auth,
+    notification_id: crypto.randomUUID(),
+    type: 'labs.step_prompt',
+    payload: { title: 'Stop' },
+    expires_at: new Date(Date.now() + 3_600_000).toISOString(),
+    context: null,
+    remaining: 500,
+  })
+  const rows = [
+    ...Array.from({ length: 150 }, () => row('expo')),
+    ...Array.from({ length: 30 }, () => row('web_push')),
+  ]
+  const stop = new AbortController()
+  const marked = new Set<number>()
+  const recorded: { id: number; outcome: string }[] = []
+  let claims = 0
+  let claimsAfterStop = 0
+  const prefetched = row('expo')
+  const db = {
+    rpc: (fn: string, args: Record<string, any>) => {
+      const reply = (data: unknown) => Promise.resolve({ data, error: null })
+      if (fn === 'claim_notification_deliveries') {
+        if (stop.signal.aborted) claimsAfterStop++
+        // The second is the run's prefetch, asked for before the stop.
+        return reply(claims++ === 0 ? rows : claims === 2 ? [prefetched] : [])
+      }
+      if (fn === 'start_notification_deliveries') {
+        for (const i of args.ids) marked.add(i)
+        // The stop comes while the first mark is on its way: that mark is sent all the same.
+        stop.abort()
+        return reply(args.ids)
+      }
+      if (fn === 'record_notification_deliveries') {
+        recorded.push(...args.results)
+        return reply(args.results.length)
+      }
+      return reply([])
+    },
+  }
+  const report = await runDeliveries(db as unknown as Db, {
+    signal: stop.signal,
+    expoConcurrency: 1,
+    webPushBatch: 10,
+  })
+  assert.equal(claimsAfterStop, 0, 'nothing claimed after the stop')
+  assert.equal(claims, 2)
+  assert.ok(marked.size > 0 && marked.size < rows.length)
+  assert.equal(recorded.length, rows.length + 1, 'every claimed row has an outcome, the prefetched one too')
+  for (const r of recorded) assert.equal(r.outcome, marked.has(r.id) ? 'sent' : 'released', String(r.id))
+  assert.equal(report.sent, marked.size)
+  assert.equal(report.released, rows.length + 1 - marked.size)
+  // The providers got exactly the marked rows.
+  const byId = new Map(rows.map((r) => [r.id, r]))
+  for (const r of rows.filter((r) => r.channel === 'expo').slice(0, 120)) {
+    assert.equal((await expoMessages(r.address)).length, marked.has(r.id) ? 1 : 0, r.address)
+  }
+  const webMarked = [...marked].filter((i) => byId.get(i)!.channel === 'web_push').length
+  assert.equal((await webMessages(sub.endpoint)).length, webMarked)
+})

@@ -39,6 +39,26 @@ export interface DeliveryOptions {
   at?: string
   /** Which of the runs started side by side this is (pg_cron's `invocation`; logged). */
   invocation?: number
+  /**
+   * Asks the run to stop (a deploy, a signal, the edge runtime retiring the worker): it claims
+   * and marks nothing more, waits for what it marked, and releases the rest of its claims at
+   * once, so a stop loses and repeats nothing. Default: stopSignal().
+   */
+  signal?: AbortSignal
+}
+
+let stopping: AbortController | undefined
+/**
+ * Aborted when the edge runtime is about to retire this worker (its `beforeunload` event, sent at
+ * the wall-clock limit and the like). In plain Deno the event comes when the event loop has
+ * nothing left, when no run is under way.
+ */
+export function stopSignal(): AbortSignal {
+  if (!stopping) {
+    stopping = new AbortController()
+    globalThis.addEventListener('beforeunload', () => stopping!.abort())
+  }
+  return stopping.signal
 }
 
 export interface DeliveryReport {
@@ -48,6 +68,8 @@ export interface DeliveryReport {
   retried: number
   failed: number
   retired: number
+  /** Claimed and never marked when the run was asked to stop: pending again at once. */
+  released: number
   receipts_checked: number
   receipt_errors: number
   remaining: number
@@ -71,7 +93,15 @@ interface Claimed {
 
 interface Outcome {
   id: number
-  outcome: 'sent' | 'retry' | 'failed' | 'retired' | 'receipt_ok' | 'receipt_error' | 'receipt_retry'
+  outcome:
+    | 'sent'
+    | 'retry'
+    | 'failed'
+    | 'retired'
+    | 'released'
+    | 'receipt_ok'
+    | 'receipt_error'
+    | 'receipt_retry'
   ticket_id?: string
   error?: string
   retry_after?: number
@@ -125,12 +155,17 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
     retried: 0,
     failed: 0,
     retired: 0,
+    released: 0,
     receipts_checked: 0,
     receipt_errors: 0,
     remaining: 0,
     calls: { claim: 0, start: 0, record: 0 },
   }
   const startedAt = Date.now()
+  const signal = options.signal ?? stopSignal()
+  const stopped = () => signal.aborted
+  /** Rows claimed and not marked when the run was asked to stop: recorded with the chunk. */
+  const released: Outcome[] = []
   const run = options.invocation ? { invocation: options.invocation } : {}
   console.log(JSON.stringify({ job: 'notification-deliveries', event: 'start', ...run, channels }))
   if (!channels.length) return report
@@ -152,6 +187,7 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
       else if (o.outcome === 'retry') report.retried++
       else if (o.outcome === 'failed') report.failed++
       else if (o.outcome === 'retired') report.retired++
+      else if (o.outcome === 'released') report.released++
     }
   }
   /** Marks rows attempting (committed) just before their provider call; returns those this claim still holds. */
@@ -182,8 +218,13 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
     sent: (sending: T) => Promise<unknown> = () => new Promise((resolve) => setTimeout(resolve, 0)),
   ): Promise<T | null> => {
     if (!rows.length) return null
+    if (stopped()) {
+      for (const r of rows) released.push({ id: r.id, outcome: 'released' })
+      return null
+    }
     if (marking++ === 0) idle = new Promise((resolve) => (wake = resolve))
     try {
+      // Once asked for, the mark may be committed: what it returns is sent, stopping or not.
       const live = await start(rows)
       if (!live.length) return null
       const sending = send(live)
@@ -232,7 +273,7 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
     report.claimed += claimed.length
     webClaimed += claimed.filter((r) => r.channel === 'web_push').length
     const wanted = claimChannels()
-    if (left && wanted.length && Date.now() - startedAt < budget) next = claim(wanted)
+    if (left && wanted.length && Date.now() - startedAt < budget && !stopped()) next = claim(wanted)
     // A failed prefetch surfaces when it is awaited; until then it must not count as unhandled.
     next?.catch(() => {})
     const outcomes = (await Promise.all([
@@ -246,9 +287,13 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
         )
         : [],
     ])).flat()
-    await record(outcomes)
+    await record([...outcomes, ...released.splice(0)])
   }
-  if (expo) await checkReceipts(options.receiptDelaySeconds ?? 900)
+  if (stopped()) {
+    console.log(
+      JSON.stringify({ job: 'notification-deliveries', event: 'stopped', ...run, released: report.released }),
+    )
+  } else if (expo) await checkReceipts(options.receiptDelaySeconds ?? 900)
   console.log(
     JSON.stringify({
       job: 'notification-deliveries',
@@ -336,6 +381,10 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
     await pool(chunks(rows, batchSize), 2, async (batch) => {
       const ready: { row: Claimed; request: WebPushRequest }[] = []
       for (const r of batch) {
+        if (stopped()) {
+          released.push({ id: r.id, outcome: 'released' })
+          continue
+        }
         const text = notificationText(r)
         const request = await prepareWebPush(
           vapid,

@@ -1,4 +1,4 @@
-// The push sender as its own process (the bench kills it halfway): the production loop
+// The push sender as its own process (the bench stops or kills it halfway): the production loop
 // (functions/_shared/push_delivery.ts runDeliveries) against the stack's PostgREST with the
 // service key, as one edge-function run does, until nothing due is left. Its environment (from
 // scripts/bench/notifications.ts) points the SDKs at the fake providers. With
@@ -30,8 +30,12 @@ const timed = new Proxy(db, {
   },
 }) as Db
 
+// SIGTERM (a deploy, a stop) asks the run to stop: it sends what it marked and releases the rest.
+const stop = new AbortController()
+Deno.addSignalListener('SIGTERM', () => stop.abort())
 const t0 = performance.now()
 const report = await runDeliveries(timed, {
+  signal: stop.signal,
   chunk: num('BENCH_SENDER_CHUNK', 1000),
   leaseSeconds: num('BENCH_SENDER_LEASE_S', 10),
   timeBudgetMs: 3_600_000,
@@ -52,3 +56,4 @@ if (profile) {
     }`,
   )
 }
+Deno.exit(0)

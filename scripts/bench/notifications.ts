@@ -13,7 +13,7 @@
 // BENCH_NOTIF_INSERTS (5000 per side), BENCH_SENDER_CHUNK (1000), BENCH_SENDER_LEASE_S (10),
 // BENCH_SENDER_WEB_CONCURRENCY (100), BENCH_SENDER_WEB_BATCH (50), BENCH_SENDER_EXPO_CONCURRENCY (6),
 // BENCH_SENDER_WEB_PER_RUN (uncapped: a sender here is a long process, not a 2-s request),
-// BENCH_NOTIF_KILL (1; 0: no kill), BENCH_NOTIF_KILL_JITTER_MS (1000: the kill comes up to this long
+// BENCH_NOTIF_KILL (1; 0: no kill), BENCH_NOTIF_KILL_SIGNAL (SIGTERM: a stop; SIGKILL: a crash), BENCH_NOTIF_KILL_JITTER_MS (1000: the kill comes up to this long
 // after half was received, at random), BENCH_NOTIF_SENDER_ROOT (another checkout whose sender runs),
 // BENCH_SENDER_PROFILE (1: each sender prints its CPU time and database waits).
 import postgres from 'postgres'
@@ -270,17 +270,28 @@ export async function fanOut(stack: Stack, db: postgres.Sql) {
     if (jitterMs) await Promise.race([allDone, new Promise((r) => setTimeout(r, jitterMs))])
     const killEpochMs = Date.now()
     if (!kill) await allDone
-    for (const p of first) {
-      try {
-        p.kill('SIGKILL')
-      } catch { /* it had already finished */ }
+    // SIGTERM: a stop (a deploy; the edge runtime's beforeunload): the senders send what they
+    // marked and release the rest. SIGKILL: a crash, which can lose a batch on its way.
+    const signal = (Deno.env.get('BENCH_NOTIF_KILL_SIGNAL') ?? 'SIGTERM') as Deno.Signal
+    const signalAll = (sig: Deno.Signal) => {
+      for (const p of first) {
+        try {
+          p.kill(sig)
+        } catch { /* it had already finished */ }
+      }
     }
-    await allDone
+    signalAll(signal)
     const killedAt = performance.now()
+    // A stop that takes longer than a lease is a crash after all.
+    const grace = setTimeout(() => signalAll('SIGKILL'), 10_000)
+    await allDone
+    clearTimeout(grace)
     console.log(
-      `  ${senders} sender(s) killed after ${((killedAt - started) / 1000).toFixed(1)} s (${
+      `  ${senders} sender(s) sent ${signal} after ${((killedAt - started) / 1000).toFixed(1)} s (${
         jitterMs.toFixed(0)
-      } ms after half was received) with ${received()} deliveries received; restarting`,
+      } ms after half was received) with ${received()} deliveries received; ended ${
+        ((performance.now() - killedAt) / 1000).toFixed(1)
+      } s later; restarting`,
     )
     let runs = 1
     while (true) {
@@ -322,7 +333,9 @@ export async function fanOut(stack: Stack, db: postgres.Sql) {
       `  fan-out: ${written} notifications, ${expected.length} deliveries (${expo.counts.size} Expo, ${web.counts.size} Web Push ` +
         `received) in ${
           elapsed.toFixed(1)
-        } s with ${latencyMs} ms provider latency, ${senders} sender(s) side by side, killed once (${runs} rounds): ` +
+        } s with ${latencyMs} ms provider latency, ${senders} sender(s) side by side, ${
+          signal === 'SIGKILL' ? 'killed' : 'stopped'
+        } once (${signal}, ${runs} rounds): ` +
         `${duplicates} duplicates, ${lost} lost; target: 100,000 to 150,000 devices within 60 s, 0 and 0`,
     )
     console.log(

@@ -664,6 +664,10 @@ grant execute on function public.start_notification_deliveries(bigint[], uuid) t
  *   {id, outcome: retired, error, reason}           the device is gone: retired with it; reason
  *                                                   (the sender's fixed words) is its retired_reason
  *   {id, outcome: receipt_ok | receipt_error | receipt_retry, error?, retire?}  Expo receipts
+ *   {id, outcome: released}                         claimed by a run that is stopping and never
+ *                                                   marked: pending again at once, the claim not
+ *                                                   counted as an attempt (a marked row is left as
+ *                                                   it is: it may have gone out)
  * Returns how many rows changed.
  */
 create or replace function private.record_notification_deliveries(results jsonb) returns integer
@@ -692,6 +696,7 @@ begin
                       when 'retry' then case when d.attempts >= 5 then 'failed' else 'pending' end
                       when 'failed' then 'failed'
                       when 'retired' then 'retired'
+                      when 'released' then 'pending'
                       else d.status end,
            sent_at = case when r.outcome = 'sent' then now() else d.sent_at end,
            ticket_id = case when r.outcome = 'sent' then r.ticket_id else d.ticket_id end,
@@ -704,10 +709,11 @@ begin
            claim_id = null,
            claimed_until = null,
            -- A retried row no longer counts towards the daily cap until it is claimed again.
-           claimed_at = case when r.outcome = 'retry' then null else d.claimed_at end,
+           claimed_at = case when r.outcome in ('retry', 'released') then null else d.claimed_at end,
+           attempts = d.attempts - case when r.outcome = 'released' then 1 else 0 end,
            error = coalesce(r.error, d.error)
       from r
-     where d.id = r.id
+     where d.id = r.id and (r.outcome <> 'released' or d.status = 'claimed')
     returning d.id, d.device_id, r.outcome, r.retire, r.reason
   ), gone as (
     -- The sender's fixed words ('gone (410)', 'DeviceNotRegistered'), never a provider's answer:

@@ -20,6 +20,9 @@ const DeliveryReport = z.object({
   retried: z.number().int(),
   failed: z.number().int(),
   retired: z.number().int(),
+  released: z.number().int().describe(
+    'Claimed but not yet sent when the run was asked to stop (the edge runtime retiring the worker): pending again',
+  ),
   receipts_checked: z.number().int(),
   receipt_errors: z.number().int(),
   remaining: z.number().int().describe('Due deliveries still pending after this run, counted up to 1,000'),
@@ -59,7 +62,7 @@ export const jobRoutes = routeModule()
         at: At,
         scheduled_at: z.string().max(100).optional(),
         web_push_per_run: z.number().int().min(1).max(100_000).optional().describe(
-          'Web Push rows this run claims (default 1000: each costs about a millisecond of CPU)',
+          'Web Push rows this run claims (default 1000: each costs about 0.8 ms of CPU)',
         ),
         invocation: z.number().int().min(1).max(20).optional().describe(
           'Which of the runs pg_cron started side by side this minute (logged)',
