@@ -289,8 +289,10 @@ test('a released row is pending again at once, its claim not counted; a row mark
   const [row] = await sql`select id from private.notification_deliveries where notification_id = ${n.id}`
   // As a run's claim leaves it (set here, so no other test's rows are claimed on the way).
   const claim = crypto.randomUUID()
-  await sql`update private.notification_deliveries set status = 'claimed', claim_id = ${claim}, attempts = 1,
-              claimed_at = now(), claimed_until = now() + interval '2 minutes' where id = ${row.id}`
+  const leaseAs = (status: string) =>
+    sql`update private.notification_deliveries set status = ${status}, claim_id = ${claim}, attempts = 1,
+          claimed_at = now(), claimed_until = now() + interval '2 minutes' where id = ${row.id}`
+  await leaseAs('claimed')
   const released = await sql`select private.record_notification_deliveries(${
     sql.json([{ id: Number(row.id), outcome: 'released' }])
   }) as n`
@@ -302,8 +304,7 @@ test('a released row is pending again at once, its claim not counted; a row mark
     { status: 'pending', claim_id: null, claimed_until: null, claimed_at: null, attempts: 0 },
   )
   // Marked: it may have reached Expo, so a release leaves it for the lease to make it unknown.
-  await sql`update private.notification_deliveries set status = 'attempting', claim_id = ${claim}, attempts = 1,
-              claimed_at = now(), claimed_until = now() + interval '2 minutes' where id = ${row.id}`
+  await leaseAs('attempting')
   const kept = await sql`select private.record_notification_deliveries(${
     sql.json([{ id: Number(row.id), outcome: 'released' }])
   }) as n`

@@ -74,26 +74,35 @@ test('schedule_edge_function_job numbers its invocations and refuses a count out
   }
 })
 
-test('a run claims Web Push rows up to its CPU share, then Expo rows only', async () => {
-  // The run against a stand-in for its four database calls (claims made up here), sending for
-  // real to the fake push service: it asks for Web Push rows until it holds its share.
-  const sub = await webSubscription()
-  const asked: string[][] = []
-  let id = 9_000_000_000
-  const webRow = () => ({
-    id: ++id,
+/** A claimed outbox row as the claim returns it (for the runs below, whose database is a stand-in). */
+let rowId = 9_000_000_000
+function claimedRow(
+  channel: 'expo' | 'web_push',
+  sub: { endpoint: string; keys: { p256dh: string; auth: string } },
+  remaining: number,
+) {
+  return {
+    id: ++rowId,
     claim_id: crypto.randomUUID(),
-    channel: 'web_push',
-    address: sub.endpoint,
-    key_p256dh: sub.keys.p256dh,
-    key_auth: sub.keys.auth,
+    channel,
+    address: channel === 'expo' ? `ExponentPushToken[ok-${crypto.randomUUID().slice(0, 12)}]` : sub.endpoint,
+    key_p256dh: channel === 'expo' ? null : sub.keys.p256dh,
+    key_auth: channel === 'expo' ? null : sub.keys.auth,
     notification_id: crypto.randomUUID(),
     type: 'labs.step_prompt',
     payload: { title: 'Share' },
     expires_at: new Date(Date.now() + 3_600_000).toISOString(),
     context: null,
-    remaining: 10,
-  })
+    remaining,
+  }
+}
+
+test('a run claims Web Push rows up to its CPU share, then Expo rows only', async () => {
+  // The run against a stand-in for its four database calls (claims made up here), sending for
+  // real to the fake push service: it asks for Web Push rows until it holds its share.
+  const sub = await webSubscription()
+  const asked: string[][] = []
+  const webRow = () => claimedRow('web_push', sub, 10)
   const db = {
     rpc: (fn: string, args: Record<string, any>) => {
       const reply = (data: unknown) => Promise.resolve({ data, error: null })
@@ -116,21 +125,7 @@ test('a run claims Web Push rows up to its CPU share, then Expo rows only', asyn
 
 test('a run asked to stop sends what it marked, releases the rest of its claim and claims nothing more', async () => {
   const sub = await webSubscription()
-  let id = 9_100_000_000
-  const row = (channel: 'expo' | 'web_push') => ({
-    id: ++id,
-    claim_id: crypto.randomUUID(),
-    channel,
-    address: channel === 'expo' ? `ExponentPushToken[ok-${crypto.randomUUID().slice(0, 12)}]` : sub.endpoint,
-    key_p256dh: channel === 'expo' ? null : sub.keys.p256dh,
-    key_auth: channel === 'expo' ? null : sub.keys.auth,
-    notification_id: crypto.randomUUID(),
-    type: 'labs.step_prompt',
-    payload: { title: 'Stop' },
-    expires_at: new Date(Date.now() + 3_600_000).toISOString(),
-    context: null,
-    remaining: 500,
-  })
+  const row = (channel: 'expo' | 'web_push') => claimedRow(channel, sub, 500)
   const rows = [
     ...Array.from({ length: 150 }, () => row('expo')),
     ...Array.from({ length: 30 }, () => row('web_push')),

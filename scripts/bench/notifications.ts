@@ -358,8 +358,10 @@ export async function fanOut(stack: Stack, db: postgres.Sql) {
     console.log(`    ${exposure}`)
     console.log(`    before this design: ${BEFORE}`)
     console.log(
-      `    outbox: ${statuses.map((s) => `${s.status} ${s.n}`).join(', ')} ` +
-        `(unknown: attempted by the killed run; delivered at most once, so not sent again)`,
+      `    outbox: ${statuses.map((s) => `${s.status} ${s.n}`).join(', ')}` +
+        (statuses.some((s) => s.status === 'unknown')
+          ? ' (unknown: attempted by the killed run; delivered at most once, so not sent again)'
+          : ''),
     )
     await db`delete from public.notifications where user_id::text like 'b24a0000-%'`
     await db`delete from public.notification_devices where user_id::text like 'b24a0000-%'`
