@@ -293,9 +293,13 @@ test('a released row is pending again at once, its claim not counted; a row mark
     sql`update private.notification_deliveries set status = ${status}, claim_id = ${claim}, attempts = 1,
           claimed_at = now(), claimed_until = now() + interval '2 minutes' where id = ${row.id}`
   await leaseAs('claimed')
-  const released = await sql`select private.record_notification_deliveries(${
-    sql.json([{ id: Number(row.id), outcome: 'released' }])
-  }) as n`
+  const release = (claimId: string) =>
+    sql`select private.record_notification_deliveries(${
+      sql.json([{ id: Number(row.id), outcome: 'released', claim_id: claimId }])
+    }) as n`
+  // Another claim's release (a run whose lease ran out, the row since taken by another) is ignored.
+  assert.equal((await release(crypto.randomUUID()))[0].n, 0)
+  const released = await release(claim)
   assert.equal(released[0].n, 1)
   const [after] = await sql`select status, claim_id, claimed_until, claimed_at, attempts
                               from private.notification_deliveries where id = ${row.id}`
@@ -305,11 +309,23 @@ test('a released row is pending again at once, its claim not counted; a row mark
   )
   // Marked: it may have reached Expo, so a release leaves it for the lease to make it unknown.
   await leaseAs('attempting')
-  const kept = await sql`select private.record_notification_deliveries(${
-    sql.json([{ id: Number(row.id), outcome: 'released' }])
-  }) as n`
+  const kept = await release(claim)
   assert.equal(kept[0].n, 0)
   const [still] = await sql`select status, claim_id from private.notification_deliveries where id = ${row.id}`
   assert.deepEqual({ ...still }, { status: 'attempting', claim_id: claim })
   await sql`delete from public.notifications where id = ${n.id}`
+})
+
+test('a row whose device was retired after it was queued is retired by the claim, not sent', async () => {
+  const user = await createUser()
+  await quietOff(user)
+  const { token } = await expoDevice(user)
+  const [n] =
+    await sql`insert into public.notifications (user_id, type) values (${user.id}, 'team.member_added') returning id`
+  // Retired elsewhere (another row's answer) after this row was queued.
+  await sql`update public.notification_devices set retired_at = now(), retired_reason = 'DeviceNotRegistered'
+             where address = ${token}`
+  await deliver()
+  assert.deepEqual(await statuses(n.id), ['expo:retired'])
+  assert.equal((await expoMessages(token)).length, 0)
 })

@@ -108,6 +108,8 @@ interface Outcome {
   retire?: boolean
   /** The device's retired_reason when it is retired: fixed words, never a provider's answer. */
   reason?: string
+  /** A release hands back only what this claim still holds. */
+  claim_id?: string
 }
 
 /**
@@ -219,7 +221,7 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
   ): Promise<T | null> => {
     if (!rows.length) return null
     if (stopped()) {
-      for (const r of rows) released.push({ id: r.id, outcome: 'released' })
+      for (const r of rows) released.push({ id: r.id, outcome: 'released', claim_id: r.claim_id })
       return null
     }
     if (marking++ === 0) idle = new Promise((resolve) => (wake = resolve))
@@ -261,7 +263,8 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
   // The next chunk is claimed while the current one is sent, so the claim's time in the
   // database overlaps the providers' answers and the encryption.
   const budget = options.timeBudgetMs ?? 40_000
-  let next: ReturnType<typeof claim> | null = claim(claimChannels())
+  // A worker already told to stop (the signal outlives the run that saw it) claims nothing.
+  let next: ReturnType<typeof claim> | null = stopped() ? null : claim(claimChannels())
   while (next) {
     const claimed = await next
     next = null
@@ -382,7 +385,7 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
       const ready: { row: Claimed; request: WebPushRequest }[] = []
       for (const r of batch) {
         if (stopped()) {
-          released.push({ id: r.id, outcome: 'released' })
+          released.push({ id: r.id, outcome: 'released', claim_id: r.claim_id })
           continue
         }
         const text = notificationText(r)

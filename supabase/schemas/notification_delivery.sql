@@ -534,7 +534,7 @@ begin
 
   return query
   with due as (
-    select d.id, d.notification_id, d.user_id, d.expires_at
+    select d.id, d.notification_id, d.user_id, d.device_id, d.expires_at
       from private.notification_deliveries d
      where d.status = 'pending' and d.deliver_after <= at and d.channel = any (channels)
      order by d.deliver_after
@@ -546,6 +546,9 @@ begin
     select due.id, due.notification_id, due.user_id, p.daily_cap, tz.zone, due.expires_at,
            private.notification_time_sensitive(nt.type) as urgent,
            case when nt.read_at is not null then 'skipped'
+                -- Retired since the row was queued (the record that retired it sweeps only the
+                -- rows it could see then).
+                when dv.retired_at is not null then 'retired'
                 -- Deactivated, or being deleted: nothing more goes out.
                 when not pr.is_active or exists (select 1 from private.account_deletions x where x.user_id = due.user_id)
                   then 'skipped'
@@ -555,6 +558,7 @@ begin
            private.quiet_hours_end(p, tz.zone, at) as quiet_until
       from due
       join public.notifications nt on nt.id = due.notification_id
+      join public.notification_devices dv on dv.id = due.device_id
       join public.notification_preferences p on p.user_id = due.user_id
       join public.profiles pr on pr.id = due.user_id
      cross join lateral (select private.notification_timezone(p) as zone) tz
@@ -664,10 +668,11 @@ grant execute on function public.start_notification_deliveries(bigint[], uuid) t
  *   {id, outcome: retired, error, reason}           the device is gone: retired with it; reason
  *                                                   (the sender's fixed words) is its retired_reason
  *   {id, outcome: receipt_ok | receipt_error | receipt_retry, error?, retire?}  Expo receipts
- *   {id, outcome: released}                         claimed by a run that is stopping and never
+ *   {id, outcome: released, claim_id}               claimed by a run that is stopping and never
  *                                                   marked: pending again at once, the claim not
- *                                                   counted as an attempt (a marked row is left as
- *                                                   it is: it may have gone out)
+ *                                                   counted as an attempt; only while that claim
+ *                                                   holds it (a marked row is left as it is: it may
+ *                                                   have gone out; a row another run took is theirs)
  * Returns how many rows changed.
  */
 create or replace function private.record_notification_deliveries(results jsonb) returns integer
@@ -686,9 +691,10 @@ begin
      for update;
   with r as (
     select x.id, x.outcome, left(x.error, 1000) as error, x.ticket_id, x.retry_after, coalesce(x.retire, false) as retire,
-           left(x.reason, 100) as reason
+           left(x.reason, 100) as reason, x.claim_id
       from jsonb_to_recordset(results)
-        as x(id bigint, outcome text, error text, ticket_id text, retry_after integer, retire boolean, reason text)
+        as x(id bigint, outcome text, error text, ticket_id text, retry_after integer, retire boolean, reason text,
+             claim_id uuid)
   ), upd as (
     update private.notification_deliveries d
        set status = case r.outcome
@@ -713,7 +719,7 @@ begin
            attempts = d.attempts - case when r.outcome = 'released' then 1 else 0 end,
            error = coalesce(r.error, d.error)
       from r
-     where d.id = r.id and (r.outcome <> 'released' or d.status = 'claimed')
+     where d.id = r.id and (r.outcome <> 'released' or (d.status = 'claimed' and d.claim_id = r.claim_id))
     returning d.id, d.device_id, r.outcome, r.retire, r.reason
   ), gone as (
     -- The sender's fixed words ('gone (410)', 'DeviceNotRegistered'), never a provider's answer:
@@ -762,7 +768,7 @@ as $$
        for update of d skip locked
   ), expired as (
     -- Expo keeps receipts about a day: older tickets are not asked about.
-    update private.notification_deliveries d set receipt_status = 'unavailable'
+    update private.notification_deliveries d set receipt_status = 'unavailable', claimed_until = null
       from due where d.id = due.id and d.sent_at < now() - interval '23 hours'
     returning d.id
   )
