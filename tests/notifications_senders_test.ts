@@ -123,6 +123,33 @@ test('a run claims Web Push rows up to its CPU share, then Expo rows only', asyn
   assert.equal((await webMessages(sub.endpoint)).length, 4)
 })
 
+/**
+ * A stand-in database for a run that is asked to stop while its first mark is on its way: it
+ * answers claims with `claim` (told whether the stop came already), keeps what was marked and
+ * what was recorded.
+ */
+function stoppingDb(claim: (aborted: boolean) => unknown[]) {
+  const stop = new AbortController()
+  const marked = new Set<number>()
+  const recorded: { id: number; outcome: string; claim_id?: string }[] = []
+  const rpc = (fn: string, args: Record<string, any>) => {
+    const reply = (data: unknown) => Promise.resolve({ data, error: null })
+    if (fn === 'claim_notification_deliveries') return reply(claim(stop.signal.aborted))
+    if (fn === 'start_notification_deliveries') {
+      for (const i of args.ids) marked.add(i)
+      // The mark is sent all the same: once asked for, it may be committed.
+      stop.abort()
+      return reply(args.ids)
+    }
+    if (fn === 'record_notification_deliveries') {
+      recorded.push(...args.results)
+      return reply(args.results.length)
+    }
+    return reply([])
+  }
+  return { db: { rpc } as unknown as Db, stop, marked, recorded }
+}
+
 test('a run asked to stop sends what it marked, releases the rest of its claim and claims nothing more', async () => {
   const sub = await webSubscription()
   const row = (channel: 'expo' | 'web_push') => claimedRow(channel, sub, 500)
@@ -130,34 +157,15 @@ test('a run asked to stop sends what it marked, releases the rest of its claim a
     ...Array.from({ length: 150 }, () => row('expo')),
     ...Array.from({ length: 30 }, () => row('web_push')),
   ]
-  const stop = new AbortController()
-  const marked = new Set<number>()
-  const recorded: { id: number; outcome: string }[] = []
   let claims = 0
   let claimsAfterStop = 0
   const prefetched = row('expo')
-  const db = {
-    rpc: (fn: string, args: Record<string, any>) => {
-      const reply = (data: unknown) => Promise.resolve({ data, error: null })
-      if (fn === 'claim_notification_deliveries') {
-        if (stop.signal.aborted) claimsAfterStop++
-        // The second is the run's prefetch, asked for before the stop.
-        return reply(claims++ === 0 ? rows : claims === 2 ? [prefetched] : [])
-      }
-      if (fn === 'start_notification_deliveries') {
-        for (const i of args.ids) marked.add(i)
-        // The stop comes while the first mark is on its way: that mark is sent all the same.
-        stop.abort()
-        return reply(args.ids)
-      }
-      if (fn === 'record_notification_deliveries') {
-        recorded.push(...args.results)
-        return reply(args.results.length)
-      }
-      return reply([])
-    },
-  }
-  const report = await runDeliveries(db as unknown as Db, {
+  const { db, stop, marked, recorded } = stoppingDb((aborted) => {
+    if (aborted) claimsAfterStop++
+    // The second is the run's prefetch, asked for before the stop.
+    return claims++ === 0 ? rows : claims === 2 ? [prefetched] : []
+  })
+  const report = await runDeliveries(db, {
     signal: stop.signal,
     expoConcurrency: 1,
     webPushBatch: 10,
@@ -182,43 +190,23 @@ test('a run asked to stop sends what it marked, releases the rest of its claim a
 test('a run stopped while a Web Push batch is being marked posts that batch and releases the others', async () => {
   const sub = await webSubscription()
   const rows = Array.from({ length: 30 }, () => claimedRow('web_push', sub, 0))
-  const stop = new AbortController()
-  const marked: number[] = []
-  const recorded: { id: number; outcome: string; claim_id?: string }[] = []
-  const db = {
-    rpc: (fn: string, args: Record<string, any>) => {
-      const reply = (data: unknown) => Promise.resolve({ data, error: null })
-      if (fn === 'claim_notification_deliveries') return reply(marked.length ? [] : rows)
-      if (fn === 'start_notification_deliveries') {
-        marked.push(...args.ids)
-        stop.abort()
-        return reply(args.ids)
-      }
-      if (fn === 'record_notification_deliveries') {
-        recorded.push(...args.results)
-        return reply(args.results.length)
-      }
-      return reply([])
-    },
-  }
-  const report = await runDeliveries(db as unknown as Db, { signal: stop.signal, webPushBatch: 10 })
-  assert.equal(marked.length, 10, 'one batch marked')
+  let claimsAfterStop = 0
+  const { db, stop, marked, recorded } = stoppingDb((aborted) => {
+    if (aborted) claimsAfterStop++
+    return marked.size ? [] : rows
+  })
+  const report = await runDeliveries(db, { signal: stop.signal, webPushBatch: 10 })
+  assert.equal(marked.size, 10, 'one batch marked')
   assert.equal(report.sent, 10)
   assert.equal(report.released, 20)
   for (const r of recorded.filter((r) => r.outcome === 'released')) {
-    assert.ok(!marked.includes(r.id))
+    assert.ok(!marked.has(r.id))
     // A release names its claim: the database hands back only what that claim still holds.
     assert.equal(r.claim_id, rows.find((x) => x.id === r.id)!.claim_id)
   }
   assert.equal((await webMessages(sub.endpoint)).length, 10)
   // A run that starts after the stop claims nothing.
-  let claimed = 0
-  const after = await runDeliveries(
-    {
-      rpc: (fn: string) => (fn === 'claim_notification_deliveries' && claimed++, db.rpc(fn, {})),
-    } as unknown as Db,
-    { signal: stop.signal },
-  )
-  assert.equal(claimed, 0)
+  const after = await runDeliveries(db, { signal: stop.signal })
+  assert.equal(claimsAfterStop, 0)
   assert.equal(after.claimed, 0)
 })
