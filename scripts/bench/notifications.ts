@@ -126,39 +126,60 @@ async function markWindows(
   ) {
     attempted.set(Number(r.id), Number(r.ms))
   }
-  const marks = new Map<number, number>() // attempted_at -> the last arrival of its rows
+  // channel|attempted_at -> the mark's moment and the last arrival of its rows
+  const marks = new Map<string, { channel: string; at: number; last: number }>()
   for (const row of rows) {
     const at = attempted.get(Number(row.id))
     const seen = arrival(row)
     if (at === undefined || seen === undefined) continue
-    marks.set(at, Math.max(marks.get(at) ?? at, seen))
+    const key = `${row.channel}|${at}`
+    const mark = marks.get(key) ?? { channel: row.channel, at, last: at }
+    mark.last = Math.max(mark.last, seen)
+    marks.set(key, mark)
   }
-  const windows = [...marks].map(([at, last]) => [at, Math.max(at, last)] as const).sort((a, b) =>
-    a[0] - b[0]
-  )
-  let covered = 0
-  let until = -Infinity
-  for (const [from, to] of windows) {
-    if (to <= until) continue
-    covered += to - Math.max(from, until)
-    until = to
-  }
-  const lengths = windows.map(([from, to]) => to - from).sort((a, b) => a - b)
-  const at = (q: number) => lengths[Math.min(lengths.length - 1, Math.floor(q * lengths.length))] ?? 0
-  const span = windows.length ? Math.max(...windows.map((w) => w[1])) - windows[0][0] : 0
   const runMs = Date.now() - (performance.timeOrigin + startedAt)
-  const open = killedAt === null
-    ? 0
-    : windows.filter(([from, to]) => from <= killedAt && killedAt <= to).length
-  const pct = (100 * covered / Math.max(span, 1)).toFixed(1)
+  const describe = (channel: string | null) => {
+    const windows = [...marks.values()].filter((m) => channel === null || m.channel === channel)
+      .map((m) => [m.at, m.last] as const).sort((a, b) => a[0] - b[0])
+    let covered = 0
+    let until = -Infinity
+    for (const [from, to] of windows) {
+      if (to <= until) continue
+      covered += to - Math.max(from, until)
+      until = to
+    }
+    const lengths = windows.map(([from, to]) => to - from).sort((a, b) => a - b)
+    const q = (x: number) =>
+      (lengths[Math.min(lengths.length - 1, Math.floor(x * lengths.length))] ?? 0).toFixed(0)
+    const span = windows.length ? Math.max(...windows.map((w) => w[1])) - windows[0][0] : 0
+    const open = killedAt === null
+      ? 0
+      : windows.filter(([from, to]) => from <= killedAt && killedAt <= to).length
+    return {
+      count: windows.length,
+      p50: q(0.5),
+      p99: q(0.99),
+      max: q(1),
+      pct: (100 * covered / Math.max(span, 1)).toFixed(1),
+      span,
+      open,
+    }
+  }
+  const all = describe(null)
+  const channels = ['expo', 'web_push'].map((c) => ({ c, ...describe(c) })).filter((d) => d.count)
   return [
-    `marks: ${windows.length}, from a mark to its last row read by the fake p50 ${at(0.5).toFixed(0)} ms,`,
-    `p99 ${at(0.99).toFixed(0)} ms, max ${at(1).toFixed(0)} ms; some mark's window is open ${pct}%`,
-    `of the ${(span / 1000).toFixed(1)} s the marks span (${
-      (runMs / 1000).toFixed(1)
-    } s run): at most the chance`,
-    `that a kill at a random moment loses a batch (the fake reads a request after its sender put it on the wire).`,
-    killedAt === null ? '' : `At the kill, ${open} mark(s) whose rows were received were still on their way.`,
+    `marks: ${all.count}, from a mark to its last row read by the fake p50 ${all.p50} ms, p99 ${all.p99} ms,`,
+    `max ${all.max} ms (${
+      channels.map((d) => `${d.c}: ${d.count} marks, p50 ${d.p50} / p99 ${d.p99} ms, open ${d.pct}%`).join(
+        '; ',
+      )
+    });`,
+    `some mark's window is open ${all.pct}% of the ${(all.span / 1000).toFixed(1)} s the marks span`,
+    `(${(runMs / 1000).toFixed(1)} s run): at most the chance that a kill at a random moment loses a batch`,
+    `(the fake reads a request after its sender put it on the wire).`,
+    killedAt === null
+      ? ''
+      : `At the kill, ${all.open} mark(s) whose rows were received were still on their way.`,
   ].join(' ')
 }
 
