@@ -228,7 +228,7 @@ test('a chunk costs one claim, one mark per provider batch and one record of all
   // Receipts are left for later: they are recorded in calls of their own.
   const results = await deliver({ limit: 5000, receipt_delay_seconds: 86_400 })
   assert.ok(results.claimed >= 180, JSON.stringify(results))
-  // Every outcome of a chunk in one call, not one per request or per row: 1 Expo group and 2
+  // Every outcome of a chunk in one call, not one per request or per row: 1 Expo request and 2
   // Web Push batches marked, 1 record (a second chunk only if other tests' rows came due).
   assert.ok(results.calls.start >= 3, JSON.stringify(results))
   assert.ok(results.calls.record <= results.calls.claim, JSON.stringify(results))
