@@ -168,6 +168,9 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
   const stopped = () => signal.aborted
   /** Rows claimed and not marked when the run was asked to stop: recorded with the chunk. */
   const released: Outcome[] = []
+  const release = (rows: Claimed[]) => {
+    for (const r of rows) released.push({ id: r.id, outcome: 'released', claim_id: r.claim_id })
+  }
   const run = options.invocation ? { invocation: options.invocation } : {}
   console.log(JSON.stringify({ job: 'notification-deliveries', event: 'start', ...run, channels }))
   if (!channels.length) return report
@@ -221,7 +224,7 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
   ): Promise<T | null> => {
     if (!rows.length) return null
     if (stopped()) {
-      for (const r of rows) released.push({ id: r.id, outcome: 'released', claim_id: r.claim_id })
+      release(rows)
       return null
     }
     if (marking++ === 0) idle = new Promise((resolve) => (wake = resolve))
@@ -317,34 +320,29 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
   async function sendExpo(rows: Claimed[], concurrency: number) {
     const now = Date.now()
     const outcomes: Outcome[] = []
-    const message = (r: Claimed): ExpoPushMessage => {
-      const text = notificationText(r)
-      return {
-        to: r.address,
-        title: text.title,
-        body: text.body,
-        data: { path: text.path, notification_id: r.notification_id, type: r.type },
-        sound: 'default',
-        priority: TIME_SENSITIVE.has(r.type) ? 'high' : 'default',
-        ttl: ttlSeconds(r, now),
-      }
-    }
     await pool(chunks(rows, 100), concurrency, async (chunk) => {
-      const messages = new Map(chunk.map((r): [number, ExpoPushMessage] => [r.id, message(r)]))
-      const sending = await markThen(
-        chunk,
-        (live) => ({
-          chunk: live,
-          answer: expo!.sendPushNotificationsAsync(live.map((r) => messages.get(r.id)!)).then(
-            (tickets) => ({ tickets, error: null }),
-            (error: unknown) => ({ tickets: [] as ExpoPushTicket[], error }),
-          ),
-        }),
-        (request) => request.answer,
-      )
+      const messages = new Map(chunk.map((r): [number, ExpoPushMessage] => {
+        const text = notificationText(r)
+        return [r.id, {
+          to: r.address,
+          title: text.title,
+          body: text.body,
+          data: { path: text.path, notification_id: r.notification_id, type: r.type },
+          sound: 'default',
+          priority: TIME_SENSITIVE.has(r.type) ? 'high' : 'default',
+          ttl: ttlSeconds(r, now),
+        }]
+      }))
+      const sending = await markThen(chunk, (live) => ({
+        live,
+        answer: expo!.sendPushNotificationsAsync(live.map((r) => messages.get(r.id)!)).then(
+          (tickets) => ({ tickets, error: null }),
+          (error: unknown) => ({ tickets: [] as ExpoPushTicket[], error }),
+        ),
+      }), (sending) => sending.answer)
       if (!sending) return
-      const { chunk: live, answer } = sending
-      const { tickets, error } = await answer
+      const { live } = sending
+      const { tickets, error } = await sending.answer
       if (error) {
         const f = expoFailure(error)
         const retry = f.status === null || f.status === 429 || f.status >= 500
@@ -384,7 +382,7 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
       const ready: { row: Claimed; request: WebPushRequest }[] = []
       for (const r of batch) {
         if (stopped()) {
-          released.push({ id: r.id, outcome: 'released', claim_id: r.claim_id })
+          release([r])
           continue
         }
         const text = notificationText(r)

@@ -21,6 +21,7 @@
 // redirects are not followed; at most 1 KB of an answer is read, and what the sender stores of it
 // where the owner can read it (retired_reason) is fixed words, never the answer. Loopback
 // endpoints (http://127.0.0.1, localhost, the tests' fake) only with WEB_PUSH_ALLOW_LOOPBACK=true.
+import { Buffer } from 'node:buffer'
 import nodeCrypto from 'node:crypto'
 import webpush from 'web-push'
 import { optionalEnv } from './env.ts'
@@ -218,15 +219,8 @@ const concat = (...parts: Uint8Array[]) => {
   return out
 }
 
-const fromBase64Url = (text: string) => {
-  if (!/^[A-Za-z0-9_-]*={0,2}$/.test(text)) return new Uint8Array(0)
-  const b64 = text.replace(/=+$/, '').replace(/-/g, '+').replace(/_/g, '/')
-  try {
-    return Uint8Array.from(atob(b64 + '='.repeat((4 - (b64.length % 4)) % 4)), (c) => c.charCodeAt(0))
-  } catch {
-    return new Uint8Array(0)
-  }
-}
+/** Lenient, as the library's own Buffer decoding: the lengths are checked after. */
+const fromBase64Url = (text: string) => new Uint8Array(Buffer.from(text, 'base64url'))
 
 /**
  * A fresh P-256 key pair and its public key (uncompressed, 65 bytes). WebCrypto's exportKey('raw')
