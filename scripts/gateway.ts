@@ -29,7 +29,11 @@ const env = (k: string) => {
 const port = Number(env('GATEWAY_PORT'))
 const postgrestUrl = env('POSTGREST_URL')
 const sql = postgres(env('SUPABASE_DB_URL'), { max: 5, onnotice: () => {} })
-const realtime = createRealtime({ dbUrl: env('SUPABASE_DB_URL'), jwtSecret: env('JWT_SECRET') })
+const realtime = createRealtime({
+  dbUrl: env('SUPABASE_DB_URL'),
+  jwtSecret: env('JWT_SECRET'),
+  privateOnly: Deno.env.get('REALTIME_PRIVATE_ONLY') !== 'false',
+})
 
 // Auth connects as supabase_auth_admin, as GoTrue does on Supabase (triggers and the
 // access-token hook run with that role's rights).

@@ -22,19 +22,49 @@ export function realtimeClient(token?: string, vsn?: '1.0.0' | '2.0.0') {
   })
 }
 
-/** Subscribes to postgres_changes; resolves once the channel is joined and Realtime said whether
- *  it subscribed to PostgreSQL (the `system` message), or the join failed. */
+/** The private channel a user may join for their own row changes (supabase/schemas/realtime.sql). */
+export const ownTopic = (userId: string) => `user:${userId}:${crypto.randomUUID().slice(0, 8)}`
+
+/** The subject of the token a client's Realtime acts as ('' for the anon key). */
+function subjectOf(client: SupabaseClient) {
+  const token = client.realtime.accessTokenValue ?? ''
+  try {
+    return JSON.parse(atob(token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/'))).sub ?? ''
+  } catch {
+    return ''
+  }
+}
+
+/**
+ * Broadcast and presence are closed in the product (no policy lets anyone send). The tests of the
+ * stand-in's broadcast and presence mechanics use rooms a test-only policy opens to everyone:
+ * private channels named `room:...`, as a project that wants them would write its policies.
+ */
+export async function openTestRooms() {
+  await sql`do $$ begin
+    if not exists (select 1 from pg_policies where schemaname = 'realtime' and policyname = 'test rooms read') then
+      create policy "test rooms read" on realtime.messages for select to anon, authenticated
+        using ((select realtime.topic()) like 'room:%');
+      create policy "test rooms send" on realtime.messages for insert to anon, authenticated
+        with check ((select realtime.topic()) like 'room:%');
+    end if;
+  end $$`
+}
+
+/** Subscribes to postgres_changes on a private channel of the caller's own (`user:<id>:...`, see
+ *  ownTopic); resolves once the channel is joined and Realtime said whether it subscribed to
+ *  PostgreSQL (the `system` message), or the join failed. */
 export async function listen(
   client: SupabaseClient,
   params: { event?: '*' | 'INSERT' | 'UPDATE' | 'DELETE'; schema?: string; table: string; filter?: string },
-  topic = `changes-${crypto.randomUUID().slice(0, 8)}`,
+  topic?: string,
 ): Promise<Listener> {
   // Settle the token first: a channel joined before supabase-js has its token joins with the
   // anon key (as on hosted), and only a later change of token would upgrade it.
   await client.realtime.setAuth()
   const l: Listener = {
     client,
-    channel: client.channel(topic),
+    channel: client.channel(topic ?? ownTopic(subjectOf(client) || 'anon'), { config: { private: true } }),
     changes: [],
     system: [],
     status: [],

@@ -91,7 +91,7 @@ test('client (Deno): sign-up, inbox confirmation, sign-in, refresh, storage, Rea
     const notifications: any[] = []
     const status: string[] = []
     const system: any[] = []
-    const channel = supabase.channel(`notifications-${userId}`)
+    const channel = supabase.channel(`user:${userId}:notifications`, { config: { private: true } })
       .on('postgres_changes', {
         event: 'INSERT',
         schema: 'public',

@@ -1,7 +1,9 @@
 // Realtime broadcast and presence between supabase-js clients (/realtime/v1, scripts/lib/realtime/).
 import { strict as assert } from 'node:assert'
 import { ANON_KEY, API_URL, createUser, test } from './_helpers.ts'
-import { closeAll, realtimeClient, until } from './_realtime.ts'
+import { closeAll, openTestRooms, realtimeClient, until } from './_realtime.ts'
+
+await openTestRooms()
 import type { RealtimeChannel, SupabaseClient } from '@supabase/supabase-js'
 
 async function joined(
@@ -11,7 +13,7 @@ async function joined(
   on: (ch: RealtimeChannel) => void,
 ) {
   await client.realtime.setAuth()
-  const ch = client.channel(topic, { config })
+  const ch = client.channel(topic, { config: { ...config, private: true } })
   on(ch)
   const status: string[] = []
   ch.subscribe((s) => status.push(s))
@@ -26,7 +28,7 @@ for (const vsn of ['1.0.0', '2.0.0'] as const) {
     const one = realtimeClient(user.token, vsn)
     const two = realtimeClient(undefined, vsn)
     const elsewhere = realtimeClient(undefined, vsn)
-    const topic = `room-${crypto.randomUUID().slice(0, 8)}`
+    const topic = `room:bc-${crypto.randomUUID().slice(0, 8)}`
     const got = { one: [] as any[], two: [] as any[], elsewhere: [] as any[] }
     try {
       const a = await joined(
@@ -73,11 +75,11 @@ for (const vsn of ['1.0.0', '2.0.0'] as const) {
 test('realtime: REST broadcast (httpSend) reaches the joined clients; a bad token is 401', async () => {
   const listener = realtimeClient()
   const sender = realtimeClient()
-  const topic = `rest-${crypto.randomUUID().slice(0, 8)}`
+  const topic = `room:rest-${crypto.randomUUID().slice(0, 8)}`
   const got: any[] = []
   try {
     await joined(listener, topic, {}, (ch) => ch.on('broadcast', { event: 'ping' }, (p) => got.push(p)))
-    const res = await sender.channel(topic).httpSend('ping', { n: 1 })
+    const res = await sender.channel(topic, { config: { private: true } }).httpSend('ping', { n: 1 })
     assert.deepEqual(res, { success: true })
     await until(() => got.length === 1, 'the REST broadcast')
     assert.deepEqual(got[0].payload, { n: 1 })
@@ -85,14 +87,14 @@ test('realtime: REST broadcast (httpSend) reaches the joined clients; a bad toke
     const refused = await fetch(`${API_URL}/realtime/v1/api/broadcast`, {
       method: 'POST',
       headers: { apikey: 'nope', authorization: 'Bearer nope', 'content-type': 'application/json' },
-      body: JSON.stringify({ messages: [{ topic, event: 'ping', payload: { n: 2 } }] }),
+      body: JSON.stringify({ messages: [{ topic, event: 'ping', payload: { n: 2 }, private: true }] }),
     })
     assert.equal(refused.status, 401)
     assert.equal(typeof (await refused.json()).error, 'string')
     const ok = await fetch(`${API_URL}/realtime/v1/api/broadcast`, {
       method: 'POST',
       headers: { apikey: ANON_KEY, 'content-type': 'application/json' },
-      body: JSON.stringify({ messages: [{ topic, event: 'ping', payload: { n: 3 } }] }),
+      body: JSON.stringify({ messages: [{ topic, event: 'ping', payload: { n: 3 }, private: true }] }),
     })
     assert.equal(ok.status, 202)
     await ok.body?.cancel()
@@ -106,7 +108,7 @@ test('realtime: REST broadcast (httpSend) reaches the joined clients; a bad toke
 test('realtime: presence shows who is tracked in a topic, and who left', async () => {
   const one = realtimeClient()
   const two = realtimeClient()
-  const topic = `presence-${crypto.randomUUID().slice(0, 8)}`
+  const topic = `room:presence-${crypto.randomUUID().slice(0, 8)}`
   try {
     const a = await joined(
       one,

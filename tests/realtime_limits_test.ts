@@ -13,9 +13,12 @@ import {
   MAX_REST_BODY_BYTES,
 } from '../scripts/lib/realtime/limits.ts'
 import { ANON_KEY, API_URL, sql, test } from './_helpers.ts'
-import { closeAll, realtimeClient, until } from './_realtime.ts'
+import { closeAll, openTestRooms, realtimeClient, until } from './_realtime.ts'
 
-const topicName = (what: string) => `${what}-${crypto.randomUUID().slice(0, 8)}`
+await openTestRooms()
+
+const topicName = (what: string) => `room:${what}-${crypto.randomUUID().slice(0, 8)}`
+const PRIVATE = { config: { private: true } }
 const oversized = () => ({ blob: 'A'.repeat(MAX_BROADCAST_PAYLOAD_BYTES + 1) })
 
 /** Joins `topic` through supabase-js; resolves with the first status and its error, if any. */
@@ -56,9 +59,9 @@ test('realtime: a broadcast payload over 256 KB is refused (payload_size_exceede
   const topic = topicName('big')
   const heard: any[] = []
   try {
-    const out = sender.channel(topic, { config: { broadcast: { ack: true } } })
+    const out = sender.channel(topic, { config: { broadcast: { ack: true }, private: true } })
     assert.equal((await subscribe(sender, out)).status, 'SUBSCRIBED')
-    const inbox = listener.channel(topic).on('broadcast', { event: '*' }, (p) => heard.push(p))
+    const inbox = listener.channel(topic, PRIVATE).on('broadcast', { event: '*' }, (p) => heard.push(p))
     assert.equal((await subscribe(listener, inbox)).status, 'SUBSCRIBED')
 
     assert.equal(await out.send({ type: 'broadcast', event: 'huge', payload: oversized() }), 'error')
@@ -76,7 +79,7 @@ test('realtime: REST broadcast refuses an oversized body (413, unread) and an ov
   const topic = topicName('rest-big')
   const heard: any[] = []
   try {
-    const inbox = listener.channel(topic).on('broadcast', { event: '*' }, (p) => heard.push(p))
+    const inbox = listener.channel(topic, PRIVATE).on('broadcast', { event: '*' }, (p) => heard.push(p))
     assert.equal((await subscribe(listener, inbox)).status, 'SUBSCRIBED')
 
     // A chunked body of 40 MB: answered 413 once the limit is passed, long before its end.
@@ -119,7 +122,7 @@ test('realtime: REST broadcast refuses an oversized body (413, unread) and an ov
     assert.deepEqual(await refused.json(), {
       errors: { messages: [{}, { payload: ['Payload size exceeds tenant limit'] }] },
     })
-    const res2 = await listener.channel(topic).httpSend('after', { n: 2 })
+    const res2 = await listener.channel(topic, PRIVATE).httpSend('after', { n: 2 })
     assert.deepEqual(res2, { success: true })
     await until(() => heard.length > 0, 'the broadcast after')
     assert.deepEqual(heard.map((p) => p.event), ['after'], 'nothing of the refused batch was sent')
@@ -134,9 +137,9 @@ test('realtime: more than 100 messages a second from one connection shuts its ch
   const heard: any[] = []
   const flood = await rawSocket()
   try {
-    const inbox = listener.channel(topic).on('broadcast', { event: '*' }, (p) => heard.push(p))
+    const inbox = listener.channel(topic, PRIVATE).on('broadcast', { event: '*' }, (p) => heard.push(p))
     assert.equal((await subscribe(listener, inbox)).status, 'SUBSCRIBED')
-    const join = flood.push(`realtime:${topic}`, 'phx_join', { config: {} })
+    const join = flood.push(`realtime:${topic}`, 'phx_join', { config: { private: true } })
     await until(() => flood.replyTo(join), 'the join reply')
     assert.equal(flood.replyTo(join).payload.status, 'ok')
 
@@ -150,7 +153,7 @@ test('realtime: more than 100 messages a second from one connection shuts its ch
     assert.equal(system.payload.message, 'Too many messages per second')
     await until(() => heard.length >= MAX_EVENTS_PER_SECOND, 'the allowed broadcasts')
     // A later broadcast from elsewhere arrives after anything the flood could still deliver.
-    assert.deepEqual(await listener.channel(topic).httpSend('marker', {}), { success: true })
+    assert.deepEqual(await listener.channel(topic, PRIVATE).httpSend('marker', {}), { success: true })
     await until(() => heard.some((p) => p.event === 'marker'), 'the marker')
     assert.equal(heard.filter((p) => p.event === 'spam').length, MAX_EVENTS_PER_SECOND)
   } finally {
@@ -162,7 +165,7 @@ test('realtime: more than 100 messages a second from one connection shuts its ch
 test('realtime: a join with more than 100 postgres_changes bindings is refused', async () => {
   const client = realtimeClient()
   try {
-    const ch = client.channel(topicName('bindings'))
+    const ch = client.channel(topicName('bindings'), PRIVATE)
     for (let i = 0; i <= MAX_BINDINGS_PER_CHANNEL; i++) {
       ch.on('postgres_changes', {
         event: 'INSERT',
@@ -175,7 +178,7 @@ test('realtime: a join with more than 100 postgres_changes bindings is refused',
     assert.equal(status, 'CHANNEL_ERROR')
     assert.match(String(err?.message ?? err), /PostgresChangesLimitReached: Too many postgres_changes/)
 
-    const fine = client.channel(topicName('bindings-ok'))
+    const fine = client.channel(topicName('bindings-ok'), PRIVATE)
     for (let i = 0; i < MAX_BINDINGS_PER_CHANNEL; i++) {
       fine.on('postgres_changes', {
         event: 'INSERT',
@@ -196,26 +199,26 @@ test('realtime: a connection joins at most 100 channels, and at most 100 a secon
   try {
     const refs = Array.from(
       { length: MAX_CHANNELS_PER_CONNECTION },
-      (_, i) => socket.push(`realtime:many-${i}`, 'phx_join', { config: {} }),
+      (_, i) => socket.push(`realtime:room:many-${i}`, 'phx_join', { config: { private: true } }),
     )
     await until(() => refs.every((r) => socket.replyTo(r)), 'the joins', 20_000)
     assert.ok(refs.every((r) => socket.replyTo(r).payload.status === 'ok'))
     await new Promise((r) => setTimeout(r, 1100)) // past the second of the joins
-    const extra = socket.push('realtime:many-extra', 'phx_join', { config: {} })
+    const extra = socket.push('realtime:room:many-extra', 'phx_join', { config: { private: true } })
     await until(() => socket.replyTo(extra), 'the extra join reply')
     assert.deepEqual(socket.replyTo(extra).payload, {
       status: 'error',
       response: { reason: 'ChannelRateLimitReached: Too many channels' },
     })
     // Rejoining a joined topic is no new channel.
-    const again = socket.push('realtime:many-0', 'phx_join', { config: {} })
+    const again = socket.push('realtime:room:many-0', 'phx_join', { config: { private: true } })
     await until(() => socket.replyTo(again), 'the rejoin reply')
     assert.equal(socket.replyTo(again).payload.status, 'ok')
 
     // 101 joins in a burst: the last is refused and the connection closed, as hosted does.
     const joins = Array.from(
       { length: 101 },
-      (_, i) => burst.push(`realtime:burst-${i % 50}`, 'phx_join', { config: {} }),
+      (_, i) => burst.push(`realtime:room:burst-${i % 50}`, 'phx_join', { config: { private: true } }),
     )
     await until(() => burst.closed() !== undefined, 'the burst connection closed')
     assert.deepEqual(burst.replyTo(joins[100])?.payload, {

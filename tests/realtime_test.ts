@@ -2,7 +2,7 @@
 // supabase_realtime publication, delivered only to subscribers whose RLS lets them see the row.
 import { strict as assert } from 'node:assert'
 import { ANON_KEY, clientAs, createUser, JWT_SECRET, signClaims, sql, test } from './_helpers.ts'
-import { closeAll, listen, realtimeClient, settle, until } from './_realtime.ts'
+import { closeAll, listen, openTestRooms, realtimeClient, settle, until } from './_realtime.ts'
 
 const notify = async (
   userId: string,
@@ -71,7 +71,8 @@ test('realtime: an anon subscriber never receives a notification row (Error 401 
   const anon = realtimeClient()
   const owner = realtimeClient(user.token)
   try {
-    const anonAll = await listen(anon, { table: 'notifications' })
+    await openTestRooms() // anon may join no channel of the product's: a test room shows what it would hear
+    const anonAll = await listen(anon, { table: 'notifications' }, `room:anon-${crypto.randomUUID().slice(0, 8)}`)
     const ownerAll = await listen(owner, { table: 'notifications' })
     assert.deepEqual(anonAll.status, ['SUBSCRIBED'])
     await notify(user.id)
@@ -214,7 +215,8 @@ test('realtime: a bad token sent to a joined channel (setAuth) closes it with a 
   const user = await createUser({ prefix: 'rt-badswitch' })
   const c = realtimeClient()
   try {
-    const l = await listen(c, { table: 'notifications', filter: `user_id=eq.${user.id}` })
+    await openTestRooms() // a channel the anon key may join, to switch tokens on
+    const l = await listen(c, { table: 'notifications', filter: `user_id=eq.${user.id}` }, `room:switch-${user.id}`)
     assert.deepEqual(l.status, ['SUBSCRIBED'])
     await c.realtime.setAuth(
       await signClaims(
@@ -277,7 +279,9 @@ test('realtime: setAuth on a joined channel switches whose rows it receives (acc
   const user = await createUser({ prefix: 'rt-setauth' })
   const c = realtimeClient()
   try {
-    const l = await listen(c, { table: 'notifications', filter: `user_id=eq.${user.id}` })
+    await openTestRooms() // a channel the anon key may join, to switch tokens on
+    const l = await listen(c, { table: 'notifications', filter: `user_id=eq.${user.id}` }, `room:setauth-${user.id}`)
+    assert.deepEqual(l.status, ['SUBSCRIBED'])
     await c.realtime.setAuth(user.token)
     await new Promise((r) => setTimeout(r, 300)) // the access_token message reaches the server
     const id = await notify(user.id)

@@ -114,7 +114,7 @@ globalThis.app = {
   /** Subscribes to the caller's notifications; resolves once Realtime said it is subscribed. */
   async listenToNotifications(userId) {
     await client.realtime.setAuth() // the signed-in user's token, not the anon key
-    client.channel(`notifications-${userId}`)
+    client.channel(`user:${userId}:notifications`, { config: { private: true } })
       .on('postgres_changes', {
         event: 'INSERT',
         schema: 'public',

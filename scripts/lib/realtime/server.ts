@@ -3,11 +3,15 @@
 //                    postgres_changes on the `supabase_realtime` publication (changes.ts),
 //                    broadcast (self/ack) and presence between the clients of a topic;
 //   /api/broadcast   the REST broadcast realtime-js falls back to (httpSend).
-// Public channels only: private channels need Realtime Authorization (policies on
-// realtime.messages), which the local stack does not have. What a client may ask is bounded
-// (limits.ts): hosted Realtime's quotas, and the stand-in's own bounds.
+// Private channels only by default, as the project is set up on hosted (Realtime settings:
+// public access off, `private_only`): a channel's broadcast and presence are what the policies on
+// realtime.messages allow (authorization.ts), and this project grants no one to send either.
+// REALTIME_PRIVATE_ONLY=false opens public channels, as a project with public access on.
+// What a client may ask is bounded (limits.ts): hosted Realtime's quotas, and the stand-in's own.
+import postgres from 'postgres'
 import { BodyTooLarge, readLimited } from '../body.ts'
 import { type Claims, TokenError, verifyToken } from './auth.ts'
+import { type Extension, mayWrite, type ReadPolicies, readPolicies } from './authorization.ts'
 import { type Binding, ChangeFeed, type Subscriber } from './changes.ts'
 import { Connection as BaseConnection } from './connection.ts'
 import { ParamsError, parseParams } from './filters.ts'
@@ -27,6 +31,8 @@ import { gatewayCors } from '../cors.ts'
 export interface RealtimeOptions {
   dbUrl: string
   jwtSecret: string
+  /** Public channels refused (hosted's `private_only`); true unless said otherwise. */
+  privateOnly?: boolean
 }
 
 const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
@@ -56,6 +62,10 @@ const ENDED_IMPERSONATION = 'Unauthorized: The impersonation session has ended'
 class Channel {
   claims!: Claims
   token!: string
+  /** A private channel's read rights (null: a public channel, no policies apply). */
+  reads: ReadPolicies | null = null
+  /** A private channel's write rights, asked once per token as hosted does. */
+  writes = new Map<Extension, boolean>()
   bindings: Binding[] = []
   selfBroadcast = false
   ack = false
@@ -64,6 +74,16 @@ class Channel {
   subscriber?: Subscriber
   expiry?: ReturnType<typeof setTimeout>
   constructor(readonly conn: Connection, readonly topic: string, readonly joinRef: string | null) {}
+  /** Private and public channels of one name are apart, as on hosted. */
+  get key() {
+    return (this.reads ? 'private:' : 'public:') + this.topic
+  }
+  get name() {
+    return this.topic.slice('realtime:'.length)
+  }
+  get hearsPresence() {
+    return this.presenceEnabled && (this.reads?.presence ?? true)
+  }
   push(event: string, payload: unknown) {
     this.conn.send({ join_ref: this.joinRef, ref: null, topic: this.topic, event, payload })
   }
@@ -74,21 +94,24 @@ class Channel {
 
 export function createRealtime(o: RealtimeOptions) {
   const feed = new ChangeFeed(o.dbUrl)
+  const privateOnly = o.privateOnly ?? true
+  // Realtime's own connection for authorization probes (hosted: supabase_realtime_admin).
+  const authz = postgres(o.dbUrl, { max: 2, onnotice: () => {}, idle_timeout: 60 })
   const restEvents = new RateWindow(MAX_EVENTS_PER_SECOND) // REST broadcasts, all senders together
   const presence = new Presence()
   const topics = new Map<string, Set<Channel>>() // joined channels per topic, across connections
 
-  const members = (topic: string) => topics.get(topic) ?? new Set<Channel>()
+  const members = (key: string) => topics.get(key) ?? new Set<Channel>()
 
   function leave(ch: Channel) {
     clearTimeout(ch.expiry)
     if (ch.subscriber) feed.unsubscribe(ch.subscriber)
     ch.conn.channels.delete(ch.topic)
-    const set = topics.get(ch.topic)
+    const set = topics.get(ch.key)
     set?.delete(ch)
-    if (set && !set.size) topics.delete(ch.topic)
-    const diff = presence.untrack(ch.topic, ch)
-    if (diff) { for (const m of members(ch.topic)) if (m.presenceEnabled) m.push('presence_diff', diff) }
+    if (set && !set.size) topics.delete(ch.key)
+    const diff = presence.untrack(ch.key, ch)
+    if (diff) { for (const m of members(ch.key)) if (m.hearsPresence) m.push('presence_diff', diff) }
   }
 
   /** Ends a channel from the server's side, saying why (Realtime's shutdown_response). */
@@ -104,6 +127,14 @@ export function createRealtime(o: RealtimeOptions) {
     // Hosted Realtime knows nothing of this project's impersonation sessions (the restrictive
     // policies keep an ended one from seeing rows); locally a token of an ended one is refused.
     if (!(await feed.impersonationLive(claims))) throw new TokenError(ENDED_IMPERSONATION)
+    if (ch.reads) {
+      const reads = await readPolicies(authz, ch.name, claims)
+      if (!reads.broadcast && !reads.presence) {
+        throw new TokenError(`Unauthorized: You do not have permissions to read from this Channel topic: ${ch.name}`)
+      }
+      ch.reads = reads
+      ch.writes.clear()
+    }
     ch.claims = claims
     ch.token = token
     if (ch.subscriber) ch.subscriber.claims = claims
@@ -140,8 +171,13 @@ export function createRealtime(o: RealtimeOptions) {
           `PostgresChangesLimitReached: Too many postgres_changes in one channel (at most ${MAX_BINDINGS_PER_CHANNEL})`,
       }))
     }
+    const isPrivate = config.private === true
+    if (!isPrivate && privateOnly) {
+      return conn.send(reply(m, 'error', { reason: 'PrivateOnly: This project only allows private channels' }))
+    }
     if (old) leave(old)
     const ch = new Channel(conn, m.topic, m.join_ref)
+    if (isPrivate) ch.reads = { broadcast: false, presence: false } // decided by authorize()
     let token = payload.access_token ?? payload.user_token
     if (typeof token !== 'string' || token.startsWith('sb_')) token = conn.apikey
     try {
@@ -152,13 +188,6 @@ export function createRealtime(o: RealtimeOptions) {
       throw e
     }
     if (conn.closed) return clearTimeout(ch.expiry) // ended while the token was checked
-    if (config.private === true) {
-      clearTimeout(ch.expiry)
-      const name = m.topic.slice('realtime:'.length)
-      return conn.send(reply(m, 'error', {
-        reason: `Unauthorized: You do not have permissions to read from this Channel topic: ${name}`,
-      }))
-    }
     ch.selfBroadcast = config.broadcast?.self === true
     ch.ack = config.broadcast?.ack === true
     ch.presenceKey = typeof config.presence?.key === 'string' && config.presence.key
@@ -171,9 +200,9 @@ export function createRealtime(o: RealtimeOptions) {
     const echoed = requested.map((p: Record<string, unknown>) => ({ ...p, id: bindingId(p) }))
 
     conn.channels.set(m.topic, ch)
-    topics.set(m.topic, members(m.topic).add(ch))
+    topics.set(ch.key, members(ch.key).add(ch))
     conn.send(reply(m, 'ok', { postgres_changes: echoed }))
-    if (ch.presenceEnabled) ch.push('presence_state', presence.state(m.topic))
+    if (ch.hearsPresence) ch.push('presence_state', presence.state(ch.key))
     if (!requested.length) return
 
     try {
@@ -196,14 +225,28 @@ export function createRealtime(o: RealtimeOptions) {
     }
   }
 
-  function broadcast(ch: Channel, m: Message) {
+  /** Whether a private channel's caller may send `extension` (asked once per token). */
+  async function allowed(ch: Channel, extension: Extension) {
+    if (!ch.reads) return true
+    let ok = ch.writes.get(extension)
+    if (ok === undefined) {
+      ok = await mayWrite(authz, ch.name, ch.claims, extension)
+      ch.writes.set(extension, ok)
+    }
+    return ok
+  }
+
+  async function broadcast(ch: Channel, m: Message) {
     if (payloadTooLarge(m.payload?.payload)) {
       // As hosted: not delivered; an acknowledged channel hears why.
       if (ch.ack) ch.conn.send(reply(m, 'error', { error: 'payload_size_exceeded' }))
       return
     }
-    for (const other of members(ch.topic)) {
+    // As hosted: a broadcast the policies do not allow is dropped without a word.
+    if (!(await allowed(ch, 'broadcast'))) return
+    for (const other of members(ch.key)) {
       if (other === ch && !ch.selfBroadcast) continue
+      if (other.reads && !other.reads.broadcast) continue
       other.conn.send({
         join_ref: null,
         ref: null,
@@ -215,7 +258,7 @@ export function createRealtime(o: RealtimeOptions) {
     if (ch.ack) ch.conn.send(reply(m, 'ok', {}))
   }
 
-  function track(ch: Channel, m: Message) {
+  async function track(ch: Channel, m: Message) {
     const p = (m.payload ?? {}) as Record<string, any>
     let diff
     if (p.event === 'track') {
@@ -225,17 +268,20 @@ export function createRealtime(o: RealtimeOptions) {
       if (payloadTooLarge(p.payload)) {
         return ch.conn.send(reply(m, 'error', { error: 'payload_size_exceeded' }))
       }
+      if (!(await allowed(ch, 'presence'))) {
+        return ch.conn.send(reply(m, 'error', { reason: 'Unauthorized: You do not have permissions to track presence' }))
+      }
       if (!ch.presenceEnabled) {
         ch.presenceEnabled = true
-        ch.push('presence_state', presence.state(ch.topic))
+        if (ch.hearsPresence) ch.push('presence_state', presence.state(ch.key))
       }
-      diff = presence.track(ch.topic, ch, ch.presenceKey, p.payload)
+      diff = presence.track(ch.key, ch, ch.presenceKey, p.payload)
     } else if (p.event === 'untrack') {
-      diff = presence.untrack(ch.topic, ch)
+      diff = presence.untrack(ch.key, ch)
     }
     ch.conn.send(reply(m, 'ok', {}))
     if (diff) {
-      for (const other of members(ch.topic)) if (other.presenceEnabled) other.push('presence_diff', diff)
+      for (const other of members(ch.key)) if (other.hearsPresence) other.push('presence_diff', diff)
     }
   }
 
@@ -266,7 +312,7 @@ export function createRealtime(o: RealtimeOptions) {
           for (const joined of [...conn.channels.values()]) shutdown(joined, 'Too many messages per second')
           return
         }
-        return m.event === 'broadcast' ? broadcast(ch, m) : track(ch, m)
+        return m.event === 'broadcast' ? await broadcast(ch, m) : await track(ch, m)
       default:
         return // Realtime ignores other client events
     }
@@ -306,14 +352,15 @@ export function createRealtime(o: RealtimeOptions) {
     return response
   }
 
-  /** POST /api/broadcast {messages: [{topic, event, payload, private?}]}: public topics only. */
+  /** POST /api/broadcast {messages: [{topic, event, payload, private?}]}. */
   async function restBroadcast(req: Request): Promise<Response> {
     if (req.method === 'OPTIONS') return cors.preflight(req)
     if (req.method !== 'POST') return json(405, { error: 'Method not allowed' }, CORS)
     const bearer = req.headers.get('authorization')?.replace(/^Bearer\s+/i, '') ||
       req.headers.get('apikey') || ''
+    let claims: Claims
     try {
-      await verifyToken(bearer, o.jwtSecret)
+      claims = await verifyToken(bearer, o.jwtSecret)
     } catch (e) {
       return json(401, { error: e instanceof TokenError ? e.message : 'Unauthorized' }, CORS)
     }
@@ -336,12 +383,20 @@ export function createRealtime(o: RealtimeOptions) {
     if (invalid.some((e: object) => Object.keys(e).length)) {
       return json(422, { errors: { messages: invalid } }, CORS)
     }
+    // Public messages reach public channels; private ones only a topic the caller may write,
+    // asked once per topic (as hosted: refused ones are dropped, the batch still answers 202).
+    const writable = new Map<string, Promise<boolean>>()
     for (const msg of body.messages) {
-      if (!msg || typeof msg.topic !== 'string' || typeof msg.event !== 'string' || msg.private === true) {
-        continue
+      if (!msg || typeof msg.topic !== 'string' || typeof msg.event !== 'string') continue
+      const isPrivate = msg.private === true
+      if (isPrivate) {
+        if (!writable.has(msg.topic)) writable.set(msg.topic, mayWrite(authz, msg.topic, claims, 'broadcast'))
+        if (!(await writable.get(msg.topic))) continue
       }
       const payload = { type: 'broadcast', event: msg.event, payload: msg.payload ?? {} }
-      for (const ch of members(`realtime:${msg.topic}`)) ch.push('broadcast', payload)
+      for (const ch of members(`${isPrivate ? 'private:' : 'public:'}realtime:${msg.topic}`)) {
+        if (!ch.reads || ch.reads.broadcast) ch.push('broadcast', payload)
+      }
     }
     return new Response(null, { status: 202, headers: CORS })
   }
@@ -354,6 +409,9 @@ export function createRealtime(o: RealtimeOptions) {
       if (path === '/api/broadcast') return restBroadcast(req)
       return json(404, { error: `No route for /realtime/v1${path}` })
     },
-    close: () => feed.close(),
+    close: async () => {
+      await feed.close()
+      await authz.end({ timeout: 1 })
+    },
   }
 }
