@@ -58,9 +58,41 @@ const UNAVAILABLE = 'The database is unavailable; try again shortly'
 // back whole; the same request succeeds when repeated.
 const RETRYABLE = new Set(['40001', '40P01'])
 
-/** postgrest-js reports a failed fetch (PostgREST down or unreachable) with an empty code. */
-function isFetchFailure(error: { code?: string; message?: string }) {
-  return !error.code && /fetch|connect|network|socket|ECONNREFUSED/i.test(error.message ?? '')
+/**
+ * No SQLSTATE and no PostgREST code: nothing answered for the database. postgrest-js reports a
+ * failed fetch (PostgREST down or unreachable) with code '' and HTTP status 0; a gateway's own
+ * answer while PostgREST restarts (502-504, a body that is no PostgREST error) has no code.
+ */
+function isUnreachable(error: { code?: string; message?: string }, httpStatus?: number) {
+  if (error.code) return false
+  if (httpStatus === 0 || (httpStatus !== undefined && httpStatus >= 502 && httpStatus <= 504)) return true
+  return /fetch|connect|network|socket|ECONNREFUSED/i.test(error.message ?? '')
+}
+
+// postgres.js's own codes when the connection is lost or cannot be made, and the system's.
+const CONNECTION_LOST = new Set([
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  'CONNECT_TIMEOUT',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ENOTCONN',
+])
+
+/**
+ * An error thrown by a direct database client (postgres.js) rather than returned by PostgREST:
+ * a lost connection or a server shutting down or starting (08, 57P) is "try again", never 500.
+ */
+export function fromThrown(err: unknown): HttpError | undefined {
+  const code = (err as { code?: unknown })?.code
+  if (typeof code !== 'string') return undefined
+  if (CONNECTION_LOST.has(code) || code.startsWith('08') || code.startsWith('57P')) {
+    console.error('database unavailable', err)
+    return new HttpError(503, UNAVAILABLE, 1)
+  }
+  return undefined
 }
 
 // A fallback: the tables' BEFORE triggers name the field in words before a check constraint
@@ -79,8 +111,12 @@ function constraintMessage(message: string): string | undefined {
   return undefined
 }
 
-/** Turns a PostgREST/Postgres error into an HttpError; unknown ones become a 500. */
-export function fromDb(error: PostgrestError | { code?: string; message?: string }): HttpError {
+/** Turns a PostgREST/Postgres error into an HttpError (`httpStatus`: the reply's, when known);
+ *  unknown ones become a 500. */
+export function fromDb(
+  error: PostgrestError | { code?: string; message?: string },
+  httpStatus?: number,
+): HttpError {
   if (error.code === '23514' && error.message) {
     const friendly = constraintMessage(error.message)
     if (friendly) return badRequest(friendly)
@@ -89,14 +125,14 @@ export function fromDb(error: PostgrestError | { code?: string; message?: string
     console.error('database conflict, the caller may retry', error)
     return new HttpError(503, 'A concurrent change got in the way; nothing was saved, try again', 1)
   }
-  if (isFetchFailure(error)) {
-    console.error('PostgREST unreachable:', error.message)
-    return unavailable(UNAVAILABLE)
+  if (isUnreachable(error, httpStatus)) {
+    console.error('PostgREST unreachable:', error.message ?? error)
+    return new HttpError(503, UNAVAILABLE, 1)
   }
   const status = statusFor(error.code)
   if (status === 503) {
     console.error('database unavailable', error)
-    return unavailable(UNAVAILABLE)
+    return new HttpError(503, UNAVAILABLE, 1)
   }
   if (status === 500) {
     console.error('database error', error)
@@ -108,7 +144,7 @@ export function fromDb(error: PostgrestError | { code?: string; message?: string
   return new HttpError(status, error.message || 'Request failed')
 }
 
-type Reply = { data: unknown; error: PostgrestError | null }
+type Reply = { data: unknown; error: PostgrestError | null; status?: number }
 type Success<R> = Extract<R, { error: null }>
 
 /**
@@ -129,6 +165,6 @@ type NotNever<R extends Reply> = [Success<R>] extends [never] ? unknown
 
 /** The data of a PostgREST reply, or its error as an HttpError. */
 export function unwrap<R extends Reply>(reply: R & NotNever<R>): DataOf<R> {
-  if (reply.error) throw fromDb(reply.error)
+  if (reply.error) throw fromDb(reply.error, reply.status)
   return reply.data as DataOf<R>
 }

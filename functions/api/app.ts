@@ -5,7 +5,7 @@ import { bodyLimit } from 'hono/body-limit'
 import { HTTPException } from 'hono/http-exception'
 import { corsHeaders } from '../_shared/cors.ts'
 import { optionalEnv } from '../_shared/env.ts'
-import { badRequest, HttpError } from '../_shared/errors.ts'
+import { badRequest, fromThrown, HttpError } from '../_shared/errors.ts'
 import { unstorableValue } from '../_shared/validation.ts'
 import type { ApiEnv } from './credentials.ts'
 import { registerSecuritySchemes, validationHook } from './openapi.ts'
@@ -146,7 +146,12 @@ app.onError((err, c) => {
     status = err.status
     message = err.message || 'Request failed'
   } else {
-    console.error(`${c.req.method} ${c.req.path}`, err)
+    const lost = fromThrown(err)
+    if (lost) {
+      err = lost
+      status = lost.status
+      message = lost.message
+    } else console.error(`${c.req.method} ${c.req.path}`, err)
   }
   const res = c.json({ error: message }, status as 400)
   for (const [k, v] of Object.entries(corsHeaders)) res.headers.set(k, v)

@@ -37,11 +37,11 @@ export type ApiEnv = {
 export async function beginImpersonatedRequest(token: string, claims: Claims, method: string, url: string) {
   if (!impersonationSessionOf(claims)) return
   const { pathname, search } = new URL(url)
-  const { error } = await userDb(token).rpc('begin_impersonated_request', {
+  const { error, status } = await userDb(token).rpc('begin_impersonated_request', {
     method,
     path: (pathname + search).slice(0, 2000),
   })
-  if (error) throw fromDb(error)
+  if (error) throw fromDb(error, status)
 }
 
 const READS = new Set(['GET', 'HEAD', 'OPTIONS'])
@@ -55,8 +55,8 @@ async function callerFrom(c: Context<ApiEnv>): Promise<Caller> {
   } else if (!READS.has(c.req.method)) {
     // A change may reach a provider or Storage with the service role: the pre-request refuses
     // first an account being deleted (reads as the caller meet it in every query).
-    const { error } = await userDb(token).rpc('request_allowed')
-    if (error) throw fromDb(error)
+    const { error, status } = await userDb(token).rpc('request_allowed')
+    if (error) throw fromDb(error, status)
   }
   return { id: claims.sub, email: claims.email ?? null, token, claims }
 }
@@ -76,8 +76,8 @@ export const bearer: MiddlewareHandler<ApiEnv> = async (c, next) => {
 }
 
 async function assertSuperAdmin(db: Db) {
-  const { data, error } = await db.rpc('is_super_admin')
-  if (error) throw fromDb(error)
+  const { data, error, status } = await db.rpc('is_super_admin')
+  if (error) throw fromDb(error, status)
   if (data !== true) throw forbidden('Super admin only')
 }
 

@@ -133,6 +133,8 @@ export interface EndpointDef<
   responseDescription?: string
   /** Error statuses beyond those the credential and request imply. */
   errors?: readonly number[]
+  /** A status whose body is not {error} (a readiness check's 503 keeps its report). */
+  otherReplies?: Record<number, { description: string; schema: z.ZodType }>
   /** The route honours an Idempotency-Key header (its rules, for the parameter's description). */
   idempotencyKey?: string
 }
@@ -236,6 +238,13 @@ export function endpoint<
           example: { error: ERROR_EXAMPLE[code] ?? ERROR_TEXT[code] ?? 'Error' },
         },
       },
+    }
+  }
+  for (const [code, reply] of Object.entries(d.otherReplies ?? {})) {
+    responses[code] = {
+      description: reply.description,
+      ...(ERROR_HEADERS[Number(code)] ? { headers: ERROR_HEADERS[Number(code)] } : {}),
+      content: { 'application/json': { schema: reply.schema } },
     }
   }
   return createRoute({

@@ -106,5 +106,24 @@ export async function proxyRest(req: Request, target: URL): Promise<Response> {
     console.error('PostgREST unreachable:', (e as Error).message)
     return Response.json({ error: 'PostgREST is unavailable; try again shortly' }, { status: 503 })
   }
+  if (res.status >= 500) return await withoutConnectionDetails(res)
   return new Response(res.body, { status: res.status, headers: res.headers })
+}
+
+/**
+ * PostgREST's "cannot reach the database" errors (PGRST000-003) carry libpq's words in
+ * `details`: locally PostgREST reaches Postgres through the cluster's socket, so they would show
+ * clients the project's folder. Hosted PostgREST reaches its database over TCP on its own host
+ * (the words name only that); here `details` is dropped. Other errors pass unchanged.
+ */
+async function withoutConnectionDetails(res: Response): Promise<Response> {
+  const text = await res.text()
+  let body = text
+  try {
+    const error = JSON.parse(text)
+    if (/^PGRST00[0-3]$/.test(error?.code ?? '')) body = JSON.stringify({ ...error, details: null })
+  } catch { /* not JSON: as it came */ }
+  const headers = new Headers(res.headers)
+  headers.delete('content-length')
+  return new Response(body, { status: res.status, headers })
 }

@@ -83,10 +83,12 @@ export const adminRoutes = routeModule()
       auth: 'bearer',
       errors: [403],
       response: Health,
+      otherReplies: { 503: { description: 'Degraded: the same report, so a check reading the status code sees the outage', schema: Health } },
       summary: 'Production health (super admin)',
       description:
-        'degraded when the database round trip fails (SPEC Errors 5). The caller must be a super admin ' +
-        "(profiles.role; while the database is unreachable, the token's user_role claim).",
+        'degraded when the database round trip fails (SPEC Errors 5), answered 503 with the same report and ' +
+        'Retry-After, so a readiness check that reads only the status code sees the outage. The caller must be a ' +
+        "super admin (profiles.role; while the database is unreachable, the token's user_role claim).",
     }),
     async (c) => {
       const { degraded } = await superAdminEvenIfDegraded(c.var.caller)
@@ -117,10 +119,9 @@ export const adminRoutes = routeModule()
         web_push: webPushConfigured(),
         email: !!resendClient(),
       }
-      return c.json({
-        ...healthReport(probe, await migrationFiles(), commit, (Date.now() - startedAt) / 1000),
-        cron,
-        notification_channels,
-      })
+      const report = healthReport(probe, await migrationFiles(), commit, (Date.now() - startedAt) / 1000)
+      const body = { ...report, cron, notification_channels }
+      if (report.status === 'ok') return c.json(body)
+      return c.json(body, 503, { 'Retry-After': '5' })
     },
   )
