@@ -2,6 +2,7 @@
 // members' public fields (profiles themselves are private).
 import { z } from '@hono/zod-openapi'
 import type { PostgrestResponse } from '@supabase/postgrest-js'
+import { refuseWrite } from './access.ts'
 import type { Db } from './db.ts'
 import { notFound, unwrap } from './errors.ts'
 
@@ -35,6 +36,27 @@ export function memberDirectory<M extends Member>(
       const found = (await all(db, groupId)).find((m) => m.user_id === userId)
       if (!found) throw notFound('Member not found')
       return memberView(found)
+    },
+  }
+}
+
+/**
+ * Role changes and removals of a group's memberships, as RLS allows them: a row the caller may
+ * not change is left alone by the statement, and then told apart as 403 (it exists) or 404.
+ */
+export function membershipWrites(table: 'organization_members' | 'team_members', groupKey: 'org_id' | 'team_id') {
+  const refuse = (db: Db, groupId: string, userId: string) =>
+    refuseWrite(db, table, { [groupKey]: groupId, user_id: userId }, 'member')
+  return {
+    changeRole: async (db: Db, groupId: string, userId: string, change: { role: string }) => {
+      const rows = unwrap(
+        await db.from(table).update(change as never).eq(groupKey, groupId).eq('user_id', userId).select('user_id'),
+      )
+      if (!rows.length) await refuse(db, groupId, userId)
+    },
+    remove: async (db: Db, groupId: string, userId: string) => {
+      const rows = unwrap(await db.from(table).delete().eq(groupKey, groupId).eq('user_id', userId).select('user_id'))
+      if (!rows.length) await refuse(db, groupId, userId)
     },
   }
 }

@@ -3,7 +3,7 @@
 import { z } from '@hono/zod-openapi'
 import { refuseWrite } from '../../_shared/access.ts'
 import { badRequest, notFound, unwrap } from '../../_shared/errors.ts'
-import { memberDirectory, MemberSchema } from '../../_shared/members.ts'
+import { memberDirectory, MemberSchema, membershipWrites } from '../../_shared/members.ts'
 import { newestFirstPage, pageQuery } from '../../_shared/pagination.ts'
 import { idParams, uuid } from '../../_shared/validation.ts'
 import { endpoint, Message, NextCursor, routeModule } from '../openapi.ts'
@@ -36,6 +36,7 @@ const Organization = z.object({
   updated_at: z.string(),
 }).openapi('Organization')
 
+const memberships = membershipWrites('organization_members', 'org_id')
 const members = memberDirectory((db, id) => db.rpc('list_organization_members', { target_org: id }))
 const tag = 'Organizations'
 const orgId = idParams('id')
@@ -207,15 +208,7 @@ export const organizationRoutes = routeModule()
     }),
     async (c) => {
       const { id, userId } = c.req.valid('param')
-      const rows = unwrap(
-        await c.var.db.from('organization_members').update(c.req.valid('json')).eq('org_id', id).eq(
-          'user_id',
-          userId,
-        ).select('user_id'),
-      )
-      if (!rows.length) {
-        await refuseWrite(c.var.db, 'organization_members', { org_id: id, user_id: userId }, 'member')
-      }
+      await memberships.changeRole(c.var.db, id, userId, c.req.valid('json'))
       return c.json(await members.one(c.var.db, id, userId))
     },
   )
@@ -232,14 +225,7 @@ export const organizationRoutes = routeModule()
     }),
     async (c) => {
       const { id, userId } = c.req.valid('param')
-      const rows = unwrap(
-        await c.var.db.from('organization_members').delete().eq('org_id', id).eq('user_id', userId).select(
-          'user_id',
-        ),
-      )
-      if (!rows.length) {
-        await refuseWrite(c.var.db, 'organization_members', { org_id: id, user_id: userId }, 'member')
-      }
+      await memberships.remove(c.var.db, id, userId)
       return c.json({ message: 'Member removed' })
     },
   )

@@ -3,7 +3,7 @@
 import { z } from '@hono/zod-openapi'
 import { refuseWrite } from '../../_shared/access.ts'
 import { badRequest, notFound, unwrap } from '../../_shared/errors.ts'
-import { memberDirectory, MemberSchema } from '../../_shared/members.ts'
+import { memberDirectory, MemberSchema, membershipWrites } from '../../_shared/members.ts'
 import { newestFirstPage, pageQuery } from '../../_shared/pagination.ts'
 import { idParams, uuid } from '../../_shared/validation.ts'
 import { endpoint, Message, NextCursor, routeModule } from '../openapi.ts'
@@ -42,6 +42,7 @@ const Team = z.object({
   organizations: z.object({ id: z.string(), name: z.string() }),
 }).openapi('Team')
 
+const memberships = membershipWrites('team_members', 'team_id')
 const members = memberDirectory((db, id) => db.rpc('list_team_members', { target_team: id }))
 const tag = 'Teams'
 const teamId = idParams('id')
@@ -195,15 +196,7 @@ export const teamRoutes = routeModule()
     }),
     async (c) => {
       const { id, userId } = c.req.valid('param')
-      const rows = unwrap(
-        await c.var.db.from('team_members').update(c.req.valid('json')).eq('team_id', id).eq(
-          'user_id',
-          userId,
-        ).select('user_id'),
-      )
-      if (!rows.length) {
-        await refuseWrite(c.var.db, 'team_members', { team_id: id, user_id: userId }, 'member')
-      }
+      await memberships.changeRole(c.var.db, id, userId, c.req.valid('json'))
       return c.json(await members.one(c.var.db, id, userId))
     },
   )
@@ -220,14 +213,7 @@ export const teamRoutes = routeModule()
     }),
     async (c) => {
       const { id, userId } = c.req.valid('param')
-      const rows = unwrap(
-        await c.var.db.from('team_members').delete().eq('team_id', id).eq('user_id', userId).select(
-          'user_id',
-        ),
-      )
-      if (!rows.length) {
-        await refuseWrite(c.var.db, 'team_members', { team_id: id, user_id: userId }, 'member')
-      }
+      await memberships.remove(c.var.db, id, userId)
       return c.json({ message: 'Member removed' })
     },
   )
