@@ -226,9 +226,9 @@ async function deleteUserOfEveryArea(how: Removal) {
   } else {
     await removeAuthUser(how, subject.id)
     // The rows went in the deleting transaction; the rest waits for the worker.
-    const [queued] = await sql`select private.account_deletion(${subject.id}) as d`
-    assert.equal(queued.d?.requested_via, 'auth', JSON.stringify(queued.d))
-    assert.deepEqual(queued.d.steps, { stripe: false, music: false, storage: false, rows: true })
+    const queued = await api(`/api/admin/users/${subject.id}/deletion`, { token: admin.token })
+    assert.equal(queued.body.deletion?.requested_via, 'auth', JSON.stringify(queued.body))
+    assert.deepEqual(queued.body.deletion.steps, { stripe: false, music: false, storage: false, rows: true })
     const received = await api(`/api/encouragement-drops/received`, { token: friend.token })
     assert.ok(received.body.drops.some((d: { id: string }) => d.id === f.encouragement.dropFriendReceived))
     assert.equal(await statusOf(publicImage), 200, 'served until the worker runs')
@@ -341,6 +341,28 @@ async function deleteUserOfEveryArea(how: Removal) {
   assert.equal(rest.status, 401, JSON.stringify(rest.error))
   assertError(await deleteAccount(subject.token), 401)
 }
+
+test("Auth's soft delete deletes the account too: the job runs every step and the auth user goes", async () => {
+  const [leaving, friend] = await Promise.all([createUser({ prefix: 'soft' }), createUser({ prefix: 'softfriend' })])
+  const [drop] = await sql`insert into public.encouragement_sent_drops (sender_id, recipient_id, drop_type, content)
+                           values (${leaving.id}, ${friend.id}, 'encouragement', 'Keep going') returning id`
+  await storeObject('entry-backgrounds', `${leaving.id}/bg.png`)
+  const { error } = await adminClient().auth.admin.deleteUser(leaving.id, true)
+  assert.equal(error, null, JSON.stringify(error))
+  const [asked] = await sql`select private.account_deletion(${leaving.id}) as d`
+  assert.equal(asked.d?.status, 'pending', JSON.stringify(asked.d))
+  assertError(await api('/api/user/profile', { token: leaving.token }), 401)
+
+  const run = await api('/api/cron/account-deletions', { method: 'POST', headers: CRON, body: {} })
+  assert.equal(run.status, 200, JSON.stringify(run.body))
+  const [done] = await sql`select private.account_deletion(${leaving.id}) as d`
+  assert.deepEqual(done.d.steps, { stripe: true, music: true, storage: true, rows: true }, JSON.stringify(done.d))
+  assert.equal((await sql`select 1 from auth.users where id = ${leaving.id}`).length, 0)
+  assert.equal((await sql`select 1 from storage.objects where name like ${leaving.id + '/%'}`).length, 0)
+  const received = await api('/api/encouragement-drops/received', { token: friend.token })
+  const kept = received.body.drops.find((d: { id: string }) => d.id === drop.id)
+  assert.equal(kept?.sender_name, 'Deleted user', JSON.stringify(received.body))
+})
 
 test('deleting needs a sign-in from the last 10 minutes and the word DELETE; nothing is written otherwise', async () => {
   const u = await createUser({ prefix: 'stale' })

@@ -2,8 +2,9 @@
 -- Data (seed rows, backfills, pg_cron schedules, Vault secrets) is never generated: add it by hand.
 set local check_function_bodies = off;
 -- A delete of an auth user by any path (Auth's admin API, the dashboard, SQL) runs the rows step
--- of an account deletion and queues the rest for the account-deletions job. The trigger on
--- auth.users is created as postgres, as on_auth_user_created was: hosted projects allow it.
+-- of an account deletion and queues the rest for the account-deletions job; Auth's soft delete
+-- asks for the whole deletion. The triggers on auth.users are created as postgres, as
+-- on_auth_user_created was: hosted projects allow it.
 
 ALTER TABLE "private"."account_deletions" DROP CONSTRAINT "account_deletions_requested_via_check";
 
@@ -85,6 +86,24 @@ begin
            where (r.claimed_until is null or r.claimed_until < now())
              and private.account_deletion_due(r))
     from claimed c;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.delete_account_of_soft_deleted_user()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  if old.deleted_at is null and new.deleted_at is not null
+     and not exists (select 1 from private.account_deletions d where d.user_id = new.id) then
+    perform private.start_account_deletion(new.id, 'auth', null);
+    -- The address was cleared by the soft delete; the rows step finds e-mail traces by it.
+    update private.account_deletions d set email = old.email where d.user_id = new.id;
+    perform private.suspend_account(new.id);
+  end if;
+  return null;
 end
 $function$;
 
@@ -273,14 +292,7 @@ begin
     return private.account_deletion_status(row);
   end if;
   row := private.start_account_deletion(target, via, me);
-  -- Sign-ins end now; the auth user itself goes in the rows step.
-  update auth.users set banned_until = 'infinity' where id = target;
-  delete from auth.sessions where user_id = target;
-  -- Until the rows go, nothing runs for the account: jobs skip inactive profiles and links
-  -- that need reconnecting, and the packs it sells leave the shop (buyers keep theirs).
-  update public.profiles set is_active = false where id = target;
-  update public.music_connections set needs_reconnect = true where user_id = target;
-  update public.tone_packs set retired_at = now(), is_public = false where owner_id = target and retired_at is null;
+  perform private.suspend_account(target);
   return private.account_deletion_status(row);
 end
 $function$;
@@ -330,11 +342,30 @@ begin
 end
 $function$;
 
+CREATE OR REPLACE FUNCTION private.suspend_account(target uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  update auth.users set banned_until = 'infinity' where id = target;
+  delete from auth.sessions where user_id = target;
+  update public.profiles set is_active = false where id = target;
+  update public.music_connections set needs_reconnect = true where user_id = target;
+  update public.tone_packs set retired_at = now(), is_public = false where owner_id = target and retired_at is null;
+end
+$function$;
+
 ALTER TABLE "private"."account_deletions" ADD CONSTRAINT "account_deletions_requested_via_check" CHECK ((requested_via = ANY (ARRAY['self'::text, 'support'::text, 'auth'::text])));
+
+CREATE TRIGGER delete_account_of_soft_deleted_user AFTER UPDATE OF deleted_at ON auth.users FOR EACH ROW EXECUTE FUNCTION private.delete_account_of_soft_deleted_user();
 
 CREATE TRIGGER delete_account_with_auth_user BEFORE DELETE ON auth.users FOR EACH ROW EXECUTE FUNCTION private.delete_account_with_auth_user();
 
 COMMENT ON COLUMN "private"."account_deletions"."requested_via" IS 'self (the user), support (a super admin or the service role), auth (the auth user was deleted directly: Auth''s admin API, the dashboard, SQL).';
+
+COMMENT ON FUNCTION "private"."delete_account_of_soft_deleted_user"() IS 'Trigger: a soft delete of an auth user (deleted_at set) asks for the account''s deletion, which the job carries out.';
 
 COMMENT ON FUNCTION "private"."delete_account_rows"(uuid) IS 'Service role: the rows step of an account deletion, in one transaction (private.remove_account_rows, through the auth user''s delete).';
 
@@ -343,6 +374,12 @@ COMMENT ON FUNCTION "private"."delete_account_with_auth_user"() IS 'Trigger: del
 COMMENT ON FUNCTION "private"."remove_account_rows"(uuid) IS 'The database part of an account deletion, run inside the delete of the auth user (see the comment above it).';
 
 COMMENT ON FUNCTION "private"."start_account_deletion"(uuid, text, uuid) IS 'Writes an account deletion (with the Stripe ids its step needs) after the checks every path shares; 409 for the assistant, the last super admin or an owner of an organization with other members.';
+
+COMMENT ON FUNCTION "private"."suspend_account"(uuid) IS 'Stops an account whose deletion was asked for until its rows step: banned, signed out, inactive, its packs out of the shop.';
+
+REVOKE ALL ON FUNCTION "private"."delete_account_of_soft_deleted_user"() FROM PUBLIC;
+
+GRANT EXECUTE ON FUNCTION "private"."delete_account_of_soft_deleted_user"() TO "postgres";
 
 REVOKE ALL ON FUNCTION "private"."delete_account_with_auth_user"() FROM PUBLIC;
 
@@ -355,3 +392,7 @@ GRANT EXECUTE ON FUNCTION "private"."remove_account_rows"(uuid) TO "postgres";
 REVOKE ALL ON FUNCTION "private"."start_account_deletion"(uuid, text, uuid) FROM PUBLIC;
 
 GRANT EXECUTE ON FUNCTION "private"."start_account_deletion"(uuid, text, uuid) TO "postgres";
+
+REVOKE ALL ON FUNCTION "private"."suspend_account"(uuid) FROM PUBLIC;
+
+GRANT EXECUTE ON FUNCTION "private"."suspend_account"(uuid) TO "postgres";

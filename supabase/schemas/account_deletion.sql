@@ -20,7 +20,8 @@
 -- without a user; drops and messages the user sent, shown as from a deleted user.
 -- Deleting the auth user by any other path (Auth's admin API, which the dashboard calls, or SQL)
 -- is a deletion too: a trigger on auth.users writes the row (requested_via 'auth') and runs the
--- rows step in the deleting transaction; the provider and storage steps follow in the job.
+-- rows step in the deleting transaction; the provider and storage steps follow in the job. Auth's
+-- soft delete asks for the whole deletion, which the job carries out.
 
 -- ---------------------------------------------------------------------------------------------
 -- The deletions and their steps
@@ -277,6 +278,24 @@ $$;
 comment on function private.start_account_deletion(uuid, text, uuid) is
   'Writes an account deletion (with the Stripe ids its step needs) after the checks every path shares; 409 for the assistant, the last super admin or an owner of an organization with other members.';
 
+-- An account whose deletion was asked for stops at once: sign-ins end (the auth user itself goes
+-- in the rows step), and until the rows go nothing runs for it: jobs skip inactive profiles and
+-- links that need reconnecting, and the packs it sells leave the shop (buyers keep theirs).
+create or replace function private.suspend_account(target uuid) returns void
+language plpgsql security definer
+set search_path = ''
+as $$
+begin
+  update auth.users set banned_until = 'infinity' where id = target;
+  delete from auth.sessions where user_id = target;
+  update public.profiles set is_active = false where id = target;
+  update public.music_connections set needs_reconnect = true where user_id = target;
+  update public.tone_packs set retired_at = now(), is_public = false where owner_id = target and retired_at is null;
+end
+$$;
+comment on function private.suspend_account(uuid) is
+  'Stops an account whose deletion was asked for until its rows step: banned, signed out, inactive, its packs out of the shop.';
+
 -- Asks for a deletion (idempotent: a second request returns the first). From the user
 -- themselves ('self': not inside an impersonation session, with a fresh sign-in checked by
 -- the caller) or a super admin / the service role ('support').
@@ -307,14 +326,7 @@ begin
     return private.account_deletion_status(row);
   end if;
   row := private.start_account_deletion(target, via, me);
-  -- Sign-ins end now; the auth user itself goes in the rows step.
-  update auth.users set banned_until = 'infinity' where id = target;
-  delete from auth.sessions where user_id = target;
-  -- Until the rows go, nothing runs for the account: jobs skip inactive profiles and links
-  -- that need reconnecting, and the packs it sells leave the shop (buyers keep theirs).
-  update public.profiles set is_active = false where id = target;
-  update public.music_connections set needs_reconnect = true where user_id = target;
-  update public.tone_packs set retired_at = now(), is_public = false where owner_id = target and retired_at is null;
+  perform private.suspend_account(target);
   return private.account_deletion_status(row);
 end
 $$;
@@ -851,6 +863,31 @@ comment on function private.delete_account_with_auth_user() is
 create trigger delete_account_with_auth_user
   before delete on auth.users
   for each row execute function private.delete_account_with_auth_user();
+
+-- Auth's soft delete (the admin API with should_soft_delete) keeps the auth user's row with
+-- deleted_at and clears its address: the account's data must go all the same. The whole deletion
+-- is asked for (requested_via 'auth', the same refusals: Auth answers its database error) and
+-- the job runs every step, its rows step deleting the auth user as for any deletion.
+create or replace function private.delete_account_of_soft_deleted_user() returns trigger
+language plpgsql security definer
+set search_path = ''
+as $$
+begin
+  if old.deleted_at is null and new.deleted_at is not null
+     and not exists (select 1 from private.account_deletions d where d.user_id = new.id) then
+    perform private.start_account_deletion(new.id, 'auth', null);
+    -- The address was cleared by the soft delete; the rows step finds e-mail traces by it.
+    update private.account_deletions d set email = old.email where d.user_id = new.id;
+    perform private.suspend_account(new.id);
+  end if;
+  return null;
+end
+$$;
+comment on function private.delete_account_of_soft_deleted_user() is
+  'Trigger: a soft delete of an auth user (deleted_at set) asks for the account''s deletion, which the job carries out.';
+create trigger delete_account_of_soft_deleted_user
+  after update of deleted_at on auth.users
+  for each row execute function private.delete_account_of_soft_deleted_user();
 
 -- The rows step (service role: /api and the job, after the provider and storage steps): the
 -- delete of the auth user, whose trigger does the work in the same transaction.
