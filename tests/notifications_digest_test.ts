@@ -85,6 +85,53 @@ test("the digest goes out at the user's hour in their zone, once a day, without 
   assertError(await api('/api/notifications/unsubscribe?token=nope', { method: 'POST' }), 400, 'token')
 })
 
+test('opting back in gives the digest a new unsubscribe link: an old one turns nothing off', async () => {
+  const user = await createUser({ prefix: 'rotate' })
+  await sql`update auth.users set email_confirmed_at = now() where id = ${user.id}`
+  const setDigest = async (on: boolean) => {
+    const res = await api('/api/notifications/preferences', {
+      method: 'PUT',
+      token: user.token,
+      body: { email_digest: on, timezone: 'UTC', digest_hour: 9 },
+    })
+    assert.equal(res.status, 200, JSON.stringify(res.body))
+  }
+  /** The unsubscribe path of the newest digest sent to the user. */
+  const newestLink = async () => {
+    const mails = await inbox(user.email)
+    const link = new URL(/^<(https?:\/\/[^>]+)>$/.exec(mails.at(-1).headers['List-Unsubscribe'])![1])
+    return link.pathname.replace(/^\/functions\/v1/, '') + link.search
+  }
+  const unsubscribe = (path: string) =>
+    api(path, {
+      method: 'POST',
+      rawBody: 'List-Unsubscribe=One-Click',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    })
+  const digestOn = async () =>
+    (await sql`select email_digest from public.notification_preferences where user_id = ${user.id}`)[0].email_digest
+
+  await setDigest(true)
+  await sql`insert into public.notifications (user_id, type, created_at) values (${user.id}, 'team.member_added', '2027-04-01T08:00:00Z')`
+  await digest('2027-04-01T09:05:00Z')
+  const oldLink = await newestLink()
+  assert.equal((await unsubscribe(oldLink)).status, 200)
+  assert.equal(await digestOn(), false)
+
+  // Back in: the old e-mail's link is dead, the next digest carries a new one that works.
+  await setDigest(true)
+  assertError(await unsubscribe(oldLink), 404)
+  assert.equal(await digestOn(), true, 'the old link did not turn the digest off again')
+  await sql`insert into public.notifications (user_id, type, created_at) values (${user.id}, 'team.member_added', '2027-04-02T08:00:00Z')`
+  await digest('2027-04-02T09:05:00Z')
+  const newLink = await newestLink()
+  assert.notEqual(newLink, oldLink)
+  // Changing only the hour keeps the link of the e-mails already sent.
+  await api('/api/notifications/preferences', { method: 'PUT', token: user.token, body: { digest_hour: 10 } })
+  assert.deepEqual((await unsubscribe(newLink)).body, { unsubscribed: true })
+  assert.equal(await digestOn(), false)
+})
+
 test('the cron endpoints want the notifications cron secret', async () => {
   assertError(await api('/api/notifications/cron/deliver', { body: {} }), 401)
   assertError(

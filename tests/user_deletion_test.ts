@@ -8,6 +8,7 @@
 import { strict as assert } from 'node:assert'
 import { encode } from 'fast-png'
 import { seedEveryArea } from './_account_fixture.ts'
+import { adminClient } from './_auth.ts'
 import {
   api,
   API_URL,
@@ -57,6 +58,17 @@ async function storeObject(bucket: string, name: string, ownerId?: string) {
   if (ownerId) {
     await sql`update storage.objects set owner_id = ${ownerId} where bucket_id = ${bucket} and name = ${name}`
   }
+}
+
+async function revocationsOf(token: string): Promise<number> {
+  const url = `${env('MUSIC_FAKE_CONTROL_URL')}/revocations?token=${encodeURIComponent(token)}`
+  return (await (await fetch(url)).json()).revocations.length
+}
+
+async function statusOf(url: string) {
+  const res = await fetch(url)
+  await res.body?.cancel()
+  return res.status
 }
 
 const deleteAccount = (token: string, body: unknown = { confirm: 'DELETE' }) =>
@@ -127,7 +139,25 @@ test('every column that names a user has a rule for account deletion, and the fo
   assert.deepEqual(stale, [], 'rules for columns that do not exist')
 })
 
-test('deleting a user who touched every area leaves nothing that names them and keeps every other user whole', async () => {
+/** How an account goes: through the pipeline's own entry, or by deleting the auth user directly
+ *  (Auth's admin API, which the dashboard uses, or SQL), which must end the same way. */
+type Removal = 'api' | 'auth admin' | 'sql'
+
+async function removeAuthUser(how: Exclude<Removal, 'api'>, userId: string) {
+  if (how === 'auth admin') {
+    const { error } = await adminClient().auth.admin.deleteUser(userId)
+    if (error) throw error
+  } else {
+    await sql`delete from auth.users where id = ${userId}`
+  }
+}
+
+for (const how of ['api', 'auth admin', 'sql'] as const) {
+  test(`deleting a user who touched every area (${how}) leaves nothing that names them and keeps every other user whole`, () =>
+    deleteUserOfEveryArea(how))
+}
+
+async function deleteUserOfEveryArea(how: Removal) {
   const [subject, neighbour1, neighbour2, friend] = await Promise.all(
     ['subject', 'neighbour1', 'neighbour2', 'friend'].map((prefix) => createUser({ prefix })),
   )
@@ -158,6 +188,8 @@ test('deleting a user who touched every area leaves nothing that names them and 
   await sql`update private.stripe_customers set stripe_customer_id = ${customer.id} where user_id = ${subject.id}`
   const [music] =
     await sql`select private.music_decrypt(refresh_token) as refresh from private.music_tokens where user_id = ${subject.id}`
+  // The fixture's token is the same in every run of this test: count this run's revocation.
+  const revokedBefore = await revocationsOf(music.refresh)
 
   // Files: the subject's folder in two buckets, one owned object elsewhere, and a pack image
   // `friend` bought (friend's purchase points into the subject's folder).
@@ -171,6 +203,12 @@ test('deleting a user who touched every area leaves nothing that names them and 
   await sql`insert into public.tone_pack_purchase_images (purchase_id, tone, object_name, url, updated_at)
             values (${f.tonePacks.friendsPurchaseId}, 'happy', ${bought}, ${`${API_URL}/storage/v1/object/public/tone-packs/${bought}`}, now())
             on conflict (purchase_id, tone) do update set object_name = excluded.object_name, url = excluded.url`
+  // The subject's own purchase holds a copy made when its seller was deleted: it goes too.
+  const boughtCopy = `purchases/${f.tonePacks.subjectsPurchaseId}/calm-1.png`
+  await storeObject('tone-packs', boughtCopy)
+  await sql`insert into public.tone_pack_purchase_images (purchase_id, tone, object_name, url, updated_at)
+            values (${f.tonePacks.subjectsPurchaseId}, 'calm', ${boughtCopy}, ${`${API_URL}/storage/v1/object/public/tone-packs/${boughtCopy}`}, now())
+            on conflict (purchase_id, tone) do update set object_name = excluded.object_name, url = excluded.url`
 
   // A PKCE sign-in in flight (GoTrue's flow_state has no foreign key to the user).
   await sql`insert into auth.flow_state (id, user_id, auth_code, code_challenge_method, code_challenge, provider_type, authentication_method)
@@ -179,10 +217,27 @@ test('deleting a user who touched every area leaves nothing that names them and 
   const auditBefore =
     await sql`select count(*)::int as n from public.impersonation_audit where target_id = ${subject.id} or admin_id = ${subject.id}`
 
-  const res = await deleteAccount(subject.token)
-  assert.equal(res.status, 200, JSON.stringify(res.body))
-  assert.equal(res.body.deletion.status, 'deleted', JSON.stringify(res.body))
-  assert.deepEqual(res.body.deletion.steps, { stripe: true, music: true, storage: true, rows: true })
+  const publicImage = `${API_URL}/storage/v1/object/public/tone-packs/${bought}`
+  if (how === 'api') {
+    const res = await deleteAccount(subject.token)
+    assert.equal(res.status, 200, JSON.stringify(res.body))
+    assert.equal(res.body.deletion.status, 'deleted', JSON.stringify(res.body))
+    assert.deepEqual(res.body.deletion.steps, { stripe: true, music: true, storage: true, rows: true })
+  } else {
+    await removeAuthUser(how, subject.id)
+    // The rows went in the deleting transaction; the rest waits for the worker.
+    const queued = await api(`/api/admin/users/${subject.id}/deletion`, { token: admin.token })
+    assert.equal(queued.body.deletion?.requested_via, 'auth', JSON.stringify(queued.body))
+    assert.deepEqual(queued.body.deletion.steps, { stripe: false, music: false, storage: false, rows: true })
+    const received = await api(`/api/encouragement-drops/received`, { token: friend.token })
+    assert.ok(received.body.drops.some((d: { id: string }) => d.id === f.encouragement.dropFriendReceived))
+    assert.equal(await statusOf(publicImage), 200, 'served until the worker runs')
+    const run = await api('/api/cron/account-deletions', { method: 'POST', headers: CRON, body: {} })
+    assert.equal(run.status, 200, JSON.stringify(run.body))
+    const [done] = await sql`select private.account_deletion(${subject.id}) as d`
+    assert.deepEqual(done.d.steps, { stripe: true, music: true, storage: true, rows: true }, JSON.stringify(done.d))
+  }
+  assert.equal(await statusOf(publicImage), 404, 'the public image is no longer served')
 
   // Nothing names the user any more.
   assert.deepEqual(await columnsNaming(subject.id), [])
@@ -260,6 +315,7 @@ test('deleting a user who touched every area leaves nothing that names them and 
     subject.id + '/%'
   } or owner_id = ${subject.id}`
   assert.deepEqual(leftObjects.map((o) => `${o.bucket_id}/${o.name}`), [])
+  assert.equal((await sql`select 1 from storage.objects where name = ${boughtCopy}`).length, 0, 'the copy it bought is gone')
   const [image] =
     await sql`select object_name, url from public.tone_pack_purchase_images where purchase_id = ${f.tonePacks.friendsPurchaseId} and tone = 'happy'`
   assert.ok(!image.object_name.startsWith(subject.id), image.object_name)
@@ -277,16 +333,35 @@ test('deleting a user who touched every area leaves nothing that names them and 
     deletions.some((d) => d.path === `/v1/customers/${customer.id}` && d.status === 200),
     JSON.stringify(deletions),
   )
-  const revoked = await (await fetch(
-    `${env('MUSIC_FAKE_CONTROL_URL')}/revocations?token=${encodeURIComponent(music.refresh)}`,
-  )).json()
-  assert.equal(revoked.revocations.length, 1, 'the refresh token was revoked at the provider')
+  assert.equal(await revocationsOf(music.refresh), revokedBefore + 1, 'the refresh token was revoked at the provider')
 
   // The old token opens nothing: /api, PostgREST and Storage refuse it.
   assertError(await api('/api/user/profile', { token: subject.token }), 401)
   const rest = await clientAs(subject.token).from('notifications').select('id')
   assert.equal(rest.status, 401, JSON.stringify(rest.error))
   assertError(await deleteAccount(subject.token), 401)
+}
+
+test("Auth's soft delete deletes the account too: the job runs every step and the auth user goes", async () => {
+  const [leaving, friend] = await Promise.all([createUser({ prefix: 'soft' }), createUser({ prefix: 'softfriend' })])
+  const [drop] = await sql`insert into public.encouragement_sent_drops (sender_id, recipient_id, drop_type, content)
+                           values (${leaving.id}, ${friend.id}, 'encouragement', 'Keep going') returning id`
+  await storeObject('entry-backgrounds', `${leaving.id}/bg.png`)
+  const { error } = await adminClient().auth.admin.deleteUser(leaving.id, true)
+  assert.equal(error, null, JSON.stringify(error))
+  const [asked] = await sql`select private.account_deletion(${leaving.id}) as d`
+  assert.equal(asked.d?.status, 'pending', JSON.stringify(asked.d))
+  assertError(await api('/api/user/profile', { token: leaving.token }), 401)
+
+  const run = await api('/api/cron/account-deletions', { method: 'POST', headers: CRON, body: {} })
+  assert.equal(run.status, 200, JSON.stringify(run.body))
+  const [done] = await sql`select private.account_deletion(${leaving.id}) as d`
+  assert.deepEqual(done.d.steps, { stripe: true, music: true, storage: true, rows: true }, JSON.stringify(done.d))
+  assert.equal((await sql`select 1 from auth.users where id = ${leaving.id}`).length, 0)
+  assert.equal((await sql`select 1 from storage.objects where name like ${leaving.id + '/%'}`).length, 0)
+  const received = await api('/api/encouragement-drops/received', { token: friend.token })
+  const kept = received.body.drops.find((d: { id: string }) => d.id === drop.id)
+  assert.equal(kept?.sender_name, 'Deleted user', JSON.stringify(received.body))
 })
 
 test('deleting needs a sign-in from the last 10 minutes and the word DELETE; nothing is written otherwise', async () => {
@@ -315,6 +390,13 @@ test('an owner of an organization with other members is refused (409 naming it) 
   await sql`update public.organizations set name = 'Rowing Club' where id = ${orgId}`
   const refused = await deleteAccount(owner.token)
   assertError(refused, 409, /Rowing Club: 1 other member/)
+  // Deleting the auth user directly is refused too (the organization would be left ownerless):
+  // Auth's admin API answers its database error, SQL raises the same 409.
+  const { error: authRefused } = await adminClient().auth.admin.deleteUser(owner.id)
+  assert.equal(authRefused?.status, 500, JSON.stringify(authRefused))
+  assert.match(authRefused?.message ?? '', /Database error deleting user/)
+  await assert.rejects(removeAuthUser('sql', owner.id), /Rowing Club: 1 other member/)
+  assert.equal((await sql`select 1 from auth.users where id = ${owner.id}`).length, 1)
   assert.equal((await sql`select 1 from private.account_deletions where user_id = ${owner.id}`).length, 0)
   const moved = await api(`/api/organizations/${orgId}/transfer-ownership`, {
     method: 'POST',

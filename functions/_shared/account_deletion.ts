@@ -1,6 +1,7 @@
 // Account deletion: the steps that reach outside the database (Stripe, the music provider,
 // Storage) and the rows step, for the deletions a run claims (public.claim_account_deletions:
-// `for update skip locked`, a 5-minute lease). Each step records itself when done, so a run that
+// `for update skip locked`, a 5-minute lease). A deletion whose auth user was deleted directly
+// (Auth's admin API, SQL) comes with its rows step done and the others open. Each step records itself when done, so a run that
 // dies halfway is finished by the next; a failed step is retried with a backoff by the
 // `account-deletions` job (pg_cron every 5 minutes). The order and what each step keeps are
 // explained in supabase/schemas/account_deletion.sql.
@@ -181,7 +182,7 @@ async function runOne(db: Db, d: ClaimedDeletion): Promise<DeletionOutcome> {
     // A day after the rows step: anything that raced the first sweep goes, then the record.
     try {
       await purgeStorage(db, d.user_id)
-      if (stripeDone) {
+      if (stripeDone && musicDone && storageDone) {
         unwrap(await db.rpc('finish_account_deletion_step', { user_id: d.user_id, step: 'final_sweep' }))
         finished = true
       }

@@ -18,6 +18,10 @@
 -- What stays (README "Deleting an account"): the impersonation audit, role changes and admin
 -- stamps under the tombstone id; AI costs as platform totals; subscriptions (payment records)
 -- without a user; drops and messages the user sent, shown as from a deleted user.
+-- Deleting the auth user by any other path (Auth's admin API, which the dashboard calls, or SQL)
+-- is a deletion too: a trigger on auth.users writes the row (requested_via 'auth') and runs the
+-- rows step in the deleting transaction; the provider and storage steps follow in the job. Auth's
+-- soft delete asks for the whole deletion, which the job carries out.
 
 -- ---------------------------------------------------------------------------------------------
 -- The deletions and their steps
@@ -26,7 +30,7 @@
 create table private.account_deletions (
   user_id uuid primary key,
   tombstone_id uuid not null unique default gen_random_uuid(),
-  requested_via text not null check (requested_via in ('self', 'support')),
+  requested_via text not null check (requested_via in ('self', 'support', 'auth')),
   requested_by uuid,
   requested_at timestamptz not null default now(),
   -- Kept only until the rows step (e-mail logs and the waitlist are found by address).
@@ -40,10 +44,18 @@ create table private.account_deletions (
   attempts integer not null default 0,
   last_error text,
   next_attempt_at timestamptz not null default now(),
-  claimed_until timestamptz
+  claimed_until timestamptz,
+  -- Kept only when the rows went before the music and storage steps (the auth user deleted
+  -- directly): the provider tokens, encrypted as private.music_tokens held them, until revoked,
+  -- and the copies of bought images the user's purchases named, until the storage sweeps.
+  music_access_token bytea,
+  music_refresh_token bytea,
+  bought_image_objects text[] not null default '{}'
 );
 comment on table private.account_deletions is
   'One row per account being deleted: which steps are done, and the tombstone id that replaces the user''s in what outlives them. No personal data once the rows step is done (the e-mail is cleared); removed after the final storage sweep a day later.';
+comment on column private.account_deletions.requested_via is
+  'self (the user), support (a super admin or the service role), auth (the auth user was deleted directly: Auth''s admin API, the dashboard, SQL).';
 comment on column private.account_deletions.tombstone_id is
   'Stands for the deleted user in kept records (impersonation audit, role changes, admin stamps): a random id that names nobody.';
 create index account_deletions_due on private.account_deletions (next_attempt_at);
@@ -217,7 +229,74 @@ as $$
     'last_error', d.last_error)
 $$;
 
--- Writes the deletion (idempotent: a second request returns the first). From the user
+-- Writes the deletion row after the checks every path shares: not the assistant, not the last
+-- super admin, no organization with other members left without its owner (409s). Called by
+-- request_account_deletion and by the auth.users delete trigger (via 'auth').
+create or replace function private.start_account_deletion(target uuid, via text, requested_by uuid)
+returns private.account_deletions
+language plpgsql security definer
+set search_path = ''
+as $$
+declare
+  row private.account_deletions;
+begin
+  if not exists (select 1 from auth.users where id = target) then
+    raise exception 'no user %', target using errcode = 'PT404';
+  end if;
+  if target = private.assistant_user_id() then
+    raise exception 'The assistant''s account is the system''s and cannot be deleted' using errcode = 'PT409';
+  end if;
+  -- The same lock as a demotion (private.guard_last_super_admin): two admins deleting or
+  -- demoting each other cannot both pass; admins already being deleted do not count.
+  perform pg_advisory_xact_lock(hashtext('public.profiles super_admin demotion'));
+  if exists (select 1 from public.profiles p where p.id = target and p.role = 'super_admin')
+     and not exists (select 1 from public.profiles p
+                      where p.role = 'super_admin' and p.is_active and p.id <> target
+                        and not exists (select 1 from private.account_deletions d where d.user_id = p.id)) then
+    raise exception 'The last super admin cannot be deleted: make another user super admin first'
+      using errcode = 'PT409';
+  end if;
+  perform private.refuse_account_deletion_while_owning(target);
+  insert into private.account_deletions (user_id, requested_via, requested_by, email,
+                                         stripe_customer_ids, stripe_subscription_ids)
+  values (target, via, requested_by, (select u.email from auth.users u where u.id = target),
+          coalesce((select array_agg(distinct x.id) from (
+                      select c.stripe_customer_id as id from private.stripe_customers c where c.user_id = target
+                      union select s.stripe_customer_id from public.subscriptions s where s.user_id = target) x
+                     where x.id is not null), '{}'),
+          coalesce((select array_agg(s.stripe_subscription_id order by s.created_at) from public.subscriptions s
+                     where s.user_id = target and s.stripe_subscription_id is not null
+                       and s.status not in ('canceled', 'incomplete_expired')), '{}'))
+  on conflict (user_id) do nothing
+  returning * into row;
+  if row.user_id is null then
+    select * into row from private.account_deletions where user_id = target;
+  end if;
+  return row;
+end
+$$;
+comment on function private.start_account_deletion(uuid, text, uuid) is
+  'Writes an account deletion (with the Stripe ids its step needs) after the checks every path shares; 409 for the assistant, the last super admin or an owner of an organization with other members.';
+
+-- An account whose deletion was asked for stops at once: sign-ins end (the auth user itself goes
+-- in the rows step), and until the rows go nothing runs for it: jobs skip inactive profiles and
+-- links that need reconnecting, and the packs it sells leave the shop (buyers keep theirs).
+create or replace function private.suspend_account(target uuid) returns void
+language plpgsql security definer
+set search_path = ''
+as $$
+begin
+  update auth.users set banned_until = 'infinity' where id = target;
+  delete from auth.sessions where user_id = target;
+  update public.profiles set is_active = false where id = target;
+  update public.music_connections set needs_reconnect = true where user_id = target;
+  update public.tone_packs set retired_at = now(), is_public = false where owner_id = target and retired_at is null;
+end
+$$;
+comment on function private.suspend_account(uuid) is
+  'Stops an account whose deletion was asked for until its rows step: banned, signed out, inactive, its packs out of the shop.';
+
+-- Asks for a deletion (idempotent: a second request returns the first). From the user
 -- themselves ('self': not inside an impersonation session, with a fresh sign-in checked by
 -- the caller) or a super admin / the service role ('support').
 create or replace function private.request_account_deletion(target uuid, via text) returns jsonb
@@ -246,46 +325,8 @@ begin
   if found then
     return private.account_deletion_status(row);
   end if;
-  if not exists (select 1 from auth.users where id = target) then
-    raise exception 'no user %', target using errcode = 'PT404';
-  end if;
-  if target = private.assistant_user_id() then
-    raise exception 'The assistant''s account is the system''s and cannot be deleted' using errcode = 'PT409';
-  end if;
-  -- The same lock as a demotion (private.guard_last_super_admin): two admins deleting or
-  -- demoting each other cannot both pass; admins already being deleted do not count.
-  perform pg_advisory_xact_lock(hashtext('public.profiles super_admin demotion'));
-  if exists (select 1 from public.profiles p where p.id = target and p.role = 'super_admin')
-     and not exists (select 1 from public.profiles p
-                      where p.role = 'super_admin' and p.is_active and p.id <> target
-                        and not exists (select 1 from private.account_deletions d where d.user_id = p.id)) then
-    raise exception 'The last super admin cannot be deleted: make another user super admin first'
-      using errcode = 'PT409';
-  end if;
-  perform private.refuse_account_deletion_while_owning(target);
-  insert into private.account_deletions (user_id, requested_via, requested_by, email,
-                                         stripe_customer_ids, stripe_subscription_ids)
-  values (target, via, me, (select u.email from auth.users u where u.id = target),
-          coalesce((select array_agg(distinct x.id) from (
-                      select c.stripe_customer_id as id from private.stripe_customers c where c.user_id = target
-                      union select s.stripe_customer_id from public.subscriptions s where s.user_id = target) x
-                     where x.id is not null), '{}'),
-          coalesce((select array_agg(s.stripe_subscription_id order by s.created_at) from public.subscriptions s
-                     where s.user_id = target and s.stripe_subscription_id is not null
-                       and s.status not in ('canceled', 'incomplete_expired')), '{}'))
-  on conflict (user_id) do nothing
-  returning * into row;
-  if row.user_id is null then
-    select * into row from private.account_deletions where user_id = target;
-  end if;
-  -- Sign-ins end now; the auth user itself goes in the rows step.
-  update auth.users set banned_until = 'infinity' where id = target;
-  delete from auth.sessions where user_id = target;
-  -- Until the rows go, nothing runs for the account: jobs skip inactive profiles and links
-  -- that need reconnecting, and the packs it sells leave the shop (buyers keep theirs).
-  update public.profiles set is_active = false where id = target;
-  update public.music_connections set needs_reconnect = true where user_id = target;
-  update public.tone_packs set retired_at = now(), is_public = false where owner_id = target and retired_at is null;
+  row := private.start_account_deletion(target, via, me);
+  perform private.suspend_account(target);
   return private.account_deletion_status(row);
 end
 $$;
@@ -352,13 +393,15 @@ grant execute on function public.admin_delete_account(uuid, text) to authenticat
 -- Running the steps (service role: /api right after the request, and the job)
 -- ---------------------------------------------------------------------------------------------
 
--- A deletion has work due: a step left (after its backoff), or the final sweep a day after the
--- rows step.
+-- A deletion has work due: a step left (after its backoff; the rows step goes first when the
+-- auth user was deleted directly), or the final sweep a day after the rows step.
 create or replace function private.account_deletion_due(d private.account_deletions) returns boolean
 language sql stable
 set search_path = ''
 as $$
-  select (d.next_attempt_at <= now() and (d.rows_done_at is null or d.stripe_done_at is null))
+  select (d.next_attempt_at <= now()
+          and (d.rows_done_at is null or d.stripe_done_at is null or d.music_done_at is null
+               or d.storage_done_at is null))
       or d.rows_done_at < now() - interval '1 day'
 $$;
 
@@ -389,8 +432,11 @@ begin
     returning d.*
   )
   select c.user_id, c.requested_at, c.stripe_customer_ids, c.stripe_subscription_ids,
-         (select private.music_decrypt(t.access_token) from private.music_tokens t where t.user_id = c.user_id),
-         (select private.music_decrypt(t.refresh_token) from private.music_tokens t where t.user_id = c.user_id),
+         -- The tokens are in the deletion row once the rows went first (the user's row is gone).
+         private.music_decrypt(coalesce((select t.access_token from private.music_tokens t where t.user_id = c.user_id),
+                                        c.music_access_token)),
+         private.music_decrypt(coalesce((select t.refresh_token from private.music_tokens t where t.user_id = c.user_id),
+                                        c.music_refresh_token)),
          c.stripe_done_at is not null, c.music_done_at is not null, c.storage_done_at is not null,
          c.rows_done_at is not null, coalesce(c.rows_done_at < now() - interval '1 day', false),
          (select count(*) from private.account_deletions r
@@ -435,7 +481,8 @@ begin
   end if;
   if step = 'final_sweep' then
     delete from private.account_deletions d where d.user_id = finish_account_deletion_step.user_id
-       and d.rows_done_at is not null and d.stripe_done_at is not null;
+       and d.rows_done_at is not null and d.stripe_done_at is not null and d.music_done_at is not null
+       and d.storage_done_at is not null;
     return;
   end if;
   update private.account_deletions d
@@ -443,6 +490,8 @@ begin
          stripe_customer_ids = case when step = 'stripe' then '{}' else d.stripe_customer_ids end,
          stripe_subscription_ids = case when step = 'stripe' then '{}' else d.stripe_subscription_ids end,
          music_done_at = case when step = 'music' then coalesce(d.music_done_at, now()) else d.music_done_at end,
+         music_access_token = case when step = 'music' then null else d.music_access_token end,
+         music_refresh_token = case when step = 'music' then null else d.music_refresh_token end,
          storage_done_at = case when step = 'storage' then coalesce(d.storage_done_at, now()) else d.storage_done_at end,
          claimed_until = case when step = 'release' then null else d.claimed_until end
    where d.user_id = finish_account_deletion_step.user_id;
@@ -475,11 +524,14 @@ begin
    where o.name like account_storage_objects.user_id::text || '/%'
       or o.owner_id = account_storage_objects.user_id::text
       or o.owner = account_storage_objects.user_id
-      -- Copies of bought images made when their seller was deleted are the buyer's.
+      -- Copies of bought images made when their seller was deleted are the buyer's (named by
+      -- the deletion row once the buyer's purchases went first).
       or (o.bucket_id = 'tone-packs' and o.name like 'purchases/%'
-          and o.name in (select i.object_name from public.tone_pack_purchase_images i
-                           join public.tone_pack_purchases p on p.id = i.purchase_id
-                          where p.user_id = account_storage_objects.user_id))
+          and (o.name in (select i.object_name from public.tone_pack_purchase_images i
+                            join public.tone_pack_purchases p on p.id = i.purchase_id
+                           where p.user_id = account_storage_objects.user_id)
+               or o.name in (select unnest(d.bought_image_objects) from private.account_deletions d
+                              where d.user_id = account_storage_objects.user_id)))
    order by o.bucket_id, o.name
    limit greatest(coalesce(max_rows, 1000), 1);
 end
@@ -703,12 +755,15 @@ $$;
 comment on function private.account_deletion_columns() is
   'Every column that names a user, and what deleting the user does to it (checked against the catalog by tests/user_deletion_test.ts).';
 
--- The rows step. In one transaction: blockers checked again, organizations the user is alone
--- in deleted, memberships left (teams they admin pass to the owner: private.leave_org_teams),
--- what outlives the user moved to the tombstone, other users' notifications cleared of the id,
--- AI usage added to the platform totals, e-mail traces removed, then the auth user (and by
--- cascade the profile and every row the user owns; workout chains relink by trigger).
-create or replace function private.delete_account_rows(target uuid) returns jsonb
+-- The rows step's work, run by the auth.users delete trigger below (so the API's rows step and a
+-- direct delete of the auth user do the same): blockers checked again, organizations the user is
+-- alone in deleted, memberships left (teams they admin pass to the owner:
+-- private.leave_org_teams), what outlives the user moved to the tombstone, other users'
+-- notifications cleared of the id, AI usage added to the platform totals, e-mail traces removed,
+-- what the provider and storage steps still need kept in the deletion row. The auth user's
+-- delete then takes, by cascade, the profile and every row the user owns (workout chains relink
+-- by trigger).
+create or replace function private.remove_account_rows(target uuid) returns void
 language plpgsql security definer
 set search_path = ''
 as $$
@@ -716,14 +771,7 @@ declare
   d private.account_deletions;
   tomb uuid;
 begin
-  perform private.require_trusted_caller('delete account rows');
-  select * into d from private.account_deletions where user_id = target for update;
-  if not found then
-    raise exception 'no deletion was asked for user %', target using errcode = 'PT404';
-  end if;
-  if d.rows_done_at is not null then
-    return private.account_deletion_status(d);
-  end if;
+  select * into strict d from private.account_deletions where user_id = target for update;
   tomb := d.tombstone_id;
   perform private.refuse_account_deletion_while_owning(target);
 
@@ -769,19 +817,105 @@ begin
     delete from private.email_events e where e.payload -> 'data' -> 'to' ? d.email
                                           or e.payload -> 'data' -> 'to' ? lower(d.email);
   end if;
-
   delete from auth.flow_state f where f.user_id = target;
-  delete from auth.users u where u.id = target;
 
   update private.account_deletions x
-     set rows_done_at = now(), email = null
-   where x.user_id = target
-  returning * into d;
+     set rows_done_at = now(), email = null,
+         -- Steps still to come find here what the cascade is about to remove.
+         music_access_token = case when x.music_done_at is null
+                                   then (select t.access_token from private.music_tokens t where t.user_id = target) end,
+         music_refresh_token = case when x.music_done_at is null
+                                    then (select t.refresh_token from private.music_tokens t where t.user_id = target) end,
+         bought_image_objects = case when x.storage_done_at is null then coalesce(
+           (select array_agg(i.object_name order by i.object_name) from public.tone_pack_purchase_images i
+              join public.tone_pack_purchases p on p.id = i.purchase_id
+             where p.user_id = target and i.object_name like 'purchases/%'), '{}') else '{}' end
+   where x.user_id = target;
+end
+$$;
+comment on function private.remove_account_rows(uuid) is
+  'The database part of an account deletion, run inside the delete of the auth user (see the comment above it).';
+
+-- Any delete of an auth user is an account deletion: the API's rows step (its row is there), or
+-- Auth's admin API, the dashboard or SQL (no row yet: one is written, requested_via 'auth', with
+-- the same refusals, so an owner of an organization with other members cannot be deleted this
+-- way either and Auth answers its database error). The rows go here, in the deleting
+-- transaction; the Stripe, music and storage steps are left to the account-deletions job.
+create or replace function private.delete_account_with_auth_user() returns trigger
+language plpgsql security definer
+set search_path = ''
+as $$
+declare
+  d private.account_deletions;
+begin
+  select * into d from private.account_deletions where user_id = old.id for update;
+  if not found then
+    d := private.start_account_deletion(old.id, 'auth', null);
+  end if;
+  if d.rows_done_at is null then
+    perform private.remove_account_rows(old.id);
+  end if;
+  return old;
+end
+$$;
+comment on function private.delete_account_with_auth_user() is
+  'Trigger: deleting an auth user by any path runs the rows step of an account deletion and queues its other steps.';
+create trigger delete_account_with_auth_user
+  before delete on auth.users
+  for each row execute function private.delete_account_with_auth_user();
+
+-- Auth's soft delete (the admin API with should_soft_delete) keeps the auth user's row with
+-- deleted_at and clears its address: the account's data must go all the same. The whole deletion
+-- is asked for (requested_via 'auth', the same refusals: Auth answers its database error) and
+-- the job runs every step, its rows step deleting the auth user as for any deletion.
+create or replace function private.delete_account_of_soft_deleted_user() returns trigger
+language plpgsql security definer
+set search_path = ''
+as $$
+begin
+  if old.deleted_at is null and new.deleted_at is not null
+     and not exists (select 1 from private.account_deletions d where d.user_id = new.id) then
+    perform private.start_account_deletion(new.id, 'auth', null);
+    -- The address was cleared by the soft delete; the rows step finds e-mail traces by it.
+    update private.account_deletions d set email = old.email where d.user_id = new.id;
+    perform private.suspend_account(new.id);
+  end if;
+  return null;
+end
+$$;
+comment on function private.delete_account_of_soft_deleted_user() is
+  'Trigger: a soft delete of an auth user (deleted_at set) asks for the account''s deletion, which the job carries out.';
+create trigger delete_account_of_soft_deleted_user
+  after update of deleted_at on auth.users
+  for each row execute function private.delete_account_of_soft_deleted_user();
+
+-- The rows step (service role: /api and the job, after the provider and storage steps): the
+-- delete of the auth user, whose trigger does the work in the same transaction.
+create or replace function private.delete_account_rows(target uuid) returns jsonb
+language plpgsql security definer
+set search_path = ''
+as $$
+declare
+  d private.account_deletions;
+begin
+  perform private.require_trusted_caller('delete account rows');
+  select * into d from private.account_deletions where user_id = target for update;
+  if not found then
+    raise exception 'no deletion was asked for user %', target using errcode = 'PT404';
+  end if;
+  if d.rows_done_at is null then
+    delete from auth.users u where u.id = target;
+    if not found then
+      -- The auth user went before its delete ran this step (before the trigger existed).
+      perform private.remove_account_rows(target);
+    end if;
+    select * into d from private.account_deletions where user_id = target;
+  end if;
   return private.account_deletion_status(d);
 end
 $$;
 comment on function private.delete_account_rows(uuid) is
-  'Service role: the rows step of an account deletion, in one transaction (see the section comment).';
+  'Service role: the rows step of an account deletion, in one transaction (private.remove_account_rows, through the auth user''s delete).';
 grant execute on function private.delete_account_rows(uuid) to service_role;
 
 create or replace function public.delete_account_rows(target uuid) returns jsonb

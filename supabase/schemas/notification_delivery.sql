@@ -825,16 +825,22 @@ as $$
 $$;
 
 -- Opting in (or changing the hour or zone) schedules the digest; opting out takes it off the
--- claims' index.
+-- claims' index. Opting back in gives a new unsubscribe token, so the link of an e-mail sent
+-- before the opt-out cannot turn the digest off again (it answers 404); changing the hour or zone
+-- keeps the links already sent working.
 create or replace function private.schedule_notification_digest() returns trigger
 language plpgsql security definer
 set search_path = ''
 as $$
+declare
+  opting_in constant boolean := tg_op = 'INSERT' or not old.email_digest;
 begin
   if new.email_digest then
     insert into private.notification_digests as g (user_id, due_at)
     values (new.user_id, private.notification_digest_due(new, null, now()))
-    on conflict (user_id) do update set due_at = private.notification_digest_due(new, g.last_sent_on, now());
+    on conflict (user_id) do update
+      set due_at = private.notification_digest_due(new, g.last_sent_on, now()),
+          unsubscribe_token = case when opting_in then gen_random_uuid() else g.unsubscribe_token end;
   else
     update private.notification_digests g set due_at = null where g.user_id = new.user_id and g.due_at is not null;
   end if;

@@ -1,6 +1,6 @@
 // The admin API (service role only): /admin/users (create, list, get, update, delete),
 // /admin/generate_link and /invite. GoTrue's admin.go, invite.go and generate_link.go.
-import { badRequest, notFound, unprocessable, validationFailed } from './errors.ts'
+import { AuthError, badRequest, notFound, unprocessable, validationFailed } from './errors.ts'
 import { sendAuthMail } from './mail.ts'
 import { newOtp } from './otp.ts'
 import { redirectTarget } from './redirects.ts'
@@ -165,7 +165,12 @@ async function deleteUser(ctx: AuthContext, id: string, body: Body) {
       await tx`update auth.users set deleted_at = now(), email = null, phone = null, encrypted_password = '',
                  raw_app_meta_data = '{}'::jsonb, raw_user_meta_data = '{}'::jsonb where id = ${id}`
     } else {
-      await tx`delete from auth.users where id = ${id}`
+      // A trigger may refuse the delete (an account deletion's 409): GoTrue answers any database
+      // error here with this 500 (internal/api/admin.go, adminUserDelete), the cause in its logs.
+      await tx`delete from auth.users where id = ${id}`.catch((e) => {
+        console.error('auth: deleting user', id, e instanceof Error ? e.message : e)
+        throw new AuthError(500, 'unexpected_failure', 'Database error deleting user')
+      })
     }
     return {}
   })

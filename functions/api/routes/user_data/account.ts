@@ -19,7 +19,10 @@ const Confirm = z.object({
 export const AccountDeletion = z.object({
   user_id: z.string(),
   requested_at: z.string(),
-  requested_via: z.enum(['self', 'support']),
+  requested_via: z.enum(['self', 'support', 'auth']).openapi({
+    description: 'self: the user; support: a super admin or the service role; auth: the auth user was ' +
+      "deleted directly (Auth's admin API, the dashboard, SQL), its rows at once, the other steps by the job",
+  }),
   status: z.enum(['pending', 'deleted']).openapi({
     description: 'deleted: the account and its rows are gone (a storage sweep follows a day later); ' +
       'pending: a provider or storage step failed and the job retries it',
