@@ -92,6 +92,7 @@ async function route(req: Request, clientIp: string): Promise<Response> {
     return handleStorage(req, p.slice('/storage/v1'.length), {
       sql,
       rootDir: env('STORAGE_DIR'),
+      clientAddress: clientIp,
     })
   }
   if (p.startsWith('/realtime/v1/')) return await realtime.handle(req, p.slice('/realtime/v1'.length))

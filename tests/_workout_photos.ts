@@ -466,6 +466,18 @@ export function jpegDeclaring(width: number, height: number): Uint8Array {
   throw new Error('no SOF')
 }
 
+/** A PNG whose header (IHDR) declares width x height over a 2x2 picture: a few hundred bytes
+ *  that a decoder would allocate width x height pixels for. */
+export function pngDeclaring(width: number, height: number): Uint8Array {
+  const png = plainPng()
+  const ihdr = findPngChunk(png, 'IHDR')
+  const length = new DataView(png.buffer, png.byteOffset).getUint32(ihdr)
+  const data = png.slice(ihdr + 8, ihdr + 8 + length)
+  new DataView(data.buffer).setUint32(0, width)
+  new DataView(data.buffer).setUint32(4, height)
+  return new Uint8Array([...png.slice(0, ihdr), ...pngChunk('IHDR', data), ...png.slice(ihdr + 12 + length)])
+}
+
 /** A small PNG without EXIF. */
 export function plainPng(): Uint8Array {
   return encode({ width: 2, height: 2, data: new Uint8Array(12).fill(200), channels: 3, depth: 8 })

@@ -21,6 +21,7 @@ import {
 } from './_helpers.ts'
 import { aiMarker, aiRequests, scriptAi } from './fakes/ai_control.ts'
 import { createPack } from './_tone_packs.ts'
+import { jpegDeclaring, plainJpeg, pngDeclaring, webpWithCanvas } from './_workout_photos.ts'
 
 const BUCKET = 'tone-packs'
 const ALL_TONES = [...TONES]
@@ -245,7 +246,7 @@ test('PUT images/:tone: owners upload their own art (PNG, JPEG, WEBP up to 5 MB)
     height: 8,
   })
 
-  const jpeg = new Uint8Array([0xff, 0xd8, 0xff, 0xe0, ...new Array(64).fill(1)])
+  const jpeg = plainJpeg()
   const replaced = await upload(owner, pack.id, 'hopeful', { bytes: jpeg, type: 'image/jpeg' })
   assert.equal(replaced.status, 200)
   assert.match(replaced.body.image.url, /hopeful-\d+-[0-9a-f]{16}\.jpg$/)
@@ -272,6 +273,48 @@ test('PUT images/:tone: owners upload their own art (PNG, JPEG, WEBP up to 5 MB)
     400,
   )
   assert.equal((await objectsOf(pack.id)).length, 1)
+})
+
+test('PUT images/:tone: an image whose headers ask for more than 2048x2048 pixels is a 400 naming file, before anything decodes it', async () => {
+  const owner = await createUser()
+  const pack = await createPack(owner, { is_public: true })
+  const huge = pngDeclaring(30000, 30000) // 900 megapixels in a few hundred bytes
+  assert.ok(huge.length < 1000, `${huge.length} bytes`)
+  for (
+    const [bytes, type, why] of [
+      [huge, 'image/png', /at most 4\.2 megapixels \(this one is 30000x30000\)/],
+      [jpegDeclaring(2100, 2000), 'image/jpeg', /megapixels/],
+      [pngDeclaring(4096, 16), 'image/png', /at most 2048 pixels a side/],
+      [webpWithCanvas(5000, 5000), 'image/webp', /megapixels/],
+    ] as const
+  ) {
+    const res = await upload(owner, pack.id, 'calm', { bytes, type })
+    assertError(res, 400, 'file')
+    assert.match(res.body.error, why)
+  }
+  assert.deepEqual(await objectsOf(pack.id), [], 'nothing stored')
+  assert.equal(
+    (await sql`select count(*)::int as n from public.tone_pack_images where pack_id = ${pack.id}`)[0].n,
+    0,
+  )
+  // The size SPEC gives generated images, and uploaded art up to 2048 a side, are taken.
+  const square = encode({ width: 2048, height: 2048, data: new Uint8Array(2048 * 2048 * 3), channels: 3 })
+  assert.equal((await upload(owner, pack.id, 'calm', { bytes: square, type: 'image/png' })).status, 200)
+})
+
+test('generate-images: a generated image whose headers ask for too many pixels is not stored', async () => {
+  const owner = await createUser()
+  const marker = aiMarker()
+  const pack = await createPack(owner, { name: `Huge ${marker}` })
+  await scriptAi(marker, [{ image: 'huge' }])
+  const res = await api(`/api/tone-packs/${pack.id}/generate-images`, {
+    token: owner.token,
+    body: { tones: ['sad'] },
+  })
+  assert.equal(res.status, 200, JSON.stringify(res.body))
+  assert.deepEqual(res.body.generated, [])
+  assert.match(res.body.failed[0].error, /unusable: at most 4\.2 megapixels \(this one is 30000x30000\)/)
+  assert.deepEqual(await objectsOf(pack.id), [])
 })
 
 test("the tone-packs bucket: 5 MB and image types only, written by the api alone; a pack's image stays until its pack goes", async () => {

@@ -16,7 +16,7 @@ import {
   ResourceLimits,
 } from '@imagemagick/magick-wasm'
 import exifr from 'exifr'
-import { imageFrames, MalformedImage } from './image_frames.ts'
+import { imageFrames, type ImageFrames, MalformedImage } from './image_frames.ts'
 
 export const PHOTO_LIMIT_BYTES = 10 * 1024 * 1024
 export const PHOTO_TYPES = ['image/jpeg', 'image/png', 'image/gif', 'image/webp'] as const
@@ -182,15 +182,33 @@ export function loadImageMagick(): Promise<void> {
 /** The photo could not be decoded as the image its bytes claim to be, or is too large. */
 export class UnreadablePhoto extends Error {}
 
+/** What an image may ask a decoder for, judged from its headers (checkImageSize). */
+export interface ImageSizeLimits {
+  /** One frame, and the canvas. */
+  maxPixels: number
+  /** Width or height. */
+  maxSide: number
+  maxFrames: number
+  /** All frames together (an animation is decoded whole). */
+  maxTotalPixels: number
+}
+
+export const PHOTO_LIMITS: ImageSizeLimits = {
+  maxPixels: PHOTO_MAX_PIXELS,
+  maxSide: PHOTO_MAX_SIDE,
+  maxFrames: PHOTO_MAX_FRAMES,
+  maxTotalPixels: PHOTO_MAX_TOTAL_PIXELS,
+}
+
 const megapixels = (n: number) => `${Math.round(n / 100_000) / 10}`
 
 /**
- * Refuses, from the headers alone, a photo that would decode to more than a photo should:
- * a frame or canvas over PHOTO_MAX_PIXELS or PHOTO_MAX_SIDE, more than PHOTO_MAX_FRAMES
- * frames, more than PHOTO_MAX_TOTAL_PIXELS over all frames, a frame outside the canvas or
- * an empty one. Throws UnreadablePhoto; takes a few milliseconds for 10 MB.
+ * Refuses, from the headers alone, an image that would decode to more than `limits` allow:
+ * a frame or canvas over maxPixels or maxSide, more than maxFrames frames, more than
+ * maxTotalPixels over all frames, a frame outside the canvas or an empty one. Throws
+ * UnreadablePhoto; takes a few milliseconds for 10 MB. Returns the headers' sizes.
  */
-export function checkPhotoSize(bytes: Uint8Array, type: PhotoType): void {
+export function checkImageSize(bytes: Uint8Array, type: PhotoType, limits: ImageSizeLimits): ImageFrames {
   let image
   try {
     image = imageFrames(bytes, type)
@@ -201,16 +219,16 @@ export function checkPhotoSize(bytes: Uint8Array, type: PhotoType): void {
     throw e
   }
   const { width, height, frames, frameCount } = image
-  if (frameCount > PHOTO_MAX_FRAMES) {
-    throw new UnreadablePhoto(`at most ${PHOTO_MAX_FRAMES} frames (this one has ${frameCount})`)
+  if (frameCount > limits.maxFrames) {
+    throw new UnreadablePhoto(`at most ${limits.maxFrames} frames (this one has ${frameCount})`)
   }
   const sides = [[width, height], ...frames.map((f) => [f.width, f.height])]
   for (const [w, h] of sides) {
-    if (w * h > PHOTO_MAX_PIXELS) {
-      throw new UnreadablePhoto(`at most ${megapixels(PHOTO_MAX_PIXELS)} megapixels (this one is ${w}x${h})`)
+    if (w * h > limits.maxPixels) {
+      throw new UnreadablePhoto(`at most ${megapixels(limits.maxPixels)} megapixels (this one is ${w}x${h})`)
     }
-    if (w > PHOTO_MAX_SIDE || h > PHOTO_MAX_SIDE) {
-      throw new UnreadablePhoto(`at most ${PHOTO_MAX_SIDE} pixels a side (this one is ${w}x${h})`)
+    if (w > limits.maxSide || h > limits.maxSide) {
+      throw new UnreadablePhoto(`at most ${limits.maxSide} pixels a side (this one is ${w}x${h})`)
     }
   }
   if (sides.some(([w, h]) => w === 0 || h === 0)) throw new UnreadablePhoto('an image without pixels')
@@ -224,14 +242,18 @@ export function checkPhotoSize(bytes: Uint8Array, type: PhotoType): void {
     )
   }
   const total = frames.reduce((n, f) => n + f.width * f.height, 0)
-  if (total > PHOTO_MAX_TOTAL_PIXELS) {
+  if (total > limits.maxTotalPixels) {
     throw new UnreadablePhoto(
-      `at most ${megapixels(PHOTO_MAX_TOTAL_PIXELS)} megapixels over all frames (this one has ${
+      `at most ${megapixels(limits.maxTotalPixels)} megapixels over all frames (this one has ${
         megapixels(total)
       })`,
     )
   }
+  return image
 }
+
+/** checkImageSize with a check-in photo's limits (PHOTO_LIMITS). */
+export const checkPhotoSize = (bytes: Uint8Array, type: PhotoType) => checkImageSize(bytes, type, PHOTO_LIMITS)
 
 export interface PreparedPhoto {
   /** What is stored: upright, without metadata, in the format it came in. */

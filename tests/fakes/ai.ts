@@ -27,7 +27,8 @@
 //            refusal, finish_reason, model           chat: as OpenAI sends them
 //            usage                                   chat {prompt_tokens, completion_tokens};
 //                                                    images {input_tokens, output_tokens}
-//            image: "png"|"jpeg"|"webp"|"garbage"|"none"|"url"   images: what to send back
+//            image: "png"|"jpeg"|"webp"|"garbage"|"none"|"url"|"huge"   images: what to send back
+//                   (huge: a tiny PNG whose header declares 30000x30000)
 //   GET    /__control/requests?match=<marker>   {requests: [{path, body, at}]} seen so far
 //   DELETE /__control/script?match=<marker>      forget the script and the requests
 // The key is `fake-ai-key`; any other bearer gets 401 invalid_api_key. The env it hands the
@@ -55,7 +56,7 @@ export interface Reply {
     input_tokens?: number
     output_tokens?: number
   }
-  image?: 'png' | 'jpeg' | 'webp' | 'garbage' | 'none' | 'url'
+  image?: 'png' | 'jpeg' | 'webp' | 'garbage' | 'none' | 'url' | 'huge'
 }
 
 interface Script {
@@ -135,6 +136,13 @@ let png: Uint8Array | undefined
 function pngBytes() {
   png ??= encode({ width: 1024, height: 1024, data: new Uint8Array(1024 * 1024 * 3).fill(200), channels: 3 })
   return png
+}
+/** A 1x1 PNG whose IHDR says 30000x30000 (its CRC left stale: it is judged by that header). */
+function hugePng() {
+  const bytes = encode({ width: 1, height: 1, data: new Uint8Array(3), channels: 3 })
+  new DataView(bytes.buffer, bytes.byteOffset).setUint32(16, 30000)
+  new DataView(bytes.buffer, bytes.byteOffset).setUint32(20, 30000)
+  return bytes
 }
 const JPEG = new Uint8Array([0xff, 0xd8, 0xff, 0xe0, 0, 0x10, 0x4a, 0x46, 0x49, 0x46, 0, 1, 0xff, 0xd9])
 const WEBP = new Uint8Array([
@@ -237,6 +245,8 @@ export async function start(): Promise<{ env: Record<string, string>; stop(): Pr
       ? WEBP
       : kind === 'garbage'
       ? new TextEncoder().encode('not an image')
+      : kind === 'huge'
+      ? hugePng()
       : pngBytes()
     const data = kind === 'none'
       ? []

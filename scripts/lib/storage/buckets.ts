@@ -113,8 +113,10 @@ export async function updateBucket(ctx: StorageContext, c: Claims, id: string, b
     : fail(404, 'Bucket not found', 'Bucket not found')
 }
 
-/** POST /bucket/<id>/empty: deletes the objects the caller may delete, and their files. */
+/** POST /bucket/<id>/empty: every object and its file. The service role only, as Storage
+ *  registers this route (its role check comes before the bucket is looked up). */
 export async function emptyBucket(ctx: StorageContext, c: Claims, id: string) {
+  if (c.role !== 'service_role') fail(403, 'Unauthorized', 'Access denied: Invalid role')
   await bucketSettings(ctx, id)
   const rows = await asCaller(
     ctx,

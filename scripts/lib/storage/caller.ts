@@ -1,7 +1,7 @@
 // Who is calling, and running SQL as them. Every row read or write runs as the caller's
 // Postgres role with its JWT claims and request headers, so storage RLS policies and triggers
-// apply as on Supabase. A token of a stopped or expired impersonation session is refused (401)
-// before anything else.
+// apply as on Supabase. A token of a stopped or expired impersonation session, or of an account
+// being deleted, is refused (401) before anything else.
 import type postgres from 'postgres'
 import { HttpError } from '../../../functions/_shared/errors.ts'
 import { isUserToken, verifyAccessToken } from '../../../functions/_shared/jwt.ts'
@@ -46,9 +46,10 @@ export async function identify(req: Request, ctx: StorageContext): Promise<Claim
   const caller = Object.assign(claims as Claims, {
     [HEADERS]: JSON.stringify(Object.fromEntries(req.headers)),
   })
-  // The same check as PostgREST's pre-request function, reads included (one round trip, only
-  // for impersonation tokens).
-  if (typeof caller.impersonation_session === 'string') {
+  // PostgREST's pre-request function, reads included, for every user token: an ended
+  // impersonation session or an account being deleted is 401, as at /rest/v1 and /api (one
+  // round trip; the keys carry no user).
+  if (claims.role === 'authenticated') {
     await asCaller(ctx, caller, (tx) => tx`select private.check_request()`)
   }
   return caller

@@ -24,7 +24,8 @@ export function errorResponse(e: unknown): Response {
   if (e instanceof BodyTooLarge) return errorBody(413, 'Payload too large', e.message)
   // Postgres errors a caller can cause: RLS refusals, duplicate keys, timeouts.
   const code = (e as { code?: string }).code
-  if (code === 'PT401') return errorBody(401, 'Impersonation session ended', (e as Error).message)
+  // private.check_request: an ended impersonation session, an account being deleted.
+  if (code === 'PT401') return errorBody(401, 'Unauthorized', (e as Error).message)
   if (code === '42501') return errorBody(403, 'Unauthorized', 'new row violates row-level security policy')
   if (code === '23505') return errorBody(409, 'Duplicate', 'The resource already exists')
   if (code === '57014') return errorBody(504, 'DatabaseTimeout', 'The query timed out')

@@ -8,6 +8,8 @@ export interface StorageContext {
   rootDir: string
   /** Signs and checks signed-URL tokens; the project's JWT secret (JWT_SECRET) by default. */
   jwtSecret?: string
+  /** The request's peer address: whose renders a minute an anonymous render counts against. */
+  clientAddress?: string
 }
 
 /** Percent-decodes and splits the request path; refuses traversal, empty and odd segments. */

@@ -66,9 +66,20 @@ export async function verifySigned(
   return payload
 }
 
+/** The latest expiry (in seconds) a Date can hold: an Expires header past it is "Invalid Date". */
+const LAST_DATE_SECONDS = 8.64e12
+
+/**
+ * A signed URL's lifetime in seconds: an integer >= 1 (Storage's body schema), then Storage's
+ * assertValidNumericJWTExpiration: `exp` in milliseconds must stay a safe integer. Here `exp`
+ * must also be a date (year 275760 at most), a bound hosted Storage leaves to its JWT library.
+ */
 function expiresInOf(body: any): number {
   const n = body?.expiresIn
   if (!Number.isInteger(n) || n < 1) fail(400, 'Error', 'body/expiresIn must be an integer >= 1')
+  const now = Math.floor(Date.now() / 1000)
+  const latest = Math.min(Math.floor(Number.MAX_SAFE_INTEGER / 1000), LAST_DATE_SECONDS) - now
+  if (!Number.isSafeInteger(n) || n > latest) fail(400, 'InvalidParameter', 'Invalid Parameter expiresIn')
   return n
 }
 

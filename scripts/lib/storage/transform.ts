@@ -22,6 +22,7 @@ import {
   UnreadablePhoto,
 } from '../../../functions/_shared/workout_photo.ts'
 import type { TransformOptions } from './transform_options.ts'
+import { outputType, plan } from './render_plan.ts'
 
 export interface Rendered {
   bytes: Uint8Array
@@ -46,33 +47,6 @@ const LOSSY = new Set(['image/jpeg', 'image/webp', 'image/avif'])
 
 /** The refused image's reason; the caller answers 422 as Storage passes on imgproxy's 422. */
 export class UnrenderableImage extends Error {}
-
-/** The output type: the asked format, else WebP for a client that accepts it (as Storage's
- *  imgproxy detects), else the source's own. */
-export function outputType(source: PhotoType, o: TransformOptions, accept: string | null): string {
-  if (o.format === 'avif') return 'image/avif'
-  if (o.format === 'webp') return 'image/webp'
-  if (o.format === undefined && accept && /\bimage\/webp\b/i.test(accept)) return 'image/webp'
-  return source
-}
-
-/** The size to resize to and the box to crop to, from the source size and the options. */
-export function plan(w0: number, h0: number, o: TransformOptions) {
-  let { width: w, height: h } = o
-  if (!w && !h) return { resize: null, crop: null }
-  const mode = o.resize ?? 'cover'
-  if (mode === 'fill' && w && h) return { resize: { w, h, exact: true }, crop: null }
-  w ??= Math.max(1, Math.round((w0 * h!) / h0))
-  h ??= Math.max(1, Math.round((h0 * w) / w0))
-  const scale = Math.min(1, mode === 'contain' ? Math.min(w / w0, h / h0) : Math.max(w / w0, h / h0))
-  const rw = Math.max(1, Math.round(w0 * scale))
-  const rh = Math.max(1, Math.round(h0 * scale))
-  const resize = scale < 1 ? { w: rw, h: rh, exact: true } : null
-  const cw = Math.min(w, rw)
-  const ch = Math.min(h, rh)
-  const crop = mode !== 'contain' && (cw < rw || ch < rh) ? { w: cw, h: ch } : null
-  return { resize, crop }
-}
 
 export async function transformImage(
   bytes: Uint8Array,

@@ -16,6 +16,7 @@ import { optionalEnv } from '../../../_shared/env.ts'
 import { badRequest, fromDb, HttpError, tooManyRequests } from '../../../_shared/errors.ts'
 import { removeObjects, StorageError, uniqueStamp, uploadObject } from '../../../_shared/storage.ts'
 import { TONES } from '../../../_shared/tone.ts'
+import { checkImageSize, type ImageSizeLimits, UnreadablePhoto } from '../../../_shared/workout_photo.ts'
 import { idParams, uuid } from '../../../_shared/validation.ts'
 import { endpoint, routeModule } from '../../openapi.ts'
 import { Image, ownedPack, PACK_LIMITS, tag, TONE_PACK_BUCKET } from './shared.ts'
@@ -37,10 +38,41 @@ const ImageParams = z.object({
 })
 const ImageUpload = z.object({
   file: z.custom<File>((v) => v instanceof File, 'required: a file part named file')
-    .openapi({ type: 'string', format: 'binary', description: 'PNG, JPEG or WEBP, at most 5 MB' }),
+    .openapi({
+      type: 'string',
+      format: 'binary',
+      description: 'PNG, JPEG or WEBP, at most 5 MB and 2048x2048 pixels',
+    }),
 })
 
 const EXTENSION = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/webp': 'webp' } as const
+
+/**
+ * What a pack image may ask of whoever decodes it (every client showing the icon): generated
+ * images are 1024x1024 (SPEC), uploaded art up to 2048 a side; an animation's frames together
+ * no more than one such image. Judged from the headers before anything decodes it.
+ */
+export const PACK_IMAGE_LIMITS: ImageSizeLimits = {
+  maxSide: 2048,
+  maxPixels: 2048 * 2048,
+  maxFrames: 50,
+  maxTotalPixels: 2048 * 2048,
+}
+
+/** Bytes known to be a PNG, JPEG or WEBP within PACK_IMAGE_LIMITS: only packImage makes one. */
+interface PackImage {
+  bytes: Uint8Array
+  type: keyof typeof EXTENSION
+  readonly checked: unique symbol
+}
+
+/** The bytes as a pack image, or why they cannot be one (UnreadablePhoto). */
+function packImage(bytes: Uint8Array): PackImage {
+  const type = imageType(bytes)
+  if (!type) throw new UnreadablePhoto('must be a PNG, JPEG or WEBP image')
+  checkImageSize(bytes, type, PACK_IMAGE_LIMITS)
+  return { bytes, type } as PackImage
+}
 
 /** The prompt: the pack's theme, name and one tone. */
 function iconPrompt(pack: { name: string; theme: string }, tone: string) {
@@ -81,17 +113,11 @@ async function stillOwned(db: Db, id: string, ownerId: string) {
 }
 
 /**
- * Stores an image whose bytes were checked (`type` is what they are) as a new object of the
- * owner's folder, and maps it to the tone. The replaced object is deleted unless a buyer holds
- * it. Service role: no client writes into the bucket (its policies allow none).
+ * Stores a checked image (packImage) as a new object of the owner's folder, and maps it to the
+ * tone. The replaced object is deleted unless a buyer holds it. Service role: no client writes
+ * into the bucket (its policies allow none), so every image there passed packImage.
  */
-async function storeImage(
-  userId: string,
-  packId: string,
-  tone: string,
-  bytes: Uint8Array,
-  type: keyof typeof EXTENSION,
-) {
+async function storeImage(userId: string, packId: string, tone: string, { bytes, type }: PackImage) {
   const objectName = `${userId}/${packId}/${tone}-${uniqueStamp()}.${EXTENSION[type]}`
   let url: string
   try {
@@ -204,8 +230,15 @@ export const imageRoutes = routeModule()
           return { tone, error: aiHttpError(e).message }
         }
         const usage = await recordUsageQuietly(caller.id, 'tone_pack_image', image.usage, { packId: id })
+        let checked: PackImage
         try {
-          const stored = await storeImage(caller.id, id, tone, image.bytes, image.contentType)
+          checked = packImage(image.bytes)
+        } catch (e) {
+          if (!(e instanceof UnreadablePhoto)) throw e
+          return { tone, error: `the generated image was unusable: ${e.message}` }
+        }
+        try {
+          const stored = await storeImage(caller.id, id, tone, checked)
           return { tone, url: stored.url, cost_usd: usage ? Number(usage.cost_usd) : null }
         } catch (e) {
           return { tone, error: e instanceof HttpError ? e.message : 'Storing the image failed' }
@@ -232,7 +265,8 @@ export const imageRoutes = routeModule()
       errors: [403],
       summary: "Upload the pack's image for one tone (owner only)",
       description:
-        'multipart/form-data with a `file` part: PNG, JPEG or WEBP (checked by its bytes), at most 5 MB. ' +
+        'multipart/form-data with a `file` part: PNG, JPEG or WEBP (checked by its bytes), at most 5 MB and ' +
+        '2048x2048 pixels (judged from its headers; an animation\'s frames together no more). ' +
         'Stored as a new object in the bucket and mapped as the image for the tone (earlier buyers keep the image they ' +
         'bought; a replaced image nobody bought is deleted).',
     }),
@@ -247,11 +281,14 @@ export const imageRoutes = routeModule()
       const file = form.file
       if (!(file instanceof File)) throw badRequest('file: required: a file part named file')
       if (file.size > PACK_LIMITS.imageBytes) throw new HttpError(413, 'file: must be at most 5 MB')
-      const bytes = new Uint8Array(await file.arrayBuffer())
-      const type = imageType(bytes)
-      if (!type) throw badRequest('file: must be a PNG, JPEG or WEBP image')
+      let checked: PackImage
+      try {
+        checked = packImage(new Uint8Array(await file.arrayBuffer()))
+      } catch (e) {
+        throw e instanceof UnreadablePhoto ? badRequest(`file: ${e.message}`) : e
+      }
       await ownedPack(c.var.db, id)
-      const image = await storeImage(c.var.caller.id, id, tone, bytes, type)
+      const image = await storeImage(c.var.caller.id, id, tone, checked)
       return c.json({ image: image as z.infer<typeof Image> })
     },
   )
