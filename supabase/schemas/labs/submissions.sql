@@ -375,48 +375,29 @@ create policy "labs_dream_videos: approved, own, or super admin" on public.labs_
   using (status = 'approved' or id in (select private.labs_my_video_ids()) or (select private.is_super_admin()));
 
 -- A profile's deletion removes its private rows (foreign key); these take the public records
--- with them (the public tables name no user to cascade from).
-create or replace function private.labs_forget_sponsor() returns trigger
+-- with them (the public tables name no user to cascade from). One function for the three
+-- kinds: the trigger's arguments name the public table and the private row's column of its id.
+create or replace function private.labs_forget_public_record() returns trigger
 language plpgsql security definer
 set search_path = ''
 as $$
 begin
-  delete from public.labs_sponsors where id = old.sponsor_id;
+  execute format('delete from public.%I where id = $1', tg_argv[0]) using (to_jsonb(old) ->> tg_argv[1])::uuid;
   return null;
 end
 $$;
-comment on function private.labs_forget_sponsor() is 'After a sponsor''s private row goes (its applicant deleted), the sponsor goes too.';
+comment on function private.labs_forget_public_record() is
+  'After a record''s private row goes (its submitter deleted), the public record goes too: '
+  'trigger arguments (public table, the private row''s id column).';
 
 create trigger labs_forget_sponsor after delete on private.labs_sponsor_private
-  for each row execute function private.labs_forget_sponsor();
-
-create or replace function private.labs_forget_opportunity() returns trigger
-language plpgsql security definer
-set search_path = ''
-as $$
-begin
-  delete from public.labs_opportunities where id = old.opportunity_id;
-  return null;
-end
-$$;
-comment on function private.labs_forget_opportunity() is 'After an opportunity''s private row goes, the opportunity goes too.';
+  for each row execute function private.labs_forget_public_record('labs_sponsors', 'sponsor_id');
 
 create trigger labs_forget_opportunity after delete on private.labs_opportunity_private
-  for each row execute function private.labs_forget_opportunity();
-
-create or replace function private.labs_forget_video() returns trigger
-language plpgsql security definer
-set search_path = ''
-as $$
-begin
-  delete from public.labs_dream_videos where id = old.video_id;
-  return null;
-end
-$$;
-comment on function private.labs_forget_video() is 'After a dream video''s private row goes, the video goes too.';
+  for each row execute function private.labs_forget_public_record('labs_opportunities', 'opportunity_id');
 
 create trigger labs_forget_video after delete on private.labs_dream_video_private
-  for each row execute function private.labs_forget_video();
+  for each row execute function private.labs_forget_public_record('labs_dream_videos', 'video_id');
 
 -- The caller's own submissions of each kind, newest first (at most 100 each), whatever their
 -- status; never a decline reason. Invoker: RLS shows the caller their own records.

@@ -92,7 +92,7 @@ begin
       if k = 'regions' and not exists (select 1 from private.workout_ai_cities c where c.region = entry.key) then
         raise exception 'config.regions.%: unknown region', entry.key using errcode = '22023';
       end if;
-      if k = 'activities' and entry.key not in ('cardio', 'strength', 'walk', 'meditation', 'reading', 'homework', 'other') then
+      if k = 'activities' and entry.key <> all (enum_range(null::public.workout_activity_type)::text[]) then
         raise exception 'config.activities.%: unknown activity', entry.key using errcode = '22023';
       end if;
       if k = 'windows' and entry.key !~ '^([01][0-9]|2[0-3]):[0-5][0-9]$' then

@@ -8,10 +8,17 @@
 -- Windows and locations
 -- ---------------------------------------------------------------------------------------------
 
+-- The activities a window may name, listed once: the checks below read this type, and the api
+-- reads it from the generated types (Constants.public.Enums.workout_activity_type). Columns
+-- stay text, so a wrong value is refused in the field's words (check_workout_window_fields)
+-- rather than as an enum's input error.
+create type public.workout_activity_type as enum ('cardio', 'strength', 'walk', 'meditation', 'reading', 'homework', 'other');
+comment on type public.workout_activity_type is 'The activities a workout window may name (the api reads the list from the generated types).';
+
 create table public.workout_windows (
   user_id uuid primary key references public.profiles (id) on delete cascade,
   activity_type text not null
-    check (activity_type in ('cardio', 'strength', 'walk', 'meditation', 'reading', 'homework', 'other')),
+    check (activity_type = any (enum_range(null::public.workout_activity_type)::text[])),
   custom_activity text check (char_length(custom_activity) between 1 and 100),
   window_start_time time not null,
   window_end_time time not null,
@@ -60,9 +67,10 @@ end
 $$;
 grant execute on function private.check_workout_timezone(text) to authenticated, service_role;
 
--- A window's zone is checked (IANA names only) and stored as IANA spells it, on insert and whenever it changes, whoever writes (PostgREST, the
--- RPCs, the api, synthetic user generation).
-create or replace function private.prepare_workout_window() returns trigger
+-- A window's or location's zone is checked (IANA names only) and stored as IANA spells it, on
+-- insert and whenever it changes, whoever writes (PostgREST, the RPCs, the api, synthetic user
+-- generation); the column the trigger's argument names (updated_at, last_updated) is stamped.
+create or replace function private.prepare_workout_place() returns trigger
 language plpgsql
 set search_path = ''
 as $$
@@ -71,13 +79,15 @@ begin
     perform private.check_workout_timezone(new.timezone);
     new.timezone := private.canonical_timezone(new.timezone);
   end if;
-  new.updated_at := now();
+  new := jsonb_populate_record(new, jsonb_build_object(tg_argv[0], now()));
   return new;
 end
 $$;
+comment on function private.prepare_workout_place() is
+  'Workout windows and locations: the zone checked and spelled as IANA does; the column named by the trigger''s argument stamped.';
 
 create trigger workout_windows_prepare before insert or update on public.workout_windows
-  for each row execute function private.prepare_workout_window();
+  for each row execute function private.prepare_workout_place('updated_at');
 
 -- A window's rules in words, as POST /api/workout-window/setup says them (conventions.sql, "Field
 -- rules in words"); the zone's name is checked by workout_windows_prepare.
@@ -88,8 +98,7 @@ as $$
 begin
   perform private.check_required('user_id', new.user_id);
   perform private.check_required('activity_type', new.activity_type);
-  perform private.check_one_of('activity_type', new.activity_type,
-    array['cardio', 'strength', 'walk', 'meditation', 'reading', 'homework', 'other']);
+  perform private.check_one_of('activity_type', new.activity_type, enum_range(null::public.workout_activity_type)::text[]);
   perform private.check_length('custom_activity', new.custom_activity, 100);
   if new.custom_activity is not null and new.activity_type <> 'other' then
     raise exception 'custom_activity: only with activity_type other' using errcode = '23514';
@@ -110,24 +119,8 @@ create trigger workout_windows_check_fields
   on public.workout_windows
   for each row execute function private.check_workout_window_fields();
 
--- A location's zone is checked (IANA names only) and stored as IANA spells it; last_updated is
--- stamped.
-create or replace function private.prepare_workout_location() returns trigger
-language plpgsql
-set search_path = ''
-as $$
-begin
-  if tg_op = 'INSERT' or new.timezone is distinct from old.timezone then
-    perform private.check_workout_timezone(new.timezone);
-    new.timezone := private.canonical_timezone(new.timezone);
-  end if;
-  new.last_updated := now();
-  return new;
-end
-$$;
-
 create trigger workout_locations_prepare before insert or update on public.workout_locations
-  for each row execute function private.prepare_workout_location();
+  for each row execute function private.prepare_workout_place('last_updated');
 
 -- A location's rules in words, as PUT /api/workout-window/update-location says them (conventions.sql,
 -- "Field rules in words"); the zone's name is checked by workout_locations_prepare.

@@ -4,19 +4,13 @@ import { z } from '@hono/zod-openapi'
 import { badRequest, unavailable } from '../../../_shared/errors.ts'
 import { StorageError } from '../../../_shared/storage.ts'
 import { isoDate } from '../../../_shared/validation.ts'
+import { Constants } from '../../../../types/database.ts'
 import { orNull } from '../../openapi.ts'
 
 export const tag = 'Workout windows'
 export const base = '/workout-window'
-export const ACTIVITY_TYPES = [
-  'cardio',
-  'strength',
-  'walk',
-  'meditation',
-  'reading',
-  'homework',
-  'other',
-] as const
+/** The activities a window may name: the database's list (public.workout_activity_type), as generated. */
+export const ACTIVITY_TYPES = Constants.public.Enums.workout_activity_type
 export const CHECKIN_BUCKET = 'workout-checkins'
 export const MOSAIC_BUCKET = 'workout-mosaics'
 
