@@ -142,6 +142,19 @@ as $$
        limit 1) c
 $$;
 
+-- A synthetic user with their profile, as the admin pages show it.
+create or replace function private.ai_user_json(target_user uuid) returns jsonb
+language sql stable
+set search_path = ''
+as $$
+  select jsonb_build_object('id', a.user_id, 'fullName', p.full_name, 'isAi', p.is_ai, 'isActive', a.is_active,
+    'region', a.region, 'city', a.city, 'state', a.state, 'timezone', a.timezone, 'activityType', a.activity_type,
+    'windowStartTime', to_char(a.window_start_time, 'HH24:MI'), 'windowEndTime', to_char(a.window_end_time, 'HH24:MI'),
+    'checkInProbability', a.checkin_probability, 'createdAt', a.created_at)
+    from public.workout_ai_users a join public.profiles p on p.id = a.user_id
+   where a.user_id = target_user
+$$;
+
 -- Super admins: creates synthetic users (account, profile, window, location) in bulk.
 create or replace function private.generate_ai_users(how_many integer, config jsonb)
 returns jsonb
@@ -188,19 +201,6 @@ begin
 end
 $$;
 grant execute on function private.generate_ai_users(integer,jsonb) to authenticated, service_role;
-
--- A synthetic user with their profile, as the admin pages show it.
-create or replace function private.ai_user_json(target_user uuid) returns jsonb
-language sql stable
-set search_path = ''
-as $$
-  select jsonb_build_object('id', a.user_id, 'fullName', p.full_name, 'isAi', p.is_ai, 'isActive', a.is_active,
-    'region', a.region, 'city', a.city, 'state', a.state, 'timezone', a.timezone, 'activityType', a.activity_type,
-    'windowStartTime', to_char(a.window_start_time, 'HH24:MI'), 'windowEndTime', to_char(a.window_end_time, 'HH24:MI'),
-    'checkInProbability', a.checkin_probability, 'createdAt', a.created_at)
-    from public.workout_ai_users a join public.profiles p on p.id = a.user_id
-   where a.user_id = target_user
-$$;
 
 create or replace function public.generate_ai_users(how_many integer, config jsonb default null) returns jsonb
 language sql set search_path = '' as $$ select private.generate_ai_users(how_many, config) $$;

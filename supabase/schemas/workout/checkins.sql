@@ -9,6 +9,34 @@
 -- Photos the api read and stored
 -- ---------------------------------------------------------------------------------------------
 
+-- The check-in trusts no client fact. The api reads the photo (capture time, GPS), strips and
+-- stores it with the service role, and records what it read in private.workout_photos, keyed
+-- by the storage object; public.workout_checkin takes only that object (and the optional
+-- position of the SPEC's form), which must be one the api registered for the caller, still in
+-- the bucket and not used by another check-in. EXIF stays a claim the client controls, so a
+-- check-in verifies automatically only when the capture time is in the window (± 30 min), the
+-- position within 50 km, the server received the photo inside the window (± 30 min), the
+-- capture is no later than the receipt (5 min of clock skew) and at most 120 minutes before
+-- it, and its picture is new: its 64-bit difference hash (computed by the api from the
+-- decoded, upright picture) is more than 7 bits from that of every photo that served a
+-- check-in before, anyone's (a match waits for review, never refused; so does a picture too
+-- plain to hash). Otherwise it waits for review with the first reason that failed.
+--
+-- A time-zone change applies from the next local day: a check-in needs a later date than the
+-- user's latest check-in, and comes after that check-in's day has ended in the zone it was
+-- counted in (stored on the check-in). A user's check-ins run one at a time (an advisory
+-- lock), so the rule holds under concurrency.
+
+-- The photo rules a check-in is held to (the numbers above).
+create or replace function private.workout_photo_rules() returns jsonb
+language sql immutable
+set search_path = ''
+as $$ select '{"graceMinutes": 30, "maxDistanceKm": 50, "maxPhotoAgeMinutes": 120, "clockSkewMinutes": 5, "samePictureBits": 7}'::jsonb $$;
+comment on function private.workout_photo_rules() is
+  'Photo validation: grace around the window (capture and receipt), distance from the user''s location, how long '
+  'before its receipt a photo may be taken, how far a camera clock may run ahead, and within how many bits of 64 '
+  'two pictures'' difference hashes count as the same picture.';
+
 create table private.workout_photos (
   object_name text primary key check (char_length(object_name) <= 500),
   user_id uuid not null references public.profiles (id) on delete cascade,
@@ -321,34 +349,6 @@ grant execute on function workout_team_stats(date) to authenticated, service_rol
 -- ---------------------------------------------------------------------------------------------
 -- Writing a check-in
 -- ---------------------------------------------------------------------------------------------
-
--- The check-in trusts no client fact. The api reads the photo (capture time, GPS), strips and
--- stores it with the service role, and records what it read in private.workout_photos, keyed
--- by the storage object; public.workout_checkin takes only that object (and the optional
--- position of the SPEC's form), which must be one the api registered for the caller, still in
--- the bucket and not used by another check-in. EXIF stays a claim the client controls, so a
--- check-in verifies automatically only when the capture time is in the window (± 30 min), the
--- position within 50 km, the server received the photo inside the window (± 30 min), the
--- capture is no later than the receipt (5 min of clock skew) and at most 120 minutes before
--- it, and its picture is new: its 64-bit difference hash (computed by the api from the
--- decoded, upright picture) is more than 7 bits from that of every photo that served a
--- check-in before, anyone's (a match waits for review, never refused; so does a picture too
--- plain to hash). Otherwise it waits for review with the first reason that failed.
---
--- A time-zone change applies from the next local day: a check-in needs a later date than the
--- user's latest check-in, and comes after that check-in's day has ended in the zone it was
--- counted in (stored on the check-in). A user's check-ins run one at a time (an advisory
--- lock), so the rule holds under concurrency.
-
--- The photo rules a check-in is held to (the numbers above).
-create or replace function private.workout_photo_rules() returns jsonb
-language sql immutable
-set search_path = ''
-as $$ select '{"graceMinutes": 30, "maxDistanceKm": 50, "maxPhotoAgeMinutes": 120, "clockSkewMinutes": 5, "samePictureBits": 7}'::jsonb $$;
-comment on function private.workout_photo_rules() is
-  'Photo validation: grace around the window (capture and receipt), distance from the user''s location, how long '
-  'before its receipt a photo may be taken, how far a camera clock may run ahead, and within how many bits of 64 '
-  'two pictures'' difference hashes count as the same picture.';
 
 create function private.record_workout_checkin(
   checkin_user uuid,
