@@ -8,8 +8,8 @@
 -- Windows and locations
 -- ---------------------------------------------------------------------------------------------
 
--- The activities a window may name, listed once: the checks below read this type, and the api
--- reads it from the generated types (Constants.public.Enums.workout_activity_type). Columns
+-- The activities a window may name, listed once: the checks below read this type, and the api's
+-- list (routes/workout/shared.ts) must equal the generated enum or the type check fails. Columns
 -- stay text, so a wrong value is refused in the field's words (check_workout_window_fields)
 -- rather than as an enum's input error.
 create type public.workout_activity_type as enum ('cardio', 'strength', 'walk', 'meditation', 'reading', 'homework', 'other');
