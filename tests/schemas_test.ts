@@ -35,7 +35,11 @@ async function driftedCopy(edits: [string, string, string][]): Promise<{ dir: st
   }
   const dir = await Deno.makeTempDir({ prefix: 'journal-drifted-schemas-' })
   await Deno.chmod(dir, 0o755)
-  for (const [name, text] of texts) await Deno.writeTextFile(`${dir}/${name}`, text)
+  for (const [name, text] of texts) {
+    // An area split into a folder (supabase/schemas/workout/...) keeps its folder in the copy.
+    await Deno.mkdir(`${dir}/${name}`.replace(/\/[^/]+$/, ''), { recursive: true })
+    await Deno.writeTextFile(`${dir}/${name}`, text)
+  }
   return { dir, files: [...texts.keys()].map((name) => `${dir}/${name}`) }
 }
 

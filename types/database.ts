@@ -2350,7 +2350,7 @@ isOneToOne: false
                            }
           }
           Enums: {
-            [_ in never]: never
+            "workout_activity_type": "cardio"|"strength"|"walk"|"meditation"|"reading"|"homework"|"other"
           }
           CompositeTypes: {
             [_ in never]: never
@@ -2466,7 +2466,7 @@ export type CompositeTypes<
 export const Constants = {
   "public": {
           Enums: {
-            
+            "workout_activity_type": ["cardio", "strength", "walk", "meditation", "reading", "homework", "other"]
           }
         }
 } as const

@@ -1,0 +1,180 @@
+-- =============================================================================================
+-- Journal: reading and writing entries
+-- =============================================================================================
+-- Decorations, the journal_entry_details view, create/update and the stats (/api/journal).
+-- The area's overview: journal/tables.sql.
+
+-- ---------------------------------------------------------------------------------------------
+-- Entry decorations
+-- ---------------------------------------------------------------------------------------------
+-- What an entry carries beside its text, so clients draw it without a second request: its
+-- generated background (background_url, ai_usage.sql), the icon of the viewer's active tone
+-- pack for its mood (tone_packs.sql) and the linked track (music.sql).
+
+-- The viewer's active pack's image for an entry's mood, one entry at a time (the feed reads the
+-- viewer's icons once per page instead). Anonymous viewers and entries without a mood return at
+-- once; which pack counts is decided by private.viewer_tone_icons alone.
+create or replace function private.tone_icon_url(mood text) returns text
+language plpgsql stable
+set search_path = ''
+as $$
+begin
+  -- Anonymous viewers never reach the helper (they are not granted it).
+  if mood is null or auth.uid() is null then
+    return null;
+  end if;
+  return private.active_tone_icon_url(mood);
+end
+$$;
+comment on function private.tone_icon_url(text) is
+  'Icon URL of the viewer''s active tone pack for this mood, or null (no viewer, no mood, no active pack the viewer may use, no image for the tone).';
+grant execute on function private.tone_icon_url(text) to anon, authenticated, service_role;
+
+-- The linked track for display. Security invoker on purpose: the track cache is readable by
+-- every role, and the entry's own visibility already decided whether this row is seen at all.
+create or replace function private.entry_track(music_track_id text) returns jsonb
+language sql stable strict -- most entries have no track: null without running the lookup
+set search_path = ''
+as $$
+  select jsonb_build_object('id', t.id, 'name', t.name, 'artists', to_jsonb(t.artists), 'album', t.album,
+                            'album_image_url', t.album_image_url, 'image_url', t.album_image_url,
+                            'external_url', t.external_url)
+    from public.music_tracks t
+   where t.id = entry_track.music_track_id
+$$;
+comment on function private.entry_track(text) is
+  'Display of a linked track: {id, name, artists, album, album_image_url, external_url} (image_url: the same URL, for the seam''s first readers), or null.';
+grant execute on function private.entry_track(text) to anon, authenticated, service_role;
+
+-- ---------------------------------------------------------------------------------------------
+-- Reading and writing entries
+-- ---------------------------------------------------------------------------------------------
+-- What clients call to write and read entries (RPC through PostgREST, and /api/journal):
+-- atomic create/update of metadata with content, the visibility feed and aggregates. Every
+-- function runs as the caller (security invoker): RLS decides.
+
+-- Entries as a viewer sees them. A new column goes at the end (`create or replace view`
+-- keeps the existing ones in place).
+-- Owners always see their own entries whole, super admins every entry (rule 6): an entry
+-- written without a text (a client inserting into journal_entries alone) reads as an empty
+-- text for them, never as hidden.
+create or replace function private.sees_whole_entry(owner uuid) returns boolean
+language plpgsql stable
+set search_path = ''
+as $$
+begin
+  if (select auth.uid()) is null then
+    return false; -- anonymous: neither an owner nor a super admin (and not granted is_super_admin)
+  end if;
+  return owner = (select auth.uid()) or private.is_super_admin();
+end
+$$;
+comment on function private.sees_whole_entry(uuid) is
+  'True for the entry''s owner and for super admins (rule 6); read only for entries without a text row.';
+grant execute on function private.sees_whole_entry(uuid) to anon, authenticated, service_role;
+
+create or replace view public.journal_entry_details with (security_invoker = true) as
+select e.id, e.user_id, e.notebook_id, e.title,
+       case when c.entry_id is null and private.sees_whole_entry(e.user_id) then '' else c.content end as content,
+       c.entry_id is null and not private.sees_whole_entry(e.user_id) as content_hidden,
+       e.mood, e.tags, e.metadata_visibility, e.content_visibility, e.team_id, e.org_id,
+       e.music_track_id, e.created_at, e.updated_at,
+       e.background_url, private.tone_icon_url(e.mood) as tone_icon_url, private.entry_track(e.music_track_id) as track
+  from public.journal_entries e
+  left join public.journal_entry_contents c on c.entry_id = e.id;
+comment on view public.journal_entry_details is
+  'Entries as a viewer sees them: content is null and content_hidden true where the content policy refuses.';
+revoke all on public.journal_entry_details from anon, authenticated;
+grant select on public.journal_entry_details to anon, authenticated;
+
+-- POST /api/journal: the entry and its content in one transaction.
+create or replace function public.create_journal_entry(
+  title text,
+  content text default '',
+  mood text default null,
+  tags text[] default '{}',
+  notebook_id uuid default null,
+  metadata_visibility text default 'user',
+  content_visibility text default 'user',
+  team_id uuid default null,
+  org_id uuid default null
+) returns setof public.journal_entry_details
+language plpgsql
+set search_path = ''
+as $$
+declare
+  new_id uuid;
+begin
+  insert into public.journal_entries (title, mood, tags, notebook_id, metadata_visibility, content_visibility, team_id, org_id)
+  values (create_journal_entry.title, create_journal_entry.mood, coalesce(create_journal_entry.tags, '{}'),
+          create_journal_entry.notebook_id, coalesce(create_journal_entry.metadata_visibility, 'user'),
+          coalesce(create_journal_entry.content_visibility, 'user'), create_journal_entry.team_id,
+          create_journal_entry.org_id)
+  returning id into new_id;
+  insert into public.journal_entry_contents (entry_id, content)
+  values (new_id, coalesce(create_journal_entry.content, ''));
+  return query select * from public.journal_entry_details d where d.id = new_id;
+end
+$$;
+grant execute on function public.create_journal_entry(text, text, text, text[], uuid, text, text, uuid, uuid) to authenticated;
+
+-- PUT /api/journal/:id: metadata and content in one transaction; "not found" is PT404, which
+-- PostgREST answers 404.
+create or replace function public.update_journal_entry(entry_id uuid, patch jsonb)
+returns setof public.journal_entry_details
+language plpgsql
+set search_path = ''
+as $$
+declare
+  updated uuid;
+begin
+  if jsonb_typeof(patch) is distinct from 'object' then
+    raise exception 'patch must be a JSON object' using errcode = '22023';
+  end if;
+  update public.journal_entries e set
+    title = case when patch ? 'title' then patch ->> 'title' else e.title end,
+    mood = case when patch ? 'mood' then patch ->> 'mood' else e.mood end,
+    tags = case when patch ? 'tags' then array(select jsonb_array_elements_text(patch -> 'tags')) else e.tags end,
+    notebook_id = case when patch ? 'notebook_id' then (patch ->> 'notebook_id')::uuid else e.notebook_id end,
+    metadata_visibility = case when patch ? 'metadata_visibility' then patch ->> 'metadata_visibility' else e.metadata_visibility end,
+    content_visibility = case when patch ? 'content_visibility' then patch ->> 'content_visibility' else e.content_visibility end,
+    team_id = case when patch ? 'team_id' then (patch ->> 'team_id')::uuid else e.team_id end,
+    org_id = case when patch ? 'org_id' then (patch ->> 'org_id')::uuid else e.org_id end
+  where e.id = update_journal_entry.entry_id and e.user_id = (select auth.uid())
+  returning e.id into updated;
+  if updated is null then
+    if exists (select 1 from public.journal_entries e where e.id = update_journal_entry.entry_id) then
+      raise exception 'only the owner may change this entry' using errcode = '42501';
+    end if;
+    raise exception 'entry not found' using errcode = 'PT404';
+  end if;
+  if patch ? 'content' then
+    insert into public.journal_entry_contents as c (entry_id, content)
+    values (updated, coalesce(patch ->> 'content', ''))
+    on conflict on constraint journal_entry_contents_pkey do update set content = excluded.content;
+  end if;
+  return query select * from public.journal_entry_details d where d.id = updated;
+end
+$$;
+grant execute on function public.update_journal_entry(uuid, jsonb) to authenticated;
+
+-- GET /api/journal/stats: counts, tags and moods over the entries the caller may see (for anon,
+-- the public ones: RLS decides, as for journal_feed).
+create or replace function public.journal_stats(scope text default 'own')
+returns jsonb
+language sql stable
+set search_path = ''
+as $$
+  with visible as (
+    select e.mood, e.tags from public.journal_entries e
+     where journal_stats.scope = 'visible' or e.user_id = (select auth.uid())
+  )
+  select jsonb_build_object(
+    'count', (select count(*) from visible),
+    'tags', coalesce((select jsonb_agg(jsonb_build_object('tag', tag, 'count', n) order by n desc, tag)
+                        from (select t as tag, count(*) as n from visible, unnest(visible.tags) t group by t) x), '[]'::jsonb),
+    'moods', coalesce((select jsonb_agg(jsonb_build_object('mood', mood, 'count', n) order by n desc, mood)
+                         from (select mood, count(*) as n from visible where mood is not null group by mood) y), '[]'::jsonb)
+  )
+$$;
+grant execute on function public.journal_stats(text) to anon, authenticated;
