@@ -11,6 +11,7 @@ import {
   rest,
   submitSponsor,
 } from './_labs.ts'
+import { resendControl } from './_email.ts'
 
 // ---- Step prompts -------------------------------------------------------------------------
 
@@ -144,16 +145,6 @@ test('outreach: 5 messages per 24 hours per sponsor, even sent at once; bodies f
   )
   assertError(await api(`/api/labs/sponsors/${sponsor.id}/messages`, { body: { body: 'x' } }), 401)
 })
-
-const resendControl = async (path: string, body?: unknown) =>
-  await (await fetch(
-    `${env('RESEND_BASE_URL')}/__control/${path}`,
-    body === undefined ? {} : {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    },
-  )).json()
 
 test('outreach digest: Bearer CRON_SECRET; one e-mail per sponsor per week however often it runs; a failed send is retried', async () => {
   const contact = `sponsor-${crypto.randomUUID().slice(0, 8)}@example.org`
