@@ -21,7 +21,7 @@ import {
 import postgres from 'postgres'
 import { LIMITS } from '../functions/api/routes/journal.ts'
 import { fromDb } from '../functions/_shared/errors.ts'
-import { ENTRY_FIELDS, ids, read } from './_journal.ts'
+import { ENTRY_FIELDS, read } from './_journal.ts'
 
 const entryCount = async (...users: TestUser[]) =>
   (await sql`select count(*)::int as n from public.journal_entries where user_id in ${

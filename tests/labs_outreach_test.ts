@@ -2,15 +2,7 @@
 // messages to approved sponsors and the sponsors' weekly digest.
 import { strict as assert } from 'node:assert'
 import { api, assertError, clientAs, createUser, env, sql, test } from './_helpers.ts'
-import {
-  admin,
-  approvedSponsor,
-  frontendCron,
-  labsCron,
-  publicTemplate,
-  rest,
-  submitSponsor,
-} from './_labs.ts'
+import { admin, approvedSponsor, frontendCron, labsCron, publicTemplate, submitSponsor } from './_labs.ts'
 import { resendControl } from './_email.ts'
 
 // ---- Step prompts -------------------------------------------------------------------------

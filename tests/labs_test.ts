@@ -2,7 +2,7 @@
 // for.
 import { strict as assert } from 'node:assert'
 import { api, assertError, createUser, test } from './_helpers.ts'
-import { admin, classroom } from './_labs.ts'
+import { classroom } from './_labs.ts'
 
 test('every labs and impersonation route with a credential refuses anonymous callers (401), and admin ones refuse users (403)', async () => {
   const doc = (await api('/api/openapi.json')).body
