@@ -6,7 +6,7 @@
 -- 3. Convergence and anomaly math against numbers worked out by hand.
 -- 4. Competition scoring with the SPEC weights and the competition window; what scores
 --    (curated public templates of others, once per user, template and kind).
--- 5. The outreach cap (the concurrency of it is tested over HTTP: tests/labs_test.ts).
+-- 5. The outreach cap (the concurrency of it is tested over HTTP: tests/labs_outreach_test.ts).
 -- 6. Impersonation audit rows are immutable; only super admins start sessions.
 -- 7. Submitter ids are not in public tables; the kit waitlist answers alike; replications are
 --    removed by super admins only, with an immutable audit row.
