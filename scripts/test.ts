@@ -8,7 +8,8 @@ import { startStack } from './lib/stack.ts'
 
 // Which tests run. Every test file is named after the area it tests: tests/<area>_test.ts or
 // tests/<area>_<part>_test.ts, supabase/tests/<area>.test.sql or <area>_<part>.test.sql (helpers
-// in tests/ start with `_`). `npm test -- workout labs` runs the areas named (a word matches a
+// start with `_`: tests/_<name>.ts, and supabase/tests/_helpers.sql, which a pgTAP file includes
+// with `\ir _helpers.sql`). `npm test -- workout labs` runs the areas named (a word matches a
 // file whose name starts with the word and then `_` or `.`, so `workout_checkin` names a part);
 // TEST_ONLY=checkin,labs runs the files whose names contain a word anywhere. Either way `check`
 // adds `deno check`, which otherwise runs only when nothing is filtered. CI and a bare
@@ -26,10 +27,10 @@ const denoTestFiles = [...Deno.readDirSync(`${ROOT}/tests`)].map((e) => e.name).
 // an empty area: say so before starting anything.
 const stray = [
   ...[...Deno.readDirSync(`${ROOT}/tests`)].filter((e) => e.isFile && !e.name.startsWith('_') && !e.name.endsWith('_test.ts')).map((e) => `tests/${e.name}`),
-  ...[...Deno.readDirSync(`${ROOT}/supabase/tests`)].filter((e) => !e.name.endsWith('.test.sql')).map((e) => `supabase/tests/${e.name}`),
+  ...[...Deno.readDirSync(`${ROOT}/supabase/tests`)].filter((e) => !e.name.startsWith('_') && !e.name.endsWith('.test.sql')).map((e) => `supabase/tests/${e.name}`),
 ]
 if (stray.length) {
-  console.error(`Not named as a test or a helper (<area>_test.ts, <area>_<part>_test.ts, _<helper>.ts, <area>.test.sql): ${stray.join(', ')}`)
+  console.error(`Not named as a test or a helper (<area>_test.ts, <area>_<part>_test.ts, _<helper>.ts, <area>.test.sql, _<helper>.sql): ${stray.join(', ')}`)
   console.log('0 passed, 1 failed')
   Deno.exit(1)
 }

@@ -1,7 +1,7 @@
-// GET /health, GET /api/admin/health, CORS and unknown routes.
+// GET /health, GET /api/admin/health (with the pg_cron jobs), CORS and unknown routes.
 import { strict as assert } from 'node:assert'
 import { healthReport, migrationFiles } from '../functions/api/routes/admin.ts'
-import { api, API_URL, assertError, createUser, env, test } from './_helpers.ts'
+import { api, API_URL, assertError, createUser, env, sql, test } from './_helpers.ts'
 
 test('GET /health answers status and a current timestamp', async () => {
   const res = await api('/health')
@@ -47,6 +47,23 @@ test('admin health: other users 403, anonymous 401', async () => {
   const user = await createUser()
   assertError(await api('/api/admin/health', { token: user.token }), 403)
   assertError(await api('/api/admin/health'), 401)
+})
+
+test('admin health lists each pg_cron job with its last run', async () => {
+  const admin = await createUser({ superAdmin: true })
+  const user = await createUser()
+  const [job] = await sql`select jobid from cron.job where jobname = 'labs-process-step-prompts'`
+  assert.ok(job, 'the step-prompt job is scheduled')
+  await sql`insert into cron.job_run_details (jobid, runid, job_pid, database, username, command, status, return_message, start_time, end_time)
+            values (${job.jobid}, nextval('cron.runid_seq'), 1, 'postgres', 'postgres', 'select 1', 'failed', 'boom', now() - interval '2 minutes', now() - interval '1 minute'),
+                   (${job.jobid}, nextval('cron.runid_seq'), 1, 'postgres', 'postgres', 'select 1', 'succeeded', '1 row', now() - interval '10 seconds', now())`
+  const res = await api('/api/admin/health', { token: admin.token })
+  assert.equal(res.status, 200)
+  const row = res.body.cron.find((j: { job_name: string }) => j.job_name === 'labs-process-step-prompts')
+  assert.equal(row.schedule, '0 3 * * *')
+  assert.equal(row.last_status, 'succeeded', 'the latest run')
+  assert.ok(row.last_finished_at)
+  assertError(await api('/api/admin/health', { token: user.token }), 403)
 })
 
 test('health report: unapplied files are listed; a failed round trip is degraded', async () => {

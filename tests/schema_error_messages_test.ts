@@ -663,8 +663,8 @@ test('direct writes to every client-writable table are refused in words, naming 
     join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
    where n.nspname = 'public' and c.relkind = 'r'
      and (has_column_privilege('authenticated', c.oid, a.attname, 'INSERT') or has_column_privilege('authenticated', c.oid, a.attname, 'UPDATE'))`
-  // The journal tables: journal_rest_parity_test.ts. The kit waitlist: labs_test.ts (its own
-  // trigger names the e-mail). notifications: only read_at, which has no rule to break.
+  // The journal tables: journal_rest_parity_test.ts. The kit waitlist: labs_kit_waitlist_test.ts
+  // (its own trigger names the e-mail). notifications: only read_at, which has no rule to break.
   const elsewhere = [
     'journal_entries',
     'journal_entry_contents',

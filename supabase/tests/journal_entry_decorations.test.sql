@@ -14,12 +14,7 @@ insert into public.journal_entries (id, user_id, title, metadata_visibility, con
 values ('d50000e0-0000-4000-8000-000000000001', 'd5000000-0000-4000-8000-000000000001', 'Sunrise', 'public', 'public');
 insert into public.journal_entry_contents (entry_id, content) values ('d50000e0-0000-4000-8000-000000000001', 'text');
 
-create function pg_temp.act_as(who text) returns void
-language sql as $$
-  select set_config('request.jwt.claims', json_build_object('sub', 'd5000000-0000-4000-8000-0000000000' || who,
-                    'role', 'authenticated')::text, true)
-$$;
-grant execute on function pg_temp.act_as(text) to authenticated;
+\ir _helpers.sql
 
 select is(
   (select array_agg(attname::text order by attnum) from pg_attribute
@@ -32,7 +27,7 @@ insert into storage.objects (bucket_id, name) values
   ('entry-backgrounds', 'd5000000-0000-4000-8000-000000000001/d50000e0-0000-4000-8000-000000000001-1.png'), ('entry-backgrounds', 'd5000000-0000-4000-8000-000000000001/d50000e0-0000-4000-8000-000000000001-2.png');
 
 set local role authenticated;
-select pg_temp.act_as('01');
+select tests.authenticate_as('d5000000-0000-4000-8000-000000000001');
 select throws_ok(
   $$select public.set_entry_background('d5000000-0000-4000-8000-000000000001', 'd50000e0-0000-4000-8000-000000000001', 'd5000000-0000-4000-8000-000000000001/d50000e0-0000-4000-8000-000000000001-1.png', 'https://evil.example/d5000000-0000-4000-8000-000000000001/d50000e0-0000-4000-8000-000000000001-1.png')$$,
   '42501', null, 'no client records a background, not even the owner (the api does, as service role)');
@@ -63,14 +58,14 @@ select is(
 
 reset role;
 set local role authenticated;
-select pg_temp.act_as('01');
+select tests.authenticate_as('d5000000-0000-4000-8000-000000000001');
 select is((select background_url from public.journal_entry_details where id = 'd50000e0-0000-4000-8000-000000000001'),
   'http://x/storage/v1/object/public/entry-backgrounds/d5000000-0000-4000-8000-000000000001/d50000e0-0000-4000-8000-000000000001-2.png',
   'the view carries the newest background');
 select is((select background_url from public.journal_feed('own') limit 1),
   'http://x/storage/v1/object/public/entry-backgrounds/d5000000-0000-4000-8000-000000000001/d50000e0-0000-4000-8000-000000000001-2.png',
   'the own feed carries it');
-select pg_temp.act_as('02');
+select tests.authenticate_as('d5000000-0000-4000-8000-000000000002');
 select is((select background_url from public.journal_feed('visible') where id = 'd50000e0-0000-4000-8000-000000000001'),
   'http://x/storage/v1/object/public/entry-backgrounds/d5000000-0000-4000-8000-000000000001/d50000e0-0000-4000-8000-000000000001-2.png',
   'the visible feed carries it for another reader');

@@ -1024,12 +1024,7 @@ insert into public.team_members (team_id, user_id, role) values
   ('c60000c0-0000-4000-8000-000000000001', 'c6000000-0000-4000-8000-000000000002', 'member'),
   ('c60000c0-0000-4000-8000-000000000001', 'c6000000-0000-4000-8000-000000000006', 'member');
 
-create function pg_temp.act_as(who text) returns void
-language sql as $$
-  select set_config('request.jwt.claims', json_build_object('sub', 'c6000000-0000-4000-8000-0000000000' || who,
-                    'role', 'authenticated')::text, true)
-$$;
-grant execute on function pg_temp.act_as(text) to authenticated;
+\ir _helpers.sql
 
 -- Readers (by number) who can read a journal_entries row whose meta_scope_id is neither null,
 -- nor on their own entry, nor a team/organization of theirs. One statement per reader.
@@ -1041,7 +1036,7 @@ declare
   result text[];
 begin
   foreach who in array array['01', '02', '03', '04', '05', '06', '07'] loop
-    perform pg_temp.act_as(who);
+    perform tests.authenticate_as(('c6000000-0000-4000-8000-0000000000' || who)::uuid);
     execute $q$select exists (select 1 from public.journal_entries e
                  where e.meta_scope_id is not null and e.user_id <> (select auth.uid())
                    and e.meta_scope_id not in (select private.my_team_ids() union all select private.my_org_ids())
@@ -1057,7 +1052,7 @@ grant execute on function pg_temp.scope_ids_beyond_the_reader() to authenticated
 
 -- Former members cannot publish through an old notebook.
 set local role authenticated;
-select pg_temp.act_as('06');
+select tests.authenticate_as('c6000000-0000-4000-8000-000000000006');
 insert into public.notebooks (id, name, metadata_visibility, content_visibility, org_id) values
   ('c60000e0-0000-4000-8000-000000000001', 'Org notebook', 'org', 'org', 'c60000a0-0000-4000-8000-000000000001');
 insert into public.notebooks (id, name, metadata_visibility, content_visibility, team_id) values
@@ -1074,7 +1069,7 @@ reset role;
 delete from public.organization_members
  where org_id = 'c60000a0-0000-4000-8000-000000000001' and user_id = 'c6000000-0000-4000-8000-000000000006';
 set local role authenticated;
-select pg_temp.act_as('06');
+select tests.authenticate_as('c6000000-0000-4000-8000-000000000006');
 -- The old notebooks left the organization (and its team) with their owner, so what a former
 -- member puts in them stays theirs.
 select results_eq(
@@ -1129,7 +1124,7 @@ select results_eq(
   $$values ('public, text for the team', null::text, true)$$,
   'scope columns: anon still reads public entries through journal_entry_details (text hidden)');
 set local role authenticated;
-select pg_temp.act_as('04');
+select tests.authenticate_as('c6000000-0000-4000-8000-000000000004');
 select throws_ok($$select meta_scope_id, content_scope_id from public.journal_entry_contents$$, '42501', null,
   'scope columns: signed-in clients cannot read the scope columns of contents');
 -- journal_entries.meta_scope_id stays readable for signed-in clients (the feed's index

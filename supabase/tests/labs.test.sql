@@ -6,7 +6,7 @@
 -- 3. Convergence and anomaly math against numbers worked out by hand.
 -- 4. Competition scoring with the SPEC weights and the competition window; what scores
 --    (curated public templates of others, once per user, template and kind).
--- 5. The outreach cap (the concurrency of it is tested over HTTP: tests/labs_test.ts).
+-- 5. The outreach cap (the concurrency of it is tested over HTTP: tests/labs_outreach_test.ts).
 -- 6. Impersonation audit rows are immutable; only super admins start sessions.
 -- 7. Submitter ids are not in public tables; the kit waitlist answers alike; replications are
 --    removed by super admins only, with an immutable audit row.
@@ -24,14 +24,10 @@ insert into auth.users (id, email) values
 update public.profiles set role = 'super_admin' where id = '13130000-0000-4000-8000-000000000003';
 insert into public.labs_classroom_accounts (user_id) values ('13130000-0000-4000-8000-000000000004');
 
-create function pg_temp.act_as(who text) returns void language sql as $$
-  select set_config('request.jwt.claims', case when who = 'anon' then '{"role": "anon"}'
-    else json_build_object('sub', '13130000-0000-4000-8000-00000000000' || who, 'role', 'authenticated')::text end, true)
-$$;
-grant execute on function pg_temp.act_as(text) to anon, authenticated;
+\ir _helpers.sql
 
 -- Submissions by the owner: a sponsor approved, one declined, one pending.
-select pg_temp.act_as('1');
+select tests.authenticate_as('13130000-0000-4000-8000-000000000001');
 set local role authenticated;
 create temp table ids as
   select (select id from public.labs_submit_sponsor('Acme Labs', 'gold', 'Boss@Acme.test', 'Bo Ss')) as approved,
@@ -40,7 +36,7 @@ create temp table ids as
 reset role;
 grant select on ids to anon, authenticated;
 
-select pg_temp.act_as('3');
+select tests.authenticate_as('13130000-0000-4000-8000-000000000003');
 set local role authenticated;
 select is((select status from public.labs_review('sponsor', (select approved from ids), 'approve')), 'approved', 'a super admin approves a pending sponsor');
 select throws_ok(format('select public.labs_review(''sponsor'', %L, ''decline'', null)', (select declined from ids)), '22023', 'reason: required',
@@ -82,7 +78,11 @@ create function pg_temp.check_visibility() returns setof text language plpgsql a
 declare v record; got bigint;
 begin
   for v in select * from visibility loop
-    perform pg_temp.act_as(v.who);
+    if v.who = 'anon' then
+      perform tests.authenticate_as_anon();
+    else
+      perform tests.authenticate_as(('13130000-0000-4000-8000-00000000000' || v.who)::uuid);
+    end if;
     execute format('set local role %I', case when v.who = 'anon' then 'anon' else 'authenticated' end);
     got := pg_temp.look(v.what);
     reset role;
@@ -107,7 +107,7 @@ select ok(not has_table_privilege('authenticated', 'public.labs_sponsors', 'upda
 
 -- Message bodies: sender and recipient only; super admins see none.
 insert into auth.users (id, email) values ('13130000-0000-4000-8000-000000000005', 'pgtap-labs-sender@example.test');
-select pg_temp.act_as('5');
+select tests.authenticate_as('13130000-0000-4000-8000-000000000005');
 set local role authenticated;
 select isnt(public.labs_send_sponsor_message((select approved from ids), 'Hi Acme ' || g)::text, null, 'message ' || g || ' sent')
   from generate_series(1, 5) g;
@@ -117,15 +117,15 @@ select throws_ok(format('select public.labs_send_sponsor_message(%L, ''x'')', (s
   'only approved sponsors take messages');
 select is((select count(*) from public.labs_sponsor_messages), 5::bigint, 'the sender reads their messages');
 reset role;
-select pg_temp.act_as('1');
+select tests.authenticate_as('13130000-0000-4000-8000-000000000001');
 set local role authenticated;
 select is((select count(*) from public.labs_sponsor_messages), 5::bigint, 'the recipient (the sponsor''s applicant) reads them');
 reset role;
-select pg_temp.act_as('3');
+select tests.authenticate_as('13130000-0000-4000-8000-000000000003');
 set local role authenticated;
 select is((select count(*) from public.labs_sponsor_messages), 0::bigint, 'a super admin reads none');
 reset role;
-select pg_temp.act_as('2');
+select tests.authenticate_as('13130000-0000-4000-8000-000000000002');
 set local role authenticated;
 select is((select count(*) from public.labs_sponsor_messages), 0::bigint, 'a stranger reads none');
 reset role;
@@ -133,7 +133,7 @@ select is((select count(*) from pg_policies where tablename = 'labs_sponsor_mess
   'one read policy on messages (sender or recipient): none grants super admins');
 -- A day later the cap has room again.
 update public.labs_sponsor_messages set created_at = now() - interval '25 hours' where sender_id = '13130000-0000-4000-8000-000000000005';
-select pg_temp.act_as('5');
+select tests.authenticate_as('13130000-0000-4000-8000-000000000005');
 set local role authenticated;
 select lives_ok(format('select public.labs_send_sponsor_message(%L, ''a day later'')', (select approved from ids)), 'the cap is per 24 hours');
 reset role;
@@ -183,19 +183,19 @@ select '13130000-0000-4000-8000-0000000000a2', '13130000-0000-4000-8000-00000000
 select lives_ok('select * from private.labs_template_stats(array[''13130000-0000-4000-8000-0000000000a2''::uuid])',
   'statistics of values near ±1.8e308 do not overflow');
 select is((select mean from private.labs_template_stats(array['13130000-0000-4000-8000-0000000000a2'::uuid])), 0::numeric, 'their mean is exact');
-select pg_temp.act_as('2');
+select tests.authenticate_as('13130000-0000-4000-8000-000000000002');
 set local role authenticated;
 select lives_ok('select * from public.labs_template_list(101)', 'the catalogue still lists');
 reset role;
 
 -- Classroom accounts: classroom-safe templates only, in listings and clones.
-select pg_temp.act_as('4');
+select tests.authenticate_as('13130000-0000-4000-8000-000000000004');
 set local role authenticated;
 select is((select count(*) from public.labs_experiments where id = '13130000-0000-4000-8000-0000000000a1'), 0::bigint, 'a classroom account does not see an adult_only template');
 select throws_ok('select public.labs_clone_template(''13130000-0000-4000-8000-0000000000a1'')', '42501', null, 'nor clones it');
 reset role;
 update public.labs_experiments set safety_level = 'classroom_safe', min_grade_band = '9-12' where id = '13130000-0000-4000-8000-0000000000a1';
-select pg_temp.act_as('4');
+select tests.authenticate_as('13130000-0000-4000-8000-000000000004');
 set local role authenticated;
 select is((select count(*) from public.labs_experiments where id = '13130000-0000-4000-8000-0000000000a1'), 1::bigint, 'classroom_safe: listed');
 select lives_ok('select public.labs_clone_template(''13130000-0000-4000-8000-0000000000a1'')', 'and cloned');
@@ -219,7 +219,7 @@ insert into public.labs_activity_events (user_id, kind, created_at) values
   ('13130000-0000-4000-8000-000000000001', 'replication_confirmed', now()), ('13130000-0000-4000-8000-000000000001', 'replication_refuted', now()),
   ('13130000-0000-4000-8000-000000000001', 'build', now()), ('13130000-0000-4000-8000-000000000001', 'build', now() - interval '2 days'),
   ('13130000-0000-4000-8000-000000000002', 'clone', now()), ('13130000-0000-4000-8000-000000000002', 'clone', now());
-select pg_temp.act_as('2');
+select tests.authenticate_as('13130000-0000-4000-8000-000000000002');
 set local role authenticated;
 select throws_ok('select public.labs_recompute_competitions()', '42501', null, 'a user cannot run the recompute');
 reset role;
@@ -231,7 +231,7 @@ select isnt((select last_scored_at from public.labs_competitions where slug = 'p
 
 -- What scores: user 5 farms the owner's public template (three clones, each completed with a
 -- build, a replication on each) and their own template; one of each kind is recorded.
-select pg_temp.act_as('5');
+select tests.authenticate_as('13130000-0000-4000-8000-000000000005');
 set local role authenticated;
 select lives_ok($$select public.labs_complete_clone((public.labs_clone_template('13130000-0000-4000-8000-0000000000a1')).id, true)
                     from generate_series(1, 3)$$, 'three clones of a public template of someone else, each completed with a build');
@@ -253,7 +253,7 @@ select is((select count(*) from public.labs_activity_events e join public.labs_e
 -- cloned, completed, built and replicated, and earns nothing; no client role writes a golden spec.
 insert into public.labs_experiments (id, owner_id, title, calculator, is_template, is_public) values
   ('13130000-0000-4000-8000-0000000000a3', '13130000-0000-4000-8000-000000000001', 'Uncurated', 'coil', true, true);
-select pg_temp.act_as('5');
+select tests.authenticate_as('13130000-0000-4000-8000-000000000005');
 set local role authenticated;
 select lives_ok($$select public.labs_report_replication(
                      (public.labs_complete_clone((public.labs_clone_template('13130000-0000-4000-8000-0000000000a3')).id, true)).id, to_jsonb(3))$$,
@@ -269,7 +269,7 @@ select ok(not exists (select 1 from unnest(array['anon', 'authenticated', 'servi
 -- =========================================================================================
 -- 7. Kit waitlist and replication removal.
 -- =========================================================================================
-select pg_temp.act_as('anon');
+select tests.authenticate_as_anon();
 set local role anon;
 select lives_ok($$insert into public.labs_kit_waitlist (email) values ('PgTap-Kit@Example.test')$$, 'anonymous signs up (address normalised)');
 select lives_ok($$insert into public.labs_kit_waitlist (email) values ('pgtap-kit@example.test')$$, 'the same address again: the same answer');
@@ -278,13 +278,13 @@ select throws_ok($$insert into public.labs_kit_waitlist (email, user_id) values 
 reset role;
 select is((select count(*) from public.labs_kit_waitlist where email = 'pgtap-kit@example.test'), 1::bigint, 'one row for the address');
 
-select pg_temp.act_as('1');
+select tests.authenticate_as('13130000-0000-4000-8000-000000000001');
 set local role authenticated;
 select throws_ok(format('select public.labs_remove_replication(%L, ''mine'')',
                         (select id from public.labs_replications where template_id = '13130000-0000-4000-8000-0000000000a2' limit 1)),
   '42501', null, 'a user cannot remove a replication, not even their own');
 reset role;
-select pg_temp.act_as('3');
+select tests.authenticate_as('13130000-0000-4000-8000-000000000003');
 set local role authenticated;
 select is((select user_id from public.labs_remove_replication(
              (select id from public.labs_replications where template_id = '13130000-0000-4000-8000-0000000000a2' and measured_value = 1e308),
@@ -299,11 +299,11 @@ reset role;
 -- =========================================================================================
 -- 6. Impersonation audit.
 -- =========================================================================================
-select pg_temp.act_as('2');
+select tests.authenticate_as('13130000-0000-4000-8000-000000000002');
 set local role authenticated;
 select throws_ok('select * from public.start_impersonation(''13130000-0000-4000-8000-000000000001'', ''x'')', '42501', null, 'users cannot impersonate');
 reset role;
-select pg_temp.act_as('3');
+select tests.authenticate_as('13130000-0000-4000-8000-000000000003');
 set local role authenticated;
 select isnt((select session_id from public.start_impersonation('13130000-0000-4000-8000-000000000001', 'support ticket')), null, 'a super admin starts a session');
 select throws_ok('update public.impersonation_audit set reason = ''x''', '42501', null, 'a super admin cannot edit audit rows');

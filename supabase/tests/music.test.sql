@@ -11,12 +11,7 @@ insert into auth.users (id, email) values
   ('e1200000-0000-4000-8000-000000000001', 'pgtap-music-owner@example.test'),
   ('e1200000-0000-4000-8000-000000000002', 'pgtap-music-other@example.test');
 
-create function pg_temp.act_as(who text) returns void
-language sql as $$
-  select set_config('request.jwt.claims', json_build_object('sub', 'e1200000-0000-4000-8000-0000000000' || who,
-                    'role', 'authenticated')::text, true)
-$$;
-grant execute on function pg_temp.act_as(text) to authenticated;
+\ir _helpers.sql
 
 -- ---------------------------------------------------------------------------------------
 -- Privileges: no client role reaches tokens, states or the job's functions.
@@ -67,7 +62,7 @@ select is((select array[private.music_decrypt(access_token), private.music_decry
 -- PKCE states
 
 set local role authenticated;
-select pg_temp.act_as('01');
+select tests.authenticate_as('e1200000-0000-4000-8000-000000000001');
 select throws_ok($$select public.music_begin_connect('not-hex', repeat('v', 43))$$, '22023', null, 'state_hash must be a sha256');
 select throws_ok($$select public.music_begin_connect(repeat('a', 64), 'short')$$, '22023', null, 'a verifier of 43 to 128 characters');
 select ok((select e between now() + interval '9 minutes' and now() + interval '10 minutes'
@@ -146,11 +141,11 @@ select ok((select bool_or(line ~ 'Index (Only )?Scan Backward using music_plays_
 create temporary table music_visibility (who text, relation text, rows_seen integer);
 grant insert, select on music_visibility to anon, authenticated;
 set local role authenticated;
-select pg_temp.act_as('01');
+select tests.authenticate_as('e1200000-0000-4000-8000-000000000001');
 insert into music_visibility select 'owner', 'music_connections', count(*) from public.music_connections where user_id = 'e1200000-0000-4000-8000-000000000001';
 insert into music_visibility select 'owner', 'music_plays', count(*) from public.music_plays where user_id = 'e1200000-0000-4000-8000-000000000001';
 insert into music_visibility select 'owner', 'music_tracks', count(*) from public.music_tracks where id in ('t-old', 't-new');
-select pg_temp.act_as('02');
+select tests.authenticate_as('e1200000-0000-4000-8000-000000000002');
 insert into music_visibility select 'other', 'music_connections', count(*) from public.music_connections where user_id = 'e1200000-0000-4000-8000-000000000001';
 insert into music_visibility select 'other', 'music_plays', count(*) from public.music_plays where user_id = 'e1200000-0000-4000-8000-000000000001';
 insert into music_visibility select 'other', 'music_tracks', count(*) from public.music_tracks where id in ('t-old', 't-new');

@@ -11,12 +11,7 @@ insert into auth.users (id, email) values
   ('e2400000-0000-4000-8000-000000000001', 'pgtap-push-owner@example.test'),
   ('e2400000-0000-4000-8000-000000000002', 'pgtap-push-other@example.test');
 
-create function pg_temp.act_as(who text) returns void
-language sql as $$
-  select set_config('request.jwt.claims', json_build_object('sub', 'e2400000-0000-4000-8000-0000000000' || who,
-                    'role', 'authenticated')::text, true)
-$$;
-grant execute on function pg_temp.act_as(text) to authenticated;
+\ir _helpers.sql
 
 -- ---------------------------------------------------------------------------------------
 -- Privileges
@@ -57,12 +52,12 @@ select is(
 -- Owners and strangers
 
 set local role authenticated;
-select pg_temp.act_as('01');
+select tests.authenticate_as('e2400000-0000-4000-8000-000000000001');
 select lives_ok($$select public.register_notification_device('expo', 'ExponentPushToken[pgtap-phone]')$$,
   'the owner registers a phone');
 select is((select count(*)::int from public.notification_devices), 1, 'and sees it');
 select is((select count(*)::int from public.notification_preferences), 1, 'and sees only their preferences');
-select pg_temp.act_as('02');
+select tests.authenticate_as('e2400000-0000-4000-8000-000000000002');
 select is((select count(*)::int from public.notification_devices), 0, 'a stranger sees none of them');
 select is((select count(*)::int from public.notification_preferences where user_id = 'e2400000-0000-4000-8000-000000000001'),
   0, 'nor the owner''s preferences');
@@ -71,7 +66,7 @@ delete from public.notification_devices where address = 'ExponentPushToken[pgtap
 select lives_ok($$select public.register_notification_device('expo', 'ExponentPushToken[pgtap-phone]')$$,
   'the same phone registered by another account...');
 select is((select count(*)::int from public.notification_devices), 1, '...moves to it');
-select pg_temp.act_as('01');
+select tests.authenticate_as('e2400000-0000-4000-8000-000000000001');
 select is((select count(*)::int from public.notification_devices), 0, 'and leaves the first account');
 reset role;
 select is((select daily_cap from public.notification_preferences where user_id = 'e2400000-0000-4000-8000-000000000001'),
@@ -125,7 +120,7 @@ select is(
     where private.web_push_endpoint_problem(a) is null),
   null, 'without the local stack''s setting: no loopback, IP literal, local name, http, port, credentials');
 set local role authenticated;
-select pg_temp.act_as('01');
+select tests.authenticate_as('e2400000-0000-4000-8000-000000000001');
 select throws_ok(
   $$insert into public.notification_devices (kind, address, key_p256dh, key_auth)
     values ('web_push', 'https://169.254.169.254/latest', repeat('A', 87), repeat('B', 22))$$,

@@ -625,12 +625,7 @@ insert into public.team_members (team_id, user_id, role) values
   ('c60000c0-0000-4000-8000-000000000001', 'c6000000-0000-4000-8000-000000000002', 'member'),
   ('c60000c0-0000-4000-8000-000000000001', 'c6000000-0000-4000-8000-000000000006', 'member');
 
-create function pg_temp.act_as(who text) returns void
-language sql as $$
-  select set_config('request.jwt.claims', json_build_object('sub', 'c6000000-0000-4000-8000-0000000000' || who,
-                    'role', 'authenticated')::text, true)
-$$;
-grant execute on function pg_temp.act_as(text) to authenticated;
+\ir _helpers.sql
 
 -- A team membership cannot outlive the organization membership: the schema holds it.
 select is((select org_id from public.team_members
@@ -669,7 +664,7 @@ delete from public.team_members where user_id = 'c6000000-0000-4000-8000-0000000
 -- Ownership only to members; the added are told and may leave.
 delete from public.notifications; -- those the setup made (as postgres)
 set local role authenticated;
-select pg_temp.act_as('01');
+select tests.authenticate_as('c6000000-0000-4000-8000-000000000001');
 insert into public.organizations (id, name, owner_id)
 values ('c60000a0-0000-4000-8000-000000000003', 'Olga''s second', 'c6000000-0000-4000-8000-000000000001');
 insert into public.organization_members (org_id, user_id, role)
@@ -685,7 +680,7 @@ select throws_ok(
 select is(pg_temp.rows_affected($$select * from public.notifications$$), 0,
   'notifications: adding a member or creating an organization tells the one who did it nothing');
 
-select pg_temp.act_as('05');
+select tests.authenticate_as('c6000000-0000-4000-8000-000000000005');
 select results_eq(
   $$select type, payload ->> 'organization_id', payload ->> 'organization_name', payload ->> 'role', payload ->> 'by', read_at
       from public.notifications$$,
@@ -708,7 +703,7 @@ select is(public.mark_notifications_read(array[gen_random_uuid()]), 0,
   'mark_notifications_read: ids that are not the caller''s change nothing');
 select is(public.mark_notifications_read(), 1, 'mark_notifications_read: marks the caller''s unread ones');
 
-select pg_temp.act_as('01');
+select tests.authenticate_as('c6000000-0000-4000-8000-000000000001');
 select is(pg_temp.rows_affected($$select * from public.notifications where user_id = 'c6000000-0000-4000-8000-000000000005'$$), 0,
   'notifications: nobody else reads them (the organization''s owner included)');
 select is(pg_temp.rows_affected($$update public.notifications set read_at = null where user_id = 'c6000000-0000-4000-8000-000000000005'$$), 0,
@@ -719,7 +714,7 @@ select ok(not has_function_privilege('authenticated', 'private.notify(uuid, text
 
 -- Made a team admin by the owner: told; then leaves the organization and so the team.
 update public.teams set admin_id = 'c6000000-0000-4000-8000-000000000005' where id = 'c60000c0-0000-4000-8000-000000000001';
-select pg_temp.act_as('05');
+select tests.authenticate_as('c6000000-0000-4000-8000-000000000005');
 select is((select array_agg(type || ':' || (payload ->> 'role') order by created_at, type) from public.notifications),
   array['organization.member_added:member', 'team.member_added:admin'],
   'notifications: made a team''s admin, the member is told that too');
@@ -731,11 +726,11 @@ select is((select count(*)::int from public.team_members where user_id = 'c60000
   'leaving: and with it the team they were made admin of');
 
 set local role authenticated;
-select pg_temp.act_as('01');
+select tests.authenticate_as('c6000000-0000-4000-8000-000000000001');
 select lives_ok(
   $$select public.transfer_organization_ownership('c60000a0-0000-4000-8000-000000000001', 'c6000000-0000-4000-8000-000000000003')$$,
   'ownership: goes to a member');
-select pg_temp.act_as('03');
+select tests.authenticate_as('c6000000-0000-4000-8000-000000000003');
 select is((select type from public.notifications where type like 'organization.ownership%'), 'organization.ownership_received',
   'notifications: the new owner is told');
 reset role;

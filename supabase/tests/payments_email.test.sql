@@ -236,16 +236,11 @@ select is(
            or has_table_privilege('anon', c.oid, 'select'))),
   null, 'customers, events, settings, suppressions and inbound mail are readable by no API role');
 
-create function pg_temp.act_as(uid text) returns void
-language plpgsql as $$
-begin
-  perform set_config('request.jwt.claims', json_build_object('sub', uid, 'role', 'authenticated')::text, true);
-  execute 'set local role authenticated';
-end
-$$;
+\ir _helpers.sql
 
 -- Clients read their subscription's new columns, never the event position.
-select pg_temp.act_as('99990000-0000-4000-8000-000000000001');
+select tests.authenticate_as('99990000-0000-4000-8000-000000000001');
+set local role authenticated;
 select results_eq(
   $$select status, cancel_at_period_end from public.subscriptions where status = 'active' and cancel_at_period_end$$,
   $$values ('active'::text, true)$$,
@@ -253,7 +248,8 @@ select results_eq(
 select throws_ok($$select stripe_event_id from public.subscriptions$$, '42501', null, 'the event position is not readable');
 select is(public.caller_is_premium(), true, 'caller_is_premium: the owner (active subscriptions) is premium');
 reset role;
-select pg_temp.act_as('99990000-0000-4000-8000-000000000004');
+select tests.authenticate_as('99990000-0000-4000-8000-000000000004');
+set local role authenticated;
 select is(public.caller_is_premium(), false, 'caller_is_premium: a user without a subscription is not');
 select throws_ok($$select private.apply_stripe_event('evt_x', 'customer.subscription.created', now(), '{}')$$, '42501', null,
   'the private function is not callable by clients either');
@@ -263,7 +259,8 @@ reset role;
 -- 4. E-mail.
 -- =========================================================================================
 -- The owner, to their own verified address (any case), and again with the same key.
-select pg_temp.act_as('99990000-0000-4000-8000-000000000001');
+select tests.authenticate_as('99990000-0000-4000-8000-000000000001');
+set local role authenticated;
 select results_eq(
   $$select (message).to_address, (message).status, existing from public.begin_email_send('PGTAP-Pay-Owner@example.test', 'Hello', 'k1', 'h1')$$,
   $$values ('pgtap-pay-owner@example.test'::text, 'sending'::text, false)$$,
@@ -284,12 +281,14 @@ select throws_ok($$insert into public.email_messages (user_id, to_address, subje
 select throws_ok($$update public.email_messages set status = 'delivered'$$, '42501', null, 'nor updated');
 reset role;
 
-select pg_temp.act_as('99990000-0000-4000-8000-000000000004');
+select tests.authenticate_as('99990000-0000-4000-8000-000000000004');
+set local role authenticated;
 select throws_ok($$select * from public.begin_email_send('pgtap-pay-unverified@example.test', 'Hi', 'k1', 'h')$$,
   '42501', null, 'an unverified address is refused, even one''s own');
 reset role;
 
-select pg_temp.act_as('99990000-0000-4000-8000-000000000003');
+select tests.authenticate_as('99990000-0000-4000-8000-000000000003');
+set local role authenticated;
 select results_eq(
   $$select (message).to_address, existing from public.begin_email_send('anyone@example.com', 'From support', 'a1', 'h')$$,
   $$values ('anyone@example.com'::text, false)$$,
@@ -298,7 +297,8 @@ reset role;
 
 -- The cap (lowered for the test; rolled back with everything else).
 update private.email_settings set daily_cap = 3;
-select pg_temp.act_as('99990000-0000-4000-8000-000000000001');
+select tests.authenticate_as('99990000-0000-4000-8000-000000000001');
+set local role authenticated;
 select lives_ok($$select * from public.begin_email_send('pgtap-pay-owner@example.test', 'Two', 'k4', 'h')$$, 'second send of the day');
 select lives_ok($$select * from public.begin_email_send('pgtap-pay-owner@example.test', 'Three', 'k5', 'h')$$, 'third send of the day');
 select throws_ok($$select * from public.begin_email_send('pgtap-pay-owner@example.test', 'Four', 'k6', 'h')$$,
@@ -306,7 +306,8 @@ select throws_ok($$select * from public.begin_email_send('pgtap-pay-owner@exampl
 select results_eq($$select existing from public.begin_email_send('pgtap-pay-owner@example.test', 'Hello', 'k1', 'h1')$$,
   $$values (true)$$, 'a retry of an earlier send is answered from the log even at the cap');
 reset role;
-select pg_temp.act_as('99990000-0000-4000-8000-000000000002');
+select tests.authenticate_as('99990000-0000-4000-8000-000000000002');
+set local role authenticated;
 select lives_ok($$select * from public.begin_email_send('pgtap-pay-stranger@example.test', 'Mine', 'k1', 'h')$$,
   'the cap is per user (another user still sends)');
 reset role;
@@ -314,18 +315,21 @@ reset role;
 -- Older sends fall out of the 24-hour window.
 update public.email_messages set created_at = now() - interval '25 hours'
  where user_id = '99990000-0000-4000-8000-000000000001' and idempotency_key = 'k1';
-select pg_temp.act_as('99990000-0000-4000-8000-000000000001');
+select tests.authenticate_as('99990000-0000-4000-8000-000000000001');
+set local role authenticated;
 select lives_ok($$select * from public.begin_email_send('pgtap-pay-owner@example.test', 'Four', 'k6', 'h')$$,
   'the cap counts the last 24 hours');
 reset role;
 update private.email_settings set daily_cap = 20;
 
 -- The log's read policy.
-select pg_temp.act_as('99990000-0000-4000-8000-000000000002');
+select tests.authenticate_as('99990000-0000-4000-8000-000000000002');
+set local role authenticated;
 select results_eq($$select to_address from public.email_messages where user_id::text like '99990000-%'$$,
   $$values ('pgtap-pay-stranger@example.test'::text)$$, 'a user reads only their own sends');
 reset role;
-select pg_temp.act_as('99990000-0000-4000-8000-000000000003');
+select tests.authenticate_as('99990000-0000-4000-8000-000000000003');
+set local role authenticated;
 select is((select count(*)::integer from public.email_messages where user_id::text like '99990000-%'), 6,
   'a super admin reads every send');
 reset role;
@@ -366,7 +370,8 @@ select is(private.record_email_event('msg_pgtap_5', '{"type": "email.complained"
   'stored', 'a complaint is stored');
 select is((select reason from private.email_suppressions where address = 'annoyed@example.com'), 'complained', 'and suppresses the address');
 
-select pg_temp.act_as('99990000-0000-4000-8000-000000000003');
+select tests.authenticate_as('99990000-0000-4000-8000-000000000003');
+set local role authenticated;
 select throws_ok($$select * from public.begin_email_send('HARD@example.com', 'Again', 'a2', 'h')$$,
   'PT422', 'to: hard@example.com bounced or complained earlier; e-mail to it is suppressed',
   'a suppressed address is refused, even for a super admin');

@@ -16,18 +16,13 @@ insert into public.organizations (id, name, owner_id) values
 insert into public.journal_entries (id, user_id, title) values
   ('c60000f0-0000-4000-8000-000000000001', 'c6000000-0000-4000-8000-000000000001', 'kept private');
 
-create function pg_temp.act_as(who text) returns void
-language sql as $$
-  select set_config('request.jwt.claims', json_build_object('sub', 'c6000000-0000-4000-8000-0000000000' || who,
-                    'role', 'authenticated')::text, true)
-$$;
-grant execute on function pg_temp.act_as(text) to authenticated;
+\ir _helpers.sql
 
 -- =======================================================================================
 -- "Not found" raises PT404, which PostgREST answers as 404.
 -- =======================================================================================
 set local role authenticated;
-select pg_temp.act_as('01');
+select tests.authenticate_as('c6000000-0000-4000-8000-000000000001');
 select throws_ok($$select * from public.update_journal_entry(gen_random_uuid(), '{"title": "x"}')$$,
   'PT404', 'entry not found', 'not found: update_journal_entry of a missing entry is PT404');
 select throws_ok($$select * from public.list_team_members(gen_random_uuid())$$,
@@ -42,7 +37,7 @@ select is((select array_agg(p.oid::regprocedure::text order by 1)
 -- Bad input raises class 22 (data exception), which the API answers with a 400.
 -- =======================================================================================
 set local role authenticated;
-select pg_temp.act_as('01');
+select tests.authenticate_as('c6000000-0000-4000-8000-000000000001');
 select throws_ok($$select public.update_journal_entry('c60000f0-0000-4000-8000-000000000001', '{"notebook_id": "nope"}')$$,
   '22P02', null, 'bad input: a malformed uuid in a patch is 22P02');
 select throws_ok($$select public.update_journal_entry('c60000f0-0000-4000-8000-000000000001', '{"tags": "solo"}')$$,

@@ -1,0 +1,27 @@
+// What the /api/journal tests (tests/journal_*_test.ts) share.
+import { api, type TestUser } from './_helpers.ts'
+
+export const ENTRY_FIELDS = [
+  'background_url',
+  'content',
+  'content_hidden',
+  'content_visibility',
+  'created_at',
+  'id',
+  'metadata_visibility',
+  'mood',
+  'music_track_id',
+  'notebook_id',
+  'org_id',
+  'tags',
+  'team_id',
+  'title',
+  'tone_icon_url',
+  'track',
+  'updated_at',
+  'user_id',
+].sort()
+
+export const rnd = () => crypto.randomUUID().slice(0, 8)
+export const ids = (entries: { id: string }[]) => entries.map((e) => e.id)
+export const read = (id: string, u: TestUser) => api(`/api/journal/${id}`, { token: u.token })
