@@ -55,6 +55,7 @@ test('outage: /api answers 503 and the degraded health report as 503 while Postg
       assert.equal(health.status, 503, 'a readiness check reading the status code sees the outage')
       const report = await health.json()
       assert.equal(report.status, 'degraded')
+      assert.match(report.error, /unavailable/)
       assert.equal(report.database_latency_ms, null)
       assert.ok(health.headers.get('retry-after'))
     })

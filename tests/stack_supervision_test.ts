@@ -94,7 +94,8 @@ test('supervision: killed PostgREST, Postgres and gateway give 503s and degraded
         await until(`${part} ${pid} exiting`, () => !alive(pid), 10_000)
 
         const health = await call(stack, '/api/admin/health', admin)
-        assert.equal(health.status, 200, `${part} down: ${JSON.stringify(health.body)}`)
+        assert.equal(health.status, 503, `${part} down: ${JSON.stringify(health.body)}`)
+        assert.match((health.body as any).error, /unavailable/)
         assert.equal((health.body as any).status, 'degraded')
         assert.equal((health.body as any).database_latency_ms, null)
         const profile = await call(stack, '/api/user/profile', user)

@@ -133,8 +133,8 @@ export interface EndpointDef<
   responseDescription?: string
   /** Error statuses beyond those the credential and request imply. */
   errors?: readonly number[]
-  /** A status whose body is not {error} (a readiness check's 503 keeps its report). */
-  otherReplies?: Record<number, { description: string; schema: z.ZodType }>
+  /** An error status whose body is {error} and more (a readiness check's 503 keeps its report). */
+  otherReplies?: Record<number, { description: string; schema: z.ZodType; example: { error: string } }>
   /** The route honours an Idempotency-Key header (its rules, for the parameter's description). */
   idempotencyKey?: string
 }
@@ -244,7 +244,7 @@ export function endpoint<
     responses[code] = {
       description: reply.description,
       ...(ERROR_HEADERS[Number(code)] ? { headers: ERROR_HEADERS[Number(code)] } : {}),
-      content: { 'application/json': { schema: reply.schema } },
+      content: { 'application/json': { schema: reply.schema, example: reply.example } },
     }
   }
   return createRoute({

@@ -74,6 +74,8 @@ const Health = z.object({
   }).describe('Which notification channels are on; a channel that is off is skipped, nothing else breaks'),
 }).openapi('Health')
 
+const DegradedHealth = z.object({ error: z.string(), ...Health.shape }).openapi('DegradedHealth')
+
 export const adminRoutes = routeModule()
   .openapi(
     endpoint({
@@ -83,7 +85,13 @@ export const adminRoutes = routeModule()
       auth: 'bearer',
       errors: [403],
       response: Health,
-      otherReplies: { 503: { description: 'Degraded: the same report, so a check reading the status code sees the outage', schema: Health } },
+      otherReplies: {
+        503: {
+          description: 'Degraded: {error} with the same report, so a check reading the status code sees the outage',
+          schema: DegradedHealth,
+          example: { error: 'The database is unavailable; try again shortly' },
+        },
+      },
       summary: 'Production health (super admin)',
       description:
         'degraded when the database round trip fails (SPEC Errors 5), answered 503 with the same report and ' +
@@ -122,6 +130,6 @@ export const adminRoutes = routeModule()
       const report = healthReport(probe, await migrationFiles(), commit, (Date.now() - startedAt) / 1000)
       const body = { ...report, cron, notification_channels }
       if (report.status === 'ok') return c.json(body)
-      return c.json(body, 503, { 'Retry-After': '5' })
+      return c.json({ error: 'The database is unavailable; try again shortly', ...body }, 503, { 'Retry-After': '5' })
     },
   )
