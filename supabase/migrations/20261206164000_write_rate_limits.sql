@@ -37,6 +37,18 @@ CREATE TABLE "private"."write_rate_limits" ("subject_kind" text NOT NULL, "subje
 
 ALTER TABLE "private"."write_rate_limits" ENABLE ROW LEVEL SECURITY;
 
+CREATE OR REPLACE FUNCTION private.api_write_pass()
+ RETURNS text
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  insert into private.api_write_secret default values on conflict do nothing;
+  return (select s.secret from private.api_write_secret s);
+end
+$function$;
+
 CREATE OR REPLACE FUNCTION private.client_address(headers jsonb)
  RETURNS text
  LANGUAGE sql
@@ -101,6 +113,26 @@ AS $function$
   select count(*)::integer from gone
 $function$;
 
+CREATE OR REPLACE FUNCTION private.take_api_write(user_id uuid, request_headers jsonb)
+ RETURNS TABLE(retry_after_seconds integer, message text)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  if user_id is not null
+     and exists (select 1 from private.account_deletions d where d.user_id = take_api_write.user_id) then
+    raise exception 'This account has been deleted'
+      using errcode = 'PT401', hint = 'Its data is being removed; sign up again to start over.';
+  end if;
+  if user_id is not null then
+    return query select * from private.take_write('user', user_id::text);
+  else
+    return query select * from private.take_write('address', private.client_address(coalesce(request_headers, '{}')));
+  end if;
+end
+$function$;
+
 CREATE OR REPLACE FUNCTION private.take_write(subject_kind text, subject text)
  RETURNS TABLE(retry_after_seconds integer, message text)
  LANGUAGE plpgsql
@@ -160,35 +192,17 @@ $function$;
 
 CREATE OR REPLACE FUNCTION public.api_write_pass()
  RETURNS text
- LANGUAGE plpgsql
- SECURITY DEFINER
+ LANGUAGE sql
  SET search_path TO ''
-AS $function$
-begin
-  insert into private.api_write_secret default values on conflict do nothing;
-  return (select s.secret from private.api_write_secret s);
-end
-$function$;
+AS $function$ select private.api_write_pass() $function$;
 
 CREATE OR REPLACE FUNCTION public.take_api_write(user_id uuid, request_headers jsonb)
  RETURNS TABLE(retry_after_seconds integer, message text)
- LANGUAGE plpgsql
- SECURITY DEFINER
+ LANGUAGE sql
  SET search_path TO ''
-AS $function$
-begin
-  if user_id is not null
-     and exists (select 1 from private.account_deletions d where d.user_id = take_api_write.user_id) then
-    raise exception 'This account has been deleted'
-      using errcode = 'PT401', hint = 'Its data is being removed; sign up again to start over.';
-  end if;
-  if user_id is not null then
-    return query select * from private.take_write('user', user_id::text);
-  else
-    return query select * from private.take_write('address', private.client_address(coalesce(request_headers, '{}')));
-  end if;
-end
-$function$;
+AS $function$ select * from private.take_api_write(user_id, request_headers) $function$;
+
+COMMENT ON FUNCTION "private"."api_write_pass"() IS 'The write pass secret, made on first use.';
 
 COMMENT ON FUNCTION "private"."check_request"() IS 'PostgREST db-pre-request: 401 for an ended impersonation session or an account being deleted; 429 for a write over the caller''s write rate limit.';
 
@@ -199,6 +213,8 @@ COMMENT ON FUNCTION "private"."is_impersonation_audited"(oid) IS 'Whether a tabl
 COMMENT ON FUNCTION "private"."limit_writes"() IS 'PostgREST pre-request part: counts a mutating request of a user or anonymous address; 429 with Retry-After over the budget.';
 
 COMMENT ON FUNCTION "private"."prune_write_rate_counters"() IS 'Deletes write counters of ended windows (older than the longest configured window); returns how many.';
+
+COMMENT ON FUNCTION "private"."take_api_write"(uuid, jsonb) IS 'Counts one mutating /api request of a user, or of an anonymous caller''s address (401 for an account being deleted).';
 
 COMMENT ON FUNCTION "private"."take_write"(text, text) IS 'Counts one mutating request of a user or address, or says (retry_after_seconds, message) when its budget is spent.';
 
@@ -212,6 +228,10 @@ COMMENT ON TABLE "private"."write_rate_counters" IS 'Mutating requests counted p
 
 COMMENT ON TABLE "private"."write_rate_limits" IS 'Mutating requests allowed per window: subject ''*'' is the default of its kind (user: a signed-in user''s id, address: an anonymous caller''s address); other rows override it for one user or address.';
 
+REVOKE ALL ON FUNCTION "private"."api_write_pass"() FROM PUBLIC;
+
+GRANT EXECUTE ON FUNCTION "private"."api_write_pass"() TO "postgres", "service_role";
+
 REVOKE ALL ON FUNCTION "private"."client_address"(jsonb) FROM PUBLIC;
 
 GRANT EXECUTE ON FUNCTION "private"."client_address"(jsonb) TO "postgres";
@@ -223,6 +243,10 @@ GRANT EXECUTE ON FUNCTION "private"."limit_writes"() TO "anon", "authenticated",
 REVOKE ALL ON FUNCTION "private"."prune_write_rate_counters"() FROM PUBLIC;
 
 GRANT EXECUTE ON FUNCTION "private"."prune_write_rate_counters"() TO "postgres";
+
+REVOKE ALL ON FUNCTION "private"."take_api_write"(uuid, jsonb) FROM PUBLIC;
+
+GRANT EXECUTE ON FUNCTION "private"."take_api_write"(uuid, jsonb) TO "postgres", "service_role";
 
 REVOKE ALL ON FUNCTION "private"."take_write"(text, text) FROM PUBLIC;
 
@@ -242,9 +266,9 @@ GRANT DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE ON TABLE "pr
 
 GRANT DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE ON TABLE "private"."write_rate_limits" TO "postgres";
 
--- Reference rows (migrations only): the default budgets, as Supabase's guidance suggests for a
--- write-heavy app: 300 mutating requests per 5 minutes per signed-in user, 100 per address for
--- anonymous callers. Overrides for one user or address are rows with that subject.
+-- Reference rows (migrations only): the default budgets, 300 mutating requests per 5 minutes per
+-- signed-in user and 100 per address for anonymous callers (docs/rate_limits.md). Overrides for
+-- one user or address are rows with that subject.
 insert into private.write_rate_limits (subject_kind, subject, max_writes, window_seconds)
 values ('user', '*', 300, 300), ('address', '*', 100, 300)
 on conflict on constraint write_rate_limits_pkey do nothing;

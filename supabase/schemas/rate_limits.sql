@@ -154,7 +154,7 @@ grant execute on function private.limit_writes() to anon, authenticated, service
 -- For /api (service role only): counts one mutating request, of the user (their token verified by
 -- /api) or, for a public route, of the address in the request's headers. A user whose account is
 -- being deleted is refused (401) first, as PostgREST's pre-request refuses their token.
-create or replace function public.take_api_write(user_id uuid, request_headers jsonb)
+create or replace function private.take_api_write(user_id uuid, request_headers jsonb)
 returns table (retry_after_seconds integer, message text)
 language plpgsql security definer
 set search_path = ''
@@ -172,13 +172,22 @@ begin
   end if;
 end
 $$;
+comment on function private.take_api_write(uuid, jsonb) is
+  'Counts one mutating /api request of a user, or of an anonymous caller''s address (401 for an account being deleted).';
+grant execute on function private.take_api_write(uuid, jsonb) to service_role;
+
+create or replace function public.take_api_write(user_id uuid, request_headers jsonb)
+returns table (retry_after_seconds integer, message text)
+language sql security invoker
+set search_path = ''
+as $$ select * from private.take_api_write(user_id, request_headers) $$;
 comment on function public.take_api_write(uuid, jsonb) is
   'For /api (service role): counts one mutating request of a user, or of an anonymous caller''s address; '
   'retry_after_seconds and message when the budget is spent (nothing counted then).';
 grant execute on function public.take_api_write(uuid, jsonb) to service_role;
 
 -- For /api (service role only): the secret it sends on the PostgREST calls of a counted request.
-create or replace function public.api_write_pass() returns text
+create or replace function private.api_write_pass() returns text
 language plpgsql security definer
 set search_path = ''
 as $$
@@ -187,6 +196,13 @@ begin
   return (select s.secret from private.api_write_secret s);
 end
 $$;
+comment on function private.api_write_pass() is 'The write pass secret, made on first use.';
+grant execute on function private.api_write_pass() to service_role;
+
+create or replace function public.api_write_pass() returns text
+language sql security invoker
+set search_path = ''
+as $$ select private.api_write_pass() $$;
 comment on function public.api_write_pass() is
   'For /api (service role): the secret (x-api-write-pass) that marks its PostgREST calls as counted already.';
 grant execute on function public.api_write_pass() to service_role;
