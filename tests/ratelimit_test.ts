@@ -3,6 +3,7 @@
 // stack raises the default budgets (scripts/lib/write_limits.ts); each test sets rows for its own
 // users and addresses.
 import { strict as assert } from 'node:assert'
+import { LOAD_WRITE_LIMIT } from '../scripts/lib/write_limits.ts'
 import { api, ANON_KEY, API_URL, assertError, clientAs, createUser, env, pause, sql, test, type TestUser } from './_helpers.ts'
 
 type Kind = 'user' | 'address'
@@ -222,3 +223,18 @@ test('the service role is never limited', async () => {
   })
   assert.equal(res.status, 204)
 })
+
+test('the defaults the migrations deploy: 300 writes per 5 minutes per user, 100 per anonymous address', async () => {
+  // The test stack raises them (scripts/lib/write_limits.ts), so they are read from the migrations.
+  const inserts: string[] = []
+  for (const entry of [...Deno.readDirSync('supabase/migrations')].sort((a, b) => a.name.localeCompare(b.name))) {
+    const text = await Deno.readTextFile(`supabase/migrations/${entry.name}`)
+    inserts.push(...(text.match(/insert into private\.write_rate_limits[^;]*;/g) ?? []))
+  }
+  assert.equal(inserts.length, 1)
+  assert.match(inserts[0], /values \('user', '\*', 300, 300\), \('address', '\*', 100, 300\)/)
+  const [{ raised }] = await sql`select count(*)::int as raised from private.write_rate_limits
+                                  where subject = '*' and max_writes = ${LOAD_WRITE_LIMIT}`
+  assert.equal(raised, 2, 'the test stack runs with the load budgets')
+})
+
