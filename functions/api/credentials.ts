@@ -7,6 +7,10 @@
 // whatever the route, also routes that work with the service role), and a mutating request is
 // recorded in the session's audit before it runs. The rest of the request then acts for the
 // session: service-role calls it makes carry the session (functions/_shared/impersonation.ts).
+//
+// A mutating request of a user (bearer, superAdmin) or an anonymous caller (publicRoute) is
+// counted against the write rate limit before the route runs (functions/_shared/write_limit.ts,
+// docs/rate_limits.md); cron routes and signed webhooks are not.
 import type { Context, MiddlewareHandler } from 'hono'
 import { checkCronSecret, type CronGroup } from '../_shared/cron.ts'
 import { type Db, serviceDb, userDb } from '../_shared/db.ts'
