@@ -10,6 +10,7 @@ import type { BenchModule } from './bench/_module.ts'
 import { printSummary } from './bench/_summary.ts'
 import { ROOT, run, StackError } from './lib/proc.ts'
 import { startStack } from './lib/stack.ts'
+import { raiseWriteLimitsForLoad } from './lib/write_limits.ts'
 
 const modules: BenchModule[] = []
 const files = [...Deno.readDirSync(`${ROOT}/scripts/bench`)].map((f) => f.name)
@@ -38,6 +39,7 @@ await Deno.chmod(dataDir, 0o755)
 let stack
 try {
   stack = await startStack({ dataDir, apiPort: base, dbPort: base + 1, restPort: base + 9, throwaway: true, log: () => {} })
+  await raiseWriteLimitsForLoad(stack.dbUrl)
 } catch (e) {
   console.error(e instanceof StackError ? e.message : e)
   Deno.exit(1)

@@ -62,6 +62,18 @@ for await (const entry of Deno.readDir(`${ROOT}/functions`)) {
 const json = (status: number, body: unknown) =>
   new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } })
 
+/**
+ * The client's address for the write rate limit (docs/rate_limits.md), in the header hosted
+ * Supabase's gateway forwards it in: x-forwarded-for, replaced with the peer address so a client
+ * cannot pick its own, and no cf-connecting-ip (hosted, Cloudflare overwrites a client's).
+ */
+function withClientAddress(req: Request, clientIp: string): Request {
+  const headers = new Headers(req.headers)
+  headers.set('x-forwarded-for', clientIp)
+  headers.delete('cf-connecting-ip')
+  return new Request(req, { headers })
+}
+
 async function route(req: Request, clientIp: string): Promise<Response> {
   const url = new URL(req.url)
   const p = url.pathname
@@ -74,7 +86,7 @@ async function route(req: Request, clientIp: string): Promise<Response> {
   if (p === '/rest/v1' || p.startsWith('/rest/v1/')) {
     const target = restTarget(postgrestUrl, url)
     if (!target) return json(404, { error: `No route for ${p}` })
-    return await proxyRest(req, target)
+    return await proxyRest(withClientAddress(req, clientIp), target)
   }
   if (p.startsWith('/functions/v1/')) {
     const rest = p.slice('/functions/v1'.length) // "/<name>/..."
@@ -84,7 +96,7 @@ async function route(req: Request, clientIp: string): Promise<Response> {
     // A browser reads this 404 (and its preflight) only with the functions' CORS headers.
     if (!handler) return preflight(req) ?? withCors(json(404, { error: `No function named ${name}` }))
     const inner = new URL(rest + url.search, url.origin)
-    return await handler(new Request(inner, req))
+    return await handler(new Request(inner, withClientAddress(req, clientIp)))
   }
   if (p.startsWith('/storage/v1/')) {
     // Served here from files under STORAGE_DIR and storage.objects; the path is checked

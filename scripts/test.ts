@@ -5,6 +5,7 @@ import { loadAuthConfig } from './lib/auth/config.ts'
 import { CLIENT_TEST, TEST } from './lib/ports.ts'
 import { ROOT, run, StackError } from './lib/proc.ts'
 import { startStack } from './lib/stack.ts'
+import { raiseWriteLimitsForLoad } from './lib/write_limits.ts'
 
 // Which tests run. Every test file is named after the area it tests: tests/<area>_test.ts or
 // tests/<area>_<part>_test.ts, supabase/tests/<area>.test.sql or <area>_<part>.test.sql (helpers
@@ -116,6 +117,7 @@ try {
     env: { JWKS_URL: jwksUrl, GOTRUE_EXTERNAL_ANONYMOUS_USERS_ENABLED: 'true', GOTRUE_URI_ALLOW_LIST: allowList.join(','), ...fakeEnv },
     log: (s) => console.log(`  ${s}`),
   })
+  await raiseWriteLimitsForLoad(stack.dbUrl)
 } catch (e) {
   console.error(e instanceof StackError ? e.message : e)
   console.log('0 passed, 1 failed')

@@ -1377,6 +1377,9 @@ isOneToOne: false
               "calls": number,"cost_usd": number,"image_count": number,"input_tokens": number,"month": string,"output_tokens": number,"usage_type": string
             }[]
                            },
+"api_write_pass":
+{ Args: Record<PropertyKey, never>; Returns: string
+                           },
 "applied_migrations":
 { Args: Record<PropertyKey, never>; Returns: {
               "name": string,"version": string
@@ -2210,6 +2213,11 @@ isOneToOne: false
                            },
 "stripe_customer_of":
 { Args: { "target_user_id": string }; Returns: string
+                           },
+"take_api_write":
+{ Args: { "request_headers": Json,"user_id": string }; Returns: {
+              "message": string,"retry_after_seconds": number
+            }[]
                            },
 "toggle_ai_user":
 { Args: { "active": boolean,"target_user": string }; Returns: Json

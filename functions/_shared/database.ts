@@ -83,6 +83,8 @@ type RowsWith<Name extends keyof Public['Functions'], Columns> = Public['Functio
 /** Results the generator cannot know, by function. */
 type Results = {
   claim_ai_calls: { granted: number; day: string; counted: boolean }
+  // Null when the write is allowed.
+  take_api_write: { retry_after_seconds: number | null; message: string | null }[]
   begin_entry_tone_analysis: { analyze: boolean; title: string | null }
   workout_mosaic_participants: Participant[]
   save_workout_mosaic: { mosaic: MosaicJson; replacedObject: string | null }

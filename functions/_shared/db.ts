@@ -2,11 +2,14 @@
 // work no user is the caller of (jobs, webhooks, checked super-admin operations), and for the
 // bookkeeping the api does on a caller's behalf: inside a request made with an impersonation
 // token it sends the session's header, so those writes are audited as the session's too.
+// userDb() calls also carry /api's write pass: the request was counted against the caller's write
+// rate limit once, by the credential middleware (write_limit.ts), so PostgREST does not count it again.
 // A PostgrestClient (the REST part of supabase-js) is cheap to make per request.
 import { PostgrestClient } from '@supabase/postgrest-js'
 import type { Database } from './database.ts'
 import { optionalEnv, requiredEnv } from './env.ts'
 import { fetchActingFor } from './impersonation.ts'
+import { fetchWithWritePass } from './write_limit.ts'
 
 /** A client of the public schema, typed by the migrated database (database.ts). */
 export type Db = PostgrestClient<Database>
@@ -19,6 +22,7 @@ function restUrl() {
 export function userDb(token: string): Db {
   return new PostgrestClient<Database>(restUrl(), {
     headers: { apikey: requiredEnv('SUPABASE_ANON_KEY'), Authorization: `Bearer ${token}` },
+    fetch: fetchWithWritePass,
   })
 }
 

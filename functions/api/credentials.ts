@@ -7,6 +7,10 @@
 // whatever the route, also routes that work with the service role), and a mutating request is
 // recorded in the session's audit before it runs. The rest of the request then acts for the
 // session: service-role calls it makes carry the session (functions/_shared/impersonation.ts).
+//
+// A mutating request of a user (bearer, superAdmin) or an anonymous caller (publicRoute) is
+// counted against the write rate limit before the route runs (functions/_shared/write_limit.ts,
+// docs/rate_limits.md); cron routes and signed webhooks are not.
 import type { Context, MiddlewareHandler } from 'hono'
 import { checkCronSecret, type CronGroup } from '../_shared/cron.ts'
 import { type Db, serviceDb, userDb } from '../_shared/db.ts'
@@ -14,6 +18,7 @@ import { optionalEnv } from '../_shared/env.ts'
 import { forbidden, fromDb, HttpError, unauthorized } from '../_shared/errors.ts'
 import { actingFor, impersonationSessionOf } from '../_shared/impersonation.ts'
 import { bearerToken, type Claims, userClaims, verifyAccessToken } from '../_shared/jwt.ts'
+import { takeApiWrite } from '../_shared/write_limit.ts'
 
 export interface Caller {
   id: string
@@ -50,13 +55,14 @@ async function callerFrom(c: Context<ApiEnv>): Promise<Caller> {
   const token = bearerToken(c.req.header('authorization'))
   if (!token) throw unauthorized('Missing bearer token')
   const claims = await userClaims(token)
+  if (!READS.has(c.req.method)) {
+    // Counted against the user's write rate limit (429 over it). A change may reach a provider
+    // or Storage with the service role: an account being deleted is refused here first (reads
+    // as the caller meet the pre-request's refusal in every query).
+    await takeApiWrite(claims.sub, c.req.raw.headers)
+  }
   if (impersonationSessionOf(claims)) {
     await beginImpersonatedRequest(token, claims, c.req.method, c.req.url)
-  } else if (!READS.has(c.req.method)) {
-    // A change may reach a provider or Storage with the service role: the pre-request refuses
-    // first an account being deleted (reads as the caller meet it in every query).
-    const { error, status } = await userDb(token).rpc('request_allowed')
-    if (error) throw fromDb(error, status)
   }
   return { id: claims.sub, email: claims.email ?? null, token, claims }
 }
@@ -160,7 +166,15 @@ export function adminOrCron(group: CronGroup): MiddlewareHandler<ApiEnv> {
   }
 }
 
-/** No credential: the route is public on purpose. */
-export const publicRoute: MiddlewareHandler<ApiEnv> = async (_c, next) => {
+/** No credential: the route is public on purpose. A mutating request is counted against the
+ *  write rate limit of the caller's address. */
+export const publicRoute: MiddlewareHandler<ApiEnv> = async (c, next) => {
+  if (!READS.has(c.req.method)) await takeApiWrite(null, c.req.raw.headers)
+  await next()
+}
+
+/** A provider's signed webhook: the handler verifies the signature; not a user's write, so not
+ *  counted (a provider retries a 429 for days). */
+export const signedWebhook: MiddlewareHandler<ApiEnv> = async (_c, next) => {
   await next()
 }

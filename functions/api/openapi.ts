@@ -26,6 +26,7 @@ import {
   cronBearer,
   cronSecret,
   publicRoute,
+  signedWebhook,
   superAdmin,
 } from './credentials.ts'
 
@@ -95,7 +96,7 @@ const ERROR_EXAMPLE: Record<number, string> = {
 const RETRY_AFTER = {
   'Retry-After': {
     description:
-      'Seconds to wait before repeating the request (a 503 sends it when a concurrent change got in the way).',
+      'Seconds to wait before repeating the request (a 429 of the write rate limit sends it; a 503 when a concurrent change got in the way).',
     schema: { type: 'integer' as const, minimum: 0 },
     required: false,
   },
@@ -157,7 +158,14 @@ function middlewareFor(auth: Credential): MiddlewareHandler<ApiEnv> {
   if ('cron' in auth) return cronSecret(auth.cron)
   if ('cronBearer' in auth) return cronBearer(auth.cronBearer)
   if ('adminOrCron' in auth) return adminOrCron(auth.adminOrCron)
-  return publicRoute // signatures are verified by the handler, on the raw body
+  return signedWebhook // signatures are verified by the handler, on the raw body
+}
+
+/** Mutating requests of users and anonymous callers count against the write rate limit;
+ *  scheduled jobs and provider webhooks do not. */
+function writeLimited(d: { method: Method; auth: Credential }): boolean {
+  if (d.method === 'get') return false
+  return typeof d.auth === 'string' || 'adminOrCron' in d.auth
 }
 
 function securityFor(auth: Credential): Record<string, string[]>[] {
@@ -190,6 +198,7 @@ function errorStatuses(d: EndpointDef<Method, string, any, any, any>): number[] 
   if (d.auth === 'superAdmin' || (typeof d.auth === 'object' && 'adminOrCron' in d.auth)) s.add(403)
   if (d.params) s.add(404)
   if (d.body || d.multipart) s.add(413)
+  if (writeLimited(d)) s.add(429)
   s.add(500)
   s.add(503)
   return [...s].sort()

@@ -74,9 +74,11 @@ comment on function private.account_being_deleted() is
 grant execute on function private.account_being_deleted() to authenticated, service_role;
 
 -- PostgREST's pre-request function (authenticator role setting pgrst.db_pre_request): a token of
--- an ended impersonation session, or of an account being deleted, is refused with 401.
+-- an ended impersonation session, or of an account being deleted, is refused with 401; then a
+-- request that can write is counted against its caller's write budget (rate_limits.sql: 429 over
+-- it). Volatile: the count is a write (reads return before it).
 create or replace function private.check_request() returns void
-language plpgsql stable
+language plpgsql
 set search_path = ''
 as $$
 begin
@@ -88,10 +90,11 @@ begin
         using errcode = 'PT401', hint = 'Its data is being removed; sign up again to start over.';
     end if;
   end if;
+  perform private.limit_writes();
 end
 $$;
 comment on function private.check_request() is
-  'PostgREST db-pre-request: 401 for an ended impersonation session or an account being deleted.';
+  'PostgREST db-pre-request: 401 for an ended impersonation session or an account being deleted; 429 for a write over the caller''s write rate limit.';
 grant execute on function private.check_request() to anon, authenticated, service_role;
 
 -- Hosted Storage runs no pre-request: the same rule as a restrictive policy.

@@ -397,13 +397,16 @@ as $$
                                   'pgsodium', 'pgsodium_masks', 'pgbouncer', 'supabase_functions', '_analytics')
                 and n.nspname !~ '^pg_'))
        and c.oid not in ('public.impersonation_audit'::regclass, 'public.impersonation_writes'::regclass)
+       -- The write rate limit's bookkeeping (rate_limits.sql): counted requests, not rows anyone wrote.
+       and c.oid::regclass::text not in ('private.write_rate_counters', 'private.api_write_secret')
        and not exists (select 1 from pg_catalog.pg_depend d
                         where d.classid = 'pg_catalog.pg_class'::regclass and d.objid = c.oid and d.deptype = 'e')
       from pg_catalog.pg_class c join pg_catalog.pg_namespace n on n.oid = c.relnamespace
      where c.oid = rel), false)
 $$;
 comment on function private.is_impersonation_audited(oid) is
-  'Whether a table must carry zz_record_impersonated_write: the project''s tables and storage.objects, not the audit tables.';
+  'Whether a table must carry zz_record_impersonated_write: the project''s tables and storage.objects, not the audit tables '
+  'nor the write rate limit''s counters.';
 
 -- Attaches the trigger (once). The WHEN clause keeps ordinary writes off the trigger queue: only
 -- a request whose claims or headers name a session reaches the function.

@@ -24,7 +24,9 @@ language sql stable as $$
                              'pgsodium', 'pgsodium_masks', 'pgbouncer', 'supabase_functions', '_analytics')
            and n.nspname !~ '^pg_')
           or (n.nspname = 'storage' and c.relname = 'objects'))
-     and (n.nspname, c.relname) not in (('public', 'impersonation_audit'), ('public', 'impersonation_writes'))
+     and (n.nspname, c.relname) not in (('public', 'impersonation_audit'), ('public', 'impersonation_writes'),
+                                        -- the write rate limit's bookkeeping: counted requests, not rows written
+                                        ('private', 'write_rate_counters'), ('private', 'api_write_secret'))
      and not exists (select 1 from pg_catalog.pg_depend d
                       where d.classid = 'pg_catalog.pg_class'::regclass and d.objid = c.oid and d.deptype = 'e')
 $$;

@@ -11,8 +11,10 @@ set local search_path = extensions;
 -- ---------------------------------------------------------------------------------------
 -- Allow-list: security definer functions that anon may execute ON PURPOSE.
 -- One row per function, signature as 'schema.name(argtype, argtype)' (types as
--- pg_catalog.oidvectortypes prints them), with the reason. Currently empty.
+-- pg_catalog.oidvectortypes prints them), with the reason.
 create temp table lint_anon_definer_allowlist (signature text primary key, reason text not null);
+insert into lint_anon_definer_allowlist values
+  ('private.limit_writes()', 'PostgREST''s pre-request counts anonymous writes per address in a table no API role may write');
 -- insert into lint_anon_definer_allowlist values ('public.example(uuid)', 'why anon needs it');
 -- ---------------------------------------------------------------------------------------
 
@@ -499,7 +501,7 @@ select is(
       and not pg_temp.lint_is_extension_member(p.oid)
       and has_function_privilege('anon', p.oid, 'EXECUTE')),
   array['private.check_request()',
-        'private.entry_track(text)', 'private.impersonation_live()', 'private.refuse_ended_impersonation()',
+        'private.entry_track(text)', 'private.impersonation_live()', 'private.limit_writes()', 'private.refuse_ended_impersonation()',
         'private.sees_whole_entry(uuid)', 'private.tone_icon_url(text)',
         'public.journal_feed(text, uuid, uuid, uuid, text, text, text, timestamp with time zone, uuid, integer)',
         'public.journal_stats(text)'],
