@@ -22,8 +22,11 @@ export async function takeApiWrite(userId: string | null, headers: Headers): Pro
   const requestHeaders = Object.fromEntries(
     ADDRESS_HEADERS.flatMap((name) => headers.has(name) ? [[name, headers.get(name)]] : []),
   )
-  const { data, error } = await serviceDb().rpc('take_api_write', { user_id: userId, request_headers: requestHeaders })
-  if (error) throw fromDb(error)
+  const { data, error, status } = await serviceDb().rpc('take_api_write', {
+    user_id: userId,
+    request_headers: requestHeaders,
+  })
+  if (error) throw fromDb(error, status)
   const verdict = data?.[0]
   if (verdict?.retry_after_seconds != null) {
     throw new HttpError(429, verdict.message ?? 'Too many writes', verdict.retry_after_seconds)
@@ -33,10 +36,10 @@ export async function takeApiWrite(userId: string | null, headers: Headers): Pro
 let pass: Promise<string> | undefined
 
 async function askPass(): Promise<string> {
-  const { data, error } = await serviceDb().rpc('api_write_pass')
+  const { data, error, status } = await serviceDb().rpc('api_write_pass')
   if (error || typeof data !== 'string') {
     pass = undefined
-    throw fromDb(error ?? { message: 'api_write_pass returned no secret' })
+    throw fromDb(error ?? { message: 'api_write_pass returned no secret' }, status)
   }
   return data
 }
