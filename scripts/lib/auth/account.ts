@@ -95,6 +95,12 @@ export async function signup(ctx: AuthContext, req: Request, body: Body) {
     // An unconfirmed sign-up is left as it is and its confirmation sent again (GoTrue's signup.go:
     // "we can't be sure of their claimed identity"); the database then voids its password
     // (private.void_unconfirmed_password), so neither sign-up's password survives the link.
+    // Without confirmations GoTrue would confirm that pending account and sign this caller in
+    // with no password checked; here it is refused as taken (unreachable with config.toml's
+    // confirmations on).
+    if (user && !config.email.enableConfirmations) {
+      throw unprocessable('user_already_exists', 'User already registered')
+    }
     user ??= await insertUser(tx, {
       email,
       passwordHash,
