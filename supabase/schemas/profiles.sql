@@ -209,21 +209,59 @@ grant execute on function public.update_my_profile(jsonb) to authenticated;
 -- Signup and tokens
 -- ---------------------------------------------------------------------------------------------
 
+-- The sign-up metadata is whatever the client sent: a name longer than the profile holds is
+-- cut, an avatar that is not an http(s) URL of at most 2048 characters is left out. Failing
+-- here would fail the sign-up itself (Auth's 500 "Database error saving new user").
 create or replace function private.handle_new_user() returns trigger
 language plpgsql security definer
 set search_path = ''
 as $$
+declare
+  avatar text := new.raw_user_meta_data ->> 'avatar_url';
 begin
   insert into public.profiles (id, full_name, avatar_url)
-  values (new.id, new.raw_user_meta_data ->> 'full_name', new.raw_user_meta_data ->> 'avatar_url')
+  values (
+    new.id,
+    left(new.raw_user_meta_data ->> 'full_name', 200),
+    case when avatar ~* '^https?://' and char_length(avatar) <= 2048 then avatar end
+  )
   on conflict (id) do nothing;
   return new;
 end
 $$;
-comment on function private.handle_new_user() is 'Creates the profile of a new auth user.';
+comment on function private.handle_new_user() is
+  'Creates the profile of a new auth user; a name too long is cut, an avatar the profile would refuse left out.';
 create trigger on_auth_user_created
   after insert on auth.users
   for each row execute function private.handle_new_user();
+
+-- Pre-account takeover: someone signs an address up with their password and leaves it
+-- unconfirmed; when the owner of the mailbox later signs in by e-mail (magic link or code),
+-- resets the password, or signs up too, Auth sends another e-mail and its link confirms the
+-- address, and hosted Auth keeps the password it found (verify.go confirms an unconfirmed user
+-- as it is). So any e-mail after the sign-up's own confirmation, while the address is still
+-- unconfirmed, voids the password: whoever confirms the address signs in by that link and
+-- sets a password then. Seen in the columns Auth writes when it sends (confirmation_sent_at a
+-- second time, recovery_sent_at), so it holds for hosted Auth and the local one alike.
+create or replace function private.void_unconfirmed_password() returns trigger
+language plpgsql
+set search_path = ''
+as $$
+begin
+  if old.email_confirmed_at is null and new.email_confirmed_at is null
+     and coalesce(new.encrypted_password, '') <> ''
+     and ((old.confirmation_sent_at is not null and new.confirmation_sent_at is distinct from old.confirmation_sent_at)
+          or (new.recovery_sent_at is not null and new.recovery_sent_at is distinct from old.recovery_sent_at)) then
+    new.encrypted_password := '';
+  end if;
+  return new;
+end
+$$;
+comment on function private.void_unconfirmed_password() is
+  'Voids the password of an unconfirmed address when Auth e-mails it again (pre-account takeover).';
+create trigger void_unconfirmed_password
+  before update of confirmation_sent_at, recovery_sent_at on auth.users
+  for each row execute function private.void_unconfirmed_password();
 
 -- Supabase Auth's custom access-token hook (registered in supabase/config.toml): adds the
 -- profile role to the JWT as `user_role`, for clients' UI. Authorization never trusts it.

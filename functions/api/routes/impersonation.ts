@@ -61,8 +61,9 @@ export const impersonationRoutes = routeModule()
       summary:
         'Start impersonating a user (super admin): audited, with a mandatory reason; returns a token of at most 15 minutes',
       description:
-        'Never another super admin (403) or an inactive user (409). The token carries `act: {sub: <admin id>}` and ' +
-        '`impersonation_session`; every row written in the session (by the token or by the api on its behalf) and every ' +
+        'Never another super admin (403) or an inactive user (409). The token carries `act: {sub: <admin id>}`, ' +
+        '`impersonation_session` and a `session_id` that is no Auth session, so Supabase Auth refuses it (403 ' +
+        'session_not_found: no password, e-mail, factor or sign-out change); every row written in the session (by the token or by the api on its behalf) and every ' +
         'mutating /api request made with it are recorded in impersonation_writes. 501 where the project cannot mint tokens.',
       response: z.object({
         session_id: z.string(),
@@ -89,6 +90,12 @@ export const impersonationRoutes = routeModule()
         email: session.target_email ?? undefined,
         act: { sub: c.var.caller.id },
         impersonation_session: session.session_id,
+        // Supabase Auth (GoTrue) looks session_id up in auth.sessions on every route that takes
+        // a user's token and answers 403 session_not_found when it is absent; a token without
+        // one it would accept. This id is never a row there, so Auth refuses the token (no
+        // password, e-mail, factor or sign-out change) while PostgREST, /api and Storage,
+        // which do not look sessions up, take it until the impersonation session ends.
+        session_id: session.session_id,
       })
         .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
         .setSubject(session.target_id)

@@ -9,6 +9,7 @@ import { redirectTarget } from './redirects.ts'
 import { type AuthContext, clientIp, issueSession, refreshGrant, requireUser } from './sessions.ts'
 import {
   checkPassword,
+  dummyPasswordHash,
   hashPassword,
   insertEmailIdentity,
   insertUser,
@@ -81,6 +82,9 @@ export async function signup(ctx: AuthContext, req: Request, body: Body) {
   const pkce = pkceOf(body)
   return await ctx.sql.begin(async (tx) => {
     await signInLimit(ctx, tx, req)
+    // Hashed whatever the address, so a taken one answers in the time a new one takes (hosted
+    // Auth hashes only for a new user: docs/local_stack.md, "What tells an address has an account").
+    const passwordHash = await hashPassword(tx, password)
     let user = await userByEmail(tx, email)
     if (user?.email_confirmed_at) {
       if (!config.email.enableConfirmations) {
@@ -88,24 +92,21 @@ export async function signup(ctx: AuthContext, req: Request, body: Body) {
       }
       return obfuscatedUser(email, data) // no hint to a stranger that the address is registered
     }
-    const passwordHash = await hashPassword(tx, password)
-    if (user) {
-      // An unconfirmed sign-up is taken over by the new one (new password and data), as GoTrue does.
-      const [u] = await tx`update auth.users set encrypted_password = ${passwordHash},
-                             raw_user_meta_data = ${
-        tx.json(mergeMetadata(user.raw_user_meta_data, data) as any)
-      },
-                             updated_at = now()
-                           where id = ${user.id} returning *`
-      user = u as UserRow
-    } else {
-      user = await insertUser(tx, {
-        email,
-        passwordHash,
-        userMetadata: data,
-        confirmed: !config.email.enableConfirmations,
-      })
+    // An unconfirmed sign-up is left as it is and its confirmation sent again (GoTrue's signup.go:
+    // "we can't be sure of their claimed identity"); the database then voids its password
+    // (private.void_unconfirmed_password), so neither sign-up's password survives the link.
+    // Without confirmations GoTrue would confirm that pending account and sign this caller in
+    // with no password checked; here it is refused as taken (unreachable with config.toml's
+    // confirmations on).
+    if (user && !config.email.enableConfirmations) {
+      throw unprocessable('user_already_exists', 'User already registered')
     }
+    user ??= await insertUser(tx, {
+      email,
+      passwordHash,
+      userMetadata: data,
+      confirmed: !config.email.enableConfirmations,
+    })
     if (config.email.enableConfirmations) {
       await sendConfirmation(ctx, tx, user, redirectTo, pkce)
       return userJson(tx, (await userById(tx, user.id))!)
@@ -146,7 +147,10 @@ async function passwordGrant(ctx: AuthContext, req: Request, body: Body) {
   const email = typeof body.email === 'string' ? body.email.trim().toLowerCase() : ''
   const user = await userByEmail(ctx.sql, email)
   const password = typeof body.password === 'string' ? body.password : ''
-  if (!user || !(await passwordMatches(ctx.sql, password, user.encrypted_password))) {
+  // An unknown address (or one without a password) is checked against a dummy hash, so the
+  // answer takes as long as a wrong password's (hosted Auth answers those at once).
+  const stored = user?.encrypted_password || await dummyPasswordHash(ctx.sql)
+  if (!(await passwordMatches(ctx.sql, password, stored)) || !user?.encrypted_password) {
     throw badRequest('invalid_credentials', 'Invalid login credentials')
   }
   if (isBanned(user)) throw badRequest('user_banned', 'User is banned') // GoTrue's 400 on this path
@@ -161,6 +165,9 @@ export async function getUser(ctx: AuthContext, req: Request) {
 
 export async function updateUser(ctx: AuthContext, req: Request, body: Body) {
   const caller = await requireUser(ctx, req)
+  // GoTrue's User limiter (per IP, [auth.rate_limit] sign_in_sign_ups): it bounds how fast
+  // email_exists answers can be collected.
+  await takeToken(ctx.sql, 'user_update', clientIp(req), ctx.config.rateLimit.signInSignUps, FIVE_MINUTES)
   const redirectTo = redirectTarget(ctx, new URL(req.url).searchParams.get('redirect_to') ?? body.redirect_to)
   const pkce = pkceOf(body)
   return await ctx.sql.begin(async (tx) => {

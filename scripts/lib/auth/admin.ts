@@ -27,18 +27,27 @@ const emailExists = () =>
 const objectOr = (v: unknown, d: Record<string, unknown> = {}) =>
   v && typeof v === 'object' && !Array.isArray(v) ? v as Record<string, unknown> : d
 
-/** "none" (lift a ban) or a Go duration such as "24h", "30m", "876000h". */
+/** The longest duration Go's time.ParseDuration holds (int64 nanoseconds), in seconds. */
+const MAX_GO_DURATION_SECONDS = 9223372036.854775807
+
+/** "none" (lift a ban) or a Go duration such as "24h", "30m", "1h30m", "876000h". */
 function banUntil(duration: unknown): Date | null {
   if (duration === 'none') return null
-  const m = typeof duration === 'string' ? [...duration.matchAll(/(\d+)(h|m|s)/g)] : []
-  if (!m.length) {
-    throw badRequest('validation_failed', 'invalid format for ban duration: time: invalid duration')
-  }
-  const seconds = m.reduce(
+  const invalid = () => badRequest('validation_failed', 'invalid format for ban duration: time: invalid duration')
+  if (typeof duration !== 'string' || !/^(?:\d+(?:h|m|s))+$/.test(duration)) throw invalid()
+  const seconds = [...duration.matchAll(/(\d+)(h|m|s)/g)].reduce(
     (s, x) => s + Number(x[1]) * ({ h: 3600, m: 60, s: 1 } as Record<string, number>)[x[2]],
     0,
   )
+  if (!(seconds <= MAX_GO_DURATION_SECONDS)) throw invalid() // GoTrue: time.ParseDuration overflows
   return new Date(Date.now() + seconds * 1000)
+}
+
+/** auth.users.role is a varchar(255): a longer role is refused before Postgres would fail. */
+function roleOf(role: unknown): string | undefined {
+  if (typeof role !== 'string') return undefined
+  if (role.length > 255) throw validationFailed('role: must be at most 255 characters')
+  return role
 }
 
 export async function adminRoute(
@@ -67,6 +76,8 @@ async function listUsers(ctx: AuthContext, req: Request) {
   const q = new URL(req.url).searchParams
   const page = Math.max(1, Number.parseInt(q.get('page') ?? '1') || 1)
   const perPage = Math.min(1000, Math.max(1, Number.parseInt(q.get('per_page') ?? '50') || 50))
+  // GoTrue reads page as a uint64; an offset past Postgres' bigint would be its 500.
+  if (!Number.isSafeInteger((page - 1) * perPage)) throw validationFailed('page: out of range')
   const [{ total }] = await ctx.sql`select count(*)::int as total from auth.users`
   const rows = await ctx.sql`select * from auth.users order by created_at desc, id
                              limit ${perPage} offset ${(page - 1) * perPage}`
@@ -98,7 +109,7 @@ async function createUser(ctx: AuthContext, body: Body) {
       userMetadata: objectOr(body.user_metadata ?? body.data),
       appMetadata: objectOr(body.app_metadata),
       confirmed: body.email_confirm === true,
-      role: typeof body.role === 'string' ? body.role : undefined,
+      role: roleOf(body.role),
     })
     if (body.ban_duration !== undefined) {
       const [u] = await tx`update auth.users set banned_until = ${
@@ -144,7 +155,8 @@ async function updateUser(ctx: AuthContext, id: string, body: Body) {
       }
                where id = ${id}`
     }
-    if (typeof body.role === 'string') await tx`update auth.users set role = ${body.role} where id = ${id}`
+    const role = roleOf(body.role)
+    if (role !== undefined) await tx`update auth.users set role = ${role} where id = ${id}`
     if (body.ban_duration !== undefined) {
       await tx`update auth.users set banned_until = ${banUntil(body.ban_duration)} where id = ${id}`
       if (body.ban_duration !== 'none') await tx`delete from auth.sessions where user_id = ${id}`

@@ -45,7 +45,16 @@ export async function sendMagicLink(
   await sendAuthMail(ctx, sql, { kind, to: user.email!, tokenHash: prefix + hash, otp, redirectTo })
 }
 
+/**
+ * GoTrue's per-IP limiters of /otp, /recover and /resend ([auth.rate_limit] sign_in_sign_ups,
+ * each route its own count), taken before the address is looked at: unknown addresses count
+ * as known ones do.
+ */
+const routeLimit = (ctx: AuthContext, req: Request, route: 'otp' | 'recover' | 'resend') =>
+  takeToken(ctx.sql, route, clientIp(req), ctx.config.rateLimit.signInSignUps, FIVE_MINUTES)
+
 export async function otp(ctx: AuthContext, req: Request, body: Body) {
+  await routeLimit(ctx, req, 'otp')
   if (!body.email) {
     if (body.phone) throw unprocessable('phone_provider_disabled', 'Unsupported phone provider')
     throw validationFailed('An email address or phone number is required')
@@ -76,6 +85,7 @@ export async function otp(ctx: AuthContext, req: Request, body: Body) {
 }
 
 export async function recover(ctx: AuthContext, req: Request, body: Body) {
+  await routeLimit(ctx, req, 'recover')
   const email = normalizeEmail(body.email)
   const redirectTo = redirectOf(ctx, req, body)
   const pkce = pkceOf(body)
@@ -87,6 +97,7 @@ export async function recover(ctx: AuthContext, req: Request, body: Body) {
 }
 
 export async function resend(ctx: AuthContext, req: Request, body: Body) {
+  await routeLimit(ctx, req, 'resend')
   if (body.type !== 'signup' && body.type !== 'email_change') {
     throw validationFailed('Missing one of these types: signup, email_change, sms, phone_change')
   }
@@ -95,10 +106,8 @@ export async function resend(ctx: AuthContext, req: Request, body: Body) {
   await ctx.sql.begin(async (tx) => {
     if (body.type === 'signup') {
       const user = await userByEmail(tx, email)
-      if (user?.email_confirmed_at) {
-        throw unprocessable('email_address_not_authorized', 'Email address already confirmed')
-      }
-      if (user) await sendConfirmation(ctx, tx, user, redirectTo)
+      // A confirmed address gets the answer an unknown one gets (GoTrue's resend.go).
+      if (user && !user.email_confirmed_at) await sendConfirmation(ctx, tx, user, redirectTo)
       return
     }
     const [user] = await tx`select * from auth.users where lower(email_change) = ${email}`

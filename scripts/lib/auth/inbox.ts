@@ -99,7 +99,8 @@ export async function handleInbox(sql: postgres.Sql, req: Request): Promise<Resp
       messages: slice.map(summary),
     })
   }
-  const one = p.match(/^\/api\/v1\/message\/(\d+)$/)
+  // Ids are bigints: a longer run of digits is no message (not a query Postgres would refuse).
+  const one = p.match(/^\/api\/v1\/message\/([1-9]\d{0,17})$/)
   if (one && req.method === 'GET') {
     const [r] = await sql`update local_auth.inbox set read = true where id = ${one[1]} returning *`
     if (!r) return new Response('message not found', { status: 404 })

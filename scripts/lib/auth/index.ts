@@ -7,6 +7,7 @@ import { adminRoute } from './admin.ts'
 import { getUser, logout, signup, token, updateUser } from './account.ts'
 import { otp, recover, resend, verify, verifyLink } from './email_flows.ts'
 import { AuthError, errorResponse } from './errors.ts'
+import { refuseUnstorableInput } from './input.ts'
 import type { AuthContext } from './sessions.ts'
 import { gatewayCors } from '../cors.ts'
 
@@ -55,6 +56,8 @@ const ok = (body: unknown) => Response.json(body)
 
 async function dispatch(ctx: AuthContext, req: Request, path: string): Promise<Response> {
   const m = req.method
+  const body = await jsonBody(req)
+  refuseUnstorableInput(body, new URL(req.url).searchParams)
   if (path === '/health' && m === 'GET') {
     return ok({
       version: 'local',
@@ -67,7 +70,6 @@ async function dispatch(ctx: AuthContext, req: Request, path: string): Promise<R
   if (path === '/settings' && m === 'GET') return ok(settings(ctx))
   if (path === '/verify' && m === 'GET') return await verifyLink(ctx, req)
   if (path === '/user' && m === 'GET') return ok(await getUser(ctx, req))
-  const body = await jsonBody(req)
   if (path === '/signup' && m === 'POST') return ok(await signup(ctx, req, body))
   if (path === '/token' && m === 'POST') return ok(await token(ctx, req, body))
   if (path === '/user' && m === 'PUT') return ok(await updateUser(ctx, req, body))

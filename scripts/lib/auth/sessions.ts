@@ -186,19 +186,31 @@ export async function verifiedClaims(ctx: AuthContext, req: Request): Promise<Re
   }
 }
 
-/** The signed-in user behind the bearer token, and the session it belongs to. */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+const NIL_UUID = '00000000-0000-0000-0000-000000000000'
+
+/**
+ * The signed-in user behind the bearer token, and the session it belongs to (GoTrue's
+ * maybeLoadUserOrSession). A session_id claim must name a row of auth.sessions: that is what
+ * refuses a signed-out session's token, and an impersonation token, whose session_id is the
+ * impersonation session's and never an Auth session. A token without one is taken as the user.
+ */
 export async function requireUser(ctx: AuthContext, req: Request): Promise<Caller> {
   const claims = await verifiedClaims(ctx, req)
   if (typeof claims.sub !== 'string' || !claims.sub) {
     throw forbidden('bad_jwt', 'invalid claim: missing sub claim')
   }
+  if (!UUID.test(claims.sub)) throw badRequest('bad_jwt', 'invalid claim: sub claim must be a UUID')
   const user = await userById(ctx.sql, claims.sub)
   if (!user) throw forbidden('user_not_found', 'User from sub claim in JWT does not exist')
-  const sessionId = typeof claims.session_id === 'string' ? claims.session_id : null
+  const claimed = claims.session_id
+  const sessionId = typeof claimed === 'string' && claimed && claimed !== NIL_UUID ? claimed : null
   if (sessionId) {
-    const [s] = await ctx.sql`select id from auth.sessions where id = ${sessionId}::uuid`.catch(() => [])
+    if (!UUID.test(sessionId)) throw forbidden('bad_jwt', 'invalid claim: session_id claim must be a UUID')
+    const [s] = await ctx.sql`select id from auth.sessions where id = ${sessionId}::uuid`
     if (!s) throw forbidden('session_not_found', 'Session from session_id claim in JWT does not exist')
   }
+  refuseBanned(user) // a token issued before the ban (GoTrue's requireAuthentication)
   return { claims, user, sessionId }
 }
 

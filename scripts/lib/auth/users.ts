@@ -133,6 +133,17 @@ export async function hashPassword(sql: Sql, password: string): Promise<string> 
   return hash
 }
 
+let dummyHash: Promise<string> | undefined
+
+/** A bcrypt hash of a random password, to check a sign-in against when there is no real one. */
+export function dummyPasswordHash(sql: Sql): Promise<string> {
+  dummyHash ??= hashPassword(sql, crypto.randomUUID()).catch((e) => {
+    dummyHash = undefined
+    throw e
+  })
+  return dummyHash
+}
+
 /** Whether the password matches the stored bcrypt hash, compared in constant time. */
 export async function passwordMatches(sql: Sql, password: string, stored: string | null): Promise<boolean> {
   if (!stored || !stored.startsWith('$2')) return false
