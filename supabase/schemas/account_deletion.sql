@@ -289,7 +289,8 @@ language plpgsql security definer
 set search_path = ''
 as $$
 begin
-  update auth.users set banned_until = 'infinity' where id = target;
+  -- A date Auth can read: GoTrue scans banned_until into a Go time, which 'infinity' is not.
+  update auth.users set banned_until = now() + interval '100 years' where id = target;
   delete from auth.sessions where user_id = target;
   update public.profiles set is_active = false where id = target;
   update public.music_connections set needs_reconnect = true where user_id = target;
