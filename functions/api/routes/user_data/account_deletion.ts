@@ -4,7 +4,7 @@
 // (Auth's admin API, SQL) comes with its rows step done and the others open. Each step records itself when done, so a run that
 // dies halfway is finished by the next; a failed step is retried with a backoff by the
 // `account-deletions` job (pg_cron every 5 minutes). The order and what each step keeps are
-// explained in supabase/schemas/account_deletion.sql.
+// explained in supabase/schemas/user_data/.
 import Stripe from 'stripe'
 import type { Db } from '../../../_shared/db.ts'
 import { requiredEnv } from '../../../_shared/env.ts'
