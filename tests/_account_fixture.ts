@@ -476,7 +476,7 @@ async function seedAdmin(
     const [tpl] = await tx`insert into public.encouragement_templates (type, title, content, is_approved)
                            values ('encouragement', 'Fixture template', 'You can do it', true) returning id`
     // The admin stamps on global rows (prices, conversion rates, the encouragement config) are
-    // left out: other tests read those tables beside this one. supabase/tests/account_deletion.test.sql
+    // left out: other tests read those tables beside this one. supabase/tests/user_deletion.test.sql
     // covers their tombstones inside a rolled-back transaction.
     await tx`select private.review_workout_checkin(${reviewedCheckin}, 'verified', null)`
     await tx`select private.labs_remove_replication(${n2Replication}, 'fixture: duplicate')`

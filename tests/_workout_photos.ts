@@ -12,7 +12,7 @@ import {
   MagickReadSettings,
   NoiseType,
 } from '@imagemagick/magick-wasm'
-import { loadImageMagick } from '../functions/_shared/workout_photo.ts'
+import { loadImageMagick } from '../functions/_shared/magick.ts'
 
 await loadImageMagick()
 

@@ -1,4 +1,4 @@
-// /api/chat (routes/chat.ts): the note-analysis job (analyze-notes) against the fake AI
+// /api/chat (routes/chat/): the note-analysis job (analyze-notes) against the fake AI
 // provider: who is due, what the model is sent, what is stored, token usage, a provider failure
 // for one user, the one-per-day rule; and the latest analysis a user reads.
 import { strict as assert } from 'node:assert'

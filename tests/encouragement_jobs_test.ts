@@ -1,6 +1,6 @@
 // The assistant's daily drop (generate-daily-drops) against the fake AI provider: who is due,
 // what the model is sent, what is stored, token usage, a provider failure for one user, the
-// one-per-day rule, chunks and batches. Note analysis (routes/chat.ts): chat_test.ts.
+// one-per-day rule, chunks and batches. Note analysis (routes/chat/): chat_test.ts.
 import { strict as assert } from 'node:assert'
 import { aiMarker, aiRequests, scriptAi } from './fakes/ai_control.ts'
 import { api, assertError, clientAs, createUser, sql, test, type TestUser } from './_helpers.ts'

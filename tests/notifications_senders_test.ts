@@ -3,7 +3,7 @@
 import { strict as assert } from 'node:assert'
 import { createUser, sql, test } from './_helpers.ts'
 import type { Db } from '../functions/_shared/db.ts'
-import { runDeliveries } from '../functions/_shared/push_delivery.ts'
+import { runDeliveries } from '../functions/api/routes/notifications/push_delivery.ts'
 import { expoDevice, expoMessages, webDevice, webMessages, webSubscription } from './_notifications.ts'
 
 test('the deliver job starts 4 runs side by side each minute; together they send each notification once', async () => {

@@ -17,6 +17,7 @@ import { zodResponseFormat } from 'openai/helpers/zod'
 import type { z } from '@hono/zod-openapi'
 import { optionalEnv } from './env.ts'
 import { HttpError } from './errors.ts'
+import { sniffImageType } from './image_frames.ts'
 
 export const TEXT_TIMEOUT_MAX_MS = 10_000
 
@@ -251,17 +252,10 @@ export async function structuredCompletion<S extends z.ZodType>(
 
 const MAX_IMAGE_BYTES = 5 * 1024 * 1024
 
-/** The image type by its magic bytes (what the storage bucket accepts), or null. */
+/** The image type by its magic bytes (what the storage bucket accepts: no GIF), or null. */
 export function imageType(bytes: Uint8Array): 'image/png' | 'image/jpeg' | 'image/webp' | null {
-  if (bytes.length > 8 && bytes[0] === 0x89 && bytes[1] === 0x50 && bytes[2] === 0x4e && bytes[3] === 0x47) {
-    return 'image/png'
-  }
-  if (bytes.length > 3 && bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return 'image/jpeg'
-  if (
-    bytes.length > 12 && new TextDecoder().decode(bytes.subarray(0, 4)) === 'RIFF' &&
-    new TextDecoder().decode(bytes.subarray(8, 12)) === 'WEBP'
-  ) return 'image/webp'
-  return null
+  const type = sniffImageType(bytes)
+  return type === 'image/gif' ? null : type
 }
 
 const isGptImage = (model: string) => /^gpt-image/i.test(model)

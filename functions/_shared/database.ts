@@ -20,7 +20,7 @@
 // If it returns jsonb whose fields the api reads, add its shape to Results.
 import type { Database as Generated, Json } from '../../types/database.ts'
 import type { Tone } from './tone.ts'
-import type { Participant, Section } from './workout_mosaic.ts'
+import type { Participant, Section } from '../api/routes/workout/mosaic_image.ts'
 
 type Public = Generated['public']
 

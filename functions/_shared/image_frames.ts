@@ -3,7 +3,8 @@
 // fcTL), WebP (VP8, VP8L, VP8X and each ANMF frame) and JPEG (the first SOF). A decoder
 // allocates what these headers say, so a photo is judged by them before it is decoded
 // (a decompression bomb is a small file whose headers ask for gigapixels). Linear in the
-// file's length; a truncated or malformed header is MalformedImage.
+// file's length; a truncated or malformed header is MalformedImage. The type itself is read
+// from the bytes too (sniffImageType): a declared Content-Type proves nothing.
 
 export interface Frame {
   width: number
@@ -21,7 +22,27 @@ export interface ImageFrames {
   frameCount: number
 }
 
-export type ImageKind = 'image/jpeg' | 'image/png' | 'image/gif' | 'image/webp'
+/** The image types accepted anywhere: check-in photos, pack images, Storage's renders. */
+export const IMAGE_TYPES = ['image/jpeg', 'image/png', 'image/gif', 'image/webp'] as const
+export type ImageType = typeof IMAGE_TYPES[number]
+
+const startsWith = (bytes: Uint8Array, sig: number[], at = 0) => sig.every((b, i) => bytes[at + i] === b)
+
+/** The image type the bytes really are, or null when they are none of the accepted four. */
+export function sniffImageType(bytes: Uint8Array): ImageType | null {
+  if (startsWith(bytes, [0xff, 0xd8, 0xff])) return 'image/jpeg'
+  if (startsWith(bytes, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) return 'image/png'
+  if (
+    startsWith(bytes, [0x47, 0x49, 0x46, 0x38]) && (bytes[4] === 0x37 || bytes[4] === 0x39) &&
+    bytes[5] === 0x61
+  ) {
+    return 'image/gif'
+  }
+  if (startsWith(bytes, [0x52, 0x49, 0x46, 0x46]) && startsWith(bytes, [0x57, 0x45, 0x42, 0x50], 8)) {
+    return 'image/webp'
+  }
+  return null
+}
 
 export class MalformedImage extends Error {}
 
@@ -67,7 +88,7 @@ class Reader {
 }
 
 /** Every frame's size and place, as the file's headers declare them. Throws MalformedImage. */
-export function imageFrames(bytes: Uint8Array, kind: ImageKind): ImageFrames {
+export function imageFrames(bytes: Uint8Array, kind: ImageType): ImageFrames {
   const r = new Reader(bytes)
   switch (kind) {
     case 'image/gif':

@@ -1,12 +1,12 @@
 // The push sender as its own process (the bench stops or kills it halfway): the production loop
-// (functions/_shared/push_delivery.ts runDeliveries) against the stack's PostgREST with the
+// (runDeliveries, functions/api/routes/notifications/push_delivery.ts) against the stack's PostgREST with the
 // service key, as one edge-function run does, until nothing due is left. Its environment (from
 // scripts/bench/notifications.ts) points the SDKs at the fake providers. With
 // BENCH_SENDER_PROFILE=1 it prints, when it ends, its CPU time and the time its database calls
 // took (by function), to tell the sender's own cost from its waits.
 import process from 'node:process'
 import { type Db, serviceDb } from '../../functions/_shared/db.ts'
-import { runDeliveries } from '../../functions/_shared/push_delivery.ts'
+import { runDeliveries } from '../../functions/api/routes/notifications/push_delivery.ts'
 
 const num = (k: string, d: number) => Number(Deno.env.get(k) ?? d)
 const profile = Deno.env.get('BENCH_SENDER_PROFILE') === '1'

@@ -7,7 +7,7 @@
 // plain authenticated GET through the same gateway.
 import postgres from 'postgres'
 import { ImageMagick, MagickFormat, MagickReadSettings } from '@imagemagick/magick-wasm'
-import { loadImageMagick } from '../../functions/_shared/workout_photo.ts'
+import { loadImageMagick } from '../../functions/_shared/magick.ts'
 import type { Stack } from '../lib/stack.ts'
 import { mintUserToken, signClaims } from '../lib/tokens.ts'
 import { type BenchModule, figure, knob, SCALE, setScale } from './_module.ts'

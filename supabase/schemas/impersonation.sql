@@ -65,10 +65,10 @@ create policy "impersonation_writes: super admins read" on public.impersonation_
   for select to authenticated using ((select private.is_super_admin()));
 
 -- The audit tables are immutable: any update, delete or truncate is refused, whoever asks. The
--- exceptions: for an account deletion (account_deletion.sql) the user columns named as the
--- trigger's arguments may change to the deletion's tombstone, and a row whose user_id is the
--- account being deleted may go; the retention job purges impersonation_writes past their keep
--- (retention.sql).
+-- exceptions: for an account deletion (user_data/account_deletion_rows.sql) the user columns
+-- named as the trigger's arguments may change to the deletion's tombstone, and a row whose
+-- user_id is the account being deleted may go; the retention job purges impersonation_writes
+-- past their keep (retention.sql).
 create or replace function private.refuse_audit_change() returns trigger
 language plpgsql
 set search_path = ''

@@ -6,7 +6,7 @@
 -- simple writes, guard triggers for what RLS cannot express per column, SQL functions for
 -- multi-step changes (ownership transfer, member listing with names). A team membership
 -- cannot outlive the organization membership (a foreign key), and whoever is added by someone
--- else is told (notifications.sql).
+-- else is told (notifications/inbox.sql).
 
 -- ---------------------------------------------------------------------------------------------
 -- Tables

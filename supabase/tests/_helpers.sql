@@ -17,4 +17,26 @@ language sql as $$
   select set_config('request.jwt.claims', '{"role": "anon"}', true)
 $$;
 
+-- What the client roles (anon, authenticated) may do to these tables ('<role> <table> <privilege>'
+-- for SELECT, INSERT, UPDATE and DELETE), or null when nothing: a file asserts null for what only
+-- the service role may reach.
+create or replace function tests.client_table_privileges(tables text[]) returns text[]
+language sql as $$
+  select array_agg(format('%s %s %s', r, t, p) order by r, t, p)
+    from unnest(array['anon', 'authenticated']) r,
+         unnest(tables) t,
+         unnest(array['SELECT', 'INSERT', 'UPDATE', 'DELETE']) p
+   where has_table_privilege(r, t, p)
+$$;
+
+-- Which of these functions (signatures as regprocedure reads them) the client roles may execute
+-- ('<role> <function>'), or null when none.
+create or replace function tests.client_function_grants(functions text[]) returns text[]
+language sql as $$
+  select array_agg(format('%s %s', r, f) order by r, f)
+    from unnest(array['anon', 'authenticated']) r,
+         unnest(functions) f
+   where has_function_privilege(r, f, 'EXECUTE')
+$$;
+
 grant execute on all functions in schema tests to anon, authenticated;

@@ -16,22 +16,15 @@ insert into auth.users (id, email) values
 -- ---------------------------------------------------------------------------------------
 -- Privileges: no client role reaches tokens, states or the job's functions.
 
-select is(
-  (select array_agg(format('%s %s %s', r, t, p) order by r, t, p)
-     from unnest(array['anon', 'authenticated']) r,
-          unnest(array['private.music_tokens', 'private.music_oauth_states']) t,
-          unnest(array['SELECT', 'INSERT', 'UPDATE', 'DELETE']) p
-    where has_table_privilege(r, t, p)),
+select is(tests.client_table_privileges(array['private.music_tokens', 'private.music_oauth_states']),
   null, 'no client role has any privilege on tokens or pending logins');
 select is(
-  (select array_agg(format('%s %s', r, f) order by r, f)
-     from unnest(array['anon', 'authenticated']) r,
-          unnest(array['public.music_take_state(text)', 'public.music_save_link(uuid,text,text,text,text,timestamptz)',
-                       'public.music_claim_links(integer,integer,integer)', 'public.music_claim_user(uuid,integer,integer)',
-                       'public.music_save_tokens(uuid,text,text,timestamptz)', 'public.music_sync_failed(uuid,text,boolean)',
-                       'public.music_store_sync(uuid,jsonb,jsonb)', 'private.music_decrypt(bytea)', 'private.music_token_key()',
-                       'private.music_sync_work(public.music_connections)']) f
-    where has_function_privilege(r, f, 'EXECUTE')),
+  tests.client_function_grants(array[
+    'public.music_take_state(text)', 'public.music_save_link(uuid,text,text,text,text,timestamptz)',
+    'public.music_claim_links(integer,integer,integer)', 'public.music_claim_user(uuid,integer,integer)',
+    'public.music_save_tokens(uuid,text,text,timestamptz)', 'public.music_sync_failed(uuid,text,boolean)',
+    'public.music_store_sync(uuid,jsonb,jsonb)', 'private.music_decrypt(bytea)', 'private.music_token_key()',
+    'private.music_sync_work(public.music_connections)']),
   null, 'the job''s functions (and decryption) are the service role''s only');
 select ok(has_function_privilege('service_role', 'public.music_claim_links(integer,integer,integer)', 'EXECUTE')
       and has_function_privilege('service_role', 'public.music_store_sync(uuid,jsonb,jsonb)', 'EXECUTE'),

@@ -13,7 +13,8 @@
 //     worker; a fresh one takes the next), through a fair queue (render_queue.ts): one client's
 //     images use one worker at a time and a few places in line, and heavy renders one worker
 //     at most, so a small icon never waits behind a large image.
-import { checkPhotoSize, sniffImageType, UnreadablePhoto } from '../../../functions/_shared/workout_photo.ts'
+import { sniffImageType } from '../../../functions/_shared/image_frames.ts'
+import { checkImageSize, DECODE_LIMITS, UnreadableImage } from '../../../functions/_shared/image_size.ts'
 import type { Claims } from './caller.ts'
 import { fail, StorageError } from './errors.ts'
 import type { StorageContext } from './keys.ts'
@@ -126,9 +127,9 @@ async function renderFresh(
   if (!source) return unrenderable('Source image type not supported')
   let size
   try {
-    size = checkPhotoSize(bytes, source)
+    size = checkImageSize(bytes, source, DECODE_LIMITS)
   } catch (e) {
-    if (e instanceof UnreadablePhoto) return unrenderable(e.message)
+    if (e instanceof UnreadableImage) return unrenderable(e.message)
     throw e
   }
   const bounded = boundRender(size.width, size.height, source, asked, accept)

@@ -4,7 +4,7 @@
 // than WebP, is made only up to AVIF_MAX_PIXELS (larger asks get WebP, which every browser
 // that shows AVIF shows too); and a render whose source and output together pass HEAVY_COST is
 // heavy, queued in a lane of its own (render_queue.ts) so that small renders never wait for it.
-import type { PhotoType } from '../../../functions/_shared/workout_photo.ts'
+import type { ImageType } from '../../../functions/_shared/image_frames.ts'
 import type { TransformOptions } from './transform_options.ts'
 
 /** The largest AVIF made (1024x1024); past it the output is WebP. */
@@ -23,7 +23,7 @@ export const HEAVY_COST = 4_000_000
 
 /** The output type: the asked format, else WebP for a client that accepts it (as Storage's
  *  imgproxy detects), else the source's own. */
-export function outputType(source: PhotoType, o: TransformOptions, accept: string | null): string {
+export function outputType(source: ImageType, o: TransformOptions, accept: string | null): string {
   if (o.format === 'avif') return 'image/avif'
   if (o.format === 'webp') return 'image/webp'
   if (o.format === undefined && accept && /\bimage\/webp\b/i.test(accept)) return 'image/webp'
@@ -70,7 +70,7 @@ export interface BoundedRender {
 export function boundRender(
   w0: number,
   h0: number,
-  source: PhotoType,
+  source: ImageType,
   asked: TransformOptions,
   accept: string | null,
 ): BoundedRender {

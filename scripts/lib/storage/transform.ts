@@ -7,7 +7,7 @@
 // with only one side given, the other follows the aspect ratio. An image is never enlarged
 // (imgproxy's default) except by `fill` with both sides given. Only the first frame of an
 // animation is rendered. The input is bounded before decoding as a check-in photo is
-// (checkPhotoSize: pixels, sides, frames), and ImageMagick's resource limits stand behind it.
+// (DECODE_LIMITS: pixels, sides, frames), and ImageMagick's resource limits stand behind it.
 import {
   Gravity,
   ImageMagick,
@@ -15,12 +15,9 @@ import {
   MagickGeometry,
   MagickReadSettings,
 } from '@imagemagick/magick-wasm'
-import {
-  checkPhotoSize,
-  loadImageMagick,
-  type PhotoType,
-  UnreadablePhoto,
-} from '../../../functions/_shared/workout_photo.ts'
+import type { ImageType } from '../../../functions/_shared/image_frames.ts'
+import { checkImageSize, DECODE_LIMITS, UnreadableImage } from '../../../functions/_shared/image_size.ts'
+import { loadImageMagick, MAGICK_FORMAT } from '../../../functions/_shared/magick.ts'
 import type { TransformOptions } from './transform_options.ts'
 import { outputType, plan } from './render_plan.ts'
 
@@ -29,12 +26,6 @@ export interface Rendered {
   contentType: string
 }
 
-const READ_FORMAT: Record<PhotoType, MagickFormat> = {
-  'image/jpeg': MagickFormat.Jpeg,
-  'image/png': MagickFormat.Png,
-  'image/gif': MagickFormat.Gif,
-  'image/webp': MagickFormat.WebP,
-}
 const WRITE_FORMAT: Record<string, [MagickFormat, string]> = {
   'image/jpeg': [MagickFormat.Jpeg, 'image/jpeg'],
   'image/png': [MagickFormat.Png, 'image/png'],
@@ -50,21 +41,21 @@ export class UnrenderableImage extends Error {}
 
 export async function transformImage(
   bytes: Uint8Array,
-  source: PhotoType,
+  source: ImageType,
   o: TransformOptions,
   accept: string | null,
 ): Promise<Rendered> {
   try {
-    checkPhotoSize(bytes, source)
+    checkImageSize(bytes, source, DECODE_LIMITS)
   } catch (e) {
-    if (e instanceof UnreadablePhoto) throw new UnrenderableImage(e.message)
+    if (e instanceof UnreadableImage) throw new UnrenderableImage(e.message)
     throw e
   }
   await loadImageMagick()
   const type = outputType(source, o, accept)
   const [format, contentType] = WRITE_FORMAT[type]
   try {
-    return ImageMagick.read(bytes, new MagickReadSettings({ format: READ_FORMAT[source] }), (image) => {
+    return ImageMagick.read(bytes, new MagickReadSettings({ format: MAGICK_FORMAT[source] }), (image) => {
       image.autoOrient()
       image.strip()
       const { resize, crop } = plan(image.width, image.height, o)

@@ -8,7 +8,7 @@
 -- The five-minute job: synthetic users' check-ins, reminders 30 minutes before a window, and
 -- "chain broken" for the after user of a window that ended without a check-in (Events 3).
 -- A reminder is written up to 35 minutes ahead (the job runs every 5), and its push goes out at
--- exactly 30 minutes before the start (notification_delivery.sql: the outbox's deliver_after).
+-- exactly 30 minutes before the start (notifications/push_delivery.sql: the outbox's deliver_after).
 -- ---------------------------------------------------------------------------------------------
 
 create or replace function private.workout_stock_photo_url() returns text

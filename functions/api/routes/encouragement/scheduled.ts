@@ -1,7 +1,7 @@
 // The scheduled jobs: engagement processing (bonus drops for drops the recipient engaged
 // with) and the daily assistant drops, each also callable with the cron secret.
 import { z } from '@hono/zod-openapi'
-import { generateDailyDrops } from '../../../_shared/assistant_drops.ts'
+import { generateDailyDrops } from './assistant_drops.ts'
 import { endpoint, routeModule } from '../../openapi.ts'
 import { Engagement, runEngagement, tag } from './shared.ts'
 

@@ -1,6 +1,7 @@
 // Devices that receive push notifications: an Expo push token (the mobile app) or a Web Push
 // subscription (the web app). Registered, listed and forgotten with the caller's token, so RLS
-// decides; a token registered on another account moves to the caller (notification_delivery.sql).
+// decides; a token registered on another account moves to the caller
+// (supabase/schemas/notifications/devices.sql).
 // A Web Push endpoint must be a known push service's (web_push.ts), checked here before the
 // database's own rule, and again by the sender.
 import { z } from '@hono/zod-openapi'

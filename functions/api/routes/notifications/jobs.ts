@@ -3,8 +3,8 @@
 import { z } from '@hono/zod-openapi'
 import { serviceDb } from '../../../_shared/db.ts'
 import { notFound, unwrap } from '../../../_shared/errors.ts'
-import { runDigests } from '../../../_shared/notification_digest.ts'
-import { runDeliveries } from '../../../_shared/push_delivery.ts'
+import { runDigests } from './digest.ts'
+import { runDeliveries } from './push_delivery.ts'
 import { endpoint, routeModule } from '../../openapi.ts'
 
 const tag = 'Notifications'

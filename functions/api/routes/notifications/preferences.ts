@@ -1,6 +1,7 @@
 // How the caller wants to be told: per type and channel on/off, quiet hours, a daily cap, the
 // e-mail digest. One row per user (made with the profile), read and changed with the caller's
-// token; the database checks every field (notification_delivery.sql), PostgREST alike.
+// token; the database checks every field (supabase/schemas/notifications/preferences.sql),
+// PostgREST alike.
 import { z } from '@hono/zod-openapi'
 import { unwrap } from '../../../_shared/errors.ts'
 import { endpoint, routeModule } from '../../openapi.ts'

@@ -14,9 +14,9 @@ import { claimDailyCalls, recordUsageQuietly, releaseDailyCalls } from '../../..
 import { type Db, serviceDb } from '../../../_shared/db.ts'
 import { optionalEnv } from '../../../_shared/env.ts'
 import { badRequest, fromDb, HttpError, tooManyRequests } from '../../../_shared/errors.ts'
+import { checkImageSize, type ImageSizeLimits, UnreadableImage } from '../../../_shared/image_size.ts'
 import { removeObjects, StorageError, uniqueStamp, uploadObject } from '../../../_shared/storage.ts'
 import { TONES } from '../../../_shared/tone.ts'
-import { checkImageSize, type ImageSizeLimits, UnreadablePhoto } from '../../../_shared/workout_photo.ts'
 import { idParams, uuid } from '../../../_shared/validation.ts'
 import { endpoint, routeModule } from '../../openapi.ts'
 import { Image, ownedPack, PACK_LIMITS, tag, TONE_PACK_BUCKET } from './shared.ts'
@@ -66,10 +66,10 @@ interface PackImage {
   readonly checked: unique symbol
 }
 
-/** The bytes as a pack image, or why they cannot be one (UnreadablePhoto). */
+/** The bytes as a pack image, or why they cannot be one (UnreadableImage). */
 function packImage(bytes: Uint8Array): PackImage {
   const type = imageType(bytes)
-  if (!type) throw new UnreadablePhoto('must be a PNG, JPEG or WEBP image')
+  if (!type) throw new UnreadableImage('must be a PNG, JPEG or WEBP image')
   checkImageSize(bytes, type, PACK_IMAGE_LIMITS)
   return { bytes, type } as PackImage
 }
@@ -234,7 +234,7 @@ export const imageRoutes = routeModule()
         try {
           checked = packImage(image.bytes)
         } catch (e) {
-          if (!(e instanceof UnreadablePhoto)) throw e
+          if (!(e instanceof UnreadableImage)) throw e
           return { tone, error: `the generated image was unusable: ${e.message}` }
         }
         try {
@@ -285,7 +285,7 @@ export const imageRoutes = routeModule()
       try {
         checked = packImage(new Uint8Array(await file.arrayBuffer()))
       } catch (e) {
-        throw e instanceof UnreadablePhoto ? badRequest(`file: ${e.message}`) : e
+        throw e instanceof UnreadableImage ? badRequest(`file: ${e.message}`) : e
       }
       await ownedPack(c.var.db, id)
       const image = await storeImage(c.var.caller.id, id, tone, checked)

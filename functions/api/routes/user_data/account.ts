@@ -1,9 +1,9 @@
 // Deleting an account (docs/user_data.md "Deleting an account"): by the user themselves with a
 // fresh sign-in, or by a super admin for support; the job finishes what a run could not. The
 // database decides who may (delete_my_account, admin_delete_account); the steps that reach
-// Stripe, the music provider and Storage run in functions/_shared/account_deletion.ts.
+// Stripe, the music provider and Storage run in account_deletion.ts.
 import { z } from '@hono/zod-openapi'
-import { runAccountDeletions } from '../../../_shared/account_deletion.ts'
+import { runAccountDeletions } from './account_deletion.ts'
 import { logRun } from '../../../_shared/ai_jobs.ts'
 import { serviceDb } from '../../../_shared/db.ts'
 import { notFound, unwrap } from '../../../_shared/errors.ts'

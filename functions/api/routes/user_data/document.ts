@@ -7,6 +7,13 @@ import { PROFILE_COLUMNS } from '../profile.ts'
 import { EXPORT_FORMAT } from './schema.ts'
 import { all, jsonArray, type Media, mediaPath, pagedRows, type Part, sectionReaders } from './readers.ts'
 
+/** A part as JSON: a string as it is, a function awaited and serialized, rows as an array. */
+async function* partJson(part: Part): AsyncGenerator<string> {
+  if (typeof part === 'string') yield part
+  else if (typeof part === 'function') yield JSON.stringify(await part())
+  else yield* jsonArray(part)
+}
+
 /** The document as text pieces, in the order of ExportDocument. `media` collects the files. */
 export async function* exportDocument(
   db: Db,
@@ -29,18 +36,7 @@ export async function* exportDocument(
     await db.from('profiles').select(PROFILE_COLUMNS).eq('id', me.id).single(),
   )
 
-  const {
-    entries,
-    organizations,
-    teams,
-    tonePacks,
-    received,
-    checkins,
-    plays,
-    squads,
-    hidden,
-    one,
-  } = sectionReaders(db, me, addMedia)
+  const read = sectionReaders(db, me, addMedia)
 
   // The document, key by key. Strings are written as they are, functions awaited and
   // serialized, async iterables written as arrays row by row.
@@ -60,7 +56,7 @@ export async function* exportDocument(
           'created_at',
         ),
     ],
-    ['entries', entries()],
+    ['entries', read.entries()],
     [
       'goals',
       () =>
@@ -82,17 +78,15 @@ export async function* exportDocument(
         'id',
       ),
     ],
-    ['organizations', organizations],
-    ['teams', teams],
+    ['organizations', read.organizations],
+    ['teams', read.teams],
   ]
   yield '{'
   let first = true
   const write = async function* (key: string, part: Part) {
     yield `${first ? '\n' : ',\n'}${JSON.stringify(key)}: `
     first = false
-    if (typeof part === 'string') yield part
-    else if (typeof part === 'function') yield JSON.stringify(await part())
-    else yield* jsonArray(part)
+    yield* partJson(part)
   }
   /** A nested object whose members are parts too. */
   const object = async function* (key: string, members: [string, Part][]) {
@@ -102,9 +96,7 @@ export async function* exportDocument(
     for (const [k, part] of members) {
       yield `${inner ? '' : ', '}${JSON.stringify(k)}: `
       inner = false
-      if (typeof part === 'string') yield part
-      else if (typeof part === 'function') yield JSON.stringify(await part())
-      else yield* jsonArray(part)
+      yield* partJson(part)
     }
     yield '}'
   }
@@ -144,7 +136,7 @@ export async function* exportDocument(
         'created_at',
       ),
   )
-  yield* write('tone_packs', tonePacks)
+  yield* write('tone_packs', read.tonePacks)
   yield* object('encouragement', [
     [
       'sent',
@@ -156,7 +148,7 @@ export async function* exportDocument(
         'id',
       ),
     ],
-    ['received', received()],
+    ['received', read.received()],
     [
       'daily',
       () =>
@@ -171,7 +163,7 @@ export async function* exportDocument(
     [
       'badge',
       () =>
-        one(
+        read.one(
           'encouragement_badges',
           'level, total_sent, success_rate, consecutive_days, engagement_increases, bonus_earned, progress_to_next, last_sent_day, updated_at',
         ),
@@ -203,7 +195,7 @@ export async function* exportDocument(
     [
       'window',
       () =>
-        one(
+        read.one(
           'workout_windows',
           'activity_type, custom_activity, window_start_time, window_end_time, timezone, is_active, created_at, updated_at',
         ),
@@ -211,13 +203,13 @@ export async function* exportDocument(
     [
       'location',
       () =>
-        one(
+        read.one(
           'workout_locations',
           'city, region, country, latitude, longitude, timezone, ip_address, last_updated',
         ),
     ],
-    ['checkins', checkins()],
-    ['squads', squads()],
+    ['checkins', read.checkins()],
+    ['squads', read.squads()],
     [
       'chains',
       pagedRows(
@@ -233,12 +225,12 @@ export async function* exportDocument(
     [
       'connection',
       () =>
-        one(
+        read.one(
           'music_connections',
           'music_user_id, scope, connected_at, last_synced_at, needs_reconnect, last_error',
         ),
     ],
-    ['plays', plays()],
+    ['plays', read.plays()],
   ])
   yield* object('ai_usage', [
     [
@@ -288,7 +280,7 @@ export async function* exportDocument(
     [
       'preferences',
       () =>
-        one(
+        read.one(
           'notification_preferences',
           'push_enabled, types, quiet_hours_start, quiet_hours_end, timezone, daily_cap, email_digest, digest_hour, updated_at',
         ),
@@ -306,7 +298,7 @@ export async function* exportDocument(
       ),
   )
   yield* object('labs', [
-    ['classroom_account', () => one('labs_classroom_accounts', 'created_at')],
+    ['classroom_account', () => read.one('labs_classroom_accounts', 'created_at')],
     [
       'experiments',
       pagedRows(
@@ -361,15 +353,15 @@ export async function* exportDocument(
     ['submissions', async () => unwrap(await db.rpc('labs_my_submissions'))],
     [
       'replication_removals',
-      async () => (await hidden()).labs_replication_removals,
+      async () => (await read.hidden()).labs_replication_removals,
     ],
-    ['kit_waitlist', async () => (await hidden()).labs_kit_waitlist],
+    ['kit_waitlist', async () => (await read.hidden()).labs_kit_waitlist],
   ])
   yield* write(
     'impersonation_sessions',
-    async () => (await hidden()).impersonation_sessions,
+    async () => (await read.hidden()).impersonation_sessions,
   )
-  yield* write('role_changes', async () => (await hidden()).role_changes)
+  yield* write('role_changes', async () => (await read.hidden()).role_changes)
   // Every media path above is known once the sections are written.
   yield* write('media', () => Promise.resolve(media))
   yield '\n}\n'

@@ -7,7 +7,8 @@
 // Every section is read as the caller (c.var.db: RLS decides) and filtered to the caller's own
 // rows, so another user's rows the caller may read (a teammate's shared entry) never appear;
 // the rows only super admins may read that are about the caller come from
-// export_own_hidden_rows (supabase/schemas/user_data.sql), which returns only the caller's.
+// export_own_hidden_rows (supabase/schemas/user_data/export.sql), which returns only the
+// caller's.
 import { z } from '@hono/zod-openapi'
 import { configure, TextReader, ZipWriter } from '@zip.js/zip.js'
 import type { Db } from '../../../_shared/db.ts'

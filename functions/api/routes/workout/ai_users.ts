@@ -3,7 +3,7 @@
 import { z } from '@hono/zod-openapi'
 import { StorageError, uploadObject } from '../../../_shared/storage.ts'
 import { idParams } from '../../../_shared/validation.ts'
-import { drawMosaic, layoutMosaic, type Participant } from '../../../_shared/workout_mosaic.ts'
+import { drawMosaic, layoutMosaic, type Participant } from './mosaic_image.ts'
 import { endpoint, Message, routeModule } from '../../openapi.ts'
 import { unwrap } from '../../../_shared/errors.ts'
 import { base, CHECKIN_BUCKET, DateParams, tag } from './shared.ts'

@@ -6,14 +6,10 @@ import { serviceDb } from '../../../_shared/db.ts'
 import { badRequest, fromDb, unwrap } from '../../../_shared/errors.ts'
 import { removeObjects, uploadObject } from '../../../_shared/storage.ts'
 import { isoDate } from '../../../_shared/validation.ts'
-import {
-  PHOTO_EXTENSIONS,
-  preparePhoto,
-  readPhotoFacts,
-  UnreadablePhoto,
-} from '../../../_shared/workout_photo.ts'
+import { UnreadableImage } from '../../../_shared/image_size.ts'
 import { endpoint, orNull, routeModule } from '../../openapi.ts'
 import { CheckinForm, readCheckinForm } from './checkin_form.ts'
+import { PHOTO_EXTENSIONS, preparePhoto, readPhotoFacts } from './photo.ts'
 import {
   base,
   Checkin,
@@ -140,7 +136,7 @@ export const chainRoutes = routeModule()
       // What the review needs is read from the original; what is stored carries no metadata.
       const facts = await readPhotoFacts(input.bytes, input.type)
       const { stored, dhash, dhashAsSent } = await preparePhoto(input.bytes, input.type).catch((e) => {
-        throw e instanceof UnreadablePhoto ? badRequest(`photo: ${e.message}`) : e
+        throw e instanceof UnreadableImage ? badRequest(`photo: ${e.message}`) : e
       })
       const name = `${c.var.caller.id}/${crypto.randomUUID()}.${PHOTO_EXTENSIONS[input.type]}`
       const url = await uploadObject(CHECKIN_BUCKET, name, stored, input.type).catch(storageFailure)

@@ -2,7 +2,8 @@
 // before anything is stored (400 naming the field).
 import { z } from '@hono/zod-openapi'
 import { badRequest } from '../../../_shared/errors.ts'
-import { PHOTO_LIMIT_BYTES, PHOTO_TYPES, sniffImageType } from '../../../_shared/workout_photo.ts'
+import { sniffImageType } from '../../../_shared/image_frames.ts'
+import { PHOTO_LIMIT_BYTES, PHOTO_TYPES } from './photo.ts'
 
 // Documents the form; the handler reads and checks it (files are not zod's to judge).
 export const CheckinForm = z.object({

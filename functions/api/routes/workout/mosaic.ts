@@ -4,7 +4,7 @@ import { z } from '@hono/zod-openapi'
 import type { Db } from '../../../_shared/db.ts'
 import { fromDb, HttpError, unwrap } from '../../../_shared/errors.ts'
 import { removeObjects, uploadObject } from '../../../_shared/storage.ts'
-import { drawMosaic, layoutMosaic } from '../../../_shared/workout_mosaic.ts'
+import { drawMosaic, layoutMosaic } from './mosaic_image.ts'
 import { endpoint, routeModule } from '../../openapi.ts'
 import { base, DateParams, logRun, MOSAIC_BUCKET, storageFailure, tag } from './shared.ts'
 

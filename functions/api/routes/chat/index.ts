@@ -1,9 +1,9 @@
 // Note analysis (SPEC "Note analysis", scheduled analyze-notes): the nightly job and the
 // latest analysis for its user (supplied to the assistant when the user chats).
 import { z } from '@hono/zod-openapi'
-import { unwrap } from '../../_shared/errors.ts'
-import { analyzeNotes } from '../../_shared/note_analysis.ts'
-import { endpoint, orNull, routeModule } from '../openapi.ts'
+import { unwrap } from '../../../_shared/errors.ts'
+import { analyzeNotes } from './note_analysis.ts'
+import { endpoint, orNull, routeModule } from '../../openapi.ts'
 
 const tag = 'Chat'
 

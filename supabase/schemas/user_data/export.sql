@@ -8,6 +8,11 @@
 --   * the rows about the caller that only super admins may read (the impersonation sessions
 --     of the caller, their role changes, replication removals, kit waitlist sign-ups): a
 --     security definer helper in `private` returns only the caller's, wrapped by an invoker RPC.
+--
+-- The area is split as its routes are (functions/api/routes/user_data/), loaded in this order
+-- (supabase/config.toml, schema_paths): export (this file), account (asking for a deletion:
+-- account.ts; the overview of deleting an account), account_deletion (the steps the api runs:
+-- account_deletion.ts), account_deletion_rows (the rows step, in SQL alone).
 
 -- ---------------------------------------------------------------------------------------------
 -- The journal, page by page

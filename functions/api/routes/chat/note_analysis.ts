@@ -3,11 +3,11 @@
 // from the language model, validated with zod, stored as today's analysis; usage recorded.
 // Per-user failures are reported and never stop the run.
 import { z } from '@hono/zod-openapi'
-import { aiConfig, structuredCompletion } from './ai.ts'
-import { logRun, runChunk } from './ai_jobs.ts'
-import { recordUsageQuietly } from './ai_usage.ts'
-import { serviceDb } from './db.ts'
-import { unwrap } from './errors.ts'
+import { aiConfig, structuredCompletion } from '../../../_shared/ai.ts'
+import { logRun, runChunk } from '../../../_shared/ai_jobs.ts'
+import { recordUsageQuietly } from '../../../_shared/ai_usage.ts'
+import { serviceDb } from '../../../_shared/db.ts'
+import { unwrap } from '../../../_shared/errors.ts'
 
 const short = z.string().max(500)
 

@@ -2,11 +2,11 @@
 // who opted in, at their digest hour in their time zone, through Resend (email.ts). Each carries
 // a one-click unsubscribe (RFC 8058: List-Unsubscribe with an https URL and
 // List-Unsubscribe-Post), as Gmail and Yahoo require of bulk senders.
-import type { Db } from './db.ts'
-import { EMAIL_BATCH_MAX, resendClient, type ResendFailure, sendEmailBatch } from './email.ts'
-import { optionalEnv, requiredEnv } from './env.ts'
-import { unwrap } from './errors.ts'
-import { notificationText } from './notification_texts.ts'
+import type { Db } from '../../../_shared/db.ts'
+import { EMAIL_BATCH_MAX, resendClient, type ResendFailure, sendEmailBatch } from '../../../_shared/email.ts'
+import { optionalEnv, requiredEnv } from '../../../_shared/env.ts'
+import { unwrap } from '../../../_shared/errors.ts'
+import { notificationText } from './texts.ts'
 
 export interface DigestReport {
   configured: boolean

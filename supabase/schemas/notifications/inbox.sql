@@ -1,10 +1,25 @@
 -- =============================================================================================
--- Notifications
+-- Notifications: the inbox
 -- =============================================================================================
 -- A general inbox: one row per recipient and event, written only by security definer SQL
 -- (private.notify) when something happens to a user that they did not do themselves (added
 -- to an organization or a team, handed its ownership, ...). Recipients read theirs and mark
 -- them read.
+--
+-- The rows reach people through three channels: Expo push (the mobile app's
+-- ExponentPushToken[...]), Web Push (a browser's subscription: endpoint and keys) and a daily
+-- e-mail digest. Sending is the api's job (functions/api/routes/notifications/push_delivery.ts
+-- and digest.ts); what is owed, to whom and when is decided here:
+--   public.notification_devices      a user's devices (one owner per token or endpoint)
+--   public.notification_preferences  per type and channel on/off, quiet hours, daily cap, digest
+--   private.notification_deliveries  the outbox: one row per notification and device, written by
+--                                    a trigger in the transaction that writes the notification
+--   private.notification_digests     each user's digest state and unsubscribe token
+-- The sender claims chunks (for update skip locked) and records each outcome; retention prunes.
+--
+-- The area is split as its routes are (functions/api/routes/notifications/), loaded in this
+-- order (supabase/config.toml, schema_paths): inbox, devices, preferences, push_delivery,
+-- digest, retention.
 
 create table public.notifications (
   id uuid primary key default gen_random_uuid(),

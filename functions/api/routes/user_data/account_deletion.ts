@@ -4,14 +4,14 @@
 // (Auth's admin API, SQL) comes with its rows step done and the others open. Each step records itself when done, so a run that
 // dies halfway is finished by the next; a failed step is retried with a backoff by the
 // `account-deletions` job (pg_cron every 5 minutes). The order and what each step keeps are
-// explained in supabase/schemas/account_deletion.sql.
+// explained in supabase/schemas/user_data/.
 import Stripe from 'stripe'
-import type { Db } from './db.ts'
-import { requiredEnv } from './env.ts'
-import { unwrap } from './errors.ts'
-import { musicConfig, revokeToken } from './music.ts'
-import { stripeClient } from './payments.ts'
-import { publicObjectUrl, StorageError, storageErrorStatus } from './storage.ts'
+import type { Db } from '../../../_shared/db.ts'
+import { requiredEnv } from '../../../_shared/env.ts'
+import { unwrap } from '../../../_shared/errors.ts'
+import { musicConfig, revokeToken } from '../../../_shared/music.ts'
+import { stripeClient } from '../../../_shared/payments.ts'
+import { publicObjectUrl, StorageError, storageErrorStatus } from '../../../_shared/storage.ts'
 
 /** Music revocation is retried for a day; after that the tokens are deleted unrevoked (noted). */
 const MUSIC_RETRY_FOR_MS = 24 * 3600_000

@@ -4,11 +4,11 @@
 // (and without an AI key). Not counted against any allowance; one per user per day (a unique
 // key in SQL, so a second run or a concurrent one skips the user).
 import { z } from '@hono/zod-openapi'
-import { aiConfig, structuredCompletion } from './ai.ts'
-import { runChunk } from './ai_jobs.ts'
-import { recordUsageQuietly } from './ai_usage.ts'
-import { serviceDb } from './db.ts'
-import { unwrap } from './errors.ts'
+import { aiConfig, structuredCompletion } from '../../../_shared/ai.ts'
+import { runChunk } from '../../../_shared/ai_jobs.ts'
+import { recordUsageQuietly } from '../../../_shared/ai_usage.ts'
+import { serviceDb } from '../../../_shared/db.ts'
+import { unwrap } from '../../../_shared/errors.ts'
 
 export const GENERIC_MESSAGE =
   'Good morning! Every entry you write is a step toward knowing yourself better. Take a moment today to notice one thing that went well.'

@@ -5,10 +5,15 @@
 // `attempting` just before its provider call, and a row left attempting by a run that died is
 // never sent again (at most once per device).
 import { setImmediate } from 'node:timers'
-import type { Db } from './db.ts'
-import { unwrap } from './errors.ts'
-import { expoClient, expoFailure, type ExpoPushMessage, type ExpoPushTicket } from './expo_push.ts'
-import { notificationText } from './notification_texts.ts'
+import type { Db } from '../../../_shared/db.ts'
+import { unwrap } from '../../../_shared/errors.ts'
+import {
+  expoClient,
+  expoFailure,
+  type ExpoPushMessage,
+  type ExpoPushTicket,
+} from '../../../_shared/expo_push.ts'
+import { notificationText } from './texts.ts'
 import {
   postWebPush,
   prepareWebPush,
@@ -16,7 +21,7 @@ import {
   vapidConfig,
   type WebPushOutcome,
   type WebPushRequest,
-} from './web_push.ts'
+} from '../../../_shared/web_push.ts'
 
 export interface DeliveryOptions {
   /** Rows per claim (default 500). */

@@ -7,40 +7,19 @@ import {
   FilterType,
   ImageMagick,
   type IMagickImage,
-  initializeImageMagick,
-  MagickFormat,
   MagickGeometry,
   MagickReadSettings,
   Orientation,
   PixelIntensityMethod,
-  ResourceLimits,
 } from '@imagemagick/magick-wasm'
 import exifr from 'exifr'
-import { imageFrames, type ImageFrames, MalformedImage } from './image_frames.ts'
+import { IMAGE_TYPES, type ImageType } from '../../../_shared/image_frames.ts'
+import { checkImageSize, DECODE_LIMITS, UnreadableImage } from '../../../_shared/image_size.ts'
+import { loadImageMagick, MAGICK_FORMAT } from '../../../_shared/magick.ts'
 
 export const PHOTO_LIMIT_BYTES = 10 * 1024 * 1024
-export const PHOTO_TYPES = ['image/jpeg', 'image/png', 'image/gif', 'image/webp'] as const
-export type PhotoType = typeof PHOTO_TYPES[number]
-
-const startsWith = (bytes: Uint8Array, sig: number[], at = 0) => sig.every((b, i) => bytes[at + i] === b)
-
-/** The image type the bytes really are, or null when they are none of the accepted four. */
-export function sniffImageType(bytes: Uint8Array): PhotoType | null {
-  if (startsWith(bytes, [0xff, 0xd8, 0xff])) return 'image/jpeg'
-  if (startsWith(bytes, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) return 'image/png'
-  if (
-    startsWith(bytes, [0x47, 0x49, 0x46, 0x38]) && (bytes[4] === 0x37 || bytes[4] === 0x39) &&
-    bytes[5] === 0x61
-  ) {
-    return 'image/gif'
-  }
-  if (startsWith(bytes, [0x52, 0x49, 0x46, 0x46]) && startsWith(bytes, [0x57, 0x45, 0x42, 0x50], 8)) {
-    return 'image/webp'
-  }
-  return null
-}
-
-export const PHOTO_EXTENSIONS: Record<PhotoType, string> = {
+export const PHOTO_TYPES = IMAGE_TYPES
+export const PHOTO_EXTENSIONS: Record<ImageType, string> = {
   'image/jpeg': 'jpg',
   'image/png': 'png',
   'image/gif': 'gif',
@@ -86,7 +65,7 @@ function gpsCoordinate(value: unknown, ref: unknown, limit: number): number | nu
 }
 
 /** Capture time and position from EXIF; a photo without them (or unreadable EXIF) gives nulls. */
-export async function readPhotoFacts(bytes: Uint8Array, type: PhotoType): Promise<PhotoFacts> {
+export async function readPhotoFacts(bytes: Uint8Array, type: ImageType): Promise<PhotoFacts> {
   if (type !== 'image/jpeg' && type !== 'image/png') return NONE // exifr reads neither WebP nor GIF
   let tags: Record<string, unknown> | undefined
   try {
@@ -130,7 +109,7 @@ export async function readPhotoFacts(bytes: Uint8Array, type: PhotoType): Promis
 // cutting known segments, leaves nothing the encoder did not write itself. The facts the
 // review needs are read from the original bytes first (readPhotoFacts).
 //
-// Decoding is bounded before it starts: the container's own headers (image_frames.ts) give
+// Decoding is bounded before it starts: the container's own headers (_shared/image_size.ts) give
 // every frame's size, and a photo whose frames ask for too much is refused without decoding
 // (a 158 KB GIF can declare ten 6000x6000 frames). ImageMagick's resource limits are the
 // second line. Where the runtime has Web Workers (the local stack: every function shares the
@@ -138,122 +117,12 @@ export async function readPhotoFacts(bytes: Uint8Array, type: PhotoType): Promis
 // holds up no other request; Supabase's edge runtime has no workers, but runs each function
 // in its own isolate with CPU-time and memory limits of its own.
 
-/** One frame (and the canvas) at most: a 24-megapixel camera's 6000x4000, a phone's 5712x4284. */
-export const PHOTO_MAX_PIXELS = 25_000_000
-/** All frames together (an animation is decoded whole). */
-export const PHOTO_MAX_TOTAL_PIXELS = 40_000_000
-export const PHOTO_MAX_FRAMES = 50
-/** Width or height: a panorama, not a strip. */
-export const PHOTO_MAX_SIDE = 30_000
 /** A decode that takes longer than this (in the worker) is given up as unreadable. */
 export const PHOTO_DECODE_TIMEOUT_MS = 20_000
 
-const MAGICK_FORMAT: Record<PhotoType, MagickFormat> = {
-  'image/jpeg': MagickFormat.Jpeg,
-  'image/png': MagickFormat.Png,
-  'image/gif': MagickFormat.Gif,
-  'image/webp': MagickFormat.WebP,
-}
-
-let magickReady: Promise<void> | undefined
-/** Loads the ImageMagick WebAssembly module once per worker (about 0.25 s), with its limits. */
-export function loadImageMagick(): Promise<void> {
-  magickReady ??= Deno.readFile(new URL(import.meta.resolve('@imagemagick/magick-wasm/magick.wasm')))
-    .then((wasm) => initializeImageMagick(wasm))
-    .then(() => {
-      // Second line behind the header check: no image larger than a photo may be, no more
-      // frames, no pixel cache beyond memory (disk 0: ImageMagick would otherwise spill a
-      // too-large image to a "disk" that is memory in WebAssembly).
-      ResourceLimits.width = BigInt(PHOTO_MAX_SIDE)
-      ResourceLimits.height = BigInt(PHOTO_MAX_SIDE)
-      ResourceLimits.area = BigInt(PHOTO_MAX_PIXELS)
-      ResourceLimits.listLength = BigInt(PHOTO_MAX_FRAMES)
-      ResourceLimits.memory = 512n * 1024n * 1024n
-      ResourceLimits.maxMemoryRequest = 256n * 1024n * 1024n
-      ResourceLimits.disk = 0n
-    })
-    .catch((e) => {
-      magickReady = undefined
-      throw e
-    })
-  return magickReady
-}
-
-/** The photo could not be decoded as the image its bytes claim to be, or is too large. */
-export class UnreadablePhoto extends Error {}
-
-/** What an image may ask a decoder for, judged from its headers (checkImageSize). */
-export interface ImageSizeLimits {
-  /** One frame, and the canvas. */
-  maxPixels: number
-  /** Width or height. */
-  maxSide: number
-  maxFrames: number
-  /** All frames together (an animation is decoded whole). */
-  maxTotalPixels: number
-}
-
-export const PHOTO_LIMITS: ImageSizeLimits = {
-  maxPixels: PHOTO_MAX_PIXELS,
-  maxSide: PHOTO_MAX_SIDE,
-  maxFrames: PHOTO_MAX_FRAMES,
-  maxTotalPixels: PHOTO_MAX_TOTAL_PIXELS,
-}
-
-const megapixels = (n: number) => `${Math.round(n / 100_000) / 10}`
-
-/**
- * Refuses, from the headers alone, an image that would decode to more than `limits` allow:
- * a frame or canvas over maxPixels or maxSide, more than maxFrames frames, more than
- * maxTotalPixels over all frames, a frame outside the canvas or an empty one. Throws
- * UnreadablePhoto; takes a few milliseconds for 10 MB. Returns the headers' sizes.
- */
-export function checkImageSize(bytes: Uint8Array, type: PhotoType, limits: ImageSizeLimits): ImageFrames {
-  let image
-  try {
-    image = imageFrames(bytes, type)
-  } catch (e) {
-    if (e instanceof MalformedImage) {
-      throw new UnreadablePhoto(`not a readable ${type.slice(6).toUpperCase()} image (${e.message})`)
-    }
-    throw e
-  }
-  const { width, height, frames, frameCount } = image
-  if (frameCount > limits.maxFrames) {
-    throw new UnreadablePhoto(`at most ${limits.maxFrames} frames (this one has ${frameCount})`)
-  }
-  const sides = [[width, height], ...frames.map((f) => [f.width, f.height])]
-  for (const [w, h] of sides) {
-    if (w * h > limits.maxPixels) {
-      throw new UnreadablePhoto(`at most ${megapixels(limits.maxPixels)} megapixels (this one is ${w}x${h})`)
-    }
-    if (w > limits.maxSide || h > limits.maxSide) {
-      throw new UnreadablePhoto(`at most ${limits.maxSide} pixels a side (this one is ${w}x${h})`)
-    }
-  }
-  if (sides.some(([w, h]) => w === 0 || h === 0)) throw new UnreadablePhoto('an image without pixels')
-  const outside = frames.findIndex((f) => f.left + f.width > width || f.top + f.height > height)
-  if (outside >= 0) {
-    const f = frames[outside]
-    throw new UnreadablePhoto(
-      `frame ${
-        outside + 1
-      } (${f.width}x${f.height} at ${f.left},${f.top}) lies outside the ${width}x${height} image`,
-    )
-  }
-  const total = frames.reduce((n, f) => n + f.width * f.height, 0)
-  if (total > limits.maxTotalPixels) {
-    throw new UnreadablePhoto(
-      `at most ${megapixels(limits.maxTotalPixels)} megapixels over all frames (this one has ${
-        megapixels(total)
-      })`,
-    )
-  }
-  return image
-}
-
-/** checkImageSize with a check-in photo's limits (PHOTO_LIMITS). */
-export const checkPhotoSize = (bytes: Uint8Array, type: PhotoType) => checkImageSize(bytes, type, PHOTO_LIMITS)
+/** checkImageSize with a check-in photo's limits: the most any image is decoded at. */
+export const checkPhotoSize = (bytes: Uint8Array, type: ImageType) =>
+  checkImageSize(bytes, type, DECODE_LIMITS)
 
 export interface PreparedPhoto {
   /** What is stored: upright, without metadata, in the format it came in. */
@@ -298,9 +167,9 @@ function differenceHash(image: IMagickImage): string | null {
  * Decodes the photo (only as the type its bytes were sniffed as), turns it upright, drops
  * every profile, comment and text chunk, hashes its picture and encodes it again in the same
  * format (every frame of an animated GIF or WebP), on the calling thread. Call checkPhotoSize
- * first. Throws UnreadablePhoto.
+ * first. Throws UnreadableImage.
  */
-export async function decodePhoto(bytes: Uint8Array, type: PhotoType): Promise<PreparedPhoto> {
+export async function decodePhoto(bytes: Uint8Array, type: ImageType): Promise<PreparedPhoto> {
   await loadImageMagick()
   const format = MAGICK_FORMAT[type]
   try {
@@ -317,13 +186,13 @@ export async function decodePhoto(bytes: Uint8Array, type: PhotoType): Promise<P
       frames.write(format, (data) => {
         stored = new Uint8Array(data) // a copy: data lives in the module's memory
       })
-      if (!stored?.length) throw new UnreadablePhoto('the image could not be encoded again')
+      if (!stored?.length) throw new UnreadableImage('the image could not be encoded again')
       return { stored, dhash, dhashAsSent }
     })
   } catch (e) {
     // A trap inside the module (out of memory, a bug) is no verdict on the photo.
-    if (e instanceof UnreadablePhoto || e instanceof WebAssembly.RuntimeError) throw e
-    throw new UnreadablePhoto(`not a readable ${type.slice(6).toUpperCase()} image`)
+    if (e instanceof UnreadableImage || e instanceof WebAssembly.RuntimeError) throw e
+    throw new UnreadableImage(`not a readable ${type.slice(6).toUpperCase()} image`)
   }
 }
 
@@ -334,7 +203,7 @@ export async function decodePhoto(bytes: Uint8Array, type: PhotoType): Promise<P
 
 interface Job {
   bytes: Uint8Array
-  type: PhotoType
+  type: ImageType
   resolve: (photo: PreparedPhoto) => void
   reject: (e: Error) => void
   timer?: ReturnType<typeof setTimeout>
@@ -361,15 +230,15 @@ function endWorker(w: Worker) {
 }
 
 function startWorker(): Worker {
-  const w = new Worker(new URL('./workout_photo_worker.ts', import.meta.url), { type: 'module' })
+  const w = new Worker(new URL('./photo_worker.ts', import.meta.url), { type: 'module' })
   w.onmessage = (e: MessageEvent<WorkerReply>) => {
     if (worker !== w || !running) return
     const reply = e.data
     if (!('error' in reply)) settle(running, reply)
-    else if (reply.error !== null) settle(running, new UnreadablePhoto(reply.error))
+    else if (reply.error !== null) settle(running, new UnreadableImage(reply.error))
     else {
       endWorker(w)
-      settle(running, new UnreadablePhoto('the image could not be decoded'))
+      settle(running, new UnreadableImage('the image could not be decoded'))
     }
   }
   w.onerror = (e) => {
@@ -377,7 +246,7 @@ function startWorker(): Worker {
     console.error('photo worker:', e.message)
     const job = worker === w ? running : null
     endWorker(w)
-    if (job) settle(job, new UnreadablePhoto('the image could not be decoded'))
+    if (job) settle(job, new UnreadableImage('the image could not be decoded'))
   }
   return w
 }
@@ -388,7 +257,7 @@ function next() {
   const w = worker ??= startWorker()
   job.timer = setTimeout(() => {
     endWorker(w)
-    settle(job, new UnreadablePhoto(`decoding took longer than ${PHOTO_DECODE_TIMEOUT_MS / 1000} s`))
+    settle(job, new UnreadableImage(`decoding took longer than ${PHOTO_DECODE_TIMEOUT_MS / 1000} s`))
   }, PHOTO_DECODE_TIMEOUT_MS)
   w.postMessage({ bytes: job.bytes, type: job.type })
 }
@@ -396,9 +265,9 @@ function next() {
 /**
  * The photo as it is stored, and its picture's hash: checked by its headers first (see
  * checkPhotoSize), then decoded in the worker (or on this thread where there are none).
- * Throws UnreadablePhoto.
+ * Throws UnreadableImage.
  */
-export async function preparePhoto(bytes: Uint8Array, type: PhotoType): Promise<PreparedPhoto> {
+export async function preparePhoto(bytes: Uint8Array, type: ImageType): Promise<PreparedPhoto> {
   checkPhotoSize(bytes, type)
   if (!workersAvailable()) return await decodePhoto(bytes, type)
   return await new Promise((resolve, reject) => {

@@ -16,22 +16,15 @@ insert into auth.users (id, email) values
 -- ---------------------------------------------------------------------------------------
 -- Privileges
 
-select is(
-  (select array_agg(format('%s %s %s', r, t, p) order by r, t, p)
-     from unnest(array['anon', 'authenticated']) r,
-          unnest(array['private.notification_deliveries', 'private.notification_digests']) t,
-          unnest(array['SELECT', 'INSERT', 'UPDATE', 'DELETE']) p
-    where has_table_privilege(r, t, p)),
+select is(tests.client_table_privileges(array['private.notification_deliveries', 'private.notification_digests']),
   null, 'no client role reaches the outbox or the digest state (unsubscribe tokens)');
 select is(
-  (select array_agg(format('%s %s', r, f) order by r, f)
-     from unnest(array['anon', 'authenticated']) r,
-          unnest(array['public.claim_notification_deliveries(integer,integer,text[],timestamptz)',
-                       'public.start_notification_deliveries(bigint[],uuid)', 'public.record_notification_deliveries(jsonb)',
-                       'public.claim_expo_receipts(integer,integer)', 'public.claim_notification_digests(integer,integer,timestamptz)',
-                       'public.record_notification_digests(jsonb,timestamptz)',
-                       'public.unsubscribe_notification_digest(uuid)', 'private.prune_notifications(integer,integer,integer)']) f
-    where has_function_privilege(r, f, 'EXECUTE')),
+  tests.client_function_grants(array[
+    'public.claim_notification_deliveries(integer,integer,text[],timestamptz)',
+    'public.start_notification_deliveries(bigint[],uuid)', 'public.record_notification_deliveries(jsonb)',
+    'public.claim_expo_receipts(integer,integer)', 'public.claim_notification_digests(integer,integer,timestamptz)',
+    'public.record_notification_digests(jsonb,timestamptz)',
+    'public.unsubscribe_notification_digest(uuid)', 'private.prune_notifications(integer,integer,integer)']),
   null, 'the sender''s, digest''s and retention''s functions are the service role''s only');
 select ok(not has_table_privilege('anon', 'public.notification_devices', 'SELECT')
       and not has_table_privilege('anon', 'public.notification_preferences', 'SELECT'),
