@@ -337,3 +337,22 @@ test('approved sponsors, opportunities and videos never name who submitted them,
                                 (select count(*) from public.labs_sponsor_messages where sponsor_id = ${sponsor.id})::int as messages`
   assert.deepEqual(left[0], { sponsors: 0, opportunities: 0, videos: 0, messages: 0 })
 })
+
+test('required texts of the labs RPCs speak the one validation vocabulary (check_length): 400 naming the field', async () => {
+  const u = await createUser({ prefix: 'labs-words' })
+  const db = clientAs(u.token)
+  const ask = (b: Record<string, unknown>) =>
+    db.rpc('labs_submit_sponsor', { name: 'Acme', tier: 'gold', contact_email: 'a@example.com', contact_name: 'Ann', ...b })
+  for (const [change, message] of [
+    [{ contact_name: '   ' }, 'contact_name: must not be empty'],
+    [{ name: null }, 'name: must not be empty'],
+    [{ name: 'n'.repeat(201) }, 'name: must be at most 200 characters'],
+  ] as const) {
+    const { error, status } = await ask(change)
+    assert.equal(status, 400, JSON.stringify(change))
+    assert.equal(error?.code, '23514')
+    assert.equal(error?.message, message)
+  }
+  const [{ n }] = await sql`select count(*)::int as n from private.labs_sponsor_private where applicant_id = ${u.id}`
+  assert.equal(n, 0, 'nothing written')
+})

@@ -90,6 +90,21 @@ comment on function private.check_length(text, text, integer) is
   'Refuses (23514, naming the field) an empty text, or one longer than max_length.';
 grant execute on function private.check_length(text, text, integer) to authenticated, service_role;
 
+-- A required text argument of an RPC, trimmed: refused in check_length's words (23514, naming the
+-- field) when missing, blank or longer than max_length. Every area validates texts with these two.
+create or replace function private.required_text(value text, field text, max_length integer) returns text
+language plpgsql immutable
+set search_path = ''
+as $$
+begin
+  perform private.check_length(field, btrim(coalesce(value, '')), max_length);
+  return btrim(value);
+end
+$$;
+comment on function private.required_text(text, text, integer) is
+  'A required text argument, trimmed; refused (23514, naming the field, as check_length words it) when missing, blank or too long.';
+grant execute on function private.required_text(text, text, integer) to authenticated, service_role;
+
 -- A text of at most max_length characters (empty allowed).
 create or replace function private.check_max_length(field text, value text, max_length integer) returns void
 language plpgsql immutable

@@ -39,7 +39,7 @@ grant select on ids to anon, authenticated;
 select tests.authenticate_as('13130000-0000-4000-8000-000000000003');
 set local role authenticated;
 select is((select status from public.labs_review('sponsor', (select approved from ids), 'approve')), 'approved', 'a super admin approves a pending sponsor');
-select throws_ok(format('select public.labs_review(''sponsor'', %L, ''decline'', null)', (select declined from ids)), '22023', 'reason: required',
+select throws_ok(format('select public.labs_review(''sponsor'', %L, ''decline'', null)', (select declined from ids)), '23514', 'reason: must not be empty',
   'a decline without a reason is refused');
 select is((select status from public.labs_review('sponsor', (select declined from ids), 'decline', 'Out of scope')), 'declined', 'declined with a reason');
 select throws_ok(format('select public.labs_review(''sponsor'', %L, ''approve'')', (select approved from ids)), 'PT409', null, 'an approved record does not move again');

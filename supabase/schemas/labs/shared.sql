@@ -57,23 +57,6 @@ end
 $$;
 grant execute on function private.require_signed_in() to authenticated, service_role;
 
--- 22023 (400) naming the field when a required text is missing or too long.
-create or replace function private.required_text(value text, field text, max_length integer) returns text
-language plpgsql immutable
-set search_path = ''
-as $$
-begin
-  if value is null or btrim(value) = '' then
-    raise exception '%: required', field using errcode = '22023';
-  end if;
-  if char_length(btrim(value)) > max_length then
-    raise exception '%: at most % characters', field, max_length using errcode = '22023';
-  end if;
-  return btrim(value);
-end
-$$;
-grant execute on function private.required_text(text,text,integer) to authenticated, service_role;
-
 -- 22023 naming the field unless the value looks like an e-mail address; returns it in lower case.
 create or replace function private.valid_email(value text, field text) returns text
 language plpgsql immutable
