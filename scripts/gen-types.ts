@@ -2,12 +2,14 @@
 // or from SUPABASE_DB_URL.
 import { dbUrl } from './lib/db.ts'
 import { DEV } from './lib/ports.ts'
-import { generateTypes, TYPES_FILE } from './lib/types.ts'
+import { ENUMS_FILE, enumsModule, generateTypes, TYPES_FILE } from './lib/types.ts'
 
 const url = Deno.env.get('SUPABASE_DB_URL') ?? dbUrl(DEV.dbPort)
 try {
-  await Deno.writeTextFile(TYPES_FILE, await generateTypes(url))
-  console.log('Wrote types/database.ts')
+  const types = await generateTypes(url)
+  await Deno.writeTextFile(TYPES_FILE, types)
+  await Deno.writeTextFile(ENUMS_FILE, enumsModule(types))
+  console.log('Wrote types/database.ts and functions/_shared/database_enums.ts')
 } catch (e) {
   console.error(`npm run gen:types: ${(e as Error).message}\nIs the local stack running (npm start)?`)
   Deno.exit(1)

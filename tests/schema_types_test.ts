@@ -2,7 +2,7 @@
 // (functions/_shared/database.ts), so a migration that changes a table or a function without
 // `npm run gen:types` must fail here rather than leave `npm run check` checking stale types.
 import { strict as assert } from 'node:assert'
-import { generateTypes, TYPES_FILE } from '../scripts/lib/types.ts'
+import { ENUMS_FILE, enumsModule, generateTypes, TYPES_FILE } from '../scripts/lib/types.ts'
 import { env, test } from './_helpers.ts'
 
 /** The first line where two texts differ, with both versions; null when they are equal. */
@@ -25,6 +25,12 @@ test('types/database.ts is what the migrated database generates (else: npm run g
     difference,
     null,
     `types/database.ts is stale; run npm start, then npm run gen:types. First difference at ${difference}`,
+  )
+
+  assert.equal(
+    await Deno.readTextFile(ENUMS_FILE),
+    enumsModule(generated),
+    'functions/_shared/database_enums.ts is stale; run npm run gen:types',
   )
 
   // The comparison sees a drift: a copy with one column's type changed differs.

@@ -4,29 +4,13 @@ import { z } from '@hono/zod-openapi'
 import { badRequest, unavailable } from '../../../_shared/errors.ts'
 import { StorageError } from '../../../_shared/storage.ts'
 import { isoDate } from '../../../_shared/validation.ts'
-import type { Database } from '../../../../types/database.ts'
+import { Constants } from '../../../_shared/database_enums.ts'
 import { orNull } from '../../openapi.ts'
 
 export const tag = 'Workout windows'
 export const base = '/workout-window'
-/**
- * The activities a window may name: the database's enum public.workout_activity_type is the
- * list. Deploy bundles functions/ alone, so the generated Constants cannot be imported at run
- * time; the type check proves this copy equal to the generated enum, both ways.
- */
-type ActivityType = Database['public']['Enums']['workout_activity_type']
-export const ACTIVITY_TYPES = [
-  'cardio',
-  'strength',
-  'walk',
-  'meditation',
-  'reading',
-  'homework',
-  'other',
-] as const satisfies readonly ActivityType[]
-const everyActivityListed: Exclude<ActivityType, typeof ACTIVITY_TYPES[number]> extends never ? true : never =
-  true
-void everyActivityListed
+/** The activities a window may name: the database's enum public.workout_activity_type. */
+export const ACTIVITY_TYPES = Constants.public.Enums.workout_activity_type
 export const CHECKIN_BUCKET = 'workout-checkins'
 export const MOSAIC_BUCKET = 'workout-mosaics'
 
