@@ -284,12 +284,14 @@ comment on function private.start_account_deletion(uuid, text, uuid) is
 -- An account whose deletion was asked for stops at once: sign-ins end (the auth user itself goes
 -- in the rows step), and until the rows go nothing runs for it: jobs skip inactive profiles and
 -- links that need reconnecting, and the packs it sells leave the shop (buyers keep theirs).
+-- The ban is a real date: GoTrue reads banned_until into a Go time, which 'infinity' is not, so
+-- an infinite ban made the user unreadable (500 on every lookup, the admin list included).
 create or replace function private.suspend_account(target uuid) returns void
 language plpgsql security definer
 set search_path = ''
 as $$
 begin
-  update auth.users set banned_until = 'infinity' where id = target;
+  update auth.users set banned_until = '9999-12-31 00:00:00+00' where id = target;
   delete from auth.sessions where user_id = target;
   update public.profiles set is_active = false where id = target;
   update public.music_connections set needs_reconnect = true where user_id = target;
