@@ -27,10 +27,31 @@ export interface TestUser {
   token: string
 }
 
+/**
+ * Inserts an auth user as Supabase Auth writes one (private.new_auth_user: every column GoTrue
+ * reads, its e-mail identity): hosted auth.users has no defaults for them, nor has the stand-in.
+ * `columns` are auth.users columns (email, id, raw_user_meta_data, ...). Returns the id.
+ */
+export async function insertAuthUser(db: postgres.Sql, columns: Record<string, unknown>): Promise<string> {
+  const [{ id }] = await db`select private.new_auth_user(${db.json(columns as postgres.JSONValue)}) as id`
+  return id as string
+}
+
+/**
+ * Runs fn in a transaction as Storage runs its own queries: with storage.allow_delete_query set,
+ * which Storage's protect_delete trigger asks of a DELETE on its tables (test cleanup standing
+ * in for Storage; the project itself removes objects through the Storage API).
+ */
+export const asStorage = <T>(db: postgres.Sql, fn: (tx: postgres.TransactionSql) => Promise<T>) =>
+  db.begin(async (tx) => {
+    await tx`select set_config('storage.allow_delete_query', 'true', true)`
+    return await fn(tx)
+  }) as Promise<T>
+
 /** Creates an auth user (the profile trigger does the rest) and mints its token. */
 export async function createUser(opts: { superAdmin?: boolean; prefix?: string } = {}): Promise<TestUser> {
   const email = `${opts.prefix ?? 'user'}-${crypto.randomUUID().slice(0, 8)}@test.local`
-  await sql`insert into auth.users (email) values (${email})`
+  await insertAuthUser(sql, { email })
   if (opts.superAdmin) {
     await sql`update public.profiles set role = 'super_admin' where id = (select id from auth.users where email = ${email})`
   }

@@ -3,7 +3,7 @@
 // <their id>/), a browser-like fetch that enforces CORS as a browser does, and a PNG maker.
 import { createClient } from '@supabase/supabase-js'
 import { encode } from 'fast-png'
-import { ANON_KEY, API_URL, clientAs, SERVICE_ROLE_KEY, sql } from './_helpers.ts'
+import { ANON_KEY, API_URL, asStorage, clientAs, SERVICE_ROLE_KEY, sql } from './_helpers.ts'
 
 export const STORAGE = `${API_URL}/storage/v1`
 
@@ -45,8 +45,10 @@ export async function makeBuckets(prefix: string): Promise<TestBuckets> {
         drop policy if exists "${run}_priv_own" on storage.objects;
         drop policy if exists "${run}_pub_own" on storage.objects;
         drop policy if exists "${run}_pub_read" on storage.objects;`)
-      await sql`delete from storage.objects where bucket_id in (${priv}, ${pub})`
-      await sql`delete from storage.buckets where id in (${priv}, ${pub})`
+      await asStorage(sql, async (tx) => {
+        await tx`delete from storage.objects where bucket_id in (${priv}, ${pub})`
+        await tx`delete from storage.buckets where id in (${priv}, ${pub})`
+      })
     },
   }
 }

@@ -2,7 +2,7 @@
 // review found (NUL characters, a long name or a non-http avatar at sign-up, a huge ban), and a
 // fuzz over every field of every route the local Auth serves.
 import { strict as assert } from 'node:assert'
-import { ANON_KEY, API_URL, SERVICE_ROLE_KEY, sql, test } from './_helpers.ts'
+import { ANON_KEY, API_URL, insertAuthUser, SERVICE_ROLE_KEY, sql, test } from './_helpers.ts'
 import { adminClient, appClient, freshEmail, resetAuthRateLimits } from './_auth.ts'
 
 const NUL = '\u0000'
@@ -185,8 +185,7 @@ async function userWithSession() {
 }
 
 async function throwawayUserId() {
-  const [u] = await sql`insert into auth.users (email) values (${freshEmail('fuzz-target')}) returning id`
-  return u.id as string
+  return await insertAuthUser(sql, { email: freshEmail('fuzz-target') })
 }
 
 test('fuzz: every field of every Auth route, bad values of every kind, never a 5xx; refusals in GoTrue shape', async () => {

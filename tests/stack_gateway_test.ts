@@ -1,7 +1,7 @@
 // The gateway (scripts/gateway.ts): it forwards only to its own parts, and it stops reading a
 // body that passes its limit.
 import { strict as assert } from 'node:assert'
-import { ANON_KEY, API_URL, createUser, sql, test } from './_helpers.ts'
+import { ANON_KEY, API_URL, asStorage, createUser, sql, test } from './_helpers.ts'
 
 /** A server that only counts the requests that reach it: nothing may. */
 function bystander() {
@@ -157,7 +157,7 @@ test('gateway: a chunked body past its limit is refused with 413 {error} before 
     const [{ n }] = await sql`select count(*)::int as n from storage.objects where bucket_id = ${bucket}`
     assert.equal(n, 0)
   } finally {
-    await sql`delete from storage.buckets where id = ${bucket}`
+    await asStorage(sql, (tx) => tx`delete from storage.buckets where id = ${bucket}`)
   }
 })
 

@@ -3,7 +3,7 @@ import { strict as assert } from 'node:assert'
 import postgres from 'postgres'
 import { startStack } from '../scripts/lib/stack.ts'
 import { run } from '../scripts/lib/proc.ts'
-import { test } from './_helpers.ts'
+import { insertAuthUser, test } from './_helpers.ts'
 
 test('a second start applies no migration and keeps the data', async () => {
   const base = Number(Deno.env.get('TEST_PORT_BASE') ?? 25321) + 50
@@ -15,7 +15,7 @@ test('a second start applies no migration and keeps the data', async () => {
     const first = await startStack({ ...opts, log: (s) => logs1.push(s) })
     assert.ok(first.appliedMigrations.length >= 5, logs1.join('\n'))
     const sql = postgres(first.dbUrl, { max: 1, onnotice: () => {} })
-    await sql`insert into auth.users (email) values ('restart-marker@test.local')`
+    await insertAuthUser(sql, { email: 'restart-marker@test.local' })
     await sql.end()
     await first.stop()
 

@@ -9,7 +9,7 @@ import { portInUse, run } from '../scripts/lib/proc.ts'
 import { type Stack, startStack } from '../scripts/lib/stack.ts'
 import { alive, postmasterPid, sleep } from '../scripts/lib/supervise.ts'
 import { mintUserToken } from '../scripts/lib/tokens.ts'
-import { test } from './_helpers.ts'
+import { insertAuthUser, test } from './_helpers.ts'
 
 const base = Number(Deno.env.get('TEST_PORT_BASE') ?? 25321) + 200
 const ports = { apiPort: base, dbPort: base + 1, restPort: base + 9 }
@@ -79,7 +79,7 @@ test('supervision: killed PostgREST, Postgres and gateway give 503s and degraded
     try {
       const sql = postgres(stack.dbUrl, { max: 1, onnotice: () => {} })
       const run = crypto.randomUUID().slice(0, 8)
-      await sql`insert into auth.users (email) values (${`sup-admin-${run}@test.local`}), (${`sup-user-${run}@test.local`})`
+      for (const who of ['admin', 'user']) await insertAuthUser(sql, { email: `sup-${who}-${run}@test.local` })
       await sql`update public.profiles set role = 'super_admin'
                 where id = (select id from auth.users where email = ${`sup-admin-${run}@test.local`})`
       const admin =

@@ -2,7 +2,7 @@
 // deleteBucket) under RLS on storage.buckets, and what an object carries beyond its bytes:
 // user metadata, byte ranges, conditional requests.
 import { strict as assert } from 'node:assert'
-import { clientAs, createUser, SERVICE_ROLE_KEY, sql, test } from './_helpers.ts'
+import { asStorage, clientAs, createUser, SERVICE_ROLE_KEY, sql, test } from './_helpers.ts'
 import { makeBuckets, STORAGE } from './_storage.ts'
 
 test('storage buckets: the service role creates, updates, empties and deletes; a user may not', async () => {
@@ -74,8 +74,10 @@ test('storage buckets: the service role creates, updates, empties and deletes; a
     })
     assert.equal((await service.getBucket(id)).data, null)
   } finally {
-    await sql`delete from storage.objects where bucket_id like ${id + '%'}`
-    await sql`delete from storage.buckets where id like ${id + '%'}`
+    await asStorage(sql, async (tx) => {
+      await tx`delete from storage.objects where bucket_id like ${id + '%'}`
+      await tx`delete from storage.buckets where id like ${id + '%'}`
+    })
   }
 })
 

@@ -5,6 +5,7 @@ import { strict as assert } from 'node:assert'
 import {
   ANON_KEY,
   API_URL,
+  asStorage,
   clientAs,
   createUser,
   JWT_SECRET,
@@ -52,8 +53,10 @@ async function cleanup() {
     drop policy if exists "st_${run}_pub_own" on storage.objects;
     drop policy if exists "st_${run}_pub_read" on storage.objects;
     drop policy if exists "st_${run}_pub_bucket" on storage.buckets;`)
-  await sql`delete from storage.objects where bucket_id in (${PRIV}, ${PUB})`
-  await sql`delete from storage.buckets where id in (${PRIV}, ${PUB})`
+  await asStorage(sql, async (tx) => {
+    await tx`delete from storage.objects where bucket_id in (${PRIV}, ${PUB})`
+    await tx`delete from storage.buckets where id in (${PRIV}, ${PUB})`
+  })
 }
 
 async function raw(

@@ -8,7 +8,7 @@ import { load, printTable } from './_load.ts'
 
 export async function benchProfile(stack: Stack, o: { seconds: number; concurrency: number }) {
   const sql = postgres(stack.dbUrl, { max: 2, onnotice: () => {} })
-  await sql`insert into auth.users (email) select 'bench-' || g || '@bench.local' from generate_series(1, 1000) g`
+  await sql`select private.new_auth_user(jsonb_build_object('email', 'bench-' || g || '@bench.local')) from generate_series(1, 1000) g`
   const { userId, token } = await mintUserToken(sql, 'bench-500@bench.local', { secret: stack.jwtSecret })
   await sql.end()
 

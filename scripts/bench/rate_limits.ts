@@ -15,7 +15,7 @@ export async function benchRateLimits(stack: Stack, o: { rounds: number; writes:
   const rest = stack.functionEnv.SUPABASE_REST_URL
   const email = `bench-limit-${crypto.randomUUID().slice(0, 8)}@bench.local`
   const probeEmail = `bench-probe-${crypto.randomUUID().slice(0, 8)}@bench.local`
-  await sql`insert into auth.users (email) values (${email}), (${probeEmail})`
+  await sql`select private.new_auth_user(jsonb_build_object('email', e)) from unnest(${[email, probeEmail]}::text[]) e`
   const writer = await mintUserToken(sql, email, { secret: stack.jwtSecret })
   const probe = await mintUserToken(sql, probeEmail, { secret: stack.jwtSecret })
   // The probe has no budget: its write says whether the limit is on (429) or off (204).

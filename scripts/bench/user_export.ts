@@ -56,7 +56,7 @@ export async function benchUserExport(
   if (!pid) throw new Error('no gateway pid')
   const sql = postgres(stack.dbUrl, { max: 2, onnotice: () => {} })
   const email = `bench-export-${crypto.randomUUID().slice(0, 8)}@bench.local`
-  await sql`insert into auth.users (email) values (${email})`
+  await sql`select private.new_auth_user(jsonb_build_object('email', ${email}::text))`
   const { userId, token } = await mintUserToken(sql, email, {
     secret: stack.jwtSecret,
     expiresInSeconds: 3600,

@@ -239,7 +239,8 @@ async function mosaic(stack: Stack, sql: postgres.Sql) {
   const date = daysAhead(102)
   await activate(sql, 200)
   await sql`select public.generate_workout_chains(${date}::date)`
-  await sql`insert into auth.users (email) values ('wbench-admin@bench.local') on conflict do nothing`
+  await sql`select private.new_auth_user('{"email": "wbench-admin@bench.local"}')
+             where not exists (select 1 from auth.users where email = 'wbench-admin@bench.local')`
   await sql`update public.profiles set role = 'super_admin' where id = (select id from auth.users where email = 'wbench-admin@bench.local')`
   const { token } = await mintUserToken(sql, 'wbench-admin@bench.local', { secret: stack.jwtSecret })
   const headers = { authorization: `Bearer ${token}` }

@@ -6,11 +6,11 @@ import { ROOT } from './proc.ts'
 import type { Stack } from './stack.ts'
 import { mintUserToken } from './tokens.ts'
 
-/** The e-mail addresses of the users supabase/seed.sql inserts into auth.users. */
+/** The e-mail addresses of the users supabase/seed.sql writes (private.new_auth_user, or an insert into auth.users). */
 export async function seedDemoEmails(seedFile = `${ROOT}/supabase/seed.sql`): Promise<string[]> {
   const text = await Deno.readTextFile(seedFile).catch(() => '')
   const emails = new Set<string>()
-  for (const insert of text.matchAll(/insert\s+into\s+auth\.users\b[\s\S]*?;/gi)) {
+  for (const insert of text.matchAll(/(insert\s+into\s+auth\.users|private\.new_auth_user)\b[\s\S]*?;/gi)) {
     for (const m of insert[0].matchAll(/'([^'\s@]+@[^'\s@]+\.[^'\s@]+)'/g)) emails.add(m[1].toLowerCase())
   }
   return [...emails]

@@ -48,6 +48,58 @@ end
 $$;
 
 -- ---------------------------------------------------------------------------------------------
+-- Auth users the project writes itself
+-- ---------------------------------------------------------------------------------------------
+-- Supabase Auth (GoTrue) scans auth.users into Go strings: a NULL in a token or change column
+-- makes every lookup of the user fail ("Database error querying schema", supabase/auth#1940),
+-- and a NULL instance_id hides the user from every lookup. Hosted auth.users has no defaults
+-- for most of them, so a row the project inserts (seed, the assistant, AI users) must carry
+-- what Auth itself writes on sign-up: this function is the one place that knows it.
+create or replace function private.new_auth_user(columns jsonb) returns uuid
+language plpgsql
+set search_path = ''
+as $$
+declare
+  made auth.users;
+  gotrue_defaults constant jsonb := jsonb_build_object(
+    'instance_id', '00000000-0000-0000-0000-000000000000', 'id', gen_random_uuid(),
+    'aud', 'authenticated', 'role', 'authenticated', 'encrypted_password', '',
+    'confirmation_token', '', 'recovery_token', '', 'email_change_token_new', '', 'email_change', '',
+    'email_change_token_current', '', 'email_change_confirm_status', 0, 'phone_change', '',
+    'phone_change_token', '', 'reauthentication_token', '',
+    'raw_app_meta_data', '{"provider": "email", "providers": ["email"]}'::jsonb, 'raw_user_meta_data', '{}'::jsonb,
+    'is_sso_user', false, 'is_anonymous', false, 'created_at', now(), 'updated_at', now());
+begin
+  insert into auth.users (instance_id, id, aud, role, email, encrypted_password, email_confirmed_at, invited_at,
+    confirmation_token, confirmation_sent_at, recovery_token, recovery_sent_at, email_change_token_new,
+    email_change, email_change_sent_at, last_sign_in_at, raw_app_meta_data, raw_user_meta_data, is_super_admin,
+    created_at, updated_at, phone, phone_confirmed_at, phone_change, phone_change_token, phone_change_sent_at,
+    email_change_token_current, email_change_confirm_status, banned_until, reauthentication_token,
+    reauthentication_sent_at, is_sso_user, deleted_at, is_anonymous)
+  select r.instance_id, r.id, r.aud, r.role, r.email, r.encrypted_password, r.email_confirmed_at, r.invited_at,
+    r.confirmation_token, r.confirmation_sent_at, r.recovery_token, r.recovery_sent_at, r.email_change_token_new,
+    r.email_change, r.email_change_sent_at, r.last_sign_in_at, r.raw_app_meta_data, r.raw_user_meta_data,
+    r.is_super_admin, r.created_at, r.updated_at, r.phone, r.phone_confirmed_at, r.phone_change,
+    r.phone_change_token, r.phone_change_sent_at, r.email_change_token_current, r.email_change_confirm_status,
+    r.banned_until, r.reauthentication_token, r.reauthentication_sent_at, r.is_sso_user, r.deleted_at,
+    r.is_anonymous
+    from jsonb_populate_record(null::auth.users, gotrue_defaults || columns) r
+  returning * into made;
+  -- An e-mail user has its e-mail identity, as after a sign-up.
+  if made.email is not null and made.raw_app_meta_data ->> 'provider' = 'email' then
+    insert into auth.identities (provider_id, user_id, identity_data, provider, last_sign_in_at, created_at, updated_at)
+    values (made.id::text, made.id,
+            jsonb_build_object('sub', made.id::text, 'email', made.email,
+                               'email_verified', made.email_confirmed_at is not null, 'phone_verified', false),
+            'email', made.created_at, made.created_at, made.created_at);
+  end if;
+  return made.id;
+end
+$$;
+comment on function private.new_auth_user(jsonb) is
+  'Inserts an auth.users row (and its e-mail identity) as Supabase Auth writes one; `columns` sets any column, the rest get GoTrue''s values.';
+
+-- ---------------------------------------------------------------------------------------------
 -- Field rules in words
 -- ---------------------------------------------------------------------------------------------
 -- A client that writes a table straight (PostgREST, an RPC) reads the same "field: message" as

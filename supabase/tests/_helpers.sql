@@ -40,3 +40,17 @@ language sql as $$
 $$;
 
 grant execute on all functions in schema tests to anon, authenticated;
+
+-- An auth user as Supabase Auth writes one (private.new_auth_user: '' tokens, instance_id, aud,
+-- role, timestamps, the e-mail identity): hosted auth.users has no defaults for them, and the
+-- stand-in has none either. `columns` names auth.users columns; a metadata column given as text
+-- (an untyped literal in a VALUES list) is read as JSON. Use:
+--   select tests.create_user(to_jsonb(u)) from (values ('<uuid>', '<email>')) u (id, email);
+create or replace function tests.create_user(columns jsonb) returns uuid
+language sql as $$
+  select private.new_auth_user(columns || coalesce((
+    select jsonb_object_agg(key, (value #>> '{}')::jsonb)
+      from jsonb_each(columns)
+     where key in ('raw_user_meta_data', 'raw_app_meta_data') and jsonb_typeof(value) = 'string'), '{}'))
+$$;
+revoke execute on function tests.create_user(jsonb) from public, anon, authenticated;

@@ -4,16 +4,17 @@
 -- rules of the entry path; role changes (audit, last super admin).
 begin;
 create extension if not exists pgtap with schema extensions;
+\ir _helpers.sql
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
 select plan(147);
 
 -- ---------------------------------------------------------------------------------------
 -- People: O (owner of usage), X (another user), S (super admin).
-insert into auth.users (id, email) values
+select tests.create_user(to_jsonb(u)) from (values 
   ('a7000000-0000-4000-8000-00000000000a', 'pgtap-ai-owner@example.test'),
   ('a7000000-0000-4000-8000-00000000000b', 'pgtap-ai-other@example.test'),
-  ('a7000000-0000-4000-8000-00000000000c', 'pgtap-ai-super@example.test');
+  ('a7000000-0000-4000-8000-00000000000c', 'pgtap-ai-super@example.test')) u (id, email);
 update public.profiles set role = 'super_admin' where id = 'a7000000-0000-4000-8000-00000000000c';
 
 create temp table callers (who text primary key, role text, sub uuid);

@@ -4,6 +4,10 @@
 -- fails a sign-up over the metadata it copies to the profile.
 begin;
 create extension if not exists pgtap with schema extensions;
+\ir _helpers.sql
+-- Users written as GoTrue's role writes them (test-only grants, rolled back with the file).
+grant usage on schema tests, private to supabase_auth_admin;
+grant execute on function tests.create_user(jsonb), private.new_auth_user(jsonb) to supabase_auth_admin;
 grant usage on schema extensions to supabase_auth_admin;
 grant execute on all functions in schema extensions to supabase_auth_admin;
 
@@ -12,8 +16,7 @@ select plan(9);
 set local role supabase_auth_admin; -- as GoTrue connects
 
 -- signup.go: the user row, then sendConfirmation's UpdateOnly(confirmation_token, confirmation_sent_at).
-insert into auth.users (id, email, encrypted_password)
-values ('22222222-0000-4000-8000-000000000001', 'pgtap-planted@example.test', '$2a$10$plantedplantedplantedplantedplantedplantedplantedpla');
+select tests.create_user(to_jsonb(u)) from (values ('22222222-0000-4000-8000-000000000001', 'pgtap-planted@example.test', '$2a$10$plantedplantedplantedplantedplantedplantedplantedpla')) u (id, email, encrypted_password);
 update auth.users set confirmation_token = 'first', confirmation_sent_at = now() - interval '2 minutes'
 where id = '22222222-0000-4000-8000-000000000001';
 select is((select encrypted_password from auth.users where id = '22222222-0000-4000-8000-000000000001'),
@@ -32,15 +35,13 @@ select is((select encrypted_password from auth.users where id = '22222222-0000-4
   'confirming leaves it void');
 
 -- recover.go on an unconfirmed user: sendPasswordRecovery's UpdateOnly(recovery_token, recovery_sent_at).
-insert into auth.users (id, email, encrypted_password, confirmation_sent_at)
-values ('22222222-0000-4000-8000-000000000002', 'pgtap-planted-2@example.test', '$2a$10$x', now());
+select tests.create_user(to_jsonb(u)) from (values ('22222222-0000-4000-8000-000000000002', 'pgtap-planted-2@example.test', '$2a$10$x', now())) u (id, email, encrypted_password, confirmation_sent_at);
 update auth.users set recovery_token = 'r', recovery_sent_at = now() where id = '22222222-0000-4000-8000-000000000002';
 select is((select encrypted_password from auth.users where id = '22222222-0000-4000-8000-000000000002'), '',
   'a recovery or magic-link e-mail to an unconfirmed address voids the password');
 
 -- A confirmed user is left alone, whatever Auth sends.
-insert into auth.users (id, email, encrypted_password, email_confirmed_at, confirmation_sent_at)
-values ('22222222-0000-4000-8000-000000000003', 'pgtap-confirmed@example.test', '$2a$10$y', now(), now());
+select tests.create_user(to_jsonb(u)) from (values ('22222222-0000-4000-8000-000000000003', 'pgtap-confirmed@example.test', '$2a$10$y', now(), now())) u (id, email, encrypted_password, email_confirmed_at, confirmation_sent_at);
 update auth.users set recovery_token = 'r', recovery_sent_at = now() where id = '22222222-0000-4000-8000-000000000003';
 update auth.users set confirmation_sent_at = now() + interval '1 second' where id = '22222222-0000-4000-8000-000000000003';
 select is((select encrypted_password from auth.users where id = '22222222-0000-4000-8000-000000000003'), '$2a$10$y',
@@ -52,13 +53,13 @@ select is((select encrypted_password from auth.users where id = '22222222-0000-4
   'only an e-mail sent voids it');
 
 -- The new-user trigger: what the profile cannot hold is cut or left out, never an error.
-insert into auth.users (id, email, raw_user_meta_data) values
+select tests.create_user(to_jsonb(u)) from (values 
   ('22222222-0000-4000-8000-000000000004', 'pgtap-long@example.test',
    jsonb_build_object('full_name', repeat('n', 500), 'avatar_url', 'javascript:alert(1)')),
   ('22222222-0000-4000-8000-000000000005', 'pgtap-ok@example.test',
    '{"full_name": "Ana", "avatar_url": "https://example.test/a.png"}'),
   ('22222222-0000-4000-8000-000000000006', 'pgtap-huge-avatar@example.test',
-   jsonb_build_object('avatar_url', 'https://example.test/' || repeat('a', 3000)));
+   jsonb_build_object('avatar_url', 'https://example.test/' || repeat('a', 3000)))) u (id, email, raw_user_meta_data);
 select results_eq(
   $$select char_length(full_name), avatar_url from public.profiles where id = '22222222-0000-4000-8000-000000000004'$$,
   $$values (200, null::text)$$, 'a name past 200 characters is cut, a javascript: avatar left out');

@@ -2,6 +2,10 @@
 -- append-only, admin adjustments and recomputation, and what clients may do.
 begin;
 create extension if not exists pgtap with schema extensions;
+\ir _helpers.sql
+-- Users written as GoTrue's role writes them (test-only grants, rolled back with the file).
+grant usage on schema tests, private to supabase_auth_admin;
+grant execute on function tests.create_user(jsonb), private.new_auth_user(jsonb) to supabase_auth_admin;
 -- The conventions migration revokes EXECUTE on new functions from PUBLIC, pgTAP's included.
 grant usage on schema extensions to supabase_auth_admin;
 grant execute on all functions in schema extensions to anon, authenticated, service_role, supabase_auth_admin;
@@ -9,11 +13,11 @@ grant execute on all functions in schema extensions to anon, authenticated, serv
 select plan(62);
 
 -- A: a regular user, B: another regular user, S: a super admin, D: a user to delete.
-insert into auth.users (id, email) values
+select tests.create_user(to_jsonb(u)) from (values 
   ('22222222-0000-4000-8000-00000000000a', 'pgtap-ledger-a@example.test'),
   ('22222222-0000-4000-8000-00000000000b', 'pgtap-ledger-b@example.test'),
   ('22222222-0000-4000-8000-00000000000c', 'pgtap-ledger-s@example.test'),
-  ('22222222-0000-4000-8000-00000000000d', 'pgtap-ledger-d@example.test');
+  ('22222222-0000-4000-8000-00000000000d', 'pgtap-ledger-d@example.test')) u (id, email);
 update public.profiles set role = 'super_admin' where id = '22222222-0000-4000-8000-00000000000c';
 
 -- Every balance that differs from its ledger sum (should be none, at every point).
@@ -31,7 +35,7 @@ $$;
 -- Supabase: as supabase_auth_admin).
 -- ---------------------------------------------------------------------------------------
 set local role supabase_auth_admin;
-insert into auth.users (id, email) values ('22222222-0000-4000-8000-00000000000e', 'pgtap-ledger-e@example.test');
+select tests.create_user(to_jsonb(u)) from (values ('22222222-0000-4000-8000-00000000000e', 'pgtap-ledger-e@example.test')) u (id, email);
 reset role;
 select results_eq(
   $$select user_id, amount, type, description, item_id, reason, source, created_by

@@ -2,6 +2,7 @@
 -- and its pg_cron schedule, subscriptions' client access, and the edge-function job helper.
 begin;
 create extension if not exists pgtap with schema extensions;
+\ir _helpers.sql
 -- The conventions migration revokes EXECUTE on new functions from PUBLIC, pgTAP's included.
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
@@ -9,13 +10,13 @@ select plan(53);
 
 -- R: regular, P: premium (active subscription), C: canceled subscription, I: inactive,
 -- U: claims their own month, S: super admin.
-insert into auth.users (id, email) values
+select tests.create_user(to_jsonb(u)) from (values 
   ('33333333-0000-4000-8000-00000000000a', 'pgtap-monthly-regular@example.test'),
   ('33333333-0000-4000-8000-00000000000b', 'pgtap-monthly-premium@example.test'),
   ('33333333-0000-4000-8000-00000000000c', 'pgtap-monthly-canceled@example.test'),
   ('33333333-0000-4000-8000-00000000000d', 'pgtap-monthly-inactive@example.test'),
   ('33333333-0000-4000-8000-00000000000e', 'pgtap-monthly-self@example.test'),
-  ('33333333-0000-4000-8000-00000000000f', 'pgtap-monthly-admin@example.test');
+  ('33333333-0000-4000-8000-00000000000f', 'pgtap-monthly-admin@example.test')) u (id, email);
 update public.profiles set is_active = false where id = '33333333-0000-4000-8000-00000000000d';
 update public.profiles set role = 'super_admin' where id = '33333333-0000-4000-8000-00000000000f';
 insert into public.subscriptions (user_id, stripe_customer_id, stripe_subscription_id, status) values

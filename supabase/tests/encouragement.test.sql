@@ -3,6 +3,7 @@
 -- level boundary, milestones, who may read what, and the schedules.
 begin;
 create extension if not exists pgtap with schema extensions;
+\ir _helpers.sql
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
 select plan(139);
@@ -13,7 +14,7 @@ create function pg_temp.judged(drop_id uuid) returns boolean language sql as $$
 
 -- S: sender, R: recipient, T: another recipient, X: stranger, I: inactive, A: AI user,
 -- B: badge climber, Z: super admin.
-insert into auth.users (id, email) values
+select tests.create_user(to_jsonb(u)) from (values 
   ('e1000000-0000-4000-8000-00000000000a', 'pgtap-enc-sender@example.test'),
   ('e1000000-0000-4000-8000-00000000000b', 'pgtap-enc-recipient@example.test'),
   ('e1000000-0000-4000-8000-00000000000c', 'pgtap-enc-other@example.test'),
@@ -21,7 +22,7 @@ insert into auth.users (id, email) values
   ('e1000000-0000-4000-8000-00000000000e', 'pgtap-enc-inactive@example.test'),
   ('e1000000-0000-4000-8000-00000000000f', 'pgtap-enc-ai@example.test'),
   ('e1000000-0000-4000-8000-000000000010', 'pgtap-enc-climber@example.test'),
-  ('e1000000-0000-4000-8000-000000000011', 'pgtap-enc-admin@example.test');
+  ('e1000000-0000-4000-8000-000000000011', 'pgtap-enc-admin@example.test')) u (id, email);
 update public.profiles set is_active = false where id = 'e1000000-0000-4000-8000-00000000000e';
 update public.profiles set is_ai = true where id = 'e1000000-0000-4000-8000-00000000000f';
 update public.profiles set role = 'super_admin' where id = 'e1000000-0000-4000-8000-000000000011';
@@ -427,8 +428,8 @@ select is((select count(*)::integer from private.job_runs where job = 'process-e
 --     Q  an old account that wrote once a day all week, wrote once after   not engaged (its usual pace)
 --     W  the same week, wrote twice after                                  engaged at its second entry
 -- ---------------------------------------------------------------------------------------
-insert into auth.users (id, email)
-select ('e1000002-0000-4000-8000-0000000002' || lpad(g::text, 2, '0'))::uuid, 'pgtap-enc-baseline-' || g || '@example.test'
+select tests.create_user(jsonb_build_object('id', ('e1000002-0000-4000-8000-0000000002' || lpad(g::text, 2, '0'))::uuid,
+         'email', 'pgtap-enc-baseline-' || g || '@example.test'))
   from generate_series(0, 10) g;
 -- 00 F, 01..05 P1..P5, 06 G, 07 Y, 08 N, 09 Q, 10 W
 set local session_replication_role = replica;

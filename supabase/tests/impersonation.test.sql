@@ -5,6 +5,7 @@
 -- storage.objects and the supabase_realtime tables closed to an ended session).
 begin;
 create extension if not exists pgtap with schema extensions;
+\ir _helpers.sql
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 set local search_path = extensions;
 
@@ -124,9 +125,9 @@ select ok(has_function_privilege('anon', 'private.refuse_ended_impersonation()',
 -- =========================================================================================
 -- 3. Sessions inside the database.
 -- =========================================================================================
-insert into auth.users (id, email) values
+select tests.create_user(to_jsonb(u)) from (values 
   ('20200000-0000-4000-8000-000000000001', 'imp-target@test.local'),
-  ('20200000-0000-4000-8000-000000000002', 'imp-admin@test.local');
+  ('20200000-0000-4000-8000-000000000002', 'imp-admin@test.local')) u (id, email);
 update public.profiles set role = 'super_admin' where id = '20200000-0000-4000-8000-000000000002';
 insert into public.impersonation_audit (session_id, event, admin_id, target_id, reason, expires_at) values
   ('20200000-0000-4000-8000-0000000000a1', 'start', '20200000-0000-4000-8000-000000000002', '20200000-0000-4000-8000-000000000001', 'live', now() + interval '10 minutes'),

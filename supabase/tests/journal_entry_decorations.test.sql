@@ -3,18 +3,17 @@
 -- address of an object stored for that entry.
 begin;
 create extension if not exists pgtap with schema extensions;
+\ir _helpers.sql
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
 select plan(14);
 
-insert into auth.users (id, email) values
+select tests.create_user(to_jsonb(u)) from (values 
   ('d5000000-0000-4000-8000-000000000001', 'pgtap-deco-owner@example.test'),
-  ('d5000000-0000-4000-8000-000000000002', 'pgtap-deco-other@example.test');
+  ('d5000000-0000-4000-8000-000000000002', 'pgtap-deco-other@example.test')) u (id, email);
 insert into public.journal_entries (id, user_id, title, metadata_visibility, content_visibility)
 values ('d50000e0-0000-4000-8000-000000000001', 'd5000000-0000-4000-8000-000000000001', 'Sunrise', 'public', 'public');
 insert into public.journal_entry_contents (entry_id, content) values ('d50000e0-0000-4000-8000-000000000001', 'text');
-
-\ir _helpers.sql
 
 select is(
   (select array_agg(attname::text order by attnum) from pg_attribute

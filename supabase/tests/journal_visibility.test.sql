@@ -10,6 +10,7 @@
 -- leaving a team or an organization, and the internal scope columns clients do not read.
 begin;
 create extension if not exists pgtap with schema extensions;
+\ir _helpers.sql
 -- The conventions migration revokes EXECUTE on new functions from PUBLIC, pgTAP's included:
 -- let the roles this test acts as call pgTAP (rolled back with the rest).
 grant execute on all functions in schema extensions to anon, authenticated;
@@ -25,12 +26,12 @@ select plan(403);
 --   super_admin  b1000000-...-05  profile role super_admin, no membership
 -- O2 (with teams T2, T3) is a second organization of the owner, used for the deletion cases.
 -- ---------------------------------------------------------------------------------------
-insert into auth.users (id, email, raw_user_meta_data) values
+select tests.create_user(to_jsonb(u)) from (values 
   ('b1000000-0000-4000-8000-000000000001', 'pgtap-vis-owner@example.test', '{"full_name": "Olga Owner"}'),
   ('b1000000-0000-4000-8000-000000000002', 'pgtap-vis-team@example.test', '{"full_name": "Tom Team"}'),
   ('b1000000-0000-4000-8000-000000000003', 'pgtap-vis-org@example.test', '{"full_name": "Orla Org"}'),
   ('b1000000-0000-4000-8000-000000000004', 'pgtap-vis-stranger@example.test', '{"full_name": "Stan Stranger"}'),
-  ('b1000000-0000-4000-8000-000000000005', 'pgtap-vis-super@example.test', '{"full_name": "Sue Super"}');
+  ('b1000000-0000-4000-8000-000000000005', 'pgtap-vis-super@example.test', '{"full_name": "Sue Super"}')) u (id, email, raw_user_meta_data);
 update public.profiles set role = 'super_admin' where id = 'b1000000-0000-4000-8000-000000000005';
 
 create temp table viewers (viewer text primary key, user_id uuid, ord integer);
@@ -943,7 +944,7 @@ select throws_ok(
   'leaving: even a trusted session cannot share a stranger''s entry into a team (private.check_owner_membership)');
 -- Rows left behind before the removal took entries along (made here by removing memberships
 -- with triggers off) are put right by the migration's one-off fallback.
-insert into auth.users (id, email) values ('b1000000-0000-4000-8000-000000000007', 'pgtap-vis-stale@example.test');
+select tests.create_user(to_jsonb(u)) from (values ('b1000000-0000-4000-8000-000000000007', 'pgtap-vis-stale@example.test')) u (id, email);
 insert into public.organization_members (org_id, user_id, role) values
   ('b10000a0-0000-4000-8000-000000000001', 'b1000000-0000-4000-8000-000000000007', 'member');
 insert into public.team_members (team_id, user_id, role) values
@@ -973,7 +974,7 @@ select is(private.unshare_where_owner_left(), 0, 'migration: and a second run fi
 
 -- Deleting an account whose entries and notebook are shared with a team and its organization:
 -- the membership cascades and the entry cascades meet without error.
-insert into auth.users (id, email) values ('b1000000-0000-4000-8000-000000000006', 'pgtap-vis-leaver@example.test');
+select tests.create_user(to_jsonb(u)) from (values ('b1000000-0000-4000-8000-000000000006', 'pgtap-vis-leaver@example.test')) u (id, email);
 insert into public.organization_members (org_id, user_id, role) values
   ('b10000a0-0000-4000-8000-000000000001', 'b1000000-0000-4000-8000-000000000006', 'member');
 insert into public.team_members (team_id, user_id, role) values
@@ -1002,14 +1003,14 @@ select is((select count(*)::int from public.journal_entries where user_id = 'b10
 -- =======================================================================================
 reset role;
 select set_config('request.jwt.claims', '', true);
-insert into auth.users (id, email, raw_user_meta_data) values
+select tests.create_user(to_jsonb(u)) from (values 
   ('c6000000-0000-4000-8000-000000000001', 'pgtap-former-olga@example.test', '{"full_name": "Olga Owner"}'),
   ('c6000000-0000-4000-8000-000000000002', 'pgtap-former-mark@example.test', '{"full_name": "Mark Member"}'),
   ('c6000000-0000-4000-8000-000000000003', 'pgtap-former-tess@example.test', '{"full_name": "Tess Orgonly"}'),
   ('c6000000-0000-4000-8000-000000000004', 'pgtap-former-stan@example.test', '{"full_name": "Stan Stranger"}'),
   ('c6000000-0000-4000-8000-000000000005', 'pgtap-former-nina@example.test', '{"full_name": "Nina Newcomer"}'),
   ('c6000000-0000-4000-8000-000000000006', 'pgtap-former-nora@example.test', '{"full_name": "Nora Former"}'),
-  ('c6000000-0000-4000-8000-000000000007', 'pgtap-former-sue@example.test', '{"full_name": "Sue Super"}');
+  ('c6000000-0000-4000-8000-000000000007', 'pgtap-former-sue@example.test', '{"full_name": "Sue Super"}')) u (id, email, raw_user_meta_data);
 update public.profiles set role = 'super_admin' where id = 'c6000000-0000-4000-8000-000000000007';
 insert into public.organizations (id, name, owner_id) values
   ('c60000a0-0000-4000-8000-000000000001', 'Orchard', 'c6000000-0000-4000-8000-000000000001'),
@@ -1023,8 +1024,6 @@ insert into public.teams (id, name, org_id, admin_id) values
 insert into public.team_members (team_id, user_id, role) values
   ('c60000c0-0000-4000-8000-000000000001', 'c6000000-0000-4000-8000-000000000002', 'member'),
   ('c60000c0-0000-4000-8000-000000000001', 'c6000000-0000-4000-8000-000000000006', 'member');
-
-\ir _helpers.sql
 
 -- Readers (by number) who can read a journal_entries row whose meta_scope_id is neither null,
 -- nor on their own entry, nor a team/organization of theirs. One statement per reader.

@@ -12,19 +12,18 @@
 --    removed by super admins only, with an immutable audit row.
 begin;
 create extension if not exists pgtap with schema extensions;
+\ir _helpers.sql
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
 select plan(76);
 
-insert into auth.users (id, email) values
+select tests.create_user(to_jsonb(u)) from (values 
   ('13130000-0000-4000-8000-000000000001', 'pgtap-labs-owner@example.test'),
   ('13130000-0000-4000-8000-000000000002', 'pgtap-labs-stranger@example.test'),
   ('13130000-0000-4000-8000-000000000003', 'pgtap-labs-admin@example.test'),
-  ('13130000-0000-4000-8000-000000000004', 'pgtap-labs-classroom@example.test');
+  ('13130000-0000-4000-8000-000000000004', 'pgtap-labs-classroom@example.test')) u (id, email);
 update public.profiles set role = 'super_admin' where id = '13130000-0000-4000-8000-000000000003';
 insert into public.labs_classroom_accounts (user_id) values ('13130000-0000-4000-8000-000000000004');
-
-\ir _helpers.sql
 
 -- Submissions by the owner: a sponsor approved, one declined, one pending.
 select tests.authenticate_as('13130000-0000-4000-8000-000000000001');
@@ -106,7 +105,7 @@ select ok(not has_table_privilege('authenticated', 'public.labs_sponsors', 'upda
   'status moves only through the review function');
 
 -- Message bodies: sender and recipient only; super admins see none.
-insert into auth.users (id, email) values ('13130000-0000-4000-8000-000000000005', 'pgtap-labs-sender@example.test');
+select tests.create_user(to_jsonb(u)) from (values ('13130000-0000-4000-8000-000000000005', 'pgtap-labs-sender@example.test')) u (id, email);
 select tests.authenticate_as('13130000-0000-4000-8000-000000000005');
 set local role authenticated;
 select isnt(public.labs_send_sponsor_message((select approved from ids), 'Hi Acme ' || g)::text, null, 'message ' || g || ' sent')
@@ -162,8 +161,9 @@ select is((select array_agg(measured_value) from private.labs_template_replicati
   array[200::float8], 'the anomaly is the 200');
 select is((select robust from private.labs_template_stats(array['13130000-0000-4000-8000-0000000000a1'::uuid])), false, 'not robust with 2 confirmations');
 -- 50 distinct confirming users make it robust; 49 do not.
-insert into auth.users (id, email)
-select ('13130000-0000-4000-8001-' || lpad(g::text, 12, '0'))::uuid, 'pgtap-labs-rep-' || g || '@example.test' from generate_series(1, 48) g;
+select tests.create_user(jsonb_build_object('id', ('13130000-0000-4000-8001-' || lpad(g::text, 12, '0'))::uuid,
+         'email', 'pgtap-labs-rep-' || g || '@example.test'))
+  from generate_series(1, 48) g;
 insert into public.labs_replications (clone_id, template_id, user_id, measured_value, predicted_value, confirmed)
 select '13130000-0000-4000-8000-0000000000a1', '13130000-0000-4000-8000-0000000000a1', ('13130000-0000-4000-8001-' || lpad(g::text, 12, '0'))::uuid, 101, 100, true
   from generate_series(1, 47) g;

@@ -13,10 +13,10 @@ select plan(4);
 select extensions.dblink_connect('labs_setup', format('host=127.0.0.1 port=%s dbname=%s user=postgres password=postgres',
                                                       current_setting('port'), current_database()));
 select extensions.dblink_exec('labs_setup', $setup$
-  insert into auth.users (id, email) values
+  select private.new_auth_user(to_jsonb(u)) from (values
     ('13130000-0000-4000-8000-00000000e001', 'pgtap-labs-race-owner@example.test'),
-    ('13130000-0000-4000-8000-00000000e002', 'pgtap-labs-race-sender@example.test')
-  on conflict do nothing;
+    ('13130000-0000-4000-8000-00000000e002', 'pgtap-labs-race-sender@example.test')) u (id, email)
+   where not exists (select 1 from auth.users a where a.id = u.id::uuid);
   insert into public.labs_sponsors (id, name, tier, status)
   values ('13130000-0000-4000-8000-00000000e0a1', 'Race Co', 'gold', 'approved')
   on conflict do nothing;

@@ -3,15 +3,14 @@
 -- creation by one index probe, late plays relinking, and the claim of due links.
 begin;
 create extension if not exists pgtap with schema extensions;
+\ir _helpers.sql
 grant execute on all functions in schema extensions to anon, authenticated;
 
 select plan(35);
 
-insert into auth.users (id, email) values
+select tests.create_user(to_jsonb(u)) from (values 
   ('e1200000-0000-4000-8000-000000000001', 'pgtap-music-owner@example.test'),
-  ('e1200000-0000-4000-8000-000000000002', 'pgtap-music-other@example.test');
-
-\ir _helpers.sql
+  ('e1200000-0000-4000-8000-000000000002', 'pgtap-music-other@example.test')) u (id, email);
 
 -- ---------------------------------------------------------------------------------------
 -- Privileges: no client role reaches tokens, states or the job's functions.

@@ -3,15 +3,14 @@
 -- notification, a reminder's moment, and quiet hours.
 begin;
 create extension if not exists pgtap with schema extensions;
+\ir _helpers.sql
 grant execute on all functions in schema extensions to anon, authenticated;
 
 select plan(30);
 
-insert into auth.users (id, email) values
+select tests.create_user(to_jsonb(u)) from (values 
   ('e2400000-0000-4000-8000-000000000001', 'pgtap-push-owner@example.test'),
-  ('e2400000-0000-4000-8000-000000000002', 'pgtap-push-other@example.test');
-
-\ir _helpers.sql
+  ('e2400000-0000-4000-8000-000000000002', 'pgtap-push-other@example.test')) u (id, email);
 
 -- ---------------------------------------------------------------------------------------
 -- Privileges

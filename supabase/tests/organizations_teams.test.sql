@@ -5,6 +5,7 @@
 -- membership (in the schema), ownership goes only to members, and members added are told.
 begin;
 create extension if not exists pgtap with schema extensions;
+\ir _helpers.sql
 -- The conventions migration revokes EXECUTE on new functions from PUBLIC, pgTAP's included:
 -- let the roles this test acts as call pgTAP (rolled back with the rest).
 grant execute on all functions in schema extensions to anon, authenticated;
@@ -20,7 +21,7 @@ select plan(144);
 --   05 Sam   super admin (no membership)
 -- O = b20000a0-...-01 (O2 = -02, deleted by its owner); T1 = b20000c0-...-01, T2 = -02.
 -- ---------------------------------------------------------------------------------------
-insert into auth.users (id, email, raw_user_meta_data) values
+select tests.create_user(to_jsonb(u)) from (values 
   ('b2000000-0000-4000-8000-000000000001', 'pgtap-org-ona@example.test', '{"full_name": "Ona Owner", "avatar_url": "https://example.test/ona.png"}'),
   ('b2000000-0000-4000-8000-000000000002', 'pgtap-org-ada@example.test', '{"full_name": "Ada Admin"}'),
   ('b2000000-0000-4000-8000-000000000003', 'pgtap-org-mia@example.test', '{"full_name": "Mia Member"}'),
@@ -29,7 +30,7 @@ insert into auth.users (id, email, raw_user_meta_data) values
   ('b2000000-0000-4000-8000-000000000006', 'pgtap-org-max@example.test', '{"full_name": "Max Member"}'),
   ('b2000000-0000-4000-8000-000000000007', 'pgtap-org-ned@example.test', '{"full_name": "Ned Newcomer"}'),
   ('b2000000-0000-4000-8000-000000000008', 'pgtap-org-tia@example.test', '{"full_name": "Tia Teamadmin"}'),
-  ('b2000000-0000-4000-8000-000000000009', 'pgtap-org-ulla@example.test', '{"full_name": "Ulla User"}');
+  ('b2000000-0000-4000-8000-000000000009', 'pgtap-org-ulla@example.test', '{"full_name": "Ulla User"}')) u (id, email, raw_user_meta_data);
 update public.profiles set role = 'super_admin' where id = 'b2000000-0000-4000-8000-000000000005';
 
 -- Rows a write statement touched, run as the current role (RLS refusals touch 0 rows).
@@ -603,14 +604,14 @@ select is_empty(
 -- =======================================================================================
 reset role;
 select set_config('request.jwt.claims', '', true);
-insert into auth.users (id, email, raw_user_meta_data) values
+select tests.create_user(to_jsonb(u)) from (values 
   ('c6000000-0000-4000-8000-000000000001', 'pgtap-member-olga@example.test', '{"full_name": "Olga Owner"}'),
   ('c6000000-0000-4000-8000-000000000002', 'pgtap-member-mark@example.test', '{"full_name": "Mark Member"}'),
   ('c6000000-0000-4000-8000-000000000003', 'pgtap-member-tess@example.test', '{"full_name": "Tess Orgonly"}'),
   ('c6000000-0000-4000-8000-000000000004', 'pgtap-member-stan@example.test', '{"full_name": "Stan Stranger"}'),
   ('c6000000-0000-4000-8000-000000000005', 'pgtap-member-nina@example.test', '{"full_name": "Nina Newcomer"}'),
   ('c6000000-0000-4000-8000-000000000006', 'pgtap-member-nora@example.test', '{"full_name": "Nora Former"}'),
-  ('c6000000-0000-4000-8000-000000000007', 'pgtap-member-sue@example.test', '{"full_name": "Sue Super"}');
+  ('c6000000-0000-4000-8000-000000000007', 'pgtap-member-sue@example.test', '{"full_name": "Sue Super"}')) u (id, email, raw_user_meta_data);
 update public.profiles set role = 'super_admin' where id = 'c6000000-0000-4000-8000-000000000007';
 insert into public.organizations (id, name, owner_id) values
   ('c60000a0-0000-4000-8000-000000000001', 'Orchard', 'c6000000-0000-4000-8000-000000000001'),
@@ -624,8 +625,6 @@ insert into public.teams (id, name, org_id, admin_id) values
 insert into public.team_members (team_id, user_id, role) values
   ('c60000c0-0000-4000-8000-000000000001', 'c6000000-0000-4000-8000-000000000002', 'member'),
   ('c60000c0-0000-4000-8000-000000000001', 'c6000000-0000-4000-8000-000000000006', 'member');
-
-\ir _helpers.sql
 
 -- A team membership cannot outlive the organization membership: the schema holds it.
 select is((select org_id from public.team_members

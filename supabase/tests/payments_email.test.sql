@@ -11,15 +11,16 @@
 --    (suppression, status only moving forward, replays, bad values refused and recorded as ignored).
 begin;
 create extension if not exists pgtap with schema extensions;
+\ir _helpers.sql
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
 select plan(106);
 
-insert into auth.users (id, email, email_confirmed_at) values
+select tests.create_user(to_jsonb(u)) from (values 
   ('99990000-0000-4000-8000-000000000001', 'pgtap-pay-owner@example.test', now()),
   ('99990000-0000-4000-8000-000000000002', 'pgtap-pay-stranger@example.test', now()),
   ('99990000-0000-4000-8000-000000000003', 'pgtap-pay-admin@example.test', now()),
-  ('99990000-0000-4000-8000-000000000004', 'pgtap-pay-unverified@example.test', null);
+  ('99990000-0000-4000-8000-000000000004', 'pgtap-pay-unverified@example.test', null)) u (id, email, email_confirmed_at);
 update public.profiles set role = 'super_admin' where id = '99990000-0000-4000-8000-000000000003';
 
 -- =========================================================================================
@@ -235,8 +236,6 @@ select is(
       and (has_table_privilege('authenticated', c.oid, 'select') or has_table_privilege('service_role', c.oid, 'select')
            or has_table_privilege('anon', c.oid, 'select'))),
   null, 'customers, events, settings, suppressions and inbound mail are readable by no API role');
-
-\ir _helpers.sql
 
 -- Clients read their subscription's new columns, never the event position.
 select tests.authenticate_as('99990000-0000-4000-8000-000000000001');

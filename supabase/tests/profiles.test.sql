@@ -2,6 +2,10 @@
 -- preference merge and the custom access-token hook.
 begin;
 create extension if not exists pgtap with schema extensions;
+\ir _helpers.sql
+-- Users written as GoTrue's role writes them (test-only grants, rolled back with the file).
+grant usage on schema tests, private to supabase_auth_admin;
+grant execute on function tests.create_user(jsonb), private.new_auth_user(jsonb) to supabase_auth_admin;
 -- The conventions migration revokes EXECUTE on new functions from PUBLIC, pgTAP's included:
 -- let the roles this test acts as call pgTAP (rolled back with the rest).
 grant usage on schema extensions to supabase_auth_admin;
@@ -10,12 +14,12 @@ grant execute on all functions in schema extensions to anon, authenticated, supa
 select plan(54);
 
 -- Fixed users: an owner, another user and an admin-to-be.
-insert into auth.users (id, email, raw_user_meta_data) values
+select tests.create_user(to_jsonb(u)) from (values 
   ('11111111-0000-4000-8000-000000000001', 'pgtap-profiles-owner@example.test',
    '{"full_name": "Olive Owner", "avatar_url": "https://example.test/olive.png"}'),
   ('11111111-0000-4000-8000-000000000002', 'pgtap-profiles-other@example.test', '{"full_name": "Oscar Other"}'),
-  ('11111111-0000-4000-8000-000000000003', 'pgtap-profiles-admin@example.test', '{}');
-insert into auth.users (id, email) values ('11111111-0000-4000-8000-000000000004', 'pgtap-profiles-bare@example.test');
+  ('11111111-0000-4000-8000-000000000003', 'pgtap-profiles-admin@example.test', '{}')) u (id, email, raw_user_meta_data);
+select tests.create_user(to_jsonb(u)) from (values ('11111111-0000-4000-8000-000000000004', 'pgtap-profiles-bare@example.test')) u (id, email);
 
 -- ---------------------------------------------------------------------------------------
 -- The trigger: a profile per new auth user, with the defaults.
@@ -36,8 +40,7 @@ select is((select count(*)::integer from public.profiles where id::text like '11
 -- On Supabase the auth server inserts users as supabase_auth_admin: the trigger works for it.
 set local role supabase_auth_admin;
 select lives_ok(
-  $$insert into auth.users (id, email, raw_user_meta_data)
-    values ('11111111-0000-4000-8000-000000000005', 'pgtap-profiles-gotrue@example.test', '{"full_name": "Gita GoTrue"}')$$,
+  $$select tests.create_user(to_jsonb(u)) from (values ('11111111-0000-4000-8000-000000000005', 'pgtap-profiles-gotrue@example.test', '{"full_name": "Gita GoTrue"}')) u (id, email, raw_user_meta_data)$$,
   'the auth server (supabase_auth_admin) can create a user');
 reset role;
 select results_eq(

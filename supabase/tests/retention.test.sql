@@ -3,14 +3,15 @@
 -- every other delete; only trusted callers run it; the schedule.
 begin;
 create extension if not exists pgtap with schema extensions;
+\ir _helpers.sql
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
 select plan(30);
 
 -- A sends drops to B; A has AI usage, plays, impersonation writes; webhook events.
-insert into auth.users (id, email) values
+select tests.create_user(to_jsonb(u)) from (values 
   ('52000000-0000-4000-8000-00000000000a', 'pgtap-retention-a@example.test'),
-  ('52000000-0000-4000-8000-00000000000b', 'pgtap-retention-b@example.test');
+  ('52000000-0000-4000-8000-00000000000b', 'pgtap-retention-b@example.test')) u (id, email);
 
 -- Small chunks, so the job takes several runs.
 update private.retention_policies set chunk_rows = 100;

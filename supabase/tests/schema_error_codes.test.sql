@@ -4,19 +4,18 @@
 -- tests/schema_error_codes_test.ts.
 begin;
 create extension if not exists pgtap with schema extensions;
+\ir _helpers.sql
 grant execute on all functions in schema extensions to anon, authenticated;
 
 select plan(9);
 
 -- Olga (c6000000-...-01) owns organization O and an entry.
-insert into auth.users (id, email, raw_user_meta_data) values
-  ('c6000000-0000-4000-8000-000000000001', 'pgtap-errors-olga@example.test', '{"full_name": "Olga Owner"}');
+select tests.create_user(to_jsonb(u)) from (values 
+  ('c6000000-0000-4000-8000-000000000001', 'pgtap-errors-olga@example.test', '{"full_name": "Olga Owner"}')) u (id, email, raw_user_meta_data);
 insert into public.organizations (id, name, owner_id) values
   ('c60000a0-0000-4000-8000-000000000001', 'Errors', 'c6000000-0000-4000-8000-000000000001');
 insert into public.journal_entries (id, user_id, title) values
   ('c60000f0-0000-4000-8000-000000000001', 'c6000000-0000-4000-8000-000000000001', 'kept private');
-
-\ir _helpers.sql
 
 -- =======================================================================================
 -- "Not found" raises PT404, which PostgREST answers as 404.

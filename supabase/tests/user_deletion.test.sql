@@ -4,14 +4,15 @@
 -- triggers accept that change and nothing else, and the rows step is refused without a request.
 begin;
 create extension if not exists pgtap with schema extensions;
+\ir _helpers.sql
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 set local search_path = extensions;
 
 select plan(13);
 
-insert into auth.users (id, email) values
+select tests.create_user(to_jsonb(u)) from (values 
   ('44444444-0000-4000-8000-000000000001', 'leaving-admin@deletion.test'),
-  ('44444444-0000-4000-8000-000000000002', 'staying-admin@deletion.test');
+  ('44444444-0000-4000-8000-000000000002', 'staying-admin@deletion.test')) u (id, email);
 update public.profiles set role = 'super_admin' where id::text like '44444444-0000-4000-8000-%';
 
 -- The leaving admin sets a price, a rate and the encouragement config.
@@ -56,8 +57,8 @@ select throws_ok(
   '42501', null, 'a tombstone does not open the row to other changes');
 
 -- The last super admin: admins being deleted do not count, so two cannot delete each other away.
-insert into auth.users (id, email) values
-  ('44444444-0000-4000-8000-000000000003', 'third-admin@deletion.test');
+select tests.create_user(to_jsonb(u)) from (values 
+  ('44444444-0000-4000-8000-000000000003', 'third-admin@deletion.test')) u (id, email);
 update public.profiles set role = 'super_admin' where id = '44444444-0000-4000-8000-000000000003';
 select set_config('request.jwt.claims', json_build_object(
   'sub', '44444444-0000-4000-8000-000000000003', 'role', 'authenticated')::text, true);

@@ -5,6 +5,7 @@
 -- caller may generate are tested through public.generate_workout_chains below and over HTTP.
 begin;
 create extension if not exists pgtap with schema extensions;
+\ir _helpers.sql
 grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
 select plan(125);
@@ -16,9 +17,8 @@ select plan(125);
 --   u5 12-14 UTC (NY)   u6 14-16 (1,1)     u7 14-16 (1,1)
 -- City B has u8 alone; u9 has no location (isolated). u10 joins later (16-18, city A).
 -- ---------------------------------------------------------------------------------------
-insert into auth.users (id, email, raw_user_meta_data)
-select ('d1100000-0000-4000-8000-0000000000' || lpad(i::text, 2, '0'))::uuid, 'pgtap-workout-' || i || '@example.test',
-       jsonb_build_object('full_name', 'Workout ' || i)
+select tests.create_user(jsonb_build_object('id', ('d1100000-0000-4000-8000-0000000000' || lpad(i::text, 2, '0'))::uuid,
+         'email', 'pgtap-workout-' || i || '@example.test', 'raw_user_meta_data', jsonb_build_object('full_name', 'Workout ' || i)))
   from generate_series(1, 12) i;
 update public.profiles set role = 'super_admin' where id = 'd1100000-0000-4000-8000-000000000012';
 
@@ -321,8 +321,8 @@ select is((select count(*)::integer from public.workout_chains where user_id = p
 
 -- Isolated users (no city or region) all share one team split; none of them may get a squad,
 -- and every squad a chain row names exists (squads come from plan rows).
-insert into auth.users (id, email)
-select pg_temp.u(i), 'pgtap-workout-' || i || '@example.test' from generate_series(13, 19) i;
+select tests.create_user(jsonb_build_object('id', pg_temp.u(i), 'email', 'pgtap-workout-' || i || '@example.test'))
+  from generate_series(13, 19) i;
 insert into public.workout_windows (user_id, activity_type, window_start_time, window_end_time, timezone)
 select pg_temp.u(i), 'walk', make_time(6 + i - 13, 0, 0), make_time(8 + i - 13, 0, 0), 'UTC' from generate_series(13, 19) i;
 select is((private.generate_workout_chains('2030-01-09') ->> 'created')::integer, 16, 'a new date: the nine users left and seven more, none of them located');
@@ -365,7 +365,7 @@ select throws_ok($$update public.workout_windows set timezone = 'ABC+167' where 
 update public.workout_windows set timezone = 'america/new_york' where user_id = pg_temp.u(2);
 select is((select timezone from public.workout_windows where user_id = pg_temp.u(2)), 'America/New_York', 'a zone is stored as IANA spells it');
 -- Rows from before the rule (written here with triggers off, as a superuser could).
-insert into auth.users (id, email) values (pg_temp.u(20), 'pgtap-workout-20@example.test');
+select tests.create_user(to_jsonb(u)) from (values (pg_temp.u(20), 'pgtap-workout-20@example.test')) u (id, email);
 set local session_replication_role = replica;
 insert into public.workout_windows (user_id, activity_type, window_start_time, window_end_time, timezone)
   values (pg_temp.u(20), 'walk', '10:00', '12:00', 'ABC-167');

@@ -3,10 +3,36 @@
 import { timingSafeEqual } from 'node:crypto'
 import type postgres from 'postgres'
 import { type AuthConfig } from './config.ts'
-import { forbidden, unprocessable, validationFailed, weakPassword } from './errors.ts'
+import { AuthError, forbidden, unprocessable, validationFailed, weakPassword } from './errors.ts'
 
 export type Sql = postgres.Sql | postgres.TransactionSql
 export type UserRow = Record<string, any> & { id: string; email: string | null }
+
+/** GoTrue's instance_id (uuid.Nil): every user lookup filters on it, so a row without it is never found. */
+export const INSTANCE_ID = '00000000-0000-0000-0000-000000000000'
+
+/**
+ * Columns GoTrue scans into non-nullable Go types (models.User: string, int, time.Time): a NULL
+ * in any fails every read of the user with 500 "Database error querying schema"
+ * (supabase/auth#1940). The stand-in reads rows as strictly, so a row written by hand without
+ * them fails here as it fails on Supabase.
+ */
+const GOTRUE_NON_NULL = [
+  'aud', 'role', 'confirmation_token', 'recovery_token', 'email_change_token_current', 'email_change_token_new',
+  'email_change', 'email_change_confirm_status', 'phone_change_token', 'phone_change', 'reauthentication_token',
+  'created_at', 'updated_at',
+]
+
+/** A timestamp Go's time.Time cannot hold ('infinity', '-infinity'): its scan fails too. */
+const notATime = (v: unknown) => v instanceof Date && !Number.isFinite(v.getTime())
+
+/** The row as GoTrue's scan would take it, or its 500 when a column it needs is NULL (or a time infinite). */
+export function scanUser<T extends UserRow | null | undefined>(u: T): T {
+  if (u && (GOTRUE_NON_NULL.some((c) => u[c] === null || u[c] === undefined) || Object.values(u).some(notATime))) {
+    throw new AuthError(500, 'unexpected_failure', 'Database error querying schema')
+  }
+  return u
+}
 
 const iso = (v: unknown) => (v instanceof Date ? v.toISOString() : v ?? undefined)
 const nonEmpty = (v: unknown) => (typeof v === 'string' && v !== '' ? v : undefined)
@@ -28,6 +54,7 @@ export async function identitiesOf(sql: Sql, userId: string) {
 
 /** The user as GoTrue's JSON shows it (fields GoTrue omits when empty are left out). */
 export async function userJson(sql: Sql, u: UserRow) {
+  scanUser(u)
   const out: Record<string, unknown> = {
     id: u.id,
     aud: u.aud ?? '',
@@ -62,16 +89,16 @@ export async function userJson(sql: Sql, u: UserRow) {
 export async function userById(sql: Sql, id: string, forUpdate = false): Promise<UserRow | null> {
   if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) return null
   const [u] = forUpdate
-    ? await sql`select * from auth.users where id = ${id} for update`
-    : await sql`select * from auth.users where id = ${id}`
-  return (u as UserRow) ?? null
+    ? await sql`select * from auth.users where instance_id = ${INSTANCE_ID} and id = ${id} for update`
+    : await sql`select * from auth.users where instance_id = ${INSTANCE_ID} and id = ${id}`
+  return scanUser((u as UserRow) ?? null)
 }
 
 export async function userByEmail(sql: Sql, email: string): Promise<UserRow | null> {
   const [u] =
-    await sql`select * from auth.users where lower(email) = ${email.toLowerCase()} and is_sso_user = false
-                        order by created_at limit 1`
-  return (u as UserRow) ?? null
+    await sql`select * from auth.users where instance_id = ${INSTANCE_ID} and lower(email) = ${email.toLowerCase()}
+                and aud = 'authenticated' and is_sso_user = false order by created_at limit 1`
+  return scanUser((u as UserRow) ?? null)
 }
 
 /** Whether a ban is in force (banned_until in the future). */
@@ -165,12 +192,17 @@ export async function insertUser(sql: Sql, o: {
 }): Promise<UserRow> {
   const provider = o.anonymous ? null : 'email'
   const appMeta = { ...(provider ? { provider, providers: [provider] } : {}), ...(o.appMetadata ?? {}) }
+  // Every column GoTrue's Create writes (models.NewUser): '' for each token and change column.
   const [u] = await sql`
-    insert into auth.users (instance_id, aud, role, email, encrypted_password, email_confirmed_at,
-                            raw_app_meta_data, raw_user_meta_data, is_anonymous, created_at, updated_at)
-    values ('00000000-0000-0000-0000-000000000000', 'authenticated', ${o.role ?? 'authenticated'}, ${o.email},
-            ${o.passwordHash ?? ''}, ${o.confirmed ? sql`now()` : null}, ${sql.json(appMeta as any)},
-            ${sql.json((o.userMetadata ?? {}) as any)}, ${o.anonymous ?? false}, now(), now())
+    insert into auth.users (instance_id, id, aud, role, email, encrypted_password, email_confirmed_at,
+                            confirmation_token, recovery_token, email_change_token_new, email_change,
+                            email_change_token_current, email_change_confirm_status, phone_change,
+                            phone_change_token, reauthentication_token, raw_app_meta_data, raw_user_meta_data,
+                            is_sso_user, is_anonymous, created_at, updated_at)
+    values (${INSTANCE_ID}, ${crypto.randomUUID()}, 'authenticated', ${o.role ?? 'authenticated'}, ${o.email},
+            ${o.passwordHash ?? ''}, ${o.confirmed ? sql`now()` : null}, '', '', '', '', '', 0, '', '', '',
+            ${sql.json(appMeta as any)}, ${sql.json((o.userMetadata ?? {}) as any)}, false, ${o.anonymous ?? false},
+            now(), now())
     returning *`
   if (o.email) await insertEmailIdentity(sql, u as UserRow)
   return u as UserRow

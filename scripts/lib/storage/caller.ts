@@ -59,10 +59,12 @@ export async function identify(req: Request, ctx: StorageContext): Promise<Claim
 export function asCaller<T>(ctx: StorageContext, c: Claims, fn: (tx: Tx) => Promise<T>): Promise<T> {
   return ctx.sql.begin(async (tx) => {
     await tx.unsafe(`set local role ${c.role}`) // checked against ROLES in identify()
+    // As Storage's scope.ts: its own queries may delete rows (storage.protect_delete refuses others).
     await tx`select set_config('request.jwt.claims', ${JSON.stringify(c)}, true),
                     set_config('request.jwt.claim.sub', ${typeof c.sub === 'string' ? c.sub : ''}, true),
                     set_config('request.jwt.claim.role', ${c.role}, true),
-                    set_config('request.headers', ${c[HEADERS] ?? '{}'}, true)`
+                    set_config('request.headers', ${c[HEADERS] ?? '{}'}, true),
+                    set_config('storage.allow_delete_query', 'true', true)`
     return await fn(tx)
   }) as Promise<T>
 }
@@ -111,7 +113,8 @@ export const superuserWriter = (
       const headers = impersonationSession ? { 'x-impersonation-session': impersonationSession } : {}
       await tx`select set_config('request.jwt.claims', ${JSON.stringify({ role: 'service_role' })}, true),
                       set_config('request.jwt.claim.role', 'service_role', true),
-                      set_config('request.headers', ${JSON.stringify(headers)}, true)`
+                      set_config('request.headers', ${JSON.stringify(headers)}, true),
+                      set_config('storage.allow_delete_query', 'true', true)`
       return await fn(tx)
     }) as Promise<T>,
   sub,

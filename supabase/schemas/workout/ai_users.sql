@@ -174,11 +174,11 @@ begin
   end if;
   merged := private.ai_generation_config(config);
   raise log 'workout ai users: generating %', how_many;
-  insert into auth.users (id, email, aud, role, email_confirmed_at, raw_user_meta_data, raw_app_meta_data)
-  select p.id, p.email, 'authenticated', 'authenticated', now(), jsonb_build_object('full_name', p.full_name, 'is_ai', true),
-         '{"provider": "synthetic", "providers": ["synthetic"]}'::jsonb
+  select count(private.new_auth_user(jsonb_build_object('id', p.id, 'email', p.email, 'email_confirmed_at', now(),
+           'raw_user_meta_data', jsonb_build_object('full_name', p.full_name, 'is_ai', true),
+           'raw_app_meta_data', '{"provider": "synthetic", "providers": ["synthetic"]}'::jsonb)))
+    into made
     from private.ai_user_plan(how_many, merged, seed) p;
-  get diagnostics made = row_count;
   update public.profiles set is_ai = true, full_name = p.full_name
     from private.ai_user_plan(how_many, merged, seed) p where profiles.id = p.id;
   insert into public.workout_windows (user_id, activity_type, custom_activity, window_start_time, window_end_time, timezone)
