@@ -187,6 +187,13 @@ test('/api: public mutating routes count the caller address; webhooks and cron r
     // A signed webhook is the provider's, never limited (a bad signature is its own answer).
     const webhook = await api('/api/payment/webhook', { rawBody: '{}', headers: { 'stripe-signature': 't=1,v1=bad' } })
     assert.notEqual(webhook.status, 429)
+    // Nor are the public POSTs that write nothing a person could flood, called from shared
+    // addresses: a token check, and the e-mail's one-click unsubscribe (its token is the credential).
+    const verify = await api('/api/auth/verify', { body: { token: 'not-a-token' } })
+    assert.equal(verify.status, 401)
+    const unsubscribe = await api(`/api/notifications/unsubscribe?token=${crypto.randomUUID()}`, { method: 'POST', body: {} })
+    assert.equal(unsubscribe.status, 404)
+    assert.equal(await counted('address', local), 1, 'neither was counted')
   } finally {
     await forget('address', local)
   }

@@ -16,6 +16,7 @@ import {
   clientAs,
   createUser,
   env,
+  insertAuthUser,
   JWT_SECRET,
   orgWith,
   signClaims,
@@ -547,4 +548,18 @@ test('a Stripe outage leaves the deletion pending; the job finishes it, and the 
   const [logged] =
     await sql`select succeeded, failed from private.job_runs where job = 'account-deletions' order by id desc limit 1`
   assert.ok(logged.succeeded + logged.failed >= 1)
+})
+
+test("deleting an account whose address was never confirmed keeps that address's suppression and mail; a confirmed one's go", async () => {
+  const suppressed = async (address: string) =>
+    (await sql`select count(*)::int as n from private.email_suppressions where address = ${address}`)[0].n
+  for (const confirmed of [false, true]) {
+    const email = `someone-else-${crypto.randomUUID().slice(0, 8)}@test.local`
+    const id = await insertAuthUser(sql, { email, ...(confirmed ? { email_confirmed_at: new Date().toISOString() } : {}) })
+    await sql`insert into private.email_suppressions (address, reason, svix_id)
+              values (${email}, 'complained', ${'msg_' + crypto.randomUUID()})`
+    await sql`delete from auth.users where id = ${id}`
+    assert.equal(await suppressed(email), confirmed ? 0 : 1, `confirmed: ${confirmed}`)
+    await sql`delete from private.email_suppressions where address = ${email}`
+  }
 })

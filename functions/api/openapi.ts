@@ -28,6 +28,7 @@ import {
   publicRoute,
   signedWebhook,
   superAdmin,
+  uncountedPublicRoute,
 } from './credentials.ts'
 
 /** Who may call a route, and how they prove it. */
@@ -134,6 +135,9 @@ export interface EndpointDef<
   responseDescription?: string
   /** Error statuses beyond those the credential and request imply. */
   errors?: readonly number[]
+  /** A public POST that writes nothing a person could flood (a check, a link's one action): why
+   *  it is not counted against the write rate limit. */
+  notAWrite?: string
   /** An error status whose body is {error} and more (a readiness check's 503 keeps its report). */
   otherReplies?: Record<number, { description: string; schema: z.ZodType; example: { error: string } }>
   /** The route honours an Idempotency-Key header (its rules, for the parameter's description). */
@@ -151,10 +155,10 @@ export type Endpoint<M extends Method, P extends string, Params, Query, Body> =
   & Omit<RouteConfig, 'method' | 'path' | 'request'>
   & { method: M; path: P; request: RequestOf<Params, Query, Body>; getRoutingPath(): string }
 
-function middlewareFor(auth: Credential): MiddlewareHandler<ApiEnv> {
+function middlewareFor({ auth, notAWrite }: { auth: Credential; notAWrite?: string }): MiddlewareHandler<ApiEnv> {
   if (auth === 'bearer') return bearer
   if (auth === 'superAdmin') return superAdmin
-  if (auth === 'none') return publicRoute
+  if (auth === 'none') return notAWrite ? uncountedPublicRoute : publicRoute
   if ('cron' in auth) return cronSecret(auth.cron)
   if ('cronBearer' in auth) return cronBearer(auth.cronBearer)
   if ('adminOrCron' in auth) return adminOrCron(auth.adminOrCron)
@@ -163,8 +167,8 @@ function middlewareFor(auth: Credential): MiddlewareHandler<ApiEnv> {
 
 /** Mutating requests of users and anonymous callers count against the write rate limit;
  *  scheduled jobs and provider webhooks do not. */
-function writeLimited(d: { method: Method; auth: Credential }): boolean {
-  if (d.method === 'get') return false
+function writeLimited(d: { method: Method; auth: Credential; notAWrite?: string }): boolean {
+  if (d.method === 'get' || d.notAWrite) return false
   return typeof d.auth === 'string' || 'adminOrCron' in d.auth
 }
 
@@ -263,7 +267,7 @@ export function endpoint<
     description: [d.description, credentialNote(d.auth)].filter(Boolean).join('\n\n'),
     tags: [d.tag],
     security: securityFor(d.auth),
-    middleware: middlewareFor(d.auth),
+    middleware: middlewareFor(d),
     request,
     responses,
   }) as unknown as Endpoint<M, P, Params, Query, Body>

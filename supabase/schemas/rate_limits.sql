@@ -48,18 +48,34 @@ comment on table private.api_write_secret is
 -- The client's address from the request headers the gateway sets: cf-connecting-ip (hosted:
 -- Cloudflare sets it and overwrites a client's), else the last x-forwarded-for entry (appended by
 -- the nearest proxy; the entries before it are the client's to write). The local gateway replaces
--- x-forwarded-for with the peer address. 'unknown' when neither is there.
+-- x-forwarded-for with the peer address. An IPv6 address counts by its /64 (one subscriber's
+-- block: rotating addresses inside it is free). 'unknown' when neither is there (or it is no
+-- address): such a caller is not counted, rather than pooled with every other one.
 create or replace function private.client_address(headers jsonb) returns text
-language sql immutable
+language plpgsql immutable
 set search_path = ''
 as $$
-  select coalesce(
-    nullif(btrim(headers ->> 'cf-connecting-ip'), ''),
-    nullif(btrim(regexp_replace(headers ->> 'x-forwarded-for', '^.*,', '')), ''),
-    'unknown')
+declare
+  raw text := coalesce(nullif(btrim(headers ->> 'cf-connecting-ip'), ''),
+                       nullif(btrim(regexp_replace(headers ->> 'x-forwarded-for', '^.*,', '')), ''));
+  addr inet;
+begin
+  if raw is null then
+    return 'unknown';
+  end if;
+  begin
+    addr := raw::inet;
+  exception when invalid_text_representation then
+    return 'unknown';
+  end;
+  if family(addr) = 6 then
+    return set_masklen(addr, 64)::cidr::text;
+  end if;
+  return host(addr);
+end
 $$;
 comment on function private.client_address(jsonb) is
-  'The caller''s address: cf-connecting-ip, else the last x-forwarded-for entry, else ''unknown''.';
+  'The caller''s address: cf-connecting-ip, else the last x-forwarded-for entry (IPv6 by its /64), else ''unknown'' (not counted).';
 
 -- Counts one mutating request of the subject, unless its window's budget is spent: then nothing is
 -- counted and retry_after_seconds says when the window ends (null: allowed). One primary-key probe
@@ -76,6 +92,10 @@ declare
   counted integer;
   retry integer;
 begin
+  if subject_kind = 'address' and subject = 'unknown' then
+    return query select null::integer, null::text; -- no address known: nobody to count
+    return;
+  end if;
   select l.max_writes, l.window_seconds into lim
     from private.write_rate_limits l
    where l.subject_kind = take_write.subject_kind and l.subject in (take_write.subject, '*')

@@ -6,7 +6,7 @@ begin;
 create extension if not exists pgtap with schema extensions;
 set local search_path = extensions;
 
-select plan(22);
+select plan(24);
 
 -- A request as PostgREST sets it up before calling the pre-request.
 create function pg_temp.as_request(method text, claims jsonb, headers jsonb default '{}') returns void
@@ -83,6 +83,15 @@ select is(
         private.client_address('{}')],
   array['198.51.100.2', '192.0.2.11', 'unknown'],
   'the address: cf-connecting-ip, else the last x-forwarded-for entry, else unknown');
+select is(
+  array[private.client_address('{"cf-connecting-ip": "2001:db8:1:2:aaaa::1"}'),
+        private.client_address('{"cf-connecting-ip": "2001:db8:1:2:bbbb::9"}'),
+        private.client_address('{"x-forwarded-for": "not an address"}')],
+  array['2001:db8:1:2::/64', '2001:db8:1:2::/64', 'unknown'],
+  'an IPv6 caller counts by its /64 (rotating inside it buys nothing); no address is unknown');
+do $$ begin perform private.take_write('address', 'unknown'); perform private.take_write('address', 'unknown'); end $$;
+select is((select count(*)::int from private.write_rate_counters where subject = 'address:unknown'), 0,
+  'a caller without a known address is not counted, never pooled with the others');
 
 -- /api's count, with a verdict instead of an error.
 select is((select retry_after_seconds is not null from public.take_api_write('00000000-0000-4000-8000-00000000a11c', null)),

@@ -13,6 +13,7 @@ export const authRoutes = routeModule()
       path: '/auth/verify',
       tag: 'Session',
       auth: 'none',
+      notAWrite: 'a check of a token: it writes nothing, and a backend verifying its users calls it from one address',
       body: VerifyBody,
       errors: [401],
       summary: 'Verify an access token',

@@ -214,6 +214,13 @@ begin
     cost_usd = t.cost_usd + excluded.cost_usd;
 
   delete from private.encouragement_bonus_pairs b where b.sender_id = target or b.recipient_id = target;
+  -- Rows found by the address only when the account proved it owned it: an unconfirmed sign-up
+  -- of someone else's address must not take that person's suppressions (a bounce, a complaint)
+  -- or mail with it.
+  if d.email is not null and not exists (select 1 from auth.users u
+                                          where u.id = target and u.email_confirmed_at is not null) then
+    d.email := null;
+  end if;
   delete from public.labs_kit_waitlist k where k.user_id = target or k.email = lower(d.email);
   if d.email is not null then
     delete from private.email_suppressions s where s.address = lower(d.email);

@@ -137,6 +137,7 @@ export const jobRoutes = routeModule()
       path: '/notifications/unsubscribe',
       tag,
       auth: 'none',
+      notAWrite: "the e-mail's secret token is the credential; mail providers POST it from a few shared addresses",
       bodyRequired: false,
       query: z.object({ token: z.string().uuid('must be the token from the e-mail') }).strict(),
       response: z.object({ unsubscribed: z.boolean() }),
