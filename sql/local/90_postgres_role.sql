@@ -44,3 +44,8 @@ grant set on parameter pgrst.db_pre_request, session_replication_role to postgre
 -- stand-in's own (local_auth) included: postgres needs TRIGGER on them.
 grant usage on schema local_auth to postgres;
 grant trigger on all tables in schema local_auth to postgres;
+
+-- As hosted's init scripts grant it (supabase/postgres: auth schema), postgres may use Auth's
+-- sequences and functions, not only its tables (10_auth.sql).
+grant all on all sequences in schema auth to postgres;
+grant all on all routines in schema auth to postgres;
