@@ -1,7 +1,8 @@
 // Shared pieces for the Auth tests (tests/auth_*_test.ts): supabase-js clients as an app sets
 // them up, the local inbox's Mailpit-like API, and fresh addresses.
+import postgres from 'postgres'
 import { createClient, type SupabaseClient } from '@supabase/supabase-js'
-import { ANON_KEY, API_URL, env, SERVICE_ROLE_KEY, sql } from './_helpers.ts'
+import { ANON_KEY, API_URL, env, SERVICE_ROLE_KEY } from './_helpers.ts'
 
 export const INBOX_URL = env('INBOX_URL')
 
@@ -19,9 +20,17 @@ export function adminClient(): SupabaseClient {
 
 export const freshEmail = (prefix = 'auth') => `${prefix}-${crypto.randomUUID().slice(0, 8)}@test.local`
 
+/**
+ * The Auth stand-in's own tables (local_auth) as it reaches them, as their owner
+ * supabase_auth_admin: postgres, which the tests' `sql` is, may not (nor on hosted).
+ */
+const authDbUrl = new URL(env('SUPABASE_DB_URL'))
+authDbUrl.username = 'supabase_auth_admin'
+export const authStandInSql = postgres(authDbUrl.toString(), { max: 1, onnotice: () => {}, idle_timeout: 5 })
+
 /** Forgets Auth's rate-limit counters, so one test's sign-ups do not count against the next. */
 export async function resetAuthRateLimits() {
-  await sql`delete from local_auth.rate_limit_hits`
+  await authStandInSql`delete from local_auth.rate_limit_hits`
 }
 
 export interface InboxMessage {

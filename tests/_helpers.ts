@@ -18,7 +18,7 @@ export const SERVICE_ROLE_KEY = need('SUPABASE_SERVICE_ROLE_KEY')
 export const JWT_SECRET = need('JWT_SECRET')
 export const env = (k: string) => need(k)
 
-/** One superuser connection for test setup, shared by the tests of a file. */
+/** One connection as postgres (not a superuser, as on hosted) for test setup, shared by the tests of a file. */
 export const sql = postgres(need('SUPABASE_DB_URL'), { max: 4, onnotice: () => {} })
 
 export interface TestUser {

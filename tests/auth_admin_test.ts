@@ -5,6 +5,7 @@ import { ANON_KEY, API_URL, sql, test } from './_helpers.ts'
 import {
   adminClient,
   appClient,
+  authStandInSql,
   claimsOf,
   followLink,
   freshEmail,
@@ -187,7 +188,7 @@ test("rate limits of config.toml: sign-ins per IP per 5 minutes, e-mails per hou
   try {
     await resetAuthRateLimits()
     // The allowance already used up from this address (127.0.0.1), then one more try.
-    await sql`insert into local_auth.rate_limit_hits (kind, key)
+    await authStandInSql`insert into local_auth.rate_limit_hits (kind, key)
               select 'sign_in_sign_ups', '127.0.0.1' from generate_series(1, ${
       config.rateLimit.signInSignUps - 1
     })`
@@ -201,14 +202,14 @@ test("rate limits of config.toml: sign-ins per IP per 5 minutes, e-mails per hou
     assert.equal(signUp.error?.code, 'over_request_rate_limit', 'sign-ups share the sign-in allowance')
 
     // An older hit (outside the 5-minute window) no longer counts.
-    await sql`update local_auth.rate_limit_hits set at = now() - interval '6 minutes' where kind = 'sign_in_sign_ups'`
+    await authStandInSql`update local_auth.rate_limit_hits set at = now() - interval '6 minutes' where kind = 'sign_in_sign_ups'`
     assert.equal(
       (await client.auth.signInWithPassword({ email: freshEmail('limit'), password: 'whatever1' })).error
         ?.code,
       'invalid_credentials',
     )
 
-    await sql`insert into local_auth.rate_limit_hits (kind, key)
+    await authStandInSql`insert into local_auth.rate_limit_hits (kind, key)
               select 'email_sent', 'project' from generate_series(1, ${config.rateLimit.emailSent})`
     const email = freshEmail('limit-mail')
     const mail = await client.auth.signUp({ email, password: 'correct horse' })

@@ -7,6 +7,14 @@ export const dbUrl = (port: number, user = 'postgres', password = 'postgres') =>
   `postgresql://${user}:${password}@127.0.0.1:${port}/postgres`
 
 /**
+ * The cluster's bootstrap superuser, as hosted's supabase_admin: it creates what the platform
+ * provides (sql/local) and nothing else. Migrations, the seed, the app and the tests use
+ * postgres, which is not a superuser (its rights: sql/local/90_postgres_role.sql).
+ */
+export const ADMIN_ROLE = 'supabase_admin'
+export const adminDbUrl = (port: number) => dbUrl(port, ADMIN_ROLE)
+
+/**
  * The same database through the cluster's Unix socket (Postgres listens on one in its own
  * folder, `-k`, and trusts it: only the cluster's owner can enter that folder). For parts that
  * run beside Postgres on every request, PostgREST above all: each of its requests makes five
@@ -66,7 +74,7 @@ export async function ensureCluster(c: Cluster, opts: { throwaway?: boolean } = 
   }
   try {
     await run(`${PG_BIN}/initdb`, [
-      '-D', c.dataDir, '-U', 'postgres', `--pwfile=${pwfile}`, '--auth-local=trust',
+      '-D', c.dataDir, '-U', ADMIN_ROLE, `--pwfile=${pwfile}`, '--auth-local=trust',
       '--auth-host=scram-sha-256', '-E', 'UTF8', '--locale=C.UTF-8',
     ], { asPostgres: true })
   } finally {
@@ -113,9 +121,67 @@ export async function stopPostgres(c: Cluster) {
     .catch(() => {})
 }
 
-/** Runs one SQL file with psql, stopping at the first error. */
-export function psqlFile(port: number, file: string, extra: string[] = []) {
-  return run('psql', [dbUrl(port), '-X', '-q', '-v', 'ON_ERROR_STOP=1', ...extra, '-f', file])
+const PSQL = ['-X', '-q', '-v', 'ON_ERROR_STOP=1']
+
+/** Runs one SQL file with psql as the bootstrap superuser (the platform's setup only). */
+export function psqlFileAsAdmin(port: number, file: string) {
+  return run('psql', [adminDbUrl(port), ...PSQL, '-f', file])
+}
+
+/**
+ * Statements hosted's postgres may run only through supautils (>= 2.7), which runs them as
+ * supabase_admin: plain Postgres 15 keeps event triggers to superusers.
+ */
+const EVENT_TRIGGER_STATEMENT = /^[ \t]*(?:create|alter|drop|comment\s+on)\s+event\s+trigger\b[^;]*;/gim
+
+/**
+ * Runs SQL as postgres, as `supabase db push` does on hosted: `before` commands, the files,
+ * `after` commands, in one transaction when asked. A file with an event trigger statement runs
+ * in a session of supabase_admin that is postgres (`set role`) for everything but those
+ * statements (supautils' emulation); otherwise psql connects as postgres itself.
+ */
+export function psqlAsPostgres(
+  port: number,
+  o: { files: string[]; before?: string[]; after?: string[]; singleTransaction?: boolean },
+) {
+  const once = o.singleTransaction ? ['--single-transaction'] : []
+  const texts = o.files.map((f) => Deno.readTextFileSync(f))
+  if (!texts.some((t) => t.search(EVENT_TRIGGER_STATEMENT) >= 0)) {
+    const commands = (list: string[] = []) => list.flatMap((c) => ['-c', c])
+    return run('psql', [
+      dbUrl(port), ...PSQL, ...once, ...commands(o.before), ...o.files.flatMap((f) => ['-f', f]), ...commands(o.after),
+    ])
+  }
+  const asPostgres = 'set role postgres;'
+  const script = [
+    asPostgres,
+    ...(o.before ?? []).map((c) => `${c};`),
+    ...texts.map((t, i) =>
+      `-- ${o.files[i]}\n` + t.replace(EVENT_TRIGGER_STATEMENT, (statement) => `reset role;\n${statement}\n${asPostgres}`)
+    ),
+    ...(o.after ?? []).map((c) => `${c};`),
+  ].join('\n')
+  return run('psql', [adminDbUrl(port), ...PSQL, ...once, '-f', '-'], { stdin: script })
+}
+
+/**
+ * A cluster made before migrations ran as a non-superuser postgres has no supabase_admin and
+ * a superuser postgres: it cannot be brought to hosted's roles in place.
+ */
+export async function refuseOldCluster(port: number, dataDir: string) {
+  const sql = postgres(dbUrl(port), { max: 1, onnotice: () => {} })
+  try {
+    const [row] = await sql`select exists (select 1 from pg_roles where rolname = ${ADMIN_ROLE}) as current`
+    if (row.current) return
+  } finally {
+    await sql.end()
+  }
+  throw new StackError(
+    `The database in ${dataDir} was created before migrations ran as a non-superuser postgres ` +
+      `(it has no ${ADMIN_ROLE} role), so it cannot behave as hosted Supabase does. Recreate it: ` +
+      `stop the stack (npm run stop), delete ${dataDir} (its data goes; the seed refills the demo users), ` +
+      `and run npm start again.`,
+  )
 }
 
 async function sqlFiles(dir: string) {
@@ -141,10 +207,7 @@ export async function applyMigrations(port: number): Promise<string[]> {
         rest.join('_')
       }')`
       try {
-        await run('psql', [
-          dbUrl(port), '-X', '-q', '-v', 'ON_ERROR_STOP=1', '--single-transaction',
-          '-f', `${migrationsDir}/${file}`, '-c', record,
-        ])
+        await psqlAsPostgres(port, { files: [`${migrationsDir}/${file}`], after: [record], singleTransaction: true })
       } catch (e) {
         throw new StackError(`Migration ${file} failed; nothing of it was applied.\n${(e as Error).message}`)
       }
@@ -156,13 +219,18 @@ export async function applyMigrations(port: number): Promise<string[]> {
   }
 }
 
-/** What the platform provides (sql/local), then new migrations, then the seed if fresh. */
+/** The platform's stand-ins (sql/local), created by the bootstrap superuser. */
+export async function bootstrapPlatform(port: number) {
+  for (const f of await sqlFiles(`${ROOT}/sql/local`)) await psqlFileAsAdmin(port, `${ROOT}/sql/local/${f}`)
+}
+
+/** What the platform provides (sql/local), then new migrations, then the seed if fresh: both as postgres. */
 export async function prepareDatabase(port: number, fresh: boolean, log: (s: string) => void) {
-  for (const f of await sqlFiles(`${ROOT}/sql/local`)) await psqlFile(port, `${ROOT}/sql/local/${f}`)
+  await bootstrapPlatform(port)
   const applied = await applyMigrations(port)
   log(applied.length ? `applied ${applied.length} migration(s): ${applied.join(', ')}` : 'applied 0 migrations (database is up to date)')
   if (fresh && (await exists(`${ROOT}/supabase/seed.sql`))) {
-    await psqlFile(port, `${ROOT}/supabase/seed.sql`)
+    await psqlAsPostgres(port, { files: [`${ROOT}/supabase/seed.sql`] })
     log('seeded demo data (supabase/seed.sql)')
   }
   return applied

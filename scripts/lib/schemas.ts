@@ -8,7 +8,9 @@
 import { extract, type Plan, plan, renderPlanFiles } from '@supabase/pg-delta'
 import pg from 'pg'
 import postgres from 'postgres'
-import { type Cluster, dbUrl, ensureCluster, startPostgres, stopPostgres } from './db.ts'
+import {
+  bootstrapPlatform, type Cluster, dbUrl, ensureCluster, psqlAsPostgres, startPostgres, stopPostgres,
+} from './db.ts'
 import { isRoot, ROOT, run, StackError } from './proc.ts'
 
 export const SCHEMAS_DIR = `${ROOT}/supabase/schemas`
@@ -74,7 +76,7 @@ export interface BuiltDatabase {
   stop(): Promise<void>
 }
 
-/** What a database is built from, after sql/local (the platform's stand-in). */
+/** What a database is built from, after sql/local (the platform's stand-in), as postgres. */
 export type Source =
   | { kind: 'migrations'; files?: string[] } // each file in its own transaction, as deployed
   | { kind: 'schemas'; files?: string[] } // all files in one transaction, in schema_paths order
@@ -99,22 +101,17 @@ export async function buildDatabase(source: Source, label: string = source.kind)
     await ensureCluster(cluster, { throwaway: true })
     await startPostgres(cluster)
     const url = dbUrl(port)
-    const psql = (args: string[]) => run('psql', [url, '-X', '-q', '-v', 'ON_ERROR_STOP=1', ...args])
-    for (const f of sortedSql(LOCAL_DIR)) await psql(['-f', f])
+    // As the local stack and hosted: the platform by its superuser, the project's SQL as postgres.
+    await bootstrapPlatform(port)
     if (source.kind === 'migrations') {
       for (const f of source.files ?? migrationFiles()) {
-        await psql(['--single-transaction', '-f', f]).catch((e) => {
+        await psqlAsPostgres(port, { files: [f], singleTransaction: true }).catch((e) => {
           throw new StackError(`${label}: ${f.replace(`${ROOT}/`, '')} failed:\n${(e as Error).message}`)
         })
       }
     } else {
       const files = source.files ?? schemaFiles()
-      await psql([
-        '--single-transaction',
-        '-c',
-        'set check_function_bodies = off',
-        ...files.flatMap((f) => ['-f', f]),
-      ])
+      await psqlAsPostgres(port, { files, before: ['set check_function_bodies = off'], singleTransaction: true })
         .catch((e) => {
           throw new StackError(`${label}: loading supabase/schemas failed:\n${(e as Error).message}`)
         })

@@ -3,7 +3,9 @@
 // bench. It supervises its parts: when one exits, it says which and why (the last lines of
 // its log) and restarts it, a bounded number of times; then it stops everything.
 import postgres from 'postgres'
-import { Cluster, dbUrl, ensureCluster, prepareDatabase, socketDbUrl, startPostgres, stopPostgres } from './db.ts'
+import {
+  Cluster, dbUrl, ensureCluster, prepareDatabase, refuseOldCluster, socketDbUrl, startPostgres, stopPostgres,
+} from './db.ts'
 import { LOCAL_ANON_KEY, LOCAL_JWT_SECRET, LOCAL_SERVICE_ROLE_KEY } from './keys.ts'
 import { BIN, portInUse, ROOT, run, StackError, waitFor } from './proc.ts'
 import { alive, lastLines, postmasterPid, recordFile, sleep, type StackRecord } from './supervise.ts'
@@ -263,6 +265,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
     checkpoint()
     await startPostgres(cluster)
     await writeRecord()
+    if (!fresh) await refuseOldCluster(o.dbPort, cluster.dataDir)
     checkpoint()
     const appliedMigrations = await prepareDatabase(o.dbPort, fresh, log)
     checkpoint()

@@ -1,7 +1,13 @@
 -- Local stand-in for what every Supabase project has: the API roles and their grants.
 -- Applied before the migrations on every start; idempotent; never part of a migration.
+-- Run as the cluster's bootstrap superuser, supabase_admin (as on hosted). postgres is the
+-- role migrations and the seed run as: not a superuser, with hosted's attributes (its
+-- memberships and rights: 90_postgres_role.sql, after what it is granted exists).
 do $$
 begin
+  if not exists (select 1 from pg_roles where rolname = 'postgres') then
+    create role postgres login nosuperuser createrole createdb replication bypassrls password 'postgres';
+  end if;
   if not exists (select 1 from pg_roles where rolname = 'anon') then
     create role anon nologin noinherit;
   end if;
@@ -20,6 +26,10 @@ begin
 end
 $$;
 
+-- Postgres 15 gives CREATE on public only to the database's owner (pg_database_owner): as on
+-- hosted, postgres owns the database.
+alter database postgres owner to postgres;
+
 grant anon, authenticated, service_role to authenticator;
 alter role anon set statement_timeout = '3s';
 alter role authenticated set statement_timeout = '8s';
@@ -37,9 +47,9 @@ grant usage on schema public to anon, authenticated, service_role;
 do $$
 begin
   if to_regclass('supabase_migrations.schema_migrations') is null then
-    alter default privileges in schema public grant all on tables to anon, authenticated, service_role;
-    alter default privileges in schema public grant all on sequences to anon, authenticated, service_role;
-    alter default privileges in schema public grant all on functions to anon, authenticated, service_role;
+    alter default privileges for role postgres in schema public grant all on tables to anon, authenticated, service_role;
+    alter default privileges for role postgres in schema public grant all on sequences to anon, authenticated, service_role;
+    alter default privileges for role postgres in schema public grant all on functions to anon, authenticated, service_role;
   end if;
 end
 $$;

@@ -5,7 +5,6 @@
 begin;
 create extension if not exists pgtap with schema extensions;
 \ir _helpers.sql
-grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
 select plan(147);
 

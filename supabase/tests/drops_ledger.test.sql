@@ -6,9 +6,9 @@ create extension if not exists pgtap with schema extensions;
 -- Users written as GoTrue's role writes them (test-only grants, rolled back with the file).
 grant usage on schema tests, private to supabase_auth_admin;
 grant execute on function tests.create_user(jsonb), private.new_auth_user(jsonb) to supabase_auth_admin;
--- The conventions migration revokes EXECUTE on new functions from PUBLIC, pgTAP's included.
 grant usage on schema extensions to supabase_auth_admin;
-grant execute on all functions in schema extensions to anon, authenticated, service_role, supabase_auth_admin;
+-- postgres is not GoTrue's role (nor a superuser, as on hosted): it joins it by its CREATEROLE.
+grant supabase_auth_admin to postgres;
 
 select plan(62);
 

@@ -3,8 +3,6 @@
 begin;
 create extension if not exists pgtap with schema extensions;
 \ir _helpers.sql
--- The conventions migration revokes EXECUTE on new functions from PUBLIC, pgTAP's included.
-grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
 select plan(53);
 

@@ -11,9 +11,6 @@
 begin;
 create extension if not exists pgtap with schema extensions;
 \ir _helpers.sql
--- The conventions migration revokes EXECUTE on new functions from PUBLIC, pgTAP's included:
--- let the roles this test acts as call pgTAP (rolled back with the rest).
-grant execute on all functions in schema extensions to anon, authenticated;
 
 select plan(403);
 

@@ -5,7 +5,6 @@
 begin;
 create extension if not exists pgtap with schema extensions;
 \ir _helpers.sql
-grant execute on all functions in schema extensions to anon, authenticated, service_role;
 
 -- ---------------------------------------------------------------------------------------
 -- People: O owns every pack, S is shared P1, B bought P3 and R, X is a stranger, A a super admin.
