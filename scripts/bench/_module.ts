@@ -2,6 +2,8 @@
 // scripts/bench/ (not starting with "_") that exports `bench` is run, in file-name order,
 // against one throw-away stack. A module loads its own fixture, prints its figures with a
 // baseline measured in the same run, and leaves the database usable for the next module.
+import postgres from 'postgres'
+import { ADMIN_ROLE } from '../lib/db.ts'
 import type { Stack } from '../lib/stack.ts'
 
 export interface BenchModule {
@@ -50,4 +52,19 @@ export const figures: Figure[] = []
 /** Records a headline figure for the summary (bench.ts prints it with the 1x value and ratio). */
 export function figure(name: string, value: number, unit: string, target?: string) {
   figures.push({ name, value, unit, target })
+}
+
+/**
+ * A CHECKPOINT between loading a fixture and timing it, so the timings do not also write out the
+ * load's pages. Only the bootstrap superuser may run it: postgres has a hosted project's rights.
+ */
+export async function checkpoint(dbUrl: string) {
+  const url = new URL(dbUrl)
+  url.username = ADMIN_ROLE
+  const admin = postgres(url.toString(), { max: 1, onnotice: () => {} })
+  try {
+    await admin`checkpoint`
+  } finally {
+    await admin.end()
+  }
 }

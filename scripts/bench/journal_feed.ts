@@ -4,7 +4,7 @@
 import postgres from 'postgres'
 import { encodeCursor } from '../../functions/_shared/pagination.ts'
 import { ROOT, run } from '../lib/proc.ts'
-import { type BenchModule, figure, knob, SCALE, setScale } from './_module.ts'
+import { type BenchModule, checkpoint, figure, knob, SCALE, setScale } from './_module.ts'
 import type { Stack } from '../lib/stack.ts'
 import { signClaims } from '../lib/tokens.ts'
 
@@ -61,7 +61,7 @@ export async function benchJournalFeed(stack: Stack, iterations: number) {
               public.organization_members, public.profiles`
   // Checkpointed and flushed to disk now: loading wrote about 0.5 GB, and the checkpoints and
   // the kernel's writeback would otherwise go on for minutes, across the timings below.
-  await admin`checkpoint`
+  await checkpoint(stack.dbUrl)
   await run('sync', [])
   const [{ entries }] = await admin`select count(*)::int as entries from public.journal_entries`
   console.log(

@@ -10,7 +10,7 @@ import { ImageMagick, MagickFormat, MagickReadSettings } from '@imagemagick/magi
 import { loadImageMagick } from '../../functions/_shared/magick.ts'
 import type { Stack } from '../lib/stack.ts'
 import { mintUserToken, signClaims } from '../lib/tokens.ts'
-import { type BenchModule, figure, knob, SCALE, setScale } from './_module.ts'
+import { type BenchModule, checkpoint, figure, knob, SCALE, setScale } from './_module.ts'
 
 const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
@@ -22,7 +22,7 @@ async function timed<T>(f: () => Promise<T>): Promise<[T, number]> {
   return [r, performance.now() - t0]
 }
 
-async function activate(sql: postgres.Sql, n: number) {
+async function activate(sql: postgres.Sql, dbUrl: string, n: number) {
   await sql`update public.workout_windows set is_active = false where is_active`
   await sql`update public.workout_windows set is_active = true
              where user_id in (select md5('wbench-' || g)::uuid from generate_series(1, ${n}::int) g)`
@@ -30,7 +30,7 @@ async function activate(sql: postgres.Sql, n: number) {
   // row, and statistics made with every window inactive would plan for "no active windows"),
   // and checkpointed, so that the timed run does not also write out this setup's pages.
   await sql`vacuum analyze public.workout_windows`
-  await sql`checkpoint`
+  await checkpoint(dbUrl)
 }
 
 /** A date `days` after today (UTC): chain generation takes dates within a year of today. */
@@ -43,7 +43,7 @@ async function chainGeneration(sql: postgres.Sql, dbUrl: string) {
   )
   const rows: [string, number][] = []
   for (const [n, date] of [[small, daysAhead(100)], [large, daysAhead(101)]] as const) {
-    await activate(sql, n)
+    await activate(sql, dbUrl, n)
     const [, scan] = await timed(() => sql`select count(*) from private.workout_participants(${date}::date)`)
     const [[{ r }], t] = await timed(() => sql`select public.generate_workout_chains(${date}::date) as r`)
     if (r.created !== n) throw new Error(`expected ${n} rows, got ${JSON.stringify(r)}`)
@@ -74,7 +74,7 @@ async function chainGeneration(sql: postgres.Sql, dbUrl: string) {
   await sql`delete from public.workout_chains where date = ${daysAhead(101)}::date`
   await sql`delete from public.workout_squads where date = ${daysAhead(101)}::date`
   await sql`vacuum analyze public.workout_chains, public.workout_squads`
-  await sql`checkpoint`
+  await checkpoint(dbUrl)
   const conns = Array.from({ length: parts }, () => postgres(dbUrl, { max: 1, onnotice: () => {} }))
   const [results, side] = await timed(() =>
     Promise.all(
@@ -237,7 +237,7 @@ async function checkins(stack: Stack, sql: postgres.Sql) {
 
 async function mosaic(stack: Stack, sql: postgres.Sql) {
   const date = daysAhead(102)
-  await activate(sql, 200)
+  await activate(sql, stack.dbUrl, 200)
   await sql`select public.generate_workout_chains(${date}::date)`
   await sql`select private.new_auth_user('{"email": "wbench-admin@bench.local"}')
              where not exists (select 1 from auth.users where email = 'wbench-admin@bench.local')`
