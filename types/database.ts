@@ -2115,9 +2115,6 @@ isOneToOne: false
 "replace_stripe_customer":
 { Args: { "new_customer_id": string,"old_customer_id": string,"target_user_id": string }; Returns: string
                            },
-"request_allowed":
-{ Args: Record<PropertyKey, never>; Returns: boolean
-                           },
 "review_workout_checkin":
 { Args: { "checkin_id": string,"reason"?: string,"verdict": string }; Returns: Json
                            },

@@ -173,13 +173,9 @@ export const publicRoute: MiddlewareHandler<ApiEnv> = async (c, next) => {
   await next()
 }
 
-/** No credential, and not a write a person could flood (endpoint()'s `notAWrite` says why). */
-export const uncountedPublicRoute: MiddlewareHandler<ApiEnv> = async (_c, next) => {
-  await next()
-}
-
-/** A provider's signed webhook: the handler verifies the signature; not a user's write, so not
- *  counted (a provider retries a 429 for days). */
-export const signedWebhook: MiddlewareHandler<ApiEnv> = async (_c, next) => {
+/** Not counted against the write rate limit: a provider's signed webhook (the handler verifies
+ *  the signature; a provider retries a 429 for days), or a public route that is not a write a
+ *  person could flood (endpoint()'s `notAWrite` says why). */
+export const notCounted: MiddlewareHandler<ApiEnv> = async (_c, next) => {
   await next()
 }

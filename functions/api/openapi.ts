@@ -25,10 +25,9 @@ import {
   bearer,
   cronBearer,
   cronSecret,
+  notCounted,
   publicRoute,
-  signedWebhook,
   superAdmin,
-  uncountedPublicRoute,
 } from './credentials.ts'
 
 /** Who may call a route, and how they prove it. */
@@ -158,11 +157,11 @@ export type Endpoint<M extends Method, P extends string, Params, Query, Body> =
 function middlewareFor({ auth, notAWrite }: { auth: Credential; notAWrite?: string }): MiddlewareHandler<ApiEnv> {
   if (auth === 'bearer') return bearer
   if (auth === 'superAdmin') return superAdmin
-  if (auth === 'none') return notAWrite ? uncountedPublicRoute : publicRoute
+  if (auth === 'none') return notAWrite ? notCounted : publicRoute
   if ('cron' in auth) return cronSecret(auth.cron)
   if ('cronBearer' in auth) return cronBearer(auth.cronBearer)
   if ('adminOrCron' in auth) return adminOrCron(auth.adminOrCron)
-  return signedWebhook // signatures are verified by the handler, on the raw body
+  return notCounted // signatures are verified by the handler, on the raw body
 }
 
 /** Mutating requests of users and anonymous callers count against the write rate limit;

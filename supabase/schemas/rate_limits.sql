@@ -184,12 +184,8 @@ language plpgsql security definer
 set search_path = ''
 as $$
 begin
-  if user_id is not null
-     and exists (select 1 from private.account_deletions d where d.user_id = take_api_write.user_id) then
-    raise exception 'This account has been deleted'
-      using errcode = 'PT401', hint = 'Its data is being removed; sign up again to start over.';
-  end if;
   if user_id is not null then
+    perform private.refuse_deleted_account(user_id);
     return query select * from private.take_write('user', user_id::text);
   else
     return query select * from private.take_write('address', private.client_address(coalesce(request_headers, '{}')));

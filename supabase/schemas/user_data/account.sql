@@ -73,6 +73,23 @@ comment on function private.account_being_deleted() is
   'True when the request''s user has asked for (or been given) an account deletion.';
 grant execute on function private.account_being_deleted() to authenticated, service_role;
 
+-- 401 for a user whose account is being deleted: what PostgREST's pre-request and /api's write
+-- count both say to such a token.
+create or replace function private.refuse_deleted_account(user_id uuid) returns void
+language plpgsql stable security definer
+set search_path = ''
+as $$
+begin
+  if exists (select 1 from private.account_deletions d where d.user_id = refuse_deleted_account.user_id) then
+    raise exception 'This account has been deleted'
+      using errcode = 'PT401', hint = 'Its data is being removed; sign up again to start over.';
+  end if;
+end
+$$;
+comment on function private.refuse_deleted_account(uuid) is
+  '401 (PT401) when the user''s account is being deleted.';
+grant execute on function private.refuse_deleted_account(uuid) to authenticated, service_role;
+
 -- PostgREST's pre-request function (authenticator role setting pgrst.db_pre_request): a token of
 -- an ended impersonation session, or of an account being deleted, is refused with 401; then a
 -- request that can write is counted against its caller's write budget (rate_limits.sql: 429 over
@@ -85,10 +102,7 @@ begin
   perform private.refuse_ended_impersonation();
   -- Anonymous requests have no account (and anon may not run the definer below).
   if (select auth.uid()) is not null then
-    if private.account_being_deleted() then
-      raise exception 'This account has been deleted'
-        using errcode = 'PT401', hint = 'Its data is being removed; sign up again to start over.';
-    end if;
+    perform private.refuse_deleted_account((select auth.uid()));
   end if;
   perform private.limit_writes();
 end
@@ -131,16 +145,6 @@ create policy "notifications: nothing for an account being deleted" on public.no
   using (not (select private.account_being_deleted()));
 comment on policy "notifications: nothing for an account being deleted" on public.notifications is
   'Realtime checks each change as the subscriber: a token of an account being deleted is sent nothing.';
-
--- For /api: the PostgREST pre-request (private.check_request) runs before this and refuses a
--- closed token, so a mutating route that reaches a provider with the service role stops first.
-create or replace function public.request_allowed() returns boolean
-language sql stable
-set search_path = ''
-as $$ select true $$;
-comment on function public.request_allowed() is
-  'True; PostgREST''s pre-request refuses an ended impersonation session or an account being deleted before it runs.';
-grant execute on function public.request_allowed() to authenticated;
 
 -- Whether new_id is the tombstone of the deletion of old_id: the one change the append-only
 -- audit and ledger tables accept (their triggers call this), made by private.delete_account_rows.
