@@ -53,6 +53,8 @@ function statusFor(code: string | undefined): number {
 }
 
 const UNAVAILABLE = 'The database is unavailable; try again shortly'
+/** The database (or PostgREST before it) could not answer: repeat in a second. */
+const databaseUnavailable = () => new HttpError(503, UNAVAILABLE, 1)
 
 // Serialization failure and deadlock: the statement lost to a concurrent one and was rolled
 // back whole; the same request succeeds when repeated.
@@ -90,7 +92,7 @@ export function fromThrown(err: unknown): HttpError | undefined {
   if (typeof code !== 'string') return undefined
   if (CONNECTION_LOST.has(code) || code.startsWith('08') || code.startsWith('57P')) {
     console.error('database unavailable', err)
-    return new HttpError(503, UNAVAILABLE, 1)
+    return databaseUnavailable()
   }
   return undefined
 }
@@ -127,12 +129,12 @@ export function fromDb(
   }
   if (isUnreachable(error, httpStatus)) {
     console.error('PostgREST unreachable:', error.message ?? error)
-    return new HttpError(503, UNAVAILABLE, 1)
+    return databaseUnavailable()
   }
   const status = statusFor(error.code)
   if (status === 503) {
     console.error('database unavailable', error)
-    return new HttpError(503, UNAVAILABLE, 1)
+    return databaseUnavailable()
   }
   if (status === 500) {
     console.error('database error', error)
