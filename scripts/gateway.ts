@@ -6,11 +6,13 @@
 //   /auth/v1/*          -> the local Auth stand-in (scripts/lib/auth/), its e-mails to the
 //                          local inbox served on INBOX_PORT
 //   /docs               -> Swagger UI for /functions/v1/api/openapi.json
+//   /dashboard/admin/*, /auth/impersonate-callback -> the admin console (admin/dist)
 // Anything else, including look-alikes such as /rest/v1foo or /rest/v1@host, is 404.
 // and the worker that sends what net.http_post/net.http_get queued (pg_net's job).
 import postgres from 'postgres'
 import { drainNetQueue } from './lib/net_queue.ts'
 import { handleDocs } from './lib/docs.ts'
+import { isAdminConsolePath, serveAdminConsole } from './lib/admin_console.ts'
 import { handleStorage } from './lib/storage/mod.ts'
 import { ROOT } from './lib/proc.ts'
 import { BodyTooLarge } from './lib/body.ts'
@@ -110,6 +112,7 @@ async function route(req: Request, clientIp: string): Promise<Response> {
   if (p.startsWith('/realtime/v1/')) return await realtime.handle(req, p.slice('/realtime/v1'.length))
   const docs = await handleDocs(p)
   if (docs) return docs
+  if (isAdminConsolePath(p) && (req.method === 'GET' || req.method === 'HEAD')) return await serveAdminConsole(p)
   return json(404, { error: `No route for ${p}` })
 }
 

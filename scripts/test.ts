@@ -125,10 +125,12 @@ try {
 }
 
 try {
-  console.log('\n== deno check (functions, scripts, tests)')
+  console.log('\n== deno check (functions, scripts, tests) and tsc (the admin console)')
   if (runCheck) {
     const check = await runShown(`${ROOT}/node_modules/.bin/deno`, ['check', 'functions/', 'scripts/', 'tests/'])
     count(check.ok, 'deno check')
+    const tsc = await runShown(`${ROOT}/node_modules/.bin/tsc`, ['-p', 'admin'])
+    count(tsc.ok, 'tsc -p admin')
   }
 
   console.log('\n== pgTAP (supabase/tests)')

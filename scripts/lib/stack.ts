@@ -8,6 +8,7 @@ import {
 } from './db.ts'
 import { LOCAL_ANON_KEY, LOCAL_JWT_SECRET, LOCAL_SERVICE_ROLE_KEY } from './keys.ts'
 import { BIN, portInUse, ROOT, run, StackError, waitFor } from './proc.ts'
+import { buildAdminConsole } from './admin_console.ts'
 import { alive, lastLines, postmasterPid, recordFile, sleep, type StackRecord } from './supervise.ts'
 
 export interface StackOptions {
@@ -289,6 +290,9 @@ export async function startStack(o: StackOptions): Promise<Stack> {
       ...o.env,
     }
     await storeVaultSecrets(o.dbPort, apiUrl, functionEnv)
+    await buildAdminConsole({ log }).catch((e) => {
+      throw new StackError(e.message)
+    })
     await startPostgrest()
     await startGateway()
 

@@ -47,6 +47,7 @@ Local stack is up.
   ${pad('Auth')}${stack.apiUrl}/auth/v1
   ${pad('Inbox')}${stack.inboxUrl}   (e-mails Auth sends: confirmations, magic links, resets)
   ${pad('API reference')}${stack.apiUrl}/docs
+  ${pad('Admin console')}${stack.apiUrl}/dashboard/admin   (sign in as admin@example.com / demo-password)
   ${pad('DB URL')}${stack.dbUrl}
   ${pad('JWT secret')}${stack.jwtSecret}
   ${pad('anon key')}${stack.anonKey}

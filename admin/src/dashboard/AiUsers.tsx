@@ -1,0 +1,4 @@
+// AI users: built by its own change (see docs/admin_console.md).
+export function AiUsersTab() {
+  return <p className="empty">This part of the console is not built yet.</p>
+}

@@ -1,0 +1,4 @@
+// Check-ins to review: built by its own change (see docs/admin_console.md).
+export function CheckinsTab() {
+  return <p className="empty">This part of the console is not built yet.</p>
+}

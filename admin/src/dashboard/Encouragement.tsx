@@ -1,0 +1,4 @@
+// Encouragement: built by its own change (see docs/admin_console.md).
+export function EncouragementTab() {
+  return <p className="empty">This part of the console is not built yet.</p>
+}

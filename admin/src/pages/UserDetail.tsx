@@ -1,0 +1,10 @@
+// User: built by its own change (see docs/admin_console.md).
+import { Layout } from '../layout.tsx'
+
+export function UserDetail() {
+  return (
+    <Layout title="User">
+      <p className="empty">This page is not built yet.</p>
+    </Layout>
+  )
+}

@@ -1,0 +1,86 @@
+// The admin console's shell in a real browser: sign-in through supabase-js, the permission-denied
+// page for everyone but super admins, the conversion-rate tab end to end, keyboard use, and
+// axe-core on each page. The pages of each area: tests/admin_console_<area>_test.ts.
+import { strict as assert } from 'node:assert'
+import { sql, test } from './_helpers.ts'
+import { CONSOLE_URL, consoleUser, withConsole } from './_admin_console.ts'
+
+test('admin console: an ordinary user who signs in sees the permission-denied page and nothing else', async () => {
+  const user = await consoleUser('user', 'console-plain')
+  await withConsole(async (c) => {
+    await c.page.goto(CONSOLE_URL, { waitUntil: 'networkidle' })
+    await c.page.getByLabel('E-mail').fill(user.email)
+    await c.page.getByLabel('Password').fill('wrong password')
+    await c.page.getByRole('button', { name: 'Sign in' }).click()
+    await c.page.getByRole('alert').filter({ hasText: 'Invalid login credentials' }).waitFor()
+    await c.checkAccessibility('sign-in')
+    await c.screenshot('sign-in')
+
+    await c.page.getByLabel('Password').fill(user.password)
+    await c.page.getByRole('button', { name: 'Sign in' }).click()
+    await c.page.getByRole('heading', { name: 'Permission denied' }).waitFor()
+    assert.equal(await c.page.getByRole('navigation', { name: 'Admin pages' }).count(), 0, 'no admin navigation')
+    for (const path of ['/dashboard/admin/health', '/dashboard/admin/tasks', '/auth/impersonate-callback']) {
+      await c.open(path)
+      await c.page.getByRole('heading', { name: 'Permission denied' }).waitFor()
+    }
+    await c.checkAccessibility('permission denied')
+    await c.screenshot('permission-denied')
+  })
+})
+
+test('admin console: a super admin sets a conversion rate, seen in force and in the history, keyboard only', async () => {
+  const admin = await consoleUser()
+  await withConsole(async (c) => {
+    await c.signIn(admin)
+    await c.page.getByRole('link', { name: 'Conversion rates' }).click()
+    await c.page.getByRole('heading', { name: 'Conversion rates' }).waitFor()
+    await c.checkAccessibility('dashboard: conversion rates')
+
+    // An invalid rate: the API's message, shown on the page; nothing written.
+    const before = (await sql`select count(*)::int as n from public.token_conversion_rates`)[0].n
+    const field = c.page.getByLabel('Tokens per drop')
+    await field.fill('10000000000000000') // over the API's bound; the browser lets it through
+    await c.page.getByRole('button', { name: 'Set rate' }).click()
+    await c.page.getByRole('alert').waitFor()
+    assert.match(await c.page.getByRole('alert').innerText(), /tokens_per_drop/)
+    assert.equal((await sql`select count(*)::int as n from public.token_conversion_rates`)[0].n, before)
+
+    // Keyboard alone: focus the field, type, submit with Enter.
+    const rate = 1000 + Math.floor(Math.random() * 100000)
+    await field.focus()
+    await c.page.keyboard.press('Control+A')
+    await c.page.keyboard.type(String(rate))
+    await c.page.keyboard.press('Enter')
+    await c.page.getByRole('status').filter({ hasText: 'The new rate is saved.' }).waitFor()
+    await c.page.locator('.current-rate', { hasText: rate.toLocaleString('en-US') }).waitFor()
+    const [row] = await sql`select tokens_per_drop::float as t, created_by from public.token_conversion_rates order by id desc limit 1`
+    assert.equal(row.t, rate)
+    assert.equal(row.created_by, admin.id, 'set with the admin’s own session')
+    await c.screenshot('dashboard-conversion-rates')
+  })
+})
+
+test('admin console: an unknown console path is a page of its own, and the build is served with its headers', async () => {
+  const page = await fetch(`${CONSOLE_URL}/no-such-page`)
+  assert.equal(page.status, 200)
+  assert.match(page.headers.get('content-type')!, /text\/html/)
+  assert.match(page.headers.get('content-security-policy')!, /frame-ancestors 'none'/)
+  const html = await page.text()
+  const script = html.match(/src="(\/dashboard\/admin\/assets\/[^"]+\.js)"/)
+  assert.ok(script, html)
+  const js = await fetch(new URL(script[1], CONSOLE_URL))
+  assert.equal(js.status, 200)
+  assert.match(js.headers.get('cache-control')!, /immutable/)
+  await js.body?.cancel()
+  const missing = await fetch(`${CONSOLE_URL}/assets/..%2f..%2fpackage.json`)
+  assert.equal(missing.status, 404)
+  await missing.body?.cancel()
+  const admin = await consoleUser()
+  await withConsole(async (c) => {
+    await c.signIn(admin)
+    await c.open('/dashboard/admin/no-such-page')
+    await c.page.getByRole('heading', { name: 'Not found' }).waitFor()
+    await c.checkAccessibility('not found')
+  })
+})
