@@ -2,7 +2,8 @@
 // page for everyone but super admins, the conversion-rate tab end to end, keyboard use, and
 // axe-core on each page. The pages of each area: tests/admin_console_<area>_test.ts.
 import { strict as assert } from 'node:assert'
-import { sql, test } from './_helpers.ts'
+import { ANON_KEY, SERVICE_ROLE_KEY, sql, test } from './_helpers.ts'
+import { ADMIN_DIST, SECRET_VARIABLES, secretsInBundle } from '../scripts/lib/admin_console.ts'
 import { CONSOLE_URL, consoleUser, withConsole } from './_admin_console.ts'
 
 test('admin console: an ordinary user who signs in sees the permission-denied page and nothing else', async () => {
@@ -83,4 +84,30 @@ test('admin console: an unknown console path is a page of its own, and the build
     await c.page.getByRole('heading', { name: 'Not found' }).waitFor()
     await c.checkAccessibility('not found')
   })
+})
+
+test('admin console: the build holds no secret, and the check that says so catches each kind', async () => {
+  assert.deepEqual(await secretsInBundle(ADMIN_DIST), [], 'the served build is clean')
+  const html = await (await fetch(CONSOLE_URL)).text()
+  for (const name of SECRET_VARIABLES) {
+    const value = Deno.env.get(name)
+    if (value && value.length >= 8) assert.ok(!html.includes(value), name)
+  }
+  // The check itself, on a build that leaks: each finding is named.
+  const dir = await Deno.makeTempDir({ prefix: 'console-leak-' })
+  try {
+    await Deno.writeTextFile(
+      `${dir}/a.js`,
+      `const k=${JSON.stringify(SERVICE_ROLE_KEY)};const s="sk_live_abcdefghijklmnop";const t="token-from-env-123"`,
+    )
+    const found = await secretsInBundle(dir, (k) => (k === 'STRIPE_SECRET_KEY' ? 'token-from-env-123' : undefined))
+    assert.ok(found.some((f) => f.includes('the local service-role key')), found.join('\n'))
+    assert.ok(found.some((f) => f.includes('a JWT with role service_role')), found.join('\n'))
+    assert.ok(found.some((f) => f.includes('a Stripe secret or restricted key')), found.join('\n'))
+    assert.ok(found.some((f) => f.includes('STRIPE_SECRET_KEY')), found.join('\n'))
+    await Deno.writeTextFile(`${dir}/a.js`, `const anon=${JSON.stringify(ANON_KEY)}`)
+    assert.deepEqual(await secretsInBundle(dir, () => undefined), [], 'the anon key is public')
+  } finally {
+    await Deno.remove(dir, { recursive: true })
+  }
 })

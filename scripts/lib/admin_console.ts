@@ -1,12 +1,12 @@
 // The admin console (admin/, a static React app built with Vite) on the local stack: built before
 // the gateway starts, served by the gateway at /dashboard/admin and /auth/impersonate-callback,
 // as a static host with a single-page fallback would serve it (docs/admin_console.md).
-import { LOCAL_ANON_KEY } from './keys.ts'
+import { LOCAL_ANON_KEY, LOCAL_JWT_SECRET, LOCAL_SERVICE_ROLE_KEY } from './keys.ts'
 import { ROOT } from './proc.ts'
 
 export const ADMIN_DIR = `${ROOT}/admin`
 export const ADMIN_DIST = `${ADMIN_DIR}/dist`
-const SOURCES = ['src', 'index.html', 'vite.config.ts', 'tsconfig.json']
+const SOURCES = ['src', 'index.html', 'vite.config.mts', 'tsconfig.json']
 
 function newestChange(path: string): number {
   const info = Deno.statSync(path)
@@ -46,6 +46,66 @@ export async function buildAdminConsole(o: { force?: boolean; log?: (s: string) 
     const d = new TextDecoder()
     throw new Error(`building the admin console failed:\n${d.decode(out.stdout)}${d.decode(out.stderr)}`)
   }
+  const leaks = await secretsInBundle(ADMIN_DIST)
+  if (leaks.length) {
+    await Deno.remove(ADMIN_DIST, { recursive: true })
+    throw new Error(`the admin console's build holds secrets, so it was deleted:\n  ${leaks.join('\n  ')}`)
+  }
+}
+
+/** Server-side secrets by variable name: none may reach a browser (the anon key and the VAPID
+ *  public key are public by design). */
+export const SECRET_VARIABLES = [
+  'SUPABASE_SERVICE_ROLE_KEY', 'JWT_SECRET', 'SUPABASE_JWT_SECRET', 'AI_API_KEY', 'STRIPE_SECRET_KEY',
+  'STRIPE_WEBHOOK_SECRET', 'RESEND_API_KEY', 'RESEND_WEBHOOK_SECRET', 'EXPO_ACCESS_TOKEN',
+  'WEB_PUSH_VAPID_PRIVATE_KEY', 'MUSIC_CLIENT_SECRET', 'CRON_SECRET', 'DROPS_CRON_SECRET',
+  'WORKOUT_WINDOW_CRON_SECRET', 'CHAT_CRON_SECRET', 'ENCOURAGEMENT_DROPS_CRON_SECRET', 'MUSIC_SYNC_CRON_SECRET',
+  'LABS_CRON_SECRET', 'NOTIFICATIONS_CRON_SECRET',
+]
+
+/** Shapes of provider secrets, whatever their value. */
+const SECRET_SHAPES: [string, RegExp][] = [
+  ['a Stripe secret or restricted key', /\b[sr]k_(live|test)_[A-Za-z0-9]{10,}/],
+  ['a Stripe webhook secret', /\bwhsec_[A-Za-z0-9+/=]{10,}/],
+  ['a private key', /-----BEGIN [A-Z ]*PRIVATE KEY-----/],
+]
+
+/**
+ * What in a build would hand a browser a server-side secret: the value of any SECRET_VARIABLES
+ * set in this environment, the local stack's service-role key and JWT secret, a provider key's
+ * shape, or a JWT whose role is not anon. Returns one line per finding (empty: clean).
+ */
+export async function secretsInBundle(dist: string, env: (k: string) => string | undefined = (k) => Deno.env.get(k)) {
+  const values = new Map<string, string>([
+    ['the local service-role key', LOCAL_SERVICE_ROLE_KEY],
+    ['the local JWT secret', LOCAL_JWT_SECRET],
+  ])
+  for (const name of SECRET_VARIABLES) {
+    const v = env(name)
+    if (v && v.length >= 8) values.set(name, v)
+  }
+  const findings: string[] = []
+  const walk = async (dir: string) => {
+    for await (const e of Deno.readDir(dir)) {
+      const path = `${dir}/${e.name}`
+      if (e.isDirectory) {
+        await walk(path)
+        continue
+      }
+      const text = await Deno.readTextFile(path)
+      for (const [what, value] of values) if (text.includes(value)) findings.push(`${path}: ${what}`)
+      for (const [what, shape] of SECRET_SHAPES) if (shape.test(text)) findings.push(`${path}: ${what}`)
+      for (const jwt of text.match(/eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+/g) ?? []) {
+        let role = 'unreadable'
+        try {
+          role = JSON.parse(atob(jwt.split('.')[1].replace(/-/g, '+').replace(/_/g, '/'))).role ?? 'none'
+        } catch { /* stays unreadable */ }
+        if (role !== 'anon') findings.push(`${path}: a JWT with role ${role}`)
+      }
+    }
+  }
+  await walk(dist)
+  return findings
 }
 
 const TYPES: Record<string, string> = {

@@ -1,14 +1,22 @@
 // /dashboard/admin: the everyday work, one tab each; the tab is in the URL (?tab=) so a link or
 // the back button returns to it.
+// The first tab (Users) is in the first load; the others load when opened.
+import { lazy, Suspense } from 'react'
 import { Link, useSearchParams } from 'react-router'
 import { Layout } from '../layout.tsx'
+import { Loading } from '../ui.tsx'
 import { UsersTab } from '../dashboard/Users.tsx'
-import { ApprovalsTab } from '../dashboard/Approvals.tsx'
-import { CheckinsTab } from '../dashboard/Checkins.tsx'
-import { TemplatesTab } from '../dashboard/Templates.tsx'
-import { EncouragementTab } from '../dashboard/Encouragement.tsx'
-import { ConversionRatesTab } from '../dashboard/ConversionRates.tsx'
-import { AiUsersTab } from '../dashboard/AiUsers.tsx'
+
+const ApprovalsTab = lazy(() => import('../dashboard/Approvals.tsx').then((m) => ({ default: m.ApprovalsTab })))
+const CheckinsTab = lazy(() => import('../dashboard/Checkins.tsx').then((m) => ({ default: m.CheckinsTab })))
+const TemplatesTab = lazy(() => import('../dashboard/Templates.tsx').then((m) => ({ default: m.TemplatesTab })))
+const EncouragementTab = lazy(() =>
+  import('../dashboard/Encouragement.tsx').then((m) => ({ default: m.EncouragementTab }))
+)
+const ConversionRatesTab = lazy(() =>
+  import('../dashboard/ConversionRates.tsx').then((m) => ({ default: m.ConversionRatesTab }))
+)
+const AiUsersTab = lazy(() => import('../dashboard/AiUsers.tsx').then((m) => ({ default: m.AiUsersTab })))
 
 const TABS = [
   ['users', 'Users', UsersTab],
@@ -37,7 +45,9 @@ export function Dashboard() {
       </nav>
       <section aria-labelledby="tab-heading" className="tab">
         <h2 id="tab-heading">{current[1]}</h2>
-        <Tab />
+        <Suspense fallback={<Loading what="Loading the tab" />}>
+          <Tab />
+        </Suspense>
       </section>
     </Layout>
   )
