@@ -39,11 +39,21 @@ test('admin console approvals: approve a sponsor (listed publicly), decline an o
   const videoTitle = `Console dream ${t}`
   const sponsor = (await api('/api/labs/sponsors', {
     token: applicant.token,
-    body: { name: sponsorName, tier: 'gold', contact_email: `sponsor-${t}@example.org`, contact_name: 'Ada Lovelace' },
+    body: {
+      name: sponsorName,
+      tier: 'gold',
+      contact_email: `sponsor-${t}@example.org`,
+      contact_name: 'Ada Lovelace',
+    },
   })).body.sponsor
   const opp = (await api('/api/labs/opportunities', {
     token: applicant.token,
-    body: { kind: 'internship', title: oppTitle, contact_email: `opp-${t}@example.org`, contact_name: 'Grace Hopper' },
+    body: {
+      kind: 'internship',
+      title: oppTitle,
+      contact_email: `opp-${t}@example.org`,
+      contact_name: 'Grace Hopper',
+    },
   })).body.opportunity
   const video = (await api('/api/labs/videos', {
     token: applicant.token,
@@ -51,12 +61,17 @@ test('admin console approvals: approve a sponsor (listed publicly), decline an o
   })).body.video
   assert.ok(sponsor?.id && opp?.id && video?.id)
   assert.equal(
-    (await api(`/api/labs/admin/videos/${video.id}/approve`, { method: 'POST', token: fixtureAdmin.token })).status,
+    (await api(`/api/labs/admin/videos/${video.id}/approve`, { method: 'POST', token: fixtureAdmin.token }))
+      .status,
     200,
   )
-  const emptyReasonError = await apiError(`/api/labs/admin/opportunities/${crypto.randomUUID()}/decline`, fixtureAdmin.token, {
-    reason: '',
-  })
+  const emptyReasonError = await apiError(
+    `/api/labs/admin/opportunities/${crypto.randomUUID()}/decline`,
+    fixtureAdmin.token,
+    {
+      reason: '',
+    },
+  )
 
   const admin = await consoleUser()
   await withConsole(async (c) => {
@@ -113,7 +128,9 @@ test('admin console approvals: approve a sponsor (listed publicly), decline an o
     assert.equal(mine.body.opportunities.find((x: { id: string }) => x.id === opp.id)?.status, 'declined')
     assert.equal(JSON.stringify(mine.body).includes(reason), false, 'the applicant never sees the reason')
     assert.equal(JSON.stringify(publicOpps.body).includes(reason), false)
-    const pendingNow = await api('/api/labs/admin/opportunities/pending?limit=100', { token: fixtureAdmin.token })
+    const pendingNow = await api('/api/labs/admin/opportunities/pending?limit=100', {
+      token: fixtureAdmin.token,
+    })
     assert.equal(pendingNow.body.opportunities.some((x: { id: string }) => x.id === opp.id), false)
 
     // Feature the approved video.
@@ -121,7 +138,10 @@ test('admin console approvals: approve a sponsor (listed publicly), decline an o
     await videoRow.getByRole('button', { name: 'Feature' }).click()
     await page.getByRole('status').filter({ hasText: `Featured “${videoTitle}”` }).waitFor()
     await videoRow.getByRole('button', { name: 'Unfeature' }).waitFor()
-    assert.equal((await sql`select is_featured from public.labs_dream_videos where id = ${video.id}`)[0].is_featured, true)
+    assert.equal(
+      (await sql`select is_featured from public.labs_dream_videos where id = ${video.id}`)[0].is_featured,
+      true,
+    )
   })
 })
 
@@ -177,9 +197,13 @@ test('admin console check-ins: the flagged check-in with its photo and reason; r
   const user = await userInWindow(name)
   const checkin = await flaggedCheckin(user)
   const fixtureAdmin = await createUser({ superAdmin: true, prefix: 'console-fixture' })
-  const noReason = await apiError(`/api/workout-window/admin/checkins/${checkin.id}/reject`, fixtureAdmin.token, {
-    reason: '',
-  })
+  const noReason = await apiError(
+    `/api/workout-window/admin/checkins/${checkin.id}/reject`,
+    fixtureAdmin.token,
+    {
+      reason: '',
+    },
+  )
 
   const admin = await consoleUser()
   await withConsole(async (c) => {
@@ -188,7 +212,10 @@ test('admin console check-ins: the flagged check-in with its photo and reason; r
     const page = c.page
     const card = page.getByRole('article', { name: `${name}, ${checkin.date}` })
     await card.waitFor()
-    assert.match(await card.innerText(), new RegExp(`Flagged: ${checkin.reviewReason.replace(/[()]/g, '\\$&')}`))
+    assert.match(
+      await card.innerText(),
+      new RegExp(`Flagged: ${checkin.reviewReason.replace(/[()]/g, '\\$&')}`),
+    )
     const alt = `Check-in photo of ${name} for ${checkin.date}`
     await card.getByRole('img', { name: alt }).scrollIntoViewIfNeeded()
     const loaded = `(() => { const i = document.querySelector(${JSON.stringify(`img[alt="${alt}"]`)}); ` +
@@ -207,7 +234,10 @@ test('admin console check-ins: the flagged check-in with its photo and reason; r
     const dialog = page.getByRole('dialog', { name: `Reject ${name}'s check-in for ${checkin.date}` })
     await dialog.getByRole('button', { name: 'Reject' }).click()
     await dialog.getByRole('alert').filter({ hasText: noReason }).waitFor()
-    assert.equal((await sql`select status from public.workout_checkins where id = ${checkin.id}`)[0].status, 'pending')
+    assert.equal(
+      (await sql`select status from public.workout_checkins where id = ${checkin.id}`)[0].status,
+      'pending',
+    )
     await dialog.getByRole('button', { name: 'Cancel' }).click()
 
     await card.getByRole('button', { name: 'Verify' }).click()
@@ -218,7 +248,9 @@ test('admin console check-ins: the flagged check-in with its photo and reason; r
 
     // The verified filter shows it, with the rejection still possible.
     await page.getByLabel('Show').selectOption('verified')
-    await page.getByRole('article', { name: `${name}, ${checkin.date}` }).getByRole('button', { name: 'Reject' }).waitFor()
+    await page.getByRole('article', { name: `${name}, ${checkin.date}` }).getByRole('button', {
+      name: 'Reject',
+    }).waitFor()
   })
 })
 
@@ -240,9 +272,15 @@ test('admin console templates: promote to classroom, a golden spec refused then 
     await card.waitFor()
     await card.getByLabel('Minimum grade band').selectOption('6-8')
     await card.getByRole('button', { name: 'Promote to classroom' }).click()
-    await page.getByRole('status').filter({ hasText: `“${title}” is classroom safe from grades 6-8` }).waitFor()
-    let [t] = await sql`select safety_level, min_grade_band, predicted_values from public.labs_experiments where id = ${id}`
-    assert.deepEqual({ ...t }, { safety_level: 'classroom_safe', min_grade_band: '6-8', predicted_values: null })
+    await page.getByRole('status').filter({ hasText: `“${title}” is classroom safe from grades 6-8` })
+      .waitFor()
+    let [t] =
+      await sql`select safety_level, min_grade_band, predicted_values from public.labs_experiments where id = ${id}`
+    assert.deepEqual({ ...t }, {
+      safety_level: 'classroom_safe',
+      min_grade_band: '6-8',
+      predicted_values: null,
+    })
 
     // Golden spec: without outputs the API refuses (its message shown); then stored.
     await card.getByRole('button', { name: 'Add golden spec' }).click()
@@ -251,7 +289,10 @@ test('admin console templates: promote to classroom, a golden spec refused then 
     await editor.getByRole('button', { name: 'Remove output 1' }).click()
     await editor.getByRole('button', { name: 'Store golden spec' }).click()
     assert.match(await editor.getByRole('alert').innerText(), /outputs/)
-    assert.equal((await sql`select predicted_values from public.labs_experiments where id = ${id}`)[0].predicted_values, null)
+    assert.equal(
+      (await sql`select predicted_values from public.labs_experiments where id = ${id}`)[0].predicted_values,
+      null,
+    )
     await editor.getByRole('button', { name: 'Add output' }).click()
     await editor.getByLabel('Output 1 label').fill('Resonant frequency')
     await editor.getByLabel('Output 1 value').fill('42.5')
@@ -288,7 +329,11 @@ test('admin console encouragement: approve and edit a template; a configuration 
   const id = made.body.template.id
   const [before] = await sql`select engagement_window_hours as h from public.encouragement_config`
   const changed = before.h >= 168 ? before.h - 1 : before.h + 1
-  const nothing = await api('/api/encouragement-drops/admin/config', { method: 'PUT', token: fixtureAdmin.token, body: {} })
+  const nothing = await api('/api/encouragement-drops/admin/config', {
+    method: 'PUT',
+    token: fixtureAdmin.token,
+    body: {},
+  })
   assert.equal(nothing.status, 400)
 
   const admin = await consoleUser()
@@ -300,7 +345,10 @@ test('admin console encouragement: approve and edit a template; a configuration 
       const row = page.getByRole('row').filter({ hasText: title })
       await row.getByRole('button', { name: 'Approve' }).click()
       await page.getByRole('status').filter({ hasText: `Approved “${title}”` }).waitFor()
-      assert.equal((await sql`select is_approved from public.encouragement_templates where id = ${id}`)[0].is_approved, true)
+      assert.equal(
+        (await sql`select is_approved from public.encouragement_templates where id = ${id}`)[0].is_approved,
+        true,
+      )
 
       await row.getByRole('button', { name: 'Edit' }).click()
       const editor = page.getByRole('region', { name: `Edit “${title}”` })
@@ -308,7 +356,8 @@ test('admin console encouragement: approve and edit a template; a configuration 
       await editor.getByLabel('Content').fill('Keep going, you are nearly there!')
       await editor.getByRole('button', { name: 'Save template' }).click()
       await page.getByRole('status').filter({ hasText: `Saved “${title} edited”` }).waitFor()
-      const [tpl] = await sql`select title, content, is_approved from public.encouragement_templates where id = ${id}`
+      const [tpl] =
+        await sql`select title, content, is_approved from public.encouragement_templates where id = ${id}`
       assert.deepEqual({ ...tpl }, {
         title: `${title} edited`,
         content: 'Keep going, you are nearly there!',
@@ -316,7 +365,8 @@ test('admin console encouragement: approve and edit a template; a configuration 
       })
 
       // The configuration: saving nothing shows the API's message; one value changed is recorded.
-      const changes = async () => (await sql`select count(*)::int as n from public.encouragement_config_changes`)[0].n
+      const changes = async () =>
+        (await sql`select count(*)::int as n from public.encouragement_config_changes`)[0].n
       const count = await changes()
       const save = page.getByRole('button', { name: 'Save configuration' })
       await save.click()
@@ -338,7 +388,10 @@ test('admin console encouragement: approve and edit a template; a configuration 
       const dialog = page.getByRole('dialog', { name: `Delete “${title} edited”` })
       await dialog.getByRole('button', { name: 'Delete' }).click()
       await page.getByRole('status').filter({ hasText: `Deleted “${title} edited”` }).waitFor()
-      assert.equal((await sql`select count(*)::int as n from public.encouragement_templates where id = ${id}`)[0].n, 0)
+      assert.equal(
+        (await sql`select count(*)::int as n from public.encouragement_templates where id = ${id}`)[0].n,
+        0,
+      )
     })
   } finally {
     await sql`select public.update_encouragement_config(${sql.json({ engagement_window_hours: before.h })})`
