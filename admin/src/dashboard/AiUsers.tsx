@@ -163,7 +163,7 @@ function Generate({ onDone }: { onDone: () => void }) {
         onDone={onDone}
       >
         <Field label="How many (1–1000)">
-          {(id) => <input id={id} type="number" min={1} max={1000} step={1} value={count} onChange={(e) => setCount(e.target.value)} />}
+          {(id) => <input id={id} type="number" min={1} step={1} required value={count} onChange={(e) => setCount(e.target.value)} />}
         </Field>
         <Field label="Check-in probability (0–1)" hint="The chance each one checks in during their window">
           {(id) => (
