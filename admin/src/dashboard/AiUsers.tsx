@@ -2,6 +2,7 @@
 // other weights, list them (paginated), pause or activate one, delete one; and a date's red and
 // blue teams with their AI versus real members.
 import { useState } from 'react'
+import { Link } from 'react-router'
 import { api } from '../api.ts'
 import { ActionButton, ActionForm, Field, Loader, Pager, Time, useCursorPages, useLoad } from '../ui.tsx'
 import '../users/users.css'
@@ -78,7 +79,7 @@ export function AiUsersTab() {
               <tbody>
                 {r.users.map((u) => (
                   <tr key={u.id}>
-                    <td>{u.fullName ?? u.id}</td>
+                    <td><Link to={`/dashboard/admin/users/${u.id}`}>{u.fullName ?? u.id}</Link></td>
                     <td>{u.city}{u.state ? `, ${u.state}` : ''} <span className="muted">({u.region}, {u.timezone})</span></td>
                     <td>{u.activityType}</td>
                     <td>{u.windowStartTime}–{u.windowEndTime}</td>

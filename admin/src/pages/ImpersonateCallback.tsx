@@ -133,7 +133,14 @@ function Acting({ imp }: { imp: Impersonation }) {
       {profile && (
         <>
           <h3>Their profile, read with the impersonation token</h3>
-          <pre className="json" aria-label="Their profile">{JSON.stringify(profile, null, 2)}</pre>
+          <dl className="summary" aria-label="Their profile">
+            {Object.entries(profile).map(([k, v]) => (
+              <div key={k} className="pair">
+                <dt>{k}</dt>
+                <dd>{v === null ? '—' : typeof v === 'object' ? JSON.stringify(v) : String(v)}</dd>
+              </div>
+            ))}
+          </dl>
         </>
       )}
     </section>
