@@ -17,6 +17,7 @@ test('admin console users: search, a role change with its fresh-session warning 
     await page.getByLabel('Search by e-mail or name').fill(target.email)
     await page.getByRole('button', { name: 'Search' }).click()
     const row = page.getByRole('row').filter({ hasText: target.email })
+    await page.getByRole('table', { name: `Users matching “${target.email}”` }).waitFor()
     await row.getByRole('link', { name: target.email, exact: true }).waitFor()
     assert.equal(await page.getByRole('row').count(), 2, 'the header and the one match')
     await c.checkAccessibility('dashboard: users')
@@ -115,6 +116,8 @@ test('admin console users: impersonation with a mandatory reason, the banner on 
     const session = sessions.getByRole('row').filter({ hasText: reason })
     await session.getByText('stopped').waitFor()
     await session.getByRole('link', { name: admin.id }).waitFor()
+    await session.getByRole('button', { name: 'Every action of this session' }).click() // .../sessions/{id}/writes
+    await session.getByRole('listitem').filter({ hasText: 'POST /api/admin/impersonation/stop' }).waitFor()
     await page.getByText('No deletion is under way for this account.').waitFor()
     await c.checkAccessibility('user page')
     await c.screenshot('user-page')

@@ -4,7 +4,7 @@
 import { useState } from 'react'
 import { Link } from 'react-router'
 import { api } from '../api.ts'
-import { Loader, Pager, useCursorPages, useLoad } from '../ui.tsx'
+import { Loader, Loading, Pager, useCursorPages, useLoad } from '../ui.tsx'
 import {
   type AdminUser,
   DeleteAccountButton,
@@ -29,7 +29,8 @@ export function UsersTab() {
   const [notice, setNotice] = useState<string | null>(null)
   const [deletions, setDeletions] = useState<{ user: AdminUser; deletion: Deletion }[]>([])
   const users = useLoad(
-    () => api<Users>('/api/admin/users', { query: { q, before: pages.cursor, limit: 25 } }),
+    // The reply carries the term it answers, so the caption never names a search still under way.
+    async () => ({ ...(await api<Users>('/api/admin/users', { query: { q, before: pages.cursor, limit: 25 } })), q }),
     [q, pages.cursor],
   )
   return (
@@ -71,6 +72,7 @@ export function UsersTab() {
           ))}
         </section>
       )}
+      {users.loading && users.data && <Loading what="Searching" />}
       <Loader
         loaded={users}
         isEmpty={(r) => r.users.length === 0 && pages.page === 1}
@@ -80,7 +82,7 @@ export function UsersTab() {
           <>
             <table>
               <caption>
-                {q ? <>Users matching “{q}”</> : 'Users, newest first'} (usage and cost: this calendar month, UTC)
+                {r.q ? <>Users matching “{r.q}”</> : 'Users, newest first'} (usage and cost: this calendar month, UTC)
               </caption>
               <thead>
                 <tr>
