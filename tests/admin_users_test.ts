@@ -481,3 +481,36 @@ test('conversion rates: users get 403 and nothing is written; bad input 400; his
     sql`update public.token_conversion_rates set tokens_per_drop = 1 where id = ${created.body.rate.id}`,
   )
 })
+
+// ---------------------------------------------------------------------------------------
+// GET /api/admin/users/{id} (the console's user page)
+
+test('GET /api/admin/users/{id}: one user as the list shows them, with their role changes; 404, 400, 403, 401', async () => {
+  const admin = await createUser({ superAdmin: true })
+  const tag = crypto.randomUUID().slice(0, 8)
+  const user = await createUser({ prefix: `one-${tag}` })
+  await sql`select public.admin_adjust_drops(${user.id}, 7, 'test', 'test')`
+  assert.equal((await api(`/api/admin/users/${user.id}/role`, { method: 'PUT', token: admin.token, body: { role: 'super_admin' } })).status, 200)
+  assert.equal((await api(`/api/admin/users/${user.id}/role`, { method: 'PUT', token: admin.token, body: { role: 'user' } })).status, 200)
+
+  const res = await api(`/api/admin/users/${user.id}`, { token: admin.token })
+  assert.equal(res.status, 200, JSON.stringify(res.body))
+  const listed = await api(`/api/admin/users?q=one-${tag}`, { token: admin.token })
+  assert.deepEqual(res.body.user, listed.body.users[0], 'the same row as the list')
+  const [{ drops_balance }] = await sql`select drops_balance from public.profiles where id = ${user.id}`
+  assert.equal(res.body.user.drops_balance, drops_balance)
+  assert.ok(drops_balance >= 7)
+  assert.equal(res.body.user.role, 'user')
+  assert.deepEqual(
+    res.body.role_changes.map((r: { old_role: string; new_role: string; changed_by: string }) => [r.old_role, r.new_role, r.changed_by]),
+    [['super_admin', 'user', admin.id], ['user', 'super_admin', admin.id]],
+    'newest first, by the admin',
+  )
+
+  assertError(await api(`/api/admin/users/${crypto.randomUUID()}`, { token: admin.token }), 404, 'No such user')
+  assertError(await api('/api/admin/users/not-a-uuid', { token: admin.token }), 400, 'id')
+  assertError(await api(`/api/admin/users/${user.id}`, { token: user.token }), 403)
+  assertError(await api(`/api/admin/users/${user.id}`), 401)
+  const { error } = await clientAs(user.token).rpc('admin_get_user', { target_user_id: user.id })
+  assert.equal(error?.code, '42501', 'the RPC refuses a non-super-admin too')
+})

@@ -719,3 +719,18 @@ test("the audit page says when a session did more than it shows; each session's 
     403,
   )
 })
+
+test('audit: ?target= narrows to one user\'s sessions (the console\'s user page); a bad target is 400 naming it', async () => {
+  const [one, other] = [await createUser(), await createUser()]
+  const a = await impersonate(one, 'Ticket 1: target filter')
+  await impersonate(other, 'Ticket 2: someone else')
+  await api('/api/admin/impersonation/stop', { token: a.token, body: {} })
+  const res = await api(`/api/admin/impersonation/audit?target=${one.id}`, { token: admin.token })
+  assert.equal(res.status, 200, JSON.stringify(res.body))
+  assert.deepEqual(
+    res.body.audit.map((r: { event: string; target_id: string; session_id: string }) => [r.event, r.target_id, r.session_id]),
+    [['stop', one.id, a.sessionId], ['start', one.id, a.sessionId]],
+  )
+  assert.ok(res.body.writes.every((w: { session_id: string }) => w.session_id === a.sessionId))
+  assertError(await api('/api/admin/impersonation/audit?target=nope', { token: admin.token }), 400, 'target')
+})

@@ -1364,6 +1364,11 @@ isOneToOne: false
 "admin_delete_account":
 { Args: { "confirm": string,"user_id": string }; Returns: Json
                            },
+"admin_get_user":
+{ Args: { "target_user_id": string }; Returns: {
+              "created_at": string,"drops_balance": number,"email": string,"full_name": string,"id": string,"is_active": boolean,"is_ai": boolean,"role": string,"token_usage": Json
+            }[]
+                           },
 "admin_list_users":
 { Args: { "before_created_at"?: string,"before_id"?: string,"page_size"?: number,"search"?: string }; Returns: {
               "created_at": string,"drops_balance": number,"email": string,"full_name": string,"id": string,"is_active": boolean,"is_ai": boolean,"role": string,"token_usage": Json

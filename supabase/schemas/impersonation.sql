@@ -30,6 +30,8 @@ revoke all on public.impersonation_audit from anon, authenticated, service_role;
 grant select on public.impersonation_audit to authenticated, service_role;
 
 create index impersonation_audit_newest on public.impersonation_audit (created_at desc, id desc);
+-- One user's sessions (the console's user page: GET /admin/impersonation/audit?target=).
+create index impersonation_audit_target on public.impersonation_audit (target_id, created_at desc, id desc);
 
 create table public.impersonation_writes (
   id bigint generated always as identity primary key,

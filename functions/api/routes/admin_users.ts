@@ -2,7 +2,7 @@
 // tokens-to-drops conversion rate (SPEC "Token tracking and conversion (super admin)"). The
 // database decides every rule (admin_list_users, set_user_role, RLS on the rates).
 import { z } from '@hono/zod-openapi'
-import { badRequest, unwrap } from '../../_shared/errors.ts'
+import { badRequest, notFound, unwrap } from '../../_shared/errors.ts'
 import { decodeCursor, encodeCursor, page, pageQuery } from '../../_shared/pagination.ts'
 import { idParams } from '../../_shared/validation.ts'
 import { endpoint, NextCursor, orNull, routeModule } from '../openapi.ts'
@@ -30,6 +30,18 @@ const AdminUser = z.object({
   created_at: z.string(),
   token_usage: UsageSummary.openapi({ description: 'This calendar month (UTC)' }),
 }).openapi('AdminUser')
+
+const RoleChangeRow = z.object({
+  id: z.number().int(),
+  user_id: z.string(),
+  old_role: z.string(),
+  new_role: z.string(),
+  changed_by: z.string().nullable(),
+  changed_via: z.string(),
+  created_at: z.string(),
+}).openapi('RoleChangeAudit')
+/** How many of a user's role changes GET /admin/users/{id} carries (newest first). */
+const ROLE_CHANGES_SHOWN = 20
 
 const RoleBody = z.object({ role: z.enum(ROLES) }).strict()
 const RoleChange = z.object({
@@ -81,6 +93,32 @@ export const adminUserRoutes = routeModule()
       )
       const { items, next_cursor } = page(rows, q.limit)
       return c.json({ users: items, next_cursor })
+    },
+  )
+  .openapi(
+    endpoint({
+      method: 'get',
+      path: '/admin/users/{id}',
+      tag,
+      auth: 'superAdmin',
+      params: idParams('id'),
+      errors: [404],
+      response: z.object({ user: AdminUser, role_changes: z.array(RoleChangeRow) }),
+      summary: "One user as the list shows them, with their latest role changes (the console's user page)",
+      description: `The user's row of GET /admin/users and their last ${ROLE_CHANGES_SHOWN} role changes, newest first ` +
+        '(who changed it and through which role). 404 when there is no such user.',
+    }),
+    async (c) => {
+      const { id } = c.req.valid('param')
+      const [user, changes] = await Promise.all([
+        c.var.db.rpc('admin_get_user', { target_user_id: id }).maybeSingle(),
+        c.var.db.from('role_changes').select('id, user_id, old_role, new_role, changed_by, changed_via, created_at')
+          .eq('user_id', id).order('created_at', { ascending: false }).order('id', { ascending: false })
+          .limit(ROLE_CHANGES_SHOWN),
+      ])
+      const row = unwrap(user)
+      if (!row) throw notFound('No such user')
+      return c.json({ user: row as z.infer<typeof AdminUser>, role_changes: unwrap(changes) })
     },
   )
   .openapi(

@@ -143,7 +143,10 @@ export const impersonationRoutes = routeModule()
       path: '/admin/impersonation/audit',
       tag,
       auth: 'superAdmin',
-      query: z.object(pageQuery).strict(),
+      query: z.object({
+        ...pageQuery,
+        target: uuid().optional().openapi({ description: "Only the sessions of this impersonated user (the user's admin page)" }),
+      }).strict(),
       summary: 'The impersonation audit trail, newest first (super admin); rows never change',
       response: z.object({
         audit: z.array(AuditRow),
@@ -162,6 +165,7 @@ export const impersonationRoutes = routeModule()
       const q = c.req.valid('query')
       const cursor = decodeCursor(q.before)
       let query = c.var.db.from('impersonation_audit').select('*')
+      if (q.target) query = query.eq('target_id', q.target)
       if (cursor) {
         if (!/^\d+$/.test(cursor.id)) throw new HttpError(400, 'before: not a valid cursor')
         const t = JSON.stringify(cursor.createdAt)
