@@ -340,9 +340,9 @@ as $$
 begin
   perform private.require_trusted_caller('read the settings audit');
   return query
-    select c.id, c.changed_by, p.email, c.changed_at, c.setting, c.old_value, c.new_value
+    select c.id, c.changed_by, u.email::text, c.changed_at, c.setting, c.old_value, c.new_value
       from private.setting_changes c
-      left join public.profiles p on p.id = c.changed_by
+      left join auth.users u on u.id = c.changed_by
      where before_time is null or (c.changed_at, c.id) < (before_time, before_id)
      order by c.changed_at desc, c.id desc
      limit least(greatest(coalesce(page_size, 50), 1), 101);
