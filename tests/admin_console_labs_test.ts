@@ -57,6 +57,13 @@ test('admin console: Kit waitlist lists and searches signups, shows the gate, an
   const tag = crypto.randomUUID().slice(0, 8)
   const emails = [`kitc-${tag}-1@example.org`, `kitc-${tag}-2@example.org`, `=kitc-${tag}@example.org`]
   for (const e of emails) await sql`insert into public.labs_kit_waitlist (email) values (${e})`
+  // Three signups in the window of a launch date no other test uses.
+  const WHAT_IF = '2044-02-01'
+  const other = crypto.randomUUID().slice(0, 8)
+  for (const i of [1, 2, 3]) {
+    await sql`insert into public.labs_kit_waitlist (email, created_at)
+              values (${`whatif-${other}-${i}@example.org`}, ${`2044-02-0${i + 1}T10:00:00Z`})`
+  }
   await withConsole(async (c) => {
     await c.signIn(admin)
     await c.open('/dashboard/admin/kit-waitlist')
@@ -68,6 +75,12 @@ test('admin console: Kit waitlist lists and searches signups, shows the gate, an
     else await c.page.getByText(/No launch date: set LABS_KIT_LAUNCH_DATE/).waitFor()
     const signups = c.page.getByRole('table', { name: /signups|Every signup/i })
     await signups.waitFor()
+    // A what-if launch date: the count within its 30 days, the progress and whether the gate is met.
+    await c.page.getByLabel('What-if launch date').fill(WHAT_IF)
+    await c.page.getByText(`Launch ${WHAT_IF}: 3 signups within the window.`).waitFor()
+    await c.page.getByText('Gate not met (198 more needed)').waitFor()
+    assert.equal(await c.page.getByRole('progressbar', { name: 'Progress toward 201 signups' }).getAttribute('value'), '3')
+    await c.page.getByText(/Launch is in \d+ days; the window has not opened\./).waitFor()
 
     await c.page.getByLabel('Search by address').fill(tag)
     await c.page.getByRole('button', { name: 'Search', exact: true }).click()

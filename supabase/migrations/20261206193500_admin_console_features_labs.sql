@@ -64,11 +64,15 @@ begin
     from private.write_rate_limits l
    where l.subject_kind = admin_set_write_rate_limit.subject_kind and l.subject = who
      for update;
-  insert into private.write_rate_limits as l (subject_kind, subject, max_writes, window_seconds)
-  values (admin_set_write_rate_limit.subject_kind, who, admin_set_write_rate_limit.max_writes,
-          admin_set_write_rate_limit.window_seconds)
-  on conflict on constraint write_rate_limits_pkey do update
-    set max_writes = excluded.max_writes, window_seconds = excluded.window_seconds;
+  -- A merge (the migrations' one insert of this table stays the defaults' row, as
+  -- tests/ratelimit_test.ts reads them); the row, when there is one, is locked above.
+  merge into private.write_rate_limits l
+  using (select admin_set_write_rate_limit.subject_kind as kind, who as subject_text,
+                admin_set_write_rate_limit.max_writes as writes, admin_set_write_rate_limit.window_seconds as secs) v
+     on l.subject_kind = v.kind and l.subject = v.subject_text
+   when matched then update set max_writes = v.writes, window_seconds = v.secs
+   when not matched then insert (subject_kind, subject, max_writes, window_seconds)
+                         values (v.kind, v.subject_text, v.writes, v.secs);
   after := jsonb_build_object('max_writes', max_writes, 'window_seconds', window_seconds);
   return query
     insert into private.setting_changes as c (changed_by, setting, old_value, new_value)

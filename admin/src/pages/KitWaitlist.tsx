@@ -24,15 +24,22 @@ export function KitWaitlist() {
   const pages = useCursorPages()
   const [term, setTerm] = useState('')
   const [q, setQ] = useState('')
+  const [whatIf, setWhatIf] = useState('')
   const list = useLoad(
-    () => api<Waitlist>('/api/labs/admin/kit-waitlist', { query: { q, before: pages.cursor, limit: 50 } }),
-    [q, pages.cursor],
+    () =>
+      api<Waitlist>('/api/labs/admin/kit-waitlist', {
+        query: { q, before: pages.cursor, limit: 50, launch_date: whatIf },
+      }),
+    [q, pages.cursor, whatIf],
   )
   return (
     <Layout title="Kit waitlist">
       <Loader loaded={list}>
         {(w) => <Gate w={w} />}
       </Loader>
+      <Field label="What-if launch date" hint="Empty: LABS_KIT_LAUNCH_DATE. Only this view changes.">
+        {(id) => <input id={id} type="date" value={whatIf} onChange={(e) => setWhatIf(e.target.value)} />}
+      </Field>
       <section aria-labelledby="signups-heading">
         <h2 id="signups-heading">Signups</h2>
         <form
