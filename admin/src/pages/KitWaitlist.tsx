@@ -26,10 +26,12 @@ export function KitWaitlist() {
   const [q, setQ] = useState('')
   const [whatIf, setWhatIf] = useState('')
   const list = useLoad(
+    // The search the rows answer travels with them: while the next search loads, the rows
+    // shown keep the caption of their own.
     () =>
       api<Waitlist>('/api/labs/admin/kit-waitlist', {
         query: { q, before: pages.cursor, limit: 50, launch_date: whatIf },
-      }),
+      }).then((w) => ({ ...w, q })),
     [q, pages.cursor, whatIf],
   )
   return (
@@ -68,11 +70,11 @@ export function KitWaitlist() {
         <Loader loaded={list}>
           {(w) =>
             w.signups.length === 0
-              ? <Empty>{q ? `No signup matches “${q}”.` : 'Nobody has signed up yet.'}</Empty>
+              ? <Empty>{w.q ? `No signup matches “${w.q}”.` : 'Nobody has signed up yet.'}</Empty>
               : (
                 <>
                   <table>
-                    <caption>{q ? `Signups matching “${q}”` : 'Every signup'}, newest first</caption>
+                    <caption>{w.q ? `Signups matching “${w.q}”` : 'Every signup'}, newest first</caption>
                     <thead>
                       <tr><th scope="col">E-mail</th><th scope="col">Signed up</th></tr>
                     </thead>
