@@ -1369,9 +1369,22 @@ isOneToOne: false
               "created_at": string,"drops_balance": number,"email": string,"full_name": string,"id": string,"is_active": boolean,"is_ai": boolean,"role": string,"token_usage": Json
             }[]
                            },
+"admin_limit_settings":
+{ Args: Record<PropertyKey, never>; Returns: Json
+                           },
 "admin_list_users":
 { Args: { "before_created_at"?: string,"before_id"?: string,"page_size"?: number,"search"?: string }; Returns: {
               "created_at": string,"drops_balance": number,"email": string,"full_name": string,"id": string,"is_active": boolean,"is_ai": boolean,"role": string,"token_usage": Json
+            }[]
+                           },
+"admin_set_write_rate_limit":
+{ Args: { "max_writes": number,"subject": string,"subject_kind": string,"window_seconds": number }; Returns: {
+              "changed_at": string,"changed_by": string,"id": number,"new_value": Json,"old_value": Json,"setting": string
+            }[]
+                           },
+"admin_setting_changes":
+{ Args: { "before_id"?: number,"before_time"?: string,"page_size"?: number }; Returns: {
+              "changed_at": string,"changed_by": string,"changed_by_email": string,"id": number,"new_value": Json,"old_value": Json,"setting": string
             }[]
                            },
 "admin_workout_teams":
@@ -1699,6 +1712,11 @@ isOneToOne: false
       } },
 "labs_finish_outreach_digest":
 { Args: { "email_id": string,"message_count": number,"sponsor_id": string,"week_start": string }; Returns: undefined
+                           },
+"labs_flagged_anomalies":
+{ Args: { "before_id"?: string,"before_time"?: string,"page_size"?: number }; Returns: {
+              "created_at": string,"id": string,"mean": number,"measured_value": number,"predicted_value": number,"replications": number,"stddev": number,"template_id": string,"template_title": string,"user_id": string
+            }[]
                            },
 "labs_join_competition":
 { Args: { "slug": string }; Returns: {

@@ -19,8 +19,9 @@ export const ALLOWED_REQUEST_HEADERS = [
 ]
 
 /** Reply headers a browser shows a script beyond the basic ones: those the API documents
- *  (Retry-After) and x-relay-error, which functions.invoke reads. */
-export const EXPOSED_RESPONSE_HEADERS = ['retry-after', 'x-relay-error']
+ *  (Retry-After, a download's Content-Disposition and its file name) and x-relay-error, which
+ *  functions.invoke reads. */
+export const EXPOSED_RESPONSE_HEADERS = ['retry-after', 'content-disposition', 'x-relay-error']
 
 export const corsHeaders: Record<string, string> = {
   'access-control-allow-origin': '*',

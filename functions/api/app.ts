@@ -10,6 +10,7 @@ import { unstorableValue } from '../_shared/validation.ts'
 import type { ApiEnv } from './credentials.ts'
 import { registerSecuritySchemes, validationHook } from './openapi.ts'
 import { adminRoutes } from './routes/admin.ts'
+import { adminFeatureRoutes } from './routes/admin_features.ts'
 import { adminUserRoutes } from './routes/admin_users.ts'
 import { aiRoutes } from './routes/ai.ts'
 import { authRoutes } from './routes/auth.ts'
@@ -91,6 +92,7 @@ const modules = [
   notificationRoutes,
   aiRoutes,
   adminUserRoutes,
+  adminFeatureRoutes,
   tonePackRoutes,
   paymentRoutes,
   emailRoutes,

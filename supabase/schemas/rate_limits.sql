@@ -241,3 +241,157 @@ as $$
 $$;
 comment on function private.prune_write_rate_counters() is
   'Deletes write counters of ended windows (older than the longest configured window); returns how many.';
+
+-- ---------------------------------------------------------------------------------------------
+-- Settings changed from the admin console (its Features page), audited
+-- ---------------------------------------------------------------------------------------------
+-- Every change a super admin makes there: who, when, which setting (such as
+-- write_rate_limits:user:*), the value before (null: there was no row) and after. Read and
+-- written only through the functions below.
+create table private.setting_changes (
+  id bigint generated always as identity primary key,
+  changed_by uuid references public.profiles (id) on delete set null,
+  changed_at timestamptz not null default now(),
+  setting text not null check (char_length(setting) between 1 and 300),
+  old_value jsonb,
+  new_value jsonb
+);
+alter table private.setting_changes enable row level security;
+comment on table private.setting_changes is
+  'Settings changed from the admin console: who, when, which setting, the value before (null: none) and after.';
+
+create index setting_changes_newest on private.setting_changes (changed_at desc, id desc);
+
+create index setting_changes_by on private.setting_changes (changed_by);
+
+-- Super admins: sets one write budget, the default of a kind of caller (subject '*') or the
+-- override of one user id or address, and records the change. Each field is validated by name.
+create or replace function private.admin_set_write_rate_limit(
+  subject_kind text, subject text, max_writes integer, window_seconds integer
+) returns table (id bigint, changed_by uuid, changed_at timestamptz, setting text, old_value jsonb, new_value jsonb)
+language plpgsql security definer
+set search_path = ''
+as $$
+declare
+  who text := btrim(coalesce(subject, ''));
+  before jsonb;
+  after jsonb;
+begin
+  perform private.require_trusted_caller('change write rate limits');
+  perform private.check_required('subject_kind', subject_kind);
+  perform private.check_one_of('subject_kind', subject_kind, array['user', 'address']);
+  perform private.check_required('max_writes', max_writes);
+  perform private.check_between('max_writes', max_writes, 0, 1000000000);
+  perform private.check_required('window_seconds', window_seconds);
+  perform private.check_between('window_seconds', window_seconds, 1, 86400);
+  if who = '' then
+    raise exception 'subject: must not be empty (''*'' is the default of its kind)' using errcode = '23514';
+  end if;
+  if who <> '*' and subject_kind = 'user' then
+    if who !~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' then
+      raise exception 'subject: a user id (uuid) or ''*''' using errcode = '23514';
+    end if;
+    who := lower(who);
+  elsif who <> '*' then
+    -- The form private.client_address gives the address (IPv6: its /64), so the row matches.
+    who := private.client_address(jsonb_build_object('cf-connecting-ip', who));
+    if who = 'unknown' then
+      raise exception 'subject: an IP address or ''*''' using errcode = '23514';
+    end if;
+  end if;
+  select jsonb_build_object('max_writes', l.max_writes, 'window_seconds', l.window_seconds) into before
+    from private.write_rate_limits l
+   where l.subject_kind = admin_set_write_rate_limit.subject_kind and l.subject = who
+     for update;
+  -- A merge (the migrations' one insert of this table stays the defaults' row, as
+  -- tests/ratelimit_test.ts reads them); the row, when there is one, is locked above.
+  merge into private.write_rate_limits l
+  using (select admin_set_write_rate_limit.subject_kind as kind, who as subject_text,
+                admin_set_write_rate_limit.max_writes as writes, admin_set_write_rate_limit.window_seconds as secs) v
+     on l.subject_kind = v.kind and l.subject = v.subject_text
+   when matched then update set max_writes = v.writes, window_seconds = v.secs
+   when not matched then insert (subject_kind, subject, max_writes, window_seconds)
+                         values (v.kind, v.subject_text, v.writes, v.secs);
+  after := jsonb_build_object('max_writes', max_writes, 'window_seconds', window_seconds);
+  return query
+    insert into private.setting_changes as c (changed_by, setting, old_value, new_value)
+    values ((select auth.uid()), format('write_rate_limits:%s:%s', subject_kind, who), before, after)
+    returning c.id, c.changed_by, c.changed_at, c.setting, c.old_value, c.new_value;
+end
+$$;
+comment on function private.admin_set_write_rate_limit(text, text, integer, integer) is
+  'Super admins: sets the write budget of a kind of caller (subject *) or of one user id or address; audited in private.setting_changes.';
+grant execute on function private.admin_set_write_rate_limit(text, text, integer, integer) to authenticated, service_role;
+
+create or replace function public.admin_set_write_rate_limit(
+  subject_kind text, subject text, max_writes integer, window_seconds integer
+) returns table (id bigint, changed_by uuid, changed_at timestamptz, setting text, old_value jsonb, new_value jsonb)
+language sql security invoker
+set search_path = ''
+as $$ select * from private.admin_set_write_rate_limit(subject_kind, subject, max_writes, window_seconds) $$;
+comment on function public.admin_set_write_rate_limit(text, text, integer, integer) is
+  'Super admins: sets one write budget (subject * is the default of its kind); returns the audit row (who, when, old, new).';
+grant execute on function public.admin_set_write_rate_limit(text, text, integer, integer) to authenticated, service_role;
+
+-- Super admins: the changes, newest first (keyset: before_time, before_id).
+create or replace function private.admin_setting_changes(
+  page_size integer default 50, before_time timestamptz default null, before_id bigint default null
+) returns table (id bigint, changed_by uuid, changed_by_email text, changed_at timestamptz, setting text,
+                 old_value jsonb, new_value jsonb)
+language plpgsql stable security definer
+set search_path = ''
+as $$
+begin
+  perform private.require_trusted_caller('read the settings audit');
+  return query
+    select c.id, c.changed_by, u.email::text, c.changed_at, c.setting, c.old_value, c.new_value
+      from private.setting_changes c
+      left join auth.users u on u.id = c.changed_by
+     where before_time is null or (c.changed_at, c.id) < (before_time, before_id)
+     order by c.changed_at desc, c.id desc
+     limit least(greatest(coalesce(page_size, 50), 1), 101);
+end
+$$;
+grant execute on function private.admin_setting_changes(integer, timestamptz, bigint) to authenticated, service_role;
+
+create or replace function public.admin_setting_changes(
+  page_size integer default 50, before_time timestamptz default null, before_id bigint default null
+) returns table (id bigint, changed_by uuid, changed_by_email text, changed_at timestamptz, setting text,
+                 old_value jsonb, new_value jsonb)
+language sql stable security invoker
+set search_path = ''
+as $$ select * from private.admin_setting_changes(page_size, before_time, before_id) $$;
+comment on function public.admin_setting_changes(integer, timestamptz, bigint) is
+  'Super admins: settings changed from the admin console (who, when, old, new), newest first.';
+grant execute on function public.admin_setting_changes(integer, timestamptz, bigint) to authenticated, service_role;
+
+-- Super admins: the limits that live in database rows: write budgets, AI daily caps per usage
+-- type (the api may override one with AI_DAILY_CAP_<TYPE>), the e-mail daily cap.
+create or replace function private.admin_limit_settings() returns jsonb
+language plpgsql stable security definer
+set search_path = ''
+as $$
+begin
+  perform private.require_trusted_caller('read the limit settings');
+  return jsonb_build_object(
+    'write_rate_limits', coalesce((
+      select jsonb_agg(jsonb_build_object('subject_kind', l.subject_kind, 'subject', l.subject,
+                                          'max_writes', l.max_writes, 'window_seconds', l.window_seconds)
+                       order by l.subject_kind, l.subject <> '*', l.subject)
+        from private.write_rate_limits l), '[]'::jsonb),
+    'ai_usage_types', coalesce((
+      select jsonb_agg(jsonb_build_object('usage_type', t.usage_type, 'category', t.category,
+                                          'daily_cap_per_user', t.daily_cap_per_user) order by t.usage_type)
+        from private.ai_usage_types t), '[]'::jsonb),
+    'email_daily_cap', (select s.daily_cap from private.email_settings s));
+end
+$$;
+grant execute on function private.admin_limit_settings() to authenticated, service_role;
+
+create or replace function public.admin_limit_settings() returns jsonb
+language sql stable security invoker
+set search_path = ''
+as $$ select private.admin_limit_settings() $$;
+comment on function public.admin_limit_settings() is
+  'Super admins: the limits kept in database rows (write budgets, AI daily caps per type, the e-mail daily cap).';
+grant execute on function public.admin_limit_settings() to authenticated, service_role;

@@ -231,6 +231,51 @@ as $$
 $$;
 grant execute on function private.labs_template_replications(uuid) to authenticated, service_role;
 
+-- Super admins: every replication flagged as an anomaly (> 2 sample standard deviations from its
+-- template's mean, templates with at least 3 replications), newest first, with its template.
+create or replace function private.labs_flagged_anomalies(
+  page_size integer default 50, before_time timestamptz default null, before_id uuid default null
+) returns table (id uuid, template_id uuid, template_title text, user_id uuid, measured_value double precision,
+                 predicted_value double precision, mean numeric, stddev numeric, replications integer,
+                 created_at timestamptz)
+language plpgsql stable security definer
+set search_path = ''
+as $$
+begin
+  perform private.require_trusted_caller('read flagged anomalies');
+  return query
+    with m as (
+      select r.template_id, count(*)::integer as n, avg(r.measured_value::numeric) as mean,
+             stddev_samp(r.measured_value::numeric) as sd
+        from public.labs_replications r
+       group by r.template_id
+      having count(*) >= 3
+    )
+    select r.id, r.template_id, e.title, r.user_id, r.measured_value, r.predicted_value, trim_scale(m.mean),
+           trim_scale(m.sd), m.n, r.created_at
+      from public.labs_replications r
+      join m on m.template_id = r.template_id
+      join public.labs_experiments e on e.id = r.template_id
+     where abs(r.measured_value::numeric - m.mean) > 2 * m.sd
+       and (before_time is null or (r.created_at, r.id) < (before_time, before_id))
+     order by r.created_at desc, r.id desc
+     limit least(greatest(coalesce(page_size, 50), 1), 101);
+end
+$$;
+grant execute on function private.labs_flagged_anomalies(integer, timestamptz, uuid) to authenticated, service_role;
+
+create or replace function public.labs_flagged_anomalies(
+  page_size integer default 50, before_time timestamptz default null, before_id uuid default null
+) returns table (id uuid, template_id uuid, template_title text, user_id uuid, measured_value double precision,
+                 predicted_value double precision, mean numeric, stddev numeric, replications integer,
+                 created_at timestamptz)
+language sql stable security invoker
+set search_path = ''
+as $$ select * from private.labs_flagged_anomalies(page_size, before_time, before_id) $$;
+comment on function public.labs_flagged_anomalies(integer, timestamptz, uuid) is
+  'Super admins: replications more than 2 standard deviations from their template''s mean, newest first.';
+grant execute on function labs_flagged_anomalies(integer, timestamptz, uuid) to authenticated, service_role;
+
 -- Templates the caller may see (RLS), with their convergence.
 create or replace function public.labs_template_list(
   page_size integer default 50, before_time timestamptz default null, before_id uuid default null

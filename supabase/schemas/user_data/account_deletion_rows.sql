@@ -86,6 +86,7 @@ as $$
     ('public.monthly_drop_awards', 'user_id', 'cascade'),
     ('public.encouragement_config', 'updated_by', 'tombstone'),
     ('public.encouragement_config_changes', 'changed_by', 'set null'),
+    ('private.setting_changes', 'changed_by', 'set null'),
     ('public.encouragement_templates', 'created_by', 'set null'),
     ('public.encouragement_daily_drops', 'user_id', 'cascade'),
     ('public.encouragement_sent_drops', 'sender_id', 'set null'),

@@ -1,9 +1,26 @@
 // Competitions: super admins create and open them with a scoring config; users join; scores
 // count activity on curated templates and are recomputed on a schedule into a leaderboard.
 import { z } from '@hono/zod-openapi'
+import type { Db } from '../../../_shared/db.ts'
 import { unwrap } from '../../../_shared/errors.ts'
-import { endpoint, routeModule } from '../../openapi.ts'
+import { newestFirstPage, pageQuery } from '../../../_shared/pagination.ts'
+import { endpoint, NextCursor, routeModule } from '../../openapi.ts'
 import { Row, tag, text } from './shared.ts'
+
+const RecomputeReply = z.object({
+  success: z.literal(true),
+  competitions: z.array(
+    z.object({ slug: z.string(), participants: z.number().int(), scored_at: z.string() }),
+  ),
+})
+
+/** The recompute job's work, for the cron route and a super admin's "recompute now" alike. */
+async function recompute(db: Db, who: string) {
+  console.log(`labs recompute-competitions (${who}): start`)
+  const rows = unwrap(await db.rpc('labs_recompute_competitions'))
+  console.log(`labs recompute-competitions (${who}): ${rows.length} competitions rescored`)
+  return { success: true as const, competitions: rows }
+}
 
 /** A competition weight: an integer from 0 to 1000. */
 const weight = () => z.number().int().min(0).max(1000)
@@ -136,17 +153,47 @@ export const competitionRoutes = routeModule()
       bodyRequired: false,
       summary:
         'Rescore every active, open competition and set last_scored_at (Authorization: Bearer <CRON_SECRET>)',
-      response: z.object({
-        success: z.literal(true),
-        competitions: z.array(
-          z.object({ slug: z.string(), participants: z.number().int(), scored_at: z.string() }),
-        ),
-      }),
+      response: RecomputeReply,
+    }),
+    async (c) => c.json(await recompute(c.var.db, 'cron')),
+  )
+  .openapi(
+    endpoint({
+      method: 'get',
+      path: '/labs/admin/competitions',
+      tag,
+      auth: 'superAdmin',
+      query: z.object(pageQuery).strict(),
+      summary: 'Every competition, retired ones too, newest first, with its participant count (super admin)',
+      response: z.object({ competitions: z.array(Row), next_cursor: NextCursor }),
     }),
     async (c) => {
-      console.log('labs recompute-competitions: start')
-      const rows = unwrap(await c.var.db.rpc('labs_recompute_competitions'))
-      console.log(`labs recompute-competitions: ${rows.length} competitions rescored`)
-      return c.json({ success: true as const, competitions: rows })
+      const page = await newestFirstPage(
+        c.var.db.from('labs_competitions').select(
+          'id, slug, title, is_active, entry_open, starts_at, ends_at, last_scored_at, scoring_config, created_at, labs_competition_participants(count)',
+        ),
+        c.req.valid('query'),
+      )
+      return c.json({
+        competitions: page.items.map(({ labs_competition_participants: p, ...row }) => ({
+          ...row,
+          participants: (p as { count: number }[] | null)?.[0]?.count ?? 0,
+        })),
+        next_cursor: page.next_cursor,
+      })
     },
+  )
+  .openapi(
+    endpoint({
+      method: 'post',
+      path: '/labs/admin/competitions/recompute',
+      tag,
+      auth: 'superAdmin',
+      bodyRequired: false,
+      summary:
+        'Recompute now (super admin): the recompute-competitions job, run at once with the admin\'s own credential',
+      description: 'Same work as POST /api/cron/labs/recompute-competitions: every active, open competition is rescored and gets last_scored_at.',
+      response: RecomputeReply,
+    }),
+    async (c) => c.json(await recompute(c.var.db, `super admin ${c.var.caller.id}`)),
   )

@@ -287,3 +287,32 @@ export const experimentRoutes = routeModule()
       return c.json({ template: row })
     },
   )
+  .openapi(
+    endpoint({
+      method: 'get',
+      path: '/labs/admin/anomalies',
+      tag,
+      auth: 'superAdmin',
+      query: z.object(pageQuery).strict(),
+      summary:
+        'Flagged replications: more than 2 standard deviations from their template\'s mean, newest first (super admin)',
+      description: 'Templates with at least 3 replications; each row names its template, the mean and the standard deviation it was judged by.',
+      response: z.object({ anomalies: z.array(Row), next_cursor: NextCursor }),
+    }),
+    async (c) => {
+      const q = c.req.valid('query')
+      const cursor = decodeCursor(q.before)
+      const rows = unwrap(
+        await c.var.db.rpc('labs_flagged_anomalies', {
+          page_size: q.limit + 1,
+          before_time: cursor?.createdAt ?? null,
+          before_id: cursor?.id ?? null,
+        }),
+      )
+      const items = rows.slice(0, q.limit)
+      return c.json({
+        anomalies: items,
+        next_cursor: rows.length > q.limit ? encodeCursor(items[items.length - 1]) : null,
+      })
+    },
+  )
