@@ -10,6 +10,7 @@ import { unstorableValue } from '../_shared/validation.ts'
 import type { ApiEnv } from './credentials.ts'
 import { registerSecuritySchemes, validationHook } from './openapi.ts'
 import { adminRoutes } from './routes/admin.ts'
+import { adminJobRoutes } from './routes/admin_jobs.ts'
 import { adminUserRoutes } from './routes/admin_users.ts'
 import { aiRoutes } from './routes/ai.ts'
 import { authRoutes } from './routes/auth.ts'
@@ -83,6 +84,7 @@ const modules = [
   profileRoutes,
   dropsRoutes,
   adminRoutes,
+  adminJobRoutes,
   organizationRoutes,
   teamRoutes,
   notebookRoutes,
