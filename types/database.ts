@@ -1361,6 +1361,9 @@ isOneToOne: false
         isOneToOne: true
         isSetofReturn: false
       } },
+"admin_cron_jobs":
+{ Args: { "runs_per_job"?: number }; Returns: Json
+                           },
 "admin_delete_account":
 { Args: { "confirm": string,"user_id": string }; Returns: Json
                            },
@@ -1376,6 +1379,9 @@ isOneToOne: false
 { Args: { "before_created_at"?: string,"before_id"?: string,"page_size"?: number,"search"?: string }; Returns: {
               "created_at": string,"drops_balance": number,"email": string,"full_name": string,"id": string,"is_active": boolean,"is_ai": boolean,"role": string,"token_usage": Json
             }[]
+                           },
+"admin_ops_status":
+{ Args: { "runs_per_job"?: number }; Returns: Json
                            },
 "admin_set_write_rate_limit":
 { Args: { "max_writes": number,"subject": string,"subject_kind": string,"window_seconds": number }; Returns: {
@@ -2140,6 +2146,9 @@ isOneToOne: false
                            },
 "review_workout_checkin":
 { Args: { "checkin_id": string,"reason"?: string,"verdict": string }; Returns: Json
+                           },
+"run_cron_job":
+{ Args: { "job_name": string }; Returns: Json
                            },
 "save_note_analysis":
 { Args: { "analysis": Json,"entry_count": number,"user_id": string }; Returns: {

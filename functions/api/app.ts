@@ -11,6 +11,7 @@ import type { ApiEnv } from './credentials.ts'
 import { registerSecuritySchemes, validationHook } from './openapi.ts'
 import { adminRoutes } from './routes/admin.ts'
 import { adminFeatureRoutes } from './routes/admin_features.ts'
+import { adminJobRoutes } from './routes/admin_jobs.ts'
 import { adminUserRoutes } from './routes/admin_users.ts'
 import { aiRoutes } from './routes/ai.ts'
 import { authRoutes } from './routes/auth.ts'
@@ -84,6 +85,7 @@ const modules = [
   profileRoutes,
   dropsRoutes,
   adminRoutes,
+  adminJobRoutes,
   organizationRoutes,
   teamRoutes,
   notebookRoutes,
