@@ -1,7 +1,7 @@
 // The shared cron-secret rules (SPEC "Authentication" table) and pg_cron -> net -> function.
 import { strict as assert } from 'node:assert'
 import { checkCronSecret, type CronGroup, secretsEqual } from '../functions/_shared/cron.ts'
-import { createUser, env, sql, test } from './_helpers.ts'
+import { API_URL, createUser, env, sql, test } from './_helpers.ts'
 
 const envOf = (vars: Record<string, string>) => (k: string) => vars[k]
 const accepts = (group: CronGroup, vars: Record<string, string>, given: string) =>
@@ -123,4 +123,25 @@ test('pg_cron itself runs a scheduled edge-function job: scheduler -> net queue 
   } finally {
     await sql`select cron.unschedule(${jobName})`
   }
+})
+
+test('every edge-function job sends a body its endpoint accepts (no 400 for pg_cron’s own fields)', async () => {
+  const doc = await (await fetch(`${API_URL}/functions/v1/api/openapi.json`)).json()
+  const resolve = (s: any): any => (s?.$ref ? doc.components.schemas[s.$ref.split('/').pop()] : s)
+  const jobs = await sql`select jobname, command from cron.job where command like '%net.http_post%' order by jobname`
+  assert.ok(jobs.length >= 8, `edge jobs: ${jobs.map((j) => j.jobname)}`)
+  const refused: string[] = []
+  for (const job of jobs) {
+    const path = job.command.match(/'(?:\/functions\/v1)?(\/api\/[^']*)'/)?.[1]
+    assert.ok(path, `${job.jobname}: no /api path in ${job.command}`)
+    const entry = Object.entries<any>(doc.paths).find(([template]) =>
+      new RegExp(`^${template.replace(/\{[^}]+\}/g, '[^/]+')}$`).test(path.endsWith('/') ? `${path}x` : path)
+    )
+    assert.ok(entry?.[1].post, `${job.jobname}: ${path} is no POST route of the API`)
+    const schema = resolve(entry[1].post.requestBody?.content?.['application/json']?.schema)
+    const sent = ['scheduled_at', 'invocation'].filter((f) => job.command.includes(f))
+    const unaccepted = sent.filter((f) => schema?.additionalProperties === false && !(f in (schema.properties ?? {})))
+    if (unaccepted.length) refused.push(`${job.jobname} (${path}): ${unaccepted.join(', ')}`)
+  }
+  assert.deepEqual(refused, [], 'fields a job sends that its endpoint refuses (400)')
 })

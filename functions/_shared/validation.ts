@@ -110,3 +110,10 @@ function stringProblem(s: string, at: (msg: string) => string): string | null {
   if (!s.isWellFormed()) return at('must be valid Unicode (a lone surrogate was sent)')
   return null
 }
+
+/** What every pg_cron request carries (private.schedule_edge_function_job's body): a scheduled
+ *  endpoint's body accepts these beside its own fields. */
+export const scheduledRunFields = {
+  scheduled_at: z.string().max(100).optional().describe("pg_cron's now() when the run was queued"),
+  invocation: z.number().int().min(1).max(20).optional().describe('Which of the requests queued side by side this is'),
+}

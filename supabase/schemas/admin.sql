@@ -489,7 +489,7 @@ create table private.cron_manual_runs (
   job_name text not null,
   jobid bigint not null,
   command text not null,
-  run_by uuid,
+  run_by uuid references public.profiles (id) on delete set null,
   run_via text not null,
   started_at timestamptz not null default clock_timestamp(),
   finished_at timestamptz,

@@ -87,6 +87,7 @@ as $$
     ('public.encouragement_config', 'updated_by', 'tombstone'),
     ('public.encouragement_config_changes', 'changed_by', 'set null'),
     ('private.setting_changes', 'changed_by', 'set null'),
+    ('private.cron_manual_runs', 'run_by', 'set null'),
     ('public.encouragement_templates', 'created_by', 'set null'),
     ('public.encouragement_daily_drops', 'user_id', 'cascade'),
     ('public.encouragement_sent_drops', 'sender_id', 'set null'),

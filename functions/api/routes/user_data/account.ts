@@ -7,7 +7,7 @@ import { runAccountDeletions } from './account_deletion.ts'
 import { logRun } from '../../../_shared/ai_jobs.ts'
 import { serviceDb } from '../../../_shared/db.ts'
 import { notFound, unwrap } from '../../../_shared/errors.ts'
-import { idParams } from '../../../_shared/validation.ts'
+import { idParams, scheduledRunFields } from '../../../_shared/validation.ts'
 import { endpoint, routeModule } from '../../openapi.ts'
 
 const Confirm = z.object({
@@ -122,7 +122,7 @@ export const accountRoutes = routeModule()
       tag,
       auth: { cron: 'frontend' },
       bodyRequired: false,
-      body: z.object({ limit: z.number().int().min(1).max(25).optional() }).strict(),
+      body: z.object({ limit: z.number().int().min(1).max(25).optional(), ...scheduledRunFields }).strict(),
       response: z.object({ success: z.boolean(), message: z.string(), results: JobResults }),
       summary: 'Scheduled: finish account deletions (pg_cron every 5 minutes)',
       description:
