@@ -3,6 +3,7 @@
 // axe-core on each page. The pages of each area: tests/admin_console_<area>_test.ts.
 import { strict as assert } from 'node:assert'
 import { ANON_KEY, SERVICE_ROLE_KEY, sql, test } from './_helpers.ts'
+import { ROOT } from '../scripts/lib/proc.ts'
 import { ADMIN_DIST, SECRET_VARIABLES, secretsInBundle } from '../scripts/lib/admin_console.ts'
 import { CONSOLE_URL, consoleUser, withConsole } from './_admin_console.ts'
 
@@ -105,9 +106,49 @@ test('admin console: the build holds no secret, and the check that says so catch
     assert.ok(found.some((f) => f.includes('a JWT with role service_role')), found.join('\n'))
     assert.ok(found.some((f) => f.includes('a Stripe secret or restricted key')), found.join('\n'))
     assert.ok(found.some((f) => f.includes('STRIPE_SECRET_KEY')), found.join('\n'))
+    await Deno.writeTextFile(
+      `${dir}/a.js`,
+      'const a="sb_secret_abcdefghijklmnopqrstu";const b="postgres://postgres:pw@db.example.com:5432/postgres"',
+    )
+    const shapes = await secretsInBundle(dir, () => undefined)
+    assert.ok(shapes.some((f) => f.includes('a Supabase secret key')), shapes.join('\n'))
+    assert.ok(shapes.some((f) => f.includes('a database URL with a password')), shapes.join('\n'))
     await Deno.writeTextFile(`${dir}/a.js`, `const anon=${JSON.stringify(ANON_KEY)}`)
     assert.deepEqual(await secretsInBundle(dir, () => undefined), [], 'the anon key is public')
   } finally {
     await Deno.remove(dir, { recursive: true })
   }
+  // Vite itself refuses a build given the service-role key as its "anon" key, however started.
+  const outDir = await Deno.makeTempDir({ prefix: 'console-build-' })
+  try {
+    const build = await new Deno.Command(`${ROOT}/node_modules/.bin/vite`, {
+      args: ['build', `${ROOT}/admin`, '--outDir', outDir, '--logLevel', 'error'],
+      env: { VITE_SUPABASE_ANON_KEY: SERVICE_ROLE_KEY },
+      stdout: 'piped',
+      stderr: 'piped',
+    }).output()
+    assert.equal(build.success, false)
+    assert.match(new TextDecoder().decode(build.stderr), /not the project's anon or publishable key/)
+    assert.equal([...Deno.readDirSync(outDir)].length, 0, 'nothing was written')
+  } finally {
+    await Deno.remove(outDir, { recursive: true })
+  }
+})
+
+test('admin console: a malformed id in the page URL never sends the admin’s token elsewhere', async () => {
+  const admin = await consoleUser()
+  await withConsole(async (c) => {
+    await c.signIn(admin)
+    const requests: URL[] = []
+    c.page.on('request', (r) => requests.push(new URL(r.url())))
+    await c.open('/dashboard/admin/users/..%2F..%2F..%2F..%2Frest%2Fv1%2Fprofiles%3F')
+    await c.page.waitForTimeout(500)
+    // What the page may call: its own files, Auth, the gate's read of the admin's role, and /api.
+    const stray = requests.filter((u) =>
+      !u.pathname.startsWith('/dashboard/admin') && !u.pathname.startsWith('/auth/v1/') &&
+      !(u.pathname === '/rest/v1/profiles' && u.searchParams.get('select') === 'role,full_name') &&
+      !u.pathname.startsWith('/functions/v1/api/')
+    )
+    assert.deepEqual(stray.map(String), [])
+  })
 })

@@ -136,3 +136,34 @@ test('features: a write budget change is validated by field, applied, audited wi
   assert.equal(page2.body.changes[0].id, second.body.change.id)
   await sql`delete from private.write_rate_limits where subject_kind = 'user' and subject = ${target.id}`
 })
+
+test('features: a default below 10 and an address range are refused by field; a super admin is never refused a write', async () => {
+  const put = (token: string, body: Record<string, unknown>) =>
+    api('/api/admin/features/write-rate-limits', { method: 'PUT', token, body })
+  const before = await sql`select subject, max_writes from private.write_rate_limits where subject = '*' order by subject_kind`
+  assertError(await put(admin.token, { subject_kind: 'user', subject: '*', max_writes: 0, window_seconds: 60 }), 400, 'max_writes')
+  assertError(await put(admin.token, { subject_kind: 'address', subject: '*', max_writes: 9, window_seconds: 60 }), 400, 'max_writes')
+  assertError(await put(admin.token, { subject_kind: 'address', subject: '10.0.0.0/8', max_writes: 5, window_seconds: 60 }), 400, 'subject')
+  assertError(await put(admin.token, { subject_kind: 'address', subject: '::ffff:1.2.3.4', max_writes: 5, window_seconds: 60 }), 400, 'subject')
+  assert.deepEqual(
+    await sql`select subject, max_writes from private.write_rate_limits where subject = '*' order by subject_kind`,
+    before,
+    'no default changed',
+  )
+
+  // A budget of 0 for one admin (as a console slip would set it) stops an ordinary user, never an admin.
+  const otherAdmin = await createUser({ superAdmin: true, prefix: 'features-admin2' })
+  const plain = await createUser({ prefix: 'features-zero' })
+  for (const who of [otherAdmin, plain]) {
+    const set = await put(admin.token, { subject_kind: 'user', subject: who.id, max_writes: 0, window_seconds: 3600 })
+    assert.equal(set.status, 200, JSON.stringify(set.body))
+  }
+  try {
+    const tooMany = await api('/api/journal', { token: plain.token, body: { title: 't', content: 'c' } })
+    assertError(tooMany, 429)
+    const undo = await put(otherAdmin.token, { subject_kind: 'user', subject: otherAdmin.id, max_writes: 300, window_seconds: 300 })
+    assert.equal(undo.status, 200, 'the admin set to 0 still sets it back')
+  } finally {
+    await sql`delete from private.write_rate_limits where subject in (${otherAdmin.id}, ${plain.id})`
+  }
+})

@@ -199,3 +199,19 @@ test('health: queues, job runs with counts and errors, providers; the old fields
   const user = await createUser()
   assertError(await api('/api/admin/health', { token: user.token }), 403)
 })
+
+test('run now: a job switched off is refused (409) with the reason, and nothing is audited', async () => {
+  const admin = await createUser({ superAdmin: true })
+  const [job] = await sql`select jobname from cron.job where not active order by jobname limit 1`
+  const name = job?.jobname ?? 'music-sync-all'
+  if (!job) await sql`update cron.job set active = false where jobname = ${name}`
+  try {
+    const [{ n: audited }] = await sql`select count(*)::int as n from private.cron_manual_runs`
+    const res = await api(`/api/admin/jobs/${name}/run`, { method: 'POST', token: admin.token })
+    assertError(res, 409, 'switched off')
+    const [{ n }] = await sql`select count(*)::int as n from private.cron_manual_runs`
+    assert.equal(n, audited)
+  } finally {
+    if (!job) await sql`update cron.job set active = true where jobname = ${name}`
+  }
+})

@@ -563,7 +563,7 @@ test('every write of a session is audited whatever the table or path: labs, purc
   assert.equal((await auditOf(sessionId)).length, rows)
 })
 
-test('a session ends when its admin is demoted or deactivated, or its target deactivated', async () => {
+test('a session ends when its admin is demoted or deactivated, or its target deactivated or promoted', async () => {
   const [target, otherAdmin] = await Promise.all([
     alice(),
     createUser({ superAdmin: true, prefix: 'imp-admin2' }),
@@ -600,6 +600,17 @@ test('a session ends when its admin is demoted or deactivated, or its target dea
     assertEnded(await api('/api/journal', { token: byAdmin }), "a deactivated target's session")
   } finally {
     await sql`update public.profiles set is_active = true where id = ${target.id}`
+  }
+
+  // A target made a super admin mid-session: the token must not carry admin powers.
+  const promoted = await start(admin)
+  assert.ok(await live(promoted))
+  await sql`update public.profiles set role = 'super_admin' where id = ${target.id}`
+  try {
+    assertEnded(await api('/api/admin/jobs', { token: promoted }), "a promoted target's session, /api")
+    assertEnded(await rest(promoted, '/rpc/admin_cron_jobs'), "a promoted target's session, PostgREST")
+  } finally {
+    await sql`update public.profiles set role = 'user' where id = ${target.id}`
   }
 })
 

@@ -33,8 +33,21 @@ export async function api<T = any>(path: string, o: ApiOptions = {}): Promise<T>
   return body as T
 }
 
+/**
+ * Paths carry ids taken from the page's own URL (/dashboard/admin/users/:id): a segment such as
+ * `..` or one holding `?`, `#`, `%` or `\\` would send the admin's token elsewhere on the origin.
+ */
+function checkedPath(path: string): string {
+  const segments = path.split('/').slice(1)
+  if (!path.startsWith('/api/') || segments.some((s) => s === '' || s === '.' || s === '..' || /[?#%\\\s]/.test(s))) {
+    throw new ApiError(0, `Refused to call a malformed API path: ${path}`, null)
+  }
+  return path
+}
+
 /** The raw reply (for downloads such as CSV). */
 export async function apiResponse(path: string, o: ApiOptions = {}): Promise<Response> {
+  checkedPath(path)
   const token = o.token ?? (await supabase.auth.getSession()).data.session?.access_token
   const url = new URL(`${functionsUrl}${path}`)
   for (const [k, v] of Object.entries(o.query ?? {})) {

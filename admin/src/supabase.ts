@@ -10,7 +10,9 @@ const anonKey: string | undefined = import.meta.env.VITE_SUPABASE_ANON_KEY
 if (!anonKey) throw new Error('VITE_SUPABASE_ANON_KEY was not set when the console was built')
 
 export const supabase = createClient<Database>(supabaseUrl, anonKey, {
-  auth: { persistSession: true, autoRefreshToken: true, detectSessionInUrl: true },
+  // The console signs in with a password only: a session in a link's fragment is never taken
+  // (a crafted link would otherwise sign the admin in as someone else).
+  auth: { persistSession: true, autoRefreshToken: true, detectSessionInUrl: false },
 })
 
 /** The edge function's base: every /api path of the OpenAPI document lives under it. */

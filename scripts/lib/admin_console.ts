@@ -3,10 +3,12 @@
 // as a static host with a single-page fallback would serve it (docs/admin_console.md).
 import { LOCAL_ANON_KEY, LOCAL_JWT_SECRET, LOCAL_SERVICE_ROLE_KEY } from './keys.ts'
 import { ROOT } from './proc.ts'
+import { publicKeyProblem, secretFindings } from '../../admin/bundle_secrets.ts'
+export { SECRET_VARIABLES } from '../../admin/bundle_secrets.ts'
 
 export const ADMIN_DIR = `${ROOT}/admin`
 export const ADMIN_DIST = `${ADMIN_DIR}/dist`
-const SOURCES = ['src', 'index.html', 'vite.config.mts', 'tsconfig.json']
+const SOURCES = ['src', 'index.html', 'vite.config.mts', 'bundle_secrets.ts', 'tsconfig.json']
 
 function newestChange(path: string): number {
   const info = Deno.statSync(path)
@@ -32,13 +34,23 @@ export function adminConsoleStale(): boolean {
  * Builds admin/dist with Vite when a source changed. The build reads only public values: the
  * page's own origin is the Supabase URL (the gateway serves both), the anon key is the local one.
  */
-export async function buildAdminConsole(o: { force?: boolean; log?: (s: string) => void } = {}) {
-  if (!o.force && !adminConsoleStale()) return
+export async function buildAdminConsole(
+  o: { force?: boolean; log?: (s: string) => void; env?: Record<string, string> } = {},
+) {
+  const secretEnv = (k: string) => o.env?.[k] ?? Deno.env.get(k)
+  if (!o.force && !adminConsoleStale()) {
+    // Unchanged sources, but perhaps another environment: the build on disk is checked anyway.
+    const leaks = await secretsInBundle(ADMIN_DIST, secretEnv)
+    if (!leaks.length) return
+  }
+  const anonKey = Deno.env.get('VITE_SUPABASE_ANON_KEY') ?? LOCAL_ANON_KEY
+  const problem = publicKeyProblem(anonKey)
+  if (problem) throw new Error(`building the admin console: ${problem}`)
   o.log?.('Building the admin console (admin/ with Vite)...')
   const out = await new Deno.Command(`${ROOT}/node_modules/.bin/vite`, {
     args: ['build', ADMIN_DIR, '--logLevel', 'warn'],
     cwd: ROOT,
-    env: { VITE_SUPABASE_ANON_KEY: Deno.env.get('VITE_SUPABASE_ANON_KEY') ?? LOCAL_ANON_KEY },
+    env: { VITE_SUPABASE_ANON_KEY: anonKey },
     stdout: 'piped',
     stderr: 'piped',
   }).output()
@@ -46,66 +58,35 @@ export async function buildAdminConsole(o: { force?: boolean; log?: (s: string) 
     const d = new TextDecoder()
     throw new Error(`building the admin console failed:\n${d.decode(out.stdout)}${d.decode(out.stderr)}`)
   }
-  const leaks = await secretsInBundle(ADMIN_DIST)
+  const leaks = await secretsInBundle(ADMIN_DIST, secretEnv)
   if (leaks.length) {
     await Deno.remove(ADMIN_DIST, { recursive: true })
     throw new Error(`the admin console's build holds secrets, so it was deleted:\n  ${leaks.join('\n  ')}`)
   }
 }
 
-/** Server-side secrets by variable name: none may reach a browser (the anon key and the VAPID
- *  public key are public by design). */
-export const SECRET_VARIABLES = [
-  'SUPABASE_SERVICE_ROLE_KEY', 'JWT_SECRET', 'SUPABASE_JWT_SECRET', 'AI_API_KEY', 'STRIPE_SECRET_KEY',
-  'STRIPE_WEBHOOK_SECRET', 'RESEND_API_KEY', 'RESEND_WEBHOOK_SECRET', 'EXPO_ACCESS_TOKEN',
-  'WEB_PUSH_VAPID_PRIVATE_KEY', 'MUSIC_CLIENT_SECRET', 'CRON_SECRET', 'DROPS_CRON_SECRET',
-  'WORKOUT_WINDOW_CRON_SECRET', 'CHAT_CRON_SECRET', 'ENCOURAGEMENT_DROPS_CRON_SECRET', 'MUSIC_SYNC_CRON_SECRET',
-  'LABS_CRON_SECRET', 'NOTIFICATIONS_CRON_SECRET',
-]
-
-/** Shapes of provider secrets, whatever their value. */
-const SECRET_SHAPES: [string, RegExp][] = [
-  ['a Stripe secret or restricted key', /\b[sr]k_(live|test)_[A-Za-z0-9]{10,}/],
-  ['a Stripe webhook secret', /\bwhsec_[A-Za-z0-9+/=]{10,}/],
-  ['a private key', /-----BEGIN [A-Z ]*PRIVATE KEY-----/],
-]
-
 /**
- * What in a build would hand a browser a server-side secret: the value of any SECRET_VARIABLES
- * set in this environment, the local stack's service-role key and JWT secret, a provider key's
- * shape, or a JWT whose role is not anon. Returns one line per finding (empty: clean).
+ * What in a build would hand a browser a server-side secret (admin/bundle_secrets.ts): secret
+ * variables set here or given in `env` (the stack's function environment), the local stack's
+ * service-role key and JWT secret, secret shapes, non-anon JWTs. One line per finding.
  */
-export async function secretsInBundle(dist: string, env: (k: string) => string | undefined = (k) => Deno.env.get(k)) {
-  const values = new Map<string, string>([
-    ['the local service-role key', LOCAL_SERVICE_ROLE_KEY],
-    ['the local JWT secret', LOCAL_JWT_SECRET],
-  ])
-  for (const name of SECRET_VARIABLES) {
-    const v = env(name)
-    if (v && v.length >= 8) values.set(name, v)
-  }
-  const findings: string[] = []
+export async function secretsInBundle(
+  dist: string,
+  env: (k: string) => string | undefined = (k) => Deno.env.get(k),
+): Promise<string[]> {
+  const files: { name: string; text: string }[] = []
   const walk = async (dir: string) => {
     for await (const e of Deno.readDir(dir)) {
       const path = `${dir}/${e.name}`
-      if (e.isDirectory) {
-        await walk(path)
-        continue
-      }
-      const text = await Deno.readTextFile(path)
-      for (const [what, value] of values) if (text.includes(value)) findings.push(`${path}: ${what}`)
-      for (const [what, shape] of SECRET_SHAPES) if (shape.test(text)) findings.push(`${path}: ${what}`)
-      for (const jwt of text.match(/eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+/g) ?? []) {
-        let role = 'unreadable'
-        try {
-          role = JSON.parse(atob(jwt.split('.')[1].replace(/-/g, '+').replace(/_/g, '/'))).role ?? 'none'
-        } catch { /* stays unreadable */ }
-        if (role !== 'anon') findings.push(`${path}: a JWT with role ${role}`)
-      }
+      if (e.isDirectory) await walk(path)
+      else files.push({ name: path, text: await Deno.readTextFile(path) })
     }
   }
   await walk(dist)
-  return findings
+  return secretFindings(files, env, {
+    'the local service-role key': LOCAL_SERVICE_ROLE_KEY,
+    'the local JWT secret': LOCAL_JWT_SECRET,
+  })
 }
 
 const TYPES: Record<string, string> = {
@@ -119,9 +100,11 @@ const TYPES: Record<string, string> = {
 
 /** What a static host in front of the console should send too (docs/admin_console.md). */
 const PAGE_HEADERS = {
+  // The console talks to its own origin only (the gateway serves the API beside it); a static
+  // host adds the project's https:// and wss:// URL (docs/admin_console.md).
   'content-security-policy':
-    "default-src 'self'; connect-src 'self' ws: wss: http: https:; img-src 'self' data: blob: http: https:; " +
-    "style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+    "default-src 'self'; connect-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; " +
+    "script-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'",
   'x-frame-options': 'DENY',
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',

@@ -290,7 +290,7 @@ export async function startStack(o: StackOptions): Promise<Stack> {
       ...o.env,
     }
     await storeVaultSecrets(o.dbPort, apiUrl, functionEnv)
-    await buildAdminConsole({ log }).catch((e) => {
+    await buildAdminConsole({ log, env: functionEnv }).catch((e) => {
       throw new StackError(e.message)
     })
     await startPostgrest()

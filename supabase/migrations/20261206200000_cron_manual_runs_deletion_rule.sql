@@ -2,6 +2,7 @@
 -- (private.account_deletion_columns lists the rule; the user_deletion test checks every column).
 alter table private.cron_manual_runs
   add constraint cron_manual_runs_run_by_fkey foreign key (run_by) references public.profiles (id) on delete set null;
+create index cron_manual_runs_run_by on private.cron_manual_runs (run_by);
 
 create or replace function private.account_deletion_columns()
 returns table (table_name text, column_name text, handling text)

@@ -498,6 +498,7 @@ create table private.cron_manual_runs (
 );
 comment on table private.cron_manual_runs is
   'Audit of "run now": which pg_cron job (its command as stored in cron.job, which names Vault secrets, never their values), who (run_by: the super admin; null: the service role or a database session), through which role, when, and the outcome.';
+create index cron_manual_runs_run_by on private.cron_manual_runs (run_by); -- the account deletion's set null
 create index cron_manual_runs_by_job on private.cron_manual_runs (job_name, id desc);
 
 -- Runs one pg_cron job's own command now, as pg_cron would: the command stored in cron.job
@@ -525,9 +526,16 @@ declare
   run_id bigint;
 begin
   perform private.require_trusted_caller('run scheduled jobs');
-  select j.jobid, j.jobname, j.command, j.username into job from cron.job j where j.jobname = run_cron_job.job_name;
+  -- Only the project's own jobs (scheduled by postgres, as every migration's are), which run as
+  -- this function's owner does.
+  select j.jobid, j.jobname, j.command, j.username, j.active into job
+    from cron.job j where j.jobname = run_cron_job.job_name and j.username = 'postgres';
   if not found then
     raise exception 'no scheduled job named %', coalesce(run_cron_job.job_name, 'null') using errcode = 'PT404';
+  end if;
+  if not job.active then
+    raise exception 'the job % is switched off (cron.job.active); switch it on to run it', job.jobname
+      using errcode = 'PT409';
   end if;
   if not pg_try_advisory_xact_lock(hashtext('private.run_cron_job'), hashtext(job.jobname)) then
     raise exception 'the job % is already being run now; try again when it finishes', job.jobname using errcode = 'PT409';
@@ -537,7 +545,8 @@ begin
   begin
     execute job.command;
     msg := 'run now';
-  exception when others then
+  -- query_canceled too (a statement timeout inside a long job): the audit below is still written.
+  exception when query_canceled or others then
     outcome := 'failed';
     msg := left(sqlerrm, 900);
   end;

@@ -289,12 +289,14 @@ set search_path = ''
 as $$
   select not exists (select 1 from public.impersonation_audit a
                        join public.profiles admin on admin.id = a.admin_id and admin.role = 'super_admin' and admin.is_active
+                       -- A target promoted meanwhile ends it: the token must never carry admin powers.
                        join public.profiles target on target.id = a.target_id and target.is_active
+                                                  and target.role <> 'super_admin'
                       where a.session_id = session and a.event = 'start' and a.expires_at > now())
       or exists (select 1 from public.impersonation_audit a where a.session_id = session and a.event = 'stop')
 $$;
 comment on function private.impersonation_session_ended(uuid) is
-  'True once an impersonation session was stopped or has expired, its admin demoted or deactivated, or its target deactivated.';
+  'True once an impersonation session was stopped or has expired, its admin demoted or deactivated, or its target deactivated or made a super admin.';
 grant execute on function private.impersonation_session_ended(uuid) to authenticated, service_role;
 
 -- False only for a request made with the token of an ended session. Requests with other tokens

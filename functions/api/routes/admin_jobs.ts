@@ -145,8 +145,9 @@ export const adminJobRoutes = routeModule()
       description:
         "Runs the command cron.job holds under that name, as pg_cron would (never SQL from the request): an edge " +
         "job queues its usual net.http_post to its own endpoint with its Vault secret. Audited (who, which job, " +
-        'when, outcome) in private.cron_manual_runs and recorded in cron.job_run_details. 404: no such job; 409: ' +
-        'this job is being run now already. Jobs are safe side by side with their scheduled runs.',
+        'when, outcome) in private.cron_manual_runs and recorded in cron.job_run_details. 404: no such job (only ' +
+        "the project's own, scheduled by postgres); 409: the job is switched off, or being run now already. Jobs " +
+        'are safe side by side with their scheduled runs.',
     }),
     async (c) => {
       const { name } = c.req.valid('param')
