@@ -5,6 +5,7 @@
 // prediction replications are measured against (and what makes a template curated).
 import { useEffect, useRef, useState } from 'react'
 import { api } from '../api.ts'
+import type { Template } from '../labs/types.ts'
 import { ActionButton, ActionForm, Field, Loader, Pager, Time, useCursorPages, useLoad } from '../ui.tsx'
 import { UserLink, useNotice } from '../review/parts.tsx'
 
@@ -16,36 +17,6 @@ const SAFETY: Record<string, string> = {
   classroom_safe: 'Classroom safe',
 }
 
-interface Output {
-  label: string
-  value: number
-  unit: string
-}
-interface GoldenSpec {
-  calculator: string
-  optimal_inputs: Record<string, number>
-  calculator_outputs: { outputs: Output[] }
-}
-interface Template {
-  id: string
-  owner_id: string
-  title: string
-  calculator: string
-  inputs: Record<string, number>
-  safety_level: string
-  min_grade_band: string | null
-  is_public: boolean
-  predicted_values: GoldenSpec | null
-  created_at: string
-  convergence: {
-    replications: number
-    independent_confirmations: number
-    mean: number | null
-    stddev: number | null
-    anomalies: number
-    robust: boolean
-  }
-}
 
 export function TemplatesTab() {
   const pages = useCursorPages()

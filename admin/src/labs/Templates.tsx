@@ -3,31 +3,8 @@
 // replications with the anomalies flagged.
 import { useState } from 'react'
 import { api } from '../api.ts'
+import type { GoldenSpec, Template } from './types.ts'
 import { Loader, Pager, Time, useCursorPages, useLoad } from '../ui.tsx'
-
-interface Convergence {
-  replications: number
-  independent_confirmations: number
-  mean: number | null
-  stddev: number | null
-  anomalies: number
-  robust: boolean
-}
-interface GoldenSpec {
-  calculator?: string
-  optimal_inputs?: Record<string, number>
-  calculator_outputs?: { outputs: { label: string; value: number; unit: string }[] }
-}
-interface Template {
-  id: string
-  title: string
-  calculator: string
-  safety_level: string
-  is_public: boolean
-  predicted_values: GoldenSpec | null
-  created_at: string
-  convergence: Convergence
-}
 
 const ROBUST_AFTER = 50
 const num = (v: number | null) => (v === null ? '—' : Number(v).toLocaleString(undefined, { maximumSignificantDigits: 6 }))

@@ -12,7 +12,7 @@ import {
   SOURCE_LABEL,
   showValue,
 } from '../features/types.ts'
-import { EncouragementConfig } from '../features/EncouragementConfig.tsx'
+import { EncouragementConfiguration } from '../encouragement/Configuration.tsx'
 import '../features/features.css'
 
 export function Features() {
@@ -96,7 +96,7 @@ export function Features() {
       </section>
       <section aria-labelledby="encouragement-heading">
         <h2 id="encouragement-heading">Encouragement configuration</h2>
-        <EncouragementConfig />
+        <EncouragementConfiguration />
       </section>
       <section aria-labelledby="audit-heading">
         <h2 id="audit-heading">Change history</h2>
