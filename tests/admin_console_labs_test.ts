@@ -20,7 +20,7 @@ test('admin console: Features shows providers and caps; a write limit change is 
     await limits.getByRole('row', { name: /AI calls per user per day: tone_analysis/ }).waitFor()
     await limits.getByRole('row', { name: /Messages to one sponsor per sender.*5 messages per 24 h/ }).waitFor()
     await c.page.getByRole('heading', { name: 'Encouragement configuration' }).waitFor()
-    await c.page.getByLabel('Daily allowance (drops per user per day)').waitFor()
+    await c.page.getByLabel('Daily allowance (drops a user may send a day)').waitFor()
 
     // A refused value: the API's message, on the page; nothing changed.
     await c.page.getByLabel('Kind of caller').selectOption('user')
