@@ -25,10 +25,24 @@ function noSecrets(): Plugin {
   }
 }
 
+/** `npm run admin:dev`: the dev server answers /auth/impersonate-callback with the app too, as the
+ *  gateway and a static host's fallback do. */
+function impersonateCallbackInDev(): Plugin {
+  return {
+    name: 'admin-console-callback-route',
+    configureServer(server) {
+      server.middlewares.use((req, _res, next) => {
+        if (req.url?.startsWith('/auth/impersonate-callback')) req.url = '/dashboard/admin/index.html'
+        next()
+      })
+    },
+  }
+}
+
 export default defineConfig({
   root: import.meta.dirname,
   base: '/dashboard/admin/',
-  plugins: [react(), noSecrets()],
+  plugins: [react(), noSecrets(), impersonateCallbackInDev()],
   // VITE_SUPABASE_URL and VITE_SUPABASE_ANON_KEY (public values) are read at build time; nothing
   // else from the environment reaches the bundle (Vite exposes only VITE_-prefixed variables).
   envPrefix: 'VITE_',
