@@ -267,6 +267,8 @@ REVOKE ALL ON FUNCTION "private"."publish_workout_checkin"() FROM PUBLIC;
 
 GRANT EXECUTE ON FUNCTION "private"."publish_workout_checkin"() TO "postgres";
 
+REVOKE ALL ON TABLE "public"."workout_checkin_events" FROM "anon";
+
 REVOKE ALL ON TABLE "public"."workout_checkin_events" FROM "authenticated";
 
 GRANT SELECT ON TABLE "public"."workout_checkin_events" TO "authenticated";

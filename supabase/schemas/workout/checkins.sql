@@ -692,7 +692,8 @@ create policy "workout_checkin_events: checker, neighbours, squad, admins read"
     user_id = (select auth.uid())
     or exists (select 1 from public.workout_chains c
                 where c.user_id = (select auth.uid()) and c.date = workout_checkin_events.date
-                  and (workout_checkin_events.user_id in (c.before_user_id, c.after_user_id)
+                  and (workout_checkin_events.user_id = c.before_user_id
+                       or workout_checkin_events.user_id = c.after_user_id
                        or c.squad_id = workout_checkin_events.squad_id))
     or (select private.is_super_admin()));
 
