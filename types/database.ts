@@ -1199,6 +1199,32 @@ isOneToOne: true
                   Relationships: [
                     
                   ]
+                },"workout_checkin_events": {
+                  Row: {
+                    "activity_type": string,"checkin_id": string,"created_at": string,"date": string,"squad_id": string | null,"user_id": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "activity_type": string,"checkin_id": string,"created_at"?: string,"date": string,"squad_id"?: string | null,"user_id": string
+                  }
+                  Update: {
+                    "activity_type"?: string,"checkin_id"?: string,"created_at"?: string,"date"?: string,"squad_id"?: string | null,"user_id"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "workout_checkin_events_checkin_id_fkey"
+      columns: ["checkin_id"]
+isOneToOne: true
+      referencedRelation: "workout_checkins"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "workout_checkin_events_user_id_fkey"
+      columns: ["user_id"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    }
+                  ]
                 },"workout_checkins": {
                   Row: {
                     "activity_type": string,"battle_chips_earned": number,"chain_continued": boolean,"chain_id": string | null,"created_at": string,"date": string,"id": string,"location_lat": number | null,"location_lng": number | null,"photo_object": string | null,"photo_timestamp": string,"photo_url": string,"review_reason": string | null,"reviewed_at": string | null,"reviewed_by": string | null,"status": string,"streak_days": number,"timezone": string,"user_id": string

@@ -494,6 +494,16 @@ create policy "notifications: nothing for an ended impersonation session" on pub
   using ((select private.impersonation_live()));
 comment on policy "notifications: nothing for an ended impersonation session" on public.notifications is
   'Hosted Realtime runs no PostgREST pre-request: a stopped or expired impersonation token is sent no notification.';
+create policy "encouragement_sent_drops: nothing for an ended impersonation" on public.encouragement_sent_drops
+  as restrictive for select to authenticated
+  using ((select private.impersonation_live()));
+comment on policy "encouragement_sent_drops: nothing for an ended impersonation" on public.encouragement_sent_drops is
+  'Hosted Realtime runs no PostgREST pre-request: a stopped or expired impersonation token is sent no drop.';
+create policy "workout_checkin_events: nothing for an ended impersonation" on public.workout_checkin_events
+  as restrictive for select to authenticated
+  using ((select private.impersonation_live()));
+comment on policy "workout_checkin_events: nothing for an ended impersonation" on public.workout_checkin_events is
+  'Hosted Realtime runs no PostgREST pre-request: a stopped or expired impersonation token is sent no check-in.';
 
 -- ---------------------------------------------------------------------------------------------
 -- What an impersonator may not do: link outside accounts or start payments

@@ -218,6 +218,10 @@ export function createRealtime(o: RealtimeOptions) {
       await feed.subscribe(sub)
       if (conn.channels.get(m.topic) !== ch) return feed.unsubscribe(sub) // left meanwhile
       ch.subscriber = sub
+      // As hosted: the join's ok (supabase-js's SUBSCRIBED) went first; this message says changes
+      // are read for the subscriber from now on, so it is sent only once the subscriber is
+      // registered with a stream reading from before this moment. Clients wait for it
+      // (docs/local_stack.md, tests/realtime_live_test.ts).
       ch.system('postgres_changes', 'ok', 'Subscribed to PostgreSQL')
     } catch (e) {
       if (!(e instanceof ParamsError)) console.error('realtime: postgres_changes subscription failed', e)

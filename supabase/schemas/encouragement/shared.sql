@@ -133,6 +133,12 @@ create policy "encouragement_sent_drops: sender, recipient and super admins read
   for select to authenticated
   using (sender_id = (select auth.uid()) or recipient_id = (select auth.uid()) or (select private.is_super_admin()));
 
+-- Realtime: a recipient sees a drop arrive (INSERT), with the columns the policy above already
+-- shows them (a recipient reads their drops whole, the sender's id included: SPEC's sent-drop
+-- fields); a sender sees their own drops change (read_at, engagement). Nobody else: Realtime
+-- checks each change with the subscriber's claims against this policy. docs/encouragement.md.
+alter publication supabase_realtime add table public.encouragement_sent_drops;
+
 -- Which sender-recipient pairs were already paid a bonus on a day (anti-gaming: one per pair and day).
 create table private.encouragement_bonus_pairs (
   sender_id uuid not null,

@@ -149,6 +149,7 @@ as $$
     ('public.workout_locations', 'user_id', 'cascade'),
     ('public.workout_checkins', 'user_id', 'cascade'),
     ('public.workout_checkins', 'reviewed_by', 'set null'),
+    ('public.workout_checkin_events', 'user_id', 'cascade'),
     ('private.workout_photos', 'user_id', 'cascade'),
     ('public.workout_ai_users', 'user_id', 'cascade'),
     ('public.workout_chains', 'user_id', 'relinked'),

@@ -651,3 +651,82 @@ end
 $$;
 comment on function private.repair_workout_time_zones() is
   'Puts rows whose time zone is no IANA name right: windows to UTC, locations without a zone, check-ins back to review.';
+
+-- ---------------------------------------------------------------------------------------------
+-- Live check-ins: who checked in today, for their chain neighbours and squad (Realtime)
+-- ---------------------------------------------------------------------------------------------
+
+-- workout_checkins is its owner's (photo, location, review reason): Realtime sends every column
+-- of a row to whoever may select it, so the table others watch is this narrow copy, one row per
+-- check-in, written by a trigger (every path: the api, the RPC, synthetic users). It says who
+-- checked in, when, on which date and in which squad; no photo, no location, no review. The
+-- neighbours of the checker's chain that date and its squad mates may select it (their own
+-- chain row for that date says so); clients watch INSERTs (docs/workout.md). Kept three days
+-- (the five-minute job prunes older dates).
+create table public.workout_checkin_events (
+  checkin_id uuid primary key references public.workout_checkins (id) on delete cascade,
+  user_id uuid not null references public.profiles (id) on delete cascade,
+  date date not null,
+  squad_id uuid,
+  activity_type text not null,
+  created_at timestamptz not null default now()
+);
+alter table public.workout_checkin_events enable row level security;
+comment on table public.workout_checkin_events is
+  'A check-in as the checker''s chain neighbours and squad mates may see it live (Realtime): who, when, date, squad, activity; no photo, location or review. Written by trigger, pruned after 3 days.';
+comment on column public.workout_checkin_events.squad_id is
+  'The checker''s squad that date when they checked in (no foreign key: squads go with a deleted member).';
+revoke all on public.workout_checkin_events from anon, authenticated, service_role;
+grant select on public.workout_checkin_events to authenticated, service_role;
+
+create index workout_checkin_events_by_user on public.workout_checkin_events (user_id);
+create index workout_checkin_events_by_date on public.workout_checkin_events (date);
+
+alter publication supabase_realtime add table public.workout_checkin_events;
+
+-- The viewer's own chain row for the event's date (unique per user and date) decides: the
+-- checker is one of its neighbours, or in its squad.
+create policy "workout_checkin_events: checker, neighbours, squad, admins read"
+  on public.workout_checkin_events for select to authenticated
+  using (
+    user_id = (select auth.uid())
+    or exists (select 1 from public.workout_chains c
+                where c.user_id = (select auth.uid()) and c.date = workout_checkin_events.date
+                  and (workout_checkin_events.user_id = c.before_user_id
+                       or workout_checkin_events.user_id = c.after_user_id
+                       or c.squad_id = workout_checkin_events.squad_id))
+    or (select private.is_super_admin()));
+
+create or replace function private.publish_workout_checkin() returns trigger
+language plpgsql security definer
+set search_path = ''
+as $$
+begin
+  insert into public.workout_checkin_events (checkin_id, user_id, date, squad_id, activity_type, created_at)
+  select new.id, new.user_id, new.date,
+         (select c.squad_id from public.workout_chains c where c.user_id = new.user_id and c.date = new.date),
+         new.activity_type, new.created_at;
+  return null;
+end
+$$;
+comment on function private.publish_workout_checkin() is
+  'After a check-in: its live event for the checker''s chain neighbours and squad mates (public.workout_checkin_events).';
+
+create trigger workout_checkins_publish after insert on public.workout_checkins
+  for each row execute function private.publish_workout_checkin();
+
+-- The five-minute job's pruning: events of dates more than three days back, a bounded chunk.
+create or replace function private.prune_workout_checkin_events(at timestamptz default now(), max_rows integer default 5000)
+returns integer
+language sql security definer
+set search_path = ''
+as $$
+  with gone as (
+    delete from public.workout_checkin_events e
+     where e.checkin_id = any (array(select x.checkin_id from public.workout_checkin_events x
+                                      where x.date < (at at time zone 'UTC')::date - 3 limit max_rows))
+    returning 1)
+  select count(*)::integer from gone
+$$;
+comment on function private.prune_workout_checkin_events(timestamptz, integer) is
+  'Deletes up to max_rows live check-in events of dates more than 3 days before at (UTC).';

@@ -31,6 +31,7 @@ declare
   ai_failed integer := 0;
   reminders integer;
   broken integer;
+  pruned integer;
 begin
   if not private.is_trusted_caller() then
     raise exception 'the scheduler, the service role or super admins only' using errcode = '42501';
@@ -99,12 +100,15 @@ begin
     returning 1
   )
   select count(*) into broken from sent;
-  raise log 'workout jobs at %: % synthetic check-ins (% failed), % reminders, % chain-broken', at, ai_done, ai_failed, reminders, broken;
-  return jsonb_build_object('aiCheckins', ai_done, 'aiFailed', ai_failed, 'reminders', reminders, 'chainBroken', broken);
+  pruned := private.prune_workout_checkin_events(at);
+  raise log 'workout jobs at %: % synthetic check-ins (% failed), % reminders, % chain-broken, % live check-in events pruned',
+    at, ai_done, ai_failed, reminders, broken, pruned;
+  return jsonb_build_object('aiCheckins', ai_done, 'aiFailed', ai_failed, 'reminders', reminders, 'chainBroken', broken,
+                            'checkinEventsPruned', pruned);
 end
 $$;
 comment on function private.run_workout_jobs(timestamptz) is
-  'Every 5 minutes: synthetic users'' check-ins (seeded), check-in reminders and chain-broken notifications.';
+  'Every 5 minutes: synthetic users'' check-ins (seeded), check-in reminders, chain-broken notifications and pruning live check-in events.';
 
 -- Generation and deletion take turns: a generator holds this lock shared for its whole run,
 -- a statement deleting profiles takes it exclusively before it touches a row. Without the
