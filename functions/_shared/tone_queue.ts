@@ -87,7 +87,7 @@ async function analyseOne(item: QueuedEntry, results: ToneRunResults) {
   if (error) console.error(`could not store the tone analysis of ${item.entry_id}`, error)
   else {
     results.analysed++
-    if ((data as { mood_applied: boolean }).mood_applied) results.moods_set++
+    if ((data as unknown as { mood_applied: boolean }).mood_applied) results.moods_set++
   }
 }
 
@@ -114,7 +114,7 @@ export async function runToneWorker(): Promise<ToneRunResults> {
       if (reply.error) {
         console.error('tone analysis: could not claim', reply.error)
         await sleep(pollMs)
-      } else claimed = reply.data as QueuedEntry[]
+      } else claimed = reply.data as unknown as QueuedEntry[] // the SQL builds this shape
       for (const item of claimed) {
         const work: Promise<void> = analyseOne(item, results).finally(() => inFlight.delete(work))
         inFlight.add(work)

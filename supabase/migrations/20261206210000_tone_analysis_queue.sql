@@ -244,10 +244,10 @@ comment on function public.disable_tone_analysis() is
   'The analyze-tone worker without AI_API_KEY (service role): stops queueing and drops the queue.';
 
 -- Whether the entry's current text still awaits analysis, for its owner (false for anyone
--- else). A PostgREST computed field of journal_entry_details rows: `select=*,mood_pending` on
+-- else). Volatile, so it sees the queue row the same request's write just made. A PostgREST computed field of journal_entry_details rows: `select=*,mood_pending` on
 -- the create/update RPCs and the view; POST/PUT /api/journal reply with it.
 create or replace function private.tone_analysis_pending(entry_id uuid, owner_id uuid) returns boolean
-language sql stable security definer
+language sql volatile security definer
 set search_path = ''
 as $$
   select owner_id = (select auth.uid())
@@ -256,7 +256,7 @@ $$;
 revoke all on function private.tone_analysis_pending(uuid, uuid) from public;
 grant execute on function private.tone_analysis_pending(uuid, uuid) to authenticated, service_role;
 create or replace function public.mood_pending(entry public.journal_entry_details) returns boolean
-language sql stable
+language sql volatile
 set search_path = ''
 as $$ select coalesce(private.tone_analysis_pending(entry.id, entry.user_id), false) $$;
 comment on function public.mood_pending(public.journal_entry_details) is
