@@ -141,6 +141,8 @@ test('one request to the worker for a burst of writes; the queue keeps one row p
   const user = await createUser()
   await sql.begin(async (tx) => {
     await tx`update private.tone_worker set requested_at = null`
+    // As the user's request would run it (PostgREST: claims, then the authenticated role).
+    await tx`select set_config('request.jwt.claims', ${JSON.stringify({ sub: user.id, role: 'authenticated' })}, true)`
     const before = (await tx`select count(*)::int as n from net.http_request_queue where url like '%/analyze-tone'`)[0].n
     const ids = await tx`insert into public.journal_entries (user_id, title)
                          select ${user.id}, 'burst ' || i from generate_series(1, 200) i returning id`

@@ -10,10 +10,11 @@ const notify = async (
   details: Record<string, unknown> = { n: crypto.randomUUID() },
 ) => (await sql`select private.notify(${userId}, ${type}, ${sql.json(details as any)}) as id`)[0].id as string
 
-test('realtime: the supabase_realtime publication exists and carries public.notifications', async () => {
+test('realtime: the supabase_realtime publication exists and carries public.notifications and journal_entries', async () => {
   const rows = await sql`select tablename from pg_publication_tables
                           where pubname = 'supabase_realtime' and schemaname = 'public'`
-  assert.deepEqual(rows.map((r) => r.tablename), ['notifications'])
+  // journal_entries: its metadata only; the text (journal_entry_contents) is never published.
+  assert.deepEqual(rows.map((r) => r.tablename).sort(), ['journal_entries', 'notifications'])
 })
 
 test('realtime: two users each get only their own notifications (filtered and unfiltered)', async () => {

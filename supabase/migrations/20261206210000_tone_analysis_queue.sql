@@ -57,8 +57,9 @@ as $$
 declare
   worker private.tone_worker;
 begin
-  if btrim(new.content) = '' or (tg_op = 'UPDATE' and new.content is not distinct from old.content) then
-    return null;
+  if (select auth.uid()) is null or btrim(new.content) = ''
+     or (tg_op = 'UPDATE' and new.content is not distinct from old.content) then
+    return null; -- a user's writes only: SQL sessions (seed, imports, fixtures) spend no AI calls
   end if;
   if not exists (select 1 from public.journal_entries e
                   where e.id = new.entry_id and (e.mood is null or e.mood_detected)) then

@@ -1,9 +1,10 @@
 -- =============================================================================================
 -- Journal: tone analysis as a queued job (SPEC "Tone analysis" rules 1-3, docs/ai.md)
 -- =============================================================================================
--- Every write of an entry's text, whatever the path (/api, the create/update RPCs, a direct
--- PostgREST insert or update), queues the entry when SPEC rule 1 applies: text that is not
--- blank, new or really changed, and no mood the user chose. The api's worker
+-- Every write of an entry's text by a user, whatever the path (/api, the create/update RPCs, a
+-- direct PostgREST insert or update), queues the entry when SPEC rule 1 applies: text that is
+-- not blank, new or really changed, and no mood the user chose. Writes without a signed-in user
+-- (the SQL editor, the seed, a bulk import) are not analysed: they never spend AI calls. The api's worker
 -- (POST /api/journal/cron/analyze-tone) claims queued entries, asks the model and applies the
 -- mood through private.apply_tone_analysis (only above 0.5 confidence, never over a mood the
 -- user chose meanwhile, never for a text changed meanwhile). Writes never wait for the model.
@@ -75,8 +76,9 @@ as $$
 declare
   worker private.tone_worker;
 begin
-  if btrim(new.content) = '' or (tg_op = 'UPDATE' and new.content is not distinct from old.content) then
-    return null;
+  if (select auth.uid()) is null or btrim(new.content) = ''
+     or (tg_op = 'UPDATE' and new.content is not distinct from old.content) then
+    return null; -- a user's writes only: SQL sessions (seed, imports, fixtures) spend no AI calls
   end if;
   if not exists (select 1 from public.journal_entries e
                   where e.id = new.entry_id and (e.mood is null or e.mood_detected)) then
