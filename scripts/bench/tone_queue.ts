@@ -104,30 +104,40 @@ async function benchToneQueue(stack: Stack, runs: number, modelMs: number) {
   // What the trigger adds to one insert of a text: one-row inserts in a loop, trigger on against
   // off (rolled back: nothing is queued or requested), as the user (auth.uid() set).
   const [{ n }] = await admin`select count(*)::int as n from public.journal_entries where user_id = ${userId}`
+  await admin`update private.tone_worker set requested_at = now()` // as while a worker runs: no request
+  const toggle = (on: boolean) =>
+    admin.unsafe(`alter table public.journal_entry_contents ${on ? 'enable' : 'disable'} trigger journal_entry_contents_queue_tone_analysis`)
   const perInsert = async (trigger: boolean) => {
+    if (!trigger) await toggle(false)
     let ms = 0
-    await admin.begin(async (tx) => {
-      if (!trigger) await tx`alter table public.journal_entry_contents disable trigger journal_entry_contents_queue_tone_analysis`
-      const ids = await tx`insert into public.journal_entries (user_id, title)
-                           select ${userId}, 'cost ' || i from generate_series(1, 2000) i returning id`
-      await tx`select set_config('request.jwt.claims', ${JSON.stringify({ sub: userId, role: 'authenticated' })}, true)`
-      const t0 = performance.now()
-      // userId is the uuid this bench created: safe to inline (a do block takes no parameters).
-      await tx.unsafe(`do $$ declare e uuid; begin
-                 for e in select id from public.journal_entries where title like 'cost %' and created_at = now() loop
-                   insert into public.journal_entry_contents (entry_id, user_id, content) values (e, '${userId}', 'a text to analyse');
-                 end loop; end $$`)
-      ms = performance.now() - t0
-      if (ids.length !== 2000) throw new Error('fixture')
-      throw new Error('rollback')
-    }).catch((e) => {
-      if (e.message !== 'rollback') throw e
-    })
+    try {
+      await admin.begin(async (tx) => {
+        await tx`create temp table cost_ids on commit drop as
+                 with made as (insert into public.journal_entries (user_id, title)
+                               select ${userId}, 'cost ' || i from generate_series(1, 2000) i returning id)
+                 select id from made`
+        await tx`select set_config('request.jwt.claims', ${JSON.stringify({ sub: userId, role: 'authenticated' })}, true)`
+        const t0 = performance.now()
+        // userId is the uuid this bench created: safe to inline (a do block takes no parameters).
+        await tx.unsafe(`do $$ declare e uuid; begin
+                   for e in select id from cost_ids loop
+                     insert into public.journal_entry_contents (entry_id, user_id, content) values (e, '${userId}', 'a text to analyse');
+                   end loop; end $$`)
+        ms = performance.now() - t0
+        throw new Error('rollback') // nothing queued, nothing requested
+      }).catch((e) => {
+        if (e.message !== 'rollback') throw e
+      })
+    } finally {
+      if (!trigger) await toggle(true)
+    }
     return (ms / 2000) * 1000 // µs per insert
   }
   const on: number[] = []
   const off: number[] = []
-  for (let i = 0; i < 5; i++) {
+  await perInsert(true) // warm-up
+  await perInsert(false)
+  for (let i = 0; i < 7; i++) {
     off.push(await perInsert(false))
     on.push(await perInsert(true))
   }
@@ -137,6 +147,7 @@ async function benchToneQueue(stack: Stack, runs: number, modelMs: number) {
       `without ${percentiles(off).p50.toFixed(1)} µs: +${added.toFixed(1)} µs`,
   )
   figure('tone: queue trigger cost per insert', added, 'µs', '< 200 µs')
+  await admin`update private.tone_worker set requested_at = null`
   await admin`update private.ai_usage_types set daily_cap_per_user = ${cap} where usage_type = 'tone_analysis'`
   await admin.end()
 }
