@@ -32,13 +32,18 @@ if (unknown.length) {
 }
 const chosen = only ? modules.filter((m) => only.includes(m.name)) : modules
 
+// The fake model (tests/fakes/ai.ts): the tone queue's figures need a model that answers in a
+// known time; without steering it answers fast and never sets a mood.
+const { start: startFakeAi } = await import('../tests/fakes/ai.ts')
+const fakeAi = await startFakeAi()
+
 const base = Number(Deno.env.get('BENCH_PORT_BASE') ?? 26321)
 const dataDir = await Deno.makeTempDir({ prefix: 'journal-bench-' })
 await Deno.chmod(dataDir, 0o755)
 
 let stack
 try {
-  stack = await startStack({ dataDir, apiPort: base, dbPort: base + 1, restPort: base + 9, throwaway: true, log: () => {} })
+  stack = await startStack({ dataDir, apiPort: base, dbPort: base + 1, restPort: base + 9, throwaway: true, env: fakeAi.env, log: () => {} })
   await raiseWriteLimitsForLoad(stack.dbUrl)
 } catch (e) {
   console.error(e instanceof StackError ? e.message : e)
@@ -64,6 +69,7 @@ try {
     Deno.exit(failed ? 1 : 0)
   }
   await stack.stop()
+  await fakeAi.stop()
   await run('rm', ['-rf', dataDir]).catch(() => {})
 }
 if (failed) Deno.exit(1)

@@ -20,7 +20,10 @@ export const ENTRY_FIELDS = [
   'track',
   'updated_at',
   'user_id',
-].sort()
+]
+
+/** What POST/PUT /api/journal answer: the entry and whether its tone analysis is pending. */
+export const WRITTEN_ENTRY_FIELDS = [...ENTRY_FIELDS, 'mood_pending'].sort()
 
 export const rnd = () => crypto.randomUUID().slice(0, 8)
 export const ids = (entries: { id: string }[]) => entries.map((e) => e.id)

@@ -5,9 +5,10 @@
 // "No AI_API_KEY": the stack's functions have the fake's key, so those tests import the api
 // app in this process and remove the variable for the call (the code reads it per call).
 import { strict as assert } from 'node:assert'
-import { api, assertError, clientAs, createUser, postEntry, sql, test, type TestUser } from './_helpers.ts'
+import { api, assertError, clientAs, createUser, env, postEntry, sql, test, type TestUser } from './_helpers.ts'
 import { aiMarker, aiRequests, type Reply, scriptAi } from './fakes/ai_control.ts'
 import { TEST_TEXT_TIMEOUT_MS } from './fakes/ai.ts'
+import { toneSettled } from './_tone.ts'
 
 const tone = (
   primaryTone: string,
@@ -18,7 +19,9 @@ const tone = (
   usage: { prompt_tokens: 1200, completion_tokens: 40 },
 })
 
-/** One entry written with a marker in its text and the fake scripted as given. */
+/** One entry written with a marker in its text and the fake scripted as given; `entry` is the
+ *  reply with the mood as stored once the queued analysis finished. ms: the write's; analysisMs:
+ *  from the reply until the analysis finished. */
 async function entryWith(user: TestUser, replies: Reply[], extra: Record<string, unknown> = {}) {
   const marker = aiMarker()
   await scriptAi(marker, replies)
@@ -27,8 +30,11 @@ async function entryWith(user: TestUser, replies: Reply[], extra: Record<string,
     token: user.token,
     body: { title: 'A day', content: `Today. ${marker}`, ...extra },
   })
+  const ms = Date.now() - started
   assert.equal(res.status, 201, JSON.stringify(res.body))
-  return { entry: res.body.entry, marker, ms: Date.now() - started }
+  assert.equal(typeof res.body.entry.mood_pending, 'boolean')
+  const settled = await toneSettled(res.body.entry.id)
+  return { entry: { ...res.body.entry, mood: settled.mood }, marker, ms, analysisMs: settled.ms }
 }
 
 const usageRows = (userId: string) =>
@@ -41,7 +47,7 @@ const stored = async (id: string) =>
 // ---------------------------------------------------------------------------------------
 // The entry path
 
-test('POST /api/journal without a mood: confidence above 0.5 sets the mood, in the response and stored', async () => {
+test('POST /api/journal without a mood: confidence above 0.5 sets the mood (stored once the analysis ran)', async () => {
   const user = await createUser()
   const { entry, marker } = await entryWith(user, [tone('grateful', 0.51)])
   assert.equal(entry.mood, 'grateful')
@@ -114,9 +120,10 @@ test('POST /api/journal: provider 500 (retried once), 401, timeout: entry saved 
 
   const slow = await entryWith(user, [{ ...tone('joyful', 0.9), delay_ms: TEST_TEXT_TIMEOUT_MS + 1500 }])
   assert.equal(slow.entry.mood, null)
+  assert.ok(slow.ms < 1000, `the write waited ${slow.ms} ms for the model`)
   assert.ok(
-    slow.ms < TEST_TEXT_TIMEOUT_MS + 1200,
-    `the write waited ${slow.ms} ms, beyond the ${TEST_TEXT_TIMEOUT_MS} ms deadline`,
+    slow.analysisMs < TEST_TEXT_TIMEOUT_MS + 1200,
+    `the analysis took ${slow.analysisMs} ms, beyond the ${TEST_TEXT_TIMEOUT_MS} ms deadline`,
   )
   assert.equal((await aiRequests(slow.marker)).length, 1, 'a timeout is not retried past the deadline')
   assert.equal((await usageRows(user.id)).length, 0)
@@ -141,7 +148,7 @@ test('POST /api/journal: a 429 with Retry-After is retried once within the deadl
   ])
   assert.equal(tooLong.entry.mood, null, 'a Retry-After beyond the deadline is not waited for')
   assert.equal((await aiRequests(tooLong.marker)).length, 1)
-  assert.ok(tooLong.ms < 2000, `gave up at once, not after ${tooLong.ms} ms`)
+  assert.ok(tooLong.analysisMs < 2000, `gave up at once, not after ${tooLong.analysisMs} ms`)
 })
 
 test('POST /api/journal with a mood, or without text: no analysis at all', async () => {
@@ -165,8 +172,11 @@ test('PUT /api/journal/:id: new text without a mood re-analyses; title-only, sam
     tone('angry', 0.95),
   ])
   assert.equal(entry.mood, 'anxious')
-  const put = (body: Record<string, unknown>) =>
-    api(`/api/journal/${entry.id}`, { method: 'PUT', token: user.token, body })
+  const put = async (body: Record<string, unknown>) => {
+    const res = await api(`/api/journal/${entry.id}`, { method: 'PUT', token: user.token, body })
+    const settled = await toneSettled(entry.id)
+    return { ...res, body: { entry: { ...res.body.entry, mood: settled.mood } } }
+  }
 
   const changed = await put({ content: `Better now. ${marker}` })
   assert.equal(changed.status, 200)
@@ -354,24 +364,29 @@ async function withoutAiKey<T>(fn: (call: typeof api) => Promise<T>): Promise<T>
   }
 }
 
-test('without AI_API_KEY: entries are saved with mood null (no call), the AI endpoints answer 503, bad input is still 400', async () => {
+test('without AI_API_KEY: the worker calls nothing and drops the queue, writes queue nothing, the AI endpoints answer 503', async () => {
   const user = await createUser()
   const marker = aiMarker()
   await scriptAi(marker, [tone('joyful', 0.99)])
+  const cron = { 'x-cron-secret': env('CHAT_CRON_SECRET') }
   await withoutAiKey(async (call) => {
+    const run = await call('/api/journal/cron/analyze-tone', { headers: cron, body: {} })
+    assert.equal(run.status, 200, JSON.stringify(run.body))
     const created = await call('/api/journal', {
       token: user.token,
       body: { title: 't', content: `hello ${marker}` },
     })
     assert.equal(created.status, 201)
     assert.equal(created.body.entry.mood, null)
+    assert.equal(created.body.entry.mood_pending, false, 'nothing is queued without a key')
     const updated = await call(`/api/journal/${created.body.entry.id}`, {
       method: 'PUT',
       token: user.token,
       body: { content: `new ${marker}` },
     })
     assert.equal(updated.status, 200)
-    assert.equal(updated.body.entry.mood, null)
+    assert.equal(updated.body.entry.mood_pending, false)
+    assert.equal((await toneSettled(created.body.entry.id)).mood, null)
     assertError(
       await call('/api/ai/analyze-tone', { token: user.token, body: { content: marker } }),
       503,
@@ -396,6 +411,12 @@ test('without AI_API_KEY: entries are saved with mood null (no call), the AI end
   assert.equal((await usageRows(user.id)).length, 0)
   const [{ n }] = await sql`select count(*)::int as n from private.ai_daily_calls where user_id = ${user.id}`
   assert.equal(n, 0)
+  // A run with the key (pg_cron's, each minute) turns analysis back on.
+  assert.equal((await api('/api/journal/cron/analyze-tone', { headers: cron, body: {} })).status, 200)
+  const [{ enabled }] = await sql`select analysis_enabled as enabled from private.tone_worker`
+  assert.equal(enabled, true)
+  const { entry } = await entryWith(user, [tone('joyful', 0.9)])
+  assert.equal(entry.mood, 'joyful')
 })
 
 // ---------------------------------------------------------------------------------------

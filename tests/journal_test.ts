@@ -21,7 +21,7 @@ import {
 import postgres from 'postgres'
 import { LIMITS } from '../functions/api/routes/journal.ts'
 import { fromDb } from '../functions/_shared/errors.ts'
-import { ENTRY_FIELDS, read } from './_journal.ts'
+import { read, WRITTEN_ENTRY_FIELDS } from './_journal.ts'
 
 const entryCount = async (...users: TestUser[]) =>
   (await sql`select count(*)::int as n from public.journal_entries where user_id in ${
@@ -40,7 +40,8 @@ test('POST /api/journal: 201 {entry} with the defaults: levels user, mood null, 
   assert.equal(res.status, 201, JSON.stringify(res.body))
   assert.deepEqual(Object.keys(res.body), ['entry'])
   const e = res.body.entry
-  assert.deepEqual(Object.keys(e).sort(), ENTRY_FIELDS)
+  assert.deepEqual(Object.keys(e).sort(), WRITTEN_ENTRY_FIELDS)
+  assert.equal(e.mood_pending, true, 'a text without a mood is queued for tone analysis')
   assert.equal(e.user_id, u.id)
   assert.equal(e.title, 'First day')
   assert.equal(e.content, 'It went well.')
@@ -235,7 +236,8 @@ test('PUT /api/journal/:id: the owner updates; {entry} back; absent keys keep th
   assert.equal(res.status, 200, JSON.stringify(res.body))
   assert.deepEqual(Object.keys(res.body), ['entry'])
   const u = res.body.entry
-  assert.deepEqual(Object.keys(u).sort(), ENTRY_FIELDS)
+  assert.deepEqual(Object.keys(u).sort(), WRITTEN_ENTRY_FIELDS)
+  assert.equal(u.mood_pending, false, 'no new text: nothing to analyse')
   assert.equal(u.id, e.id)
   assert.equal(u.title, 'Final')
   assert.deepEqual(u.tags, ['b', 'c'])

@@ -13,7 +13,11 @@ const notify = async (
 test('realtime: the supabase_realtime publication exists and carries exactly the live tables', async () => {
   const rows = await sql`select tablename from pg_publication_tables
                           where pubname = 'supabase_realtime' and schemaname = 'public' order by tablename`
-  assert.deepEqual(rows.map((r) => r.tablename), ['encouragement_sent_drops', 'notifications', 'workout_checkin_events'])
+  // journal_entries: its metadata only; the text (journal_entry_contents) is never published.
+  assert.deepEqual(
+    rows.map((r) => r.tablename),
+    ['encouragement_sent_drops', 'journal_entries', 'notifications', 'workout_checkin_events'],
+  )
 })
 
 test('realtime: two users each get only their own notifications (filtered and unfiltered)', async () => {

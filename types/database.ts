@@ -1330,9 +1330,9 @@ isOneToOne: true
           Views: {
             "journal_entry_details": {
                   Row: {
-                    "background_url": string | null,"content": string | null,"content_hidden": boolean | null,"content_visibility": string,"created_at": string,"id": string,"metadata_visibility": string,"mood": string | null,"music_track_id": string | null,"notebook_id": string | null,"org_id": string | null,"tags": (string)[],"team_id": string | null,"title": string,"tone_icon_url": string | null,"track": Json | null,"updated_at": string,"user_id": string
+                    "background_url": string | null,"content": string | null,"content_hidden": boolean | null,"content_visibility": string,"created_at": string,"id": string,"metadata_visibility": string,"mood": string | null,"music_track_id": string | null,"notebook_id": string | null,"org_id": string | null,"tags": (string)[],"team_id": string | null,"title": string,"tone_icon_url": string | null,"track": Json | null,"updated_at": string,"user_id": string,"mood_pending": boolean | null
                   }
-                  ComputedFields: never
+                  ComputedFields: "mood_pending"
                   Relationships: [
                     {
       foreignKeyName: "journal_entries_notebook_id_fkey"
@@ -1502,6 +1502,9 @@ isOneToOne: false
               "attempt": number,"email": string,"local_date": string,"notifications": Json,"total": number,"unsubscribe_token": string,"user_id": string
             }[]
                            },
+"claim_tone_analyses":
+{ Args: { "daily_cap"?: number,"max_items"?: number }; Returns: Json
+                           },
 "create_journal_entry":
 { Args: { "content"?: string,"content_visibility"?: string,"metadata_visibility"?: string,"mood"?: string,"notebook_id"?: string,"org_id"?: string,"tags"?: (string)[],"team_id"?: string,"title": string }; Returns: {
               "background_url": string | null,
@@ -1563,6 +1566,9 @@ isOneToOne: false
 "delete_tone_pack":
 { Args: { "pack_id": string }; Returns: Json
                            },
+"disable_tone_analysis":
+{ Args: Record<PropertyKey, never>; Returns: number
+                           },
 "encouragement_badges_of":
 { Args: { "user_ids": (string)[] }; Returns: {
               "avatar_url": string,"bonus_earned": number,"color": string,"consecutive_days": number,"emoji": string,"engagement_increases": number,"full_name": string,"level": number,"name": string,"next_level": number,"next_level_min_successful_drops": number,"next_level_name": string,"progress_to_next": number,"success_rate": number,"total_sent": number,"updated_at": string,"user_id": string
@@ -1610,6 +1616,9 @@ isOneToOne: false
         isOneToOne: true
         isSetofReturn: false
       } },
+"finish_tone_analysis":
+{ Args: { "content_sha256": string,"detected_mood": string,"entry_id": string,"input_tokens"?: number,"model"?: string,"output_tokens"?: number,"user_id": string,"version": number }; Returns: Json
+                           },
 "generate_ai_users":
 { Args: { "config"?: Json,"how_many": number }; Returns: Json
                            },
@@ -2019,6 +2028,9 @@ isOneToOne: false
 "monthly_token_usage":
 { Args: { "month": number,"user_id": string,"year": number }; Returns: Json
                            },
+"mood_pending":
+{ Args: { "entry": Omit<Database["public"]['Views']["journal_entry_details"]['Row'], Database["public"]['Views']["journal_entry_details"]['ComputedFields']> }; Returns: boolean
+                           },
 "move_bought_image":
 { Args: { "object_name": string,"purchase_id": string,"tone": string,"url": string }; Returns: undefined
                            },
@@ -2163,6 +2175,9 @@ isOneToOne: false
                            },
 "release_ai_calls":
 { Args: { "calls"?: number,"day": string,"usage_type": string,"user_id": string }; Returns: number
+                           },
+"release_tone_worker":
+{ Args: { "hand_over"?: boolean }; Returns: boolean
                            },
 "remember_stripe_customer":
 { Args: { "customer_id": string,"target_user_id": string }; Returns: string

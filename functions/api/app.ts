@@ -22,6 +22,7 @@ import { encouragementRoutes } from './routes/encouragement/index.ts'
 import { goalRoutes } from './routes/goals.ts'
 import { impersonationRoutes } from './routes/impersonation.ts'
 import { journalRoutes } from './routes/journal.ts'
+import { journalToneRoutes } from './routes/journal_tone.ts'
 import { labsRoutes } from './routes/labs/index.ts'
 import { musicRoutes } from './routes/music.ts'
 import { notebookRoutes } from './routes/notebooks.ts'
@@ -89,6 +90,7 @@ const modules = [
   organizationRoutes,
   teamRoutes,
   notebookRoutes,
+  journalToneRoutes,
   journalRoutes,
   goalRoutes,
   notificationRoutes,

@@ -43,22 +43,30 @@ async function send(r: Row) {
   }
 }
 
-/** Takes queued requests (each exactly once, even with several workers) and sends them. */
-async function drainOnce(sql: postgres.Sql) {
+/** At most this many requests in flight; each is sent on its own, as pg_net's worker does, so a
+ *  slow endpoint (a worker that runs for seconds) never holds back the requests queued after it. */
+const MAX_IN_FLIGHT = 200
+
+/** Takes queued requests (each exactly once, even with several workers) and starts sending them;
+ *  `done` is called as each reply is recorded. */
+async function drainOnce(sql: postgres.Sql, room: number, done: () => void) {
   const rows = await sql<Row[]>`
     delete from net.http_request_queue
-    where id in (select id from net.http_request_queue order by id limit 20 for update skip locked)
+    where id in (select id from net.http_request_queue order by id limit ${Math.min(20, room)} for update skip locked)
     returning id, method, url, headers, params, body, timeout_milliseconds`
-  await Promise.all(rows.map(async (r) => {
-    const out = await send(r)
-    await sql`insert into net._http_response ${sql({ id: r.id, ...out })} on conflict (id) do nothing`
-  }))
+  for (const r of rows) {
+    send(r)
+      .then((out) => sql`insert into net._http_response ${sql({ id: r.id, ...out })} on conflict (id) do nothing`)
+      .catch((e) => console.error('net queue:', e))
+      .finally(done)
+  }
   return rows.length
 }
 
 export function drainNetQueue(sql: postgres.Sql) {
   let running = false
   let again = false
+  let inFlight = 0
   const kick = async () => {
     if (running) {
       again = true
@@ -68,7 +76,14 @@ export function drainNetQueue(sql: postgres.Sql) {
     try {
       do {
         again = false
-        while ((await drainOnce(sql)) > 0) { /* keep draining */ }
+        while (inFlight < MAX_IN_FLIGHT) {
+          const taken = await drainOnce(sql, MAX_IN_FLIGHT - inFlight, () => {
+            inFlight--
+            kick()
+          })
+          inFlight += taken
+          if (taken === 0) break
+        }
       } while (again)
     } catch (e) {
       console.error('net queue:', e)

@@ -294,7 +294,7 @@ select 'default privileges ' || pg_get_userbyid(d.defaclrole) || ' ' || coalesce
 union all
 select 'publication ' || p.pubname, concat_ws(' | ', 'all tables=' || p.puballtables,
        'insert=' || p.pubinsert || ' update=' || p.pubupdate || ' delete=' || p.pubdelete || ' truncate=' || p.pubtruncate,
-       (select string_agg(t.schemaname || '.' || t.tablename, ',' order by 1) from pg_publication_tables t where t.pubname = p.pubname))
+       (select string_agg(t.schemaname || '.' || t.tablename, ',' order by t.schemaname, t.tablename) from pg_publication_tables t where t.pubname = p.pubname))
   from pg_publication p
 `
 

@@ -3,16 +3,9 @@
 // what the caller sees (content null + content_hidden where only metadata is visible).
 import { z } from '@hono/zod-openapi'
 import { refuseWrite } from '../../_shared/access.ts'
-import { dailyCapOverride } from '../../_shared/ai_usage.ts'
-import { type Db, givenArgs } from '../../_shared/db.ts'
+import { givenArgs } from '../../_shared/db.ts'
 import { badRequest, notFound, unwrap } from '../../_shared/errors.ts'
 import { decodeCursor, page, pageQuery } from '../../_shared/pagination.ts'
-import {
-  applyEntryAnalysis,
-  sha256Hex,
-  startEntryAnalysis,
-  toneAnalysisConfigured,
-} from '../../_shared/tone.ts'
 import { idParams, uuid } from '../../_shared/validation.ts'
 import { requireSharingTargets, sharingFields, VISIBILITY_LEVELS } from '../../_shared/visibility.ts'
 import { endpoint, Message, NextCursor, routeModule } from '../openapi.ts'
@@ -91,51 +84,24 @@ export const EntrySchema = z.object({
     external_url: z.string().nullable(),
   }).nullable().describe('The track linked by music_track_id, for display'),
 }).openapi('Entry')
+const WrittenEntry = EntrySchema.extend({
+  mood_pending: z.boolean().describe(
+    'True while tone analysis of the text runs (a mood may follow: Realtime UPDATE of journal_entries, or the next read)',
+  ),
+}).openapi('WrittenEntry')
 const EntryReply = z.object({ entry: EntrySchema })
+const WrittenEntryReply = z.object({ entry: WrittenEntry })
 const Stats = z.object({
   count: z.number().int(),
   tags: z.array(z.object({ tag: z.string(), count: z.number().int() })),
   moods: z.array(z.object({ mood: z.string(), count: z.number().int() })),
 })
 
-type Entry = {
-  id: string
-  user_id: string
-  created_at: string
-  updated_at: string
-  mood: string | null
-  title: string
-  content: string | null
-}
-
-// Tone analysis (functions/_shared/tone.ts): on create it runs beside the insert; on update it
-// first asks the database whether the new text should be analysed (owner, text really changed,
-// mood not chosen by the user, daily cap), then runs beside the update. Never fails the write.
-function claimToneCall(db: Db) {
-  return async () =>
-    (await db.rpc('claim_ai_calls', {
-      usage_type: 'tone_analysis',
-      daily_cap: dailyCapOverride('tone_analysis'),
-    })).data?.granted === 1
-}
-
-async function planReanalysis(
-  db: Db,
-  id: string,
-  patch: { title?: string; content?: string; mood?: string | null },
-) {
-  if (patch.content === undefined || patch.mood || !toneAnalysisConfigured()) return null
-  const { data, error } = await db.rpc('begin_entry_tone_analysis', {
-    entry_id: id,
-    content_sha256: await sha256Hex(patch.content),
-    daily_cap: dailyCapOverride('tone_analysis'),
-  })
-  if (error || !data?.analyze) return null
-  return startEntryAnalysis(
-    { title: patch.title ?? data.title, content: patch.content },
-    () => Promise.resolve(true),
-  )
-}
+// Writes answer at once: a text written without a mood is queued for tone analysis by the
+// database (supabase/schemas/journal/tone_queue.sql, every write path), and the reply says so
+// (mood_pending, a computed field of the entry). The mood then reaches the owner through
+// Realtime, or on the next read.
+const WRITTEN = '*, mood_pending'
 
 const tag = 'Journal'
 
@@ -224,17 +190,13 @@ export const journalRoutes = routeModule()
       auth: 'bearer',
       body: NewEntry,
       status: 201,
-      response: EntryReply,
+      response: WrittenEntryReply,
       summary: 'Create an entry',
-      description: 'Without a mood, tone analysis may set one (SPEC Tone analysis).',
+      description:
+        'Answers without waiting for tone analysis: without a mood, the text is analysed in the background (mood_pending) and a detected mood is stored later (SPEC Tone analysis).',
     }),
     async (c) => {
-      const body = c.req.valid('json')
-      const analysis = body.mood ? null : startEntryAnalysis(body, claimToneCall(c.var.db))
-      const written = await c.var.db.rpc('create_journal_entry', body).single()
-      if (written.error) analysis?.cancel()
-      let entry = unwrap(written)
-      if (analysis) entry = await applyEntryAnalysis(analysis, entry)
+      const entry = unwrap(await c.var.db.rpc('create_journal_entry', c.req.valid('json')).select(WRITTEN).single())
       return c.json({ entry }, 201)
     },
   )
@@ -247,18 +209,17 @@ export const journalRoutes = routeModule()
       params: idParams('id'),
       body: EntryPatch,
       summary: 'Change an entry (the owner)',
-      response: EntryReply,
+      description: 'New text without a mood (and no mood the user chose) is analysed in the background (mood_pending).',
+      response: WrittenEntryReply,
       errors: [403],
     }),
     async (c) => {
       const { id } = c.req.valid('param')
       const patch = c.req.valid('json')
       if (Object.keys(patch).length === 0) throw badRequest('Nothing to update')
-      const analysis = await planReanalysis(c.var.db, id, patch)
-      const written = await c.var.db.rpc('update_journal_entry', { entry_id: id, patch }).single()
-      if (written.error) analysis?.cancel()
-      let entry = unwrap(written)
-      if (analysis) entry = await applyEntryAnalysis(analysis, entry)
+      const entry = unwrap(
+        await c.var.db.rpc('update_journal_entry', { entry_id: id, patch }).select(WRITTEN).single(),
+      )
       return c.json({ entry })
     },
   )

@@ -1,0 +1,210 @@
+// Tone analysis as a queued job (supabase/schemas/journal/tone_queue.sql, docs/ai.md): every
+// write path queues the text, the worker sets the mood later, the owner sees it arrive through
+// Realtime. The fake model (tests/fakes/ai.ts) is steered by a marker in each entry's text.
+import { strict as assert } from 'node:assert'
+import { api, clientAs, createUser, env, sql, test, type TestUser } from './_helpers.ts'
+import { closeAll, listen, realtimeClient, until } from './_realtime.ts'
+import { toneSettled } from './_tone.ts'
+import { aiMarker, aiRequests, type Reply, scriptAi } from './fakes/ai_control.ts'
+
+const tone = (primaryTone: string, confidence = 0.9, delay_ms = 0): Reply => ({
+  json: { primaryTone, tones: [{ tone: primaryTone, score: confidence }], confidence },
+  usage: { prompt_tokens: 100, completion_tokens: 10 },
+  ...(delay_ms ? { delay_ms } : {}),
+})
+
+async function scripted(...replies: Reply[]) {
+  const marker = aiMarker()
+  await scriptAi(marker, replies)
+  return marker
+}
+
+const rpcEntry = (user: TestUser, args: Record<string, unknown>) =>
+  clientAs(user.token).rpc('create_journal_entry', { title: 'A day', ...args }).select('*, mood_pending').single()
+
+const usageCount = async (entryId: string) =>
+  (await sql`select count(*)::int as n from public.ai_usage where entry_id = ${entryId}`)[0].n
+
+test('supabase-js rpc(create_journal_entry) without a mood: answers with mood_pending, then the model sets the mood', async () => {
+  const user = await createUser()
+  const marker = await scripted(tone('grateful'))
+  const { data, error } = await rpcEntry(user, { content: `Thankful. ${marker}` })
+  assert.equal(error, null, JSON.stringify(error))
+  const entry = data as any
+  assert.equal(entry.mood, null)
+  assert.equal(entry.mood_pending, true)
+  const settled = await toneSettled(entry.id)
+  assert.deepEqual([settled.mood, settled.moodDetected], ['grateful', true])
+  assert.equal(await usageCount(entry.id), 1)
+  // The next read has it, and nothing is pending any more.
+  const { data: read } = await clientAs(user.token).from('journal_entry_details').select('mood, mood_pending')
+    .eq('id', entry.id).single()
+  assert.deepEqual(read, { mood: 'grateful', mood_pending: false })
+  // With a mood: nothing queued, nothing asked.
+  const chosen = await scripted(tone('sad'))
+  const withMood = await rpcEntry(user, { content: `x ${chosen}`, mood: 'proud' })
+  assert.equal((withMood.data as any).mood_pending, false)
+  assert.deepEqual(await aiRequests(chosen), [])
+})
+
+test('direct PostgREST writes (insert, then a text change) are analysed too', async () => {
+  const user = await createUser()
+  const marker = await scripted(tone('calm'), tone('angry'))
+  const db = clientAs(user.token)
+  const { data: row } = await db.from('journal_entries').insert({ title: 'Direct' }).select('id').single()
+  const id = (row as any).id
+  assert.equal((await db.from('journal_entry_contents').insert({ entry_id: id, content: `Still. ${marker}` })).error, null)
+  assert.equal((await toneSettled(id)).mood, 'calm')
+  await db.from('journal_entry_contents').update({ content: `Furious now. ${marker}` }).eq('entry_id', id)
+  assert.equal((await toneSettled(id)).mood, 'angry', 'a detected mood follows a changed text')
+  assert.equal((await aiRequests(marker)).length, 2)
+})
+
+test('POST /api/journal answers without waiting for the model; the mood arrives later', async () => {
+  const user = await createUser()
+  const marker = await scripted(tone('hopeful', 0.9, 1500))
+  const started = Date.now()
+  const res = await api('/api/journal', { token: user.token, body: { title: 'Soon', content: `Maybe. ${marker}` } })
+  const writeMs = Date.now() - started
+  assert.equal(res.status, 201)
+  assert.equal(res.body.entry.mood, null)
+  assert.equal(res.body.entry.mood_pending, true)
+  assert.ok(writeMs < 1000, `the write took ${writeMs} ms: it waited for the 1.5 s model`)
+  assert.equal((await toneSettled(res.body.entry.id)).mood, 'hopeful')
+})
+
+test('a mood the user chooses while the analysis runs is kept (and the call still recorded)', async () => {
+  const user = await createUser()
+  const marker = await scripted(tone('sad', 0.95, 1500))
+  const res = await api('/api/journal', { token: user.token, body: { title: 'T', content: `Meh. ${marker}` } })
+  const id = res.body.entry.id
+  const deadline = Date.now() + 10_000
+  while ((await aiRequests(marker)).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25))
+  assert.equal((await aiRequests(marker)).length, 1, 'the analysis is under way')
+  const put = await api(`/api/journal/${id}`, { method: 'PUT', token: user.token, body: { mood: 'Proud' } })
+  assert.equal(put.status, 200)
+  const settled = await toneSettled(id)
+  assert.deepEqual([settled.mood, settled.moodDetected], ['proud', false])
+  assert.equal(await usageCount(id), 1, 'the billed call is recorded even though its mood was not used')
+})
+
+test('text changed while the analysis runs: the newer text is analysed again, its mood wins', async () => {
+  const user = await createUser()
+  const marker = await scripted(tone('sad', 0.95, 1200), tone('joyful'))
+  const res = await api('/api/journal', { token: user.token, body: { title: 'T', content: `One. ${marker}` } })
+  const id = res.body.entry.id
+  const deadline = Date.now() + 10_000
+  while ((await aiRequests(marker)).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25))
+  const put = await api(`/api/journal/${id}`, { method: 'PUT', token: user.token, body: { content: `Two. ${marker}` } })
+  assert.equal(put.body.entry.mood_pending, true)
+  const settled = await toneSettled(id)
+  assert.equal(settled.mood, 'joyful')
+  assert.equal((await aiRequests(marker)).length, 2, 'each text version analysed once')
+})
+
+test('a failing model leaves the mood null and the entry saved, silently; the unbilled call is given back', async () => {
+  const user = await createUser()
+  const marker = await scripted({ status: 500 }, { status: 500 })
+  const res = await api('/api/journal', { token: user.token, body: { title: 'T', content: `x ${marker}` } })
+  assert.equal(res.status, 201)
+  assert.equal((await toneSettled(res.body.entry.id)).mood, null)
+  const read = await api(`/api/journal/${res.body.entry.id}`, { token: user.token })
+  assert.equal(read.body.entry.content, `x ${marker}`)
+  const [{ calls }] = await sql`select coalesce(sum(calls), 0)::int as calls from private.ai_daily_calls
+                                 where user_id = ${user.id} and usage_type = 'tone_analysis'`
+  assert.equal(calls, 0)
+})
+
+test('the daily cap holds across paths: RPC, /api and direct writes share one counter', async () => {
+  const user = await createUser()
+  const [{ cap }] =
+    await sql`select daily_cap_per_user as cap from private.ai_usage_types where usage_type = 'tone_analysis'`
+  await sql`insert into private.ai_daily_calls (user_id, day, usage_type, calls)
+            values (${user.id}, (now() at time zone 'UTC')::date, 'tone_analysis', ${cap - 1})`
+  const last = await scripted(tone('joyful'))
+  const viaRpc = (await rpcEntry(user, { content: `a ${last}` })).data as any
+  assert.equal((await toneSettled(viaRpc.id)).mood, 'joyful', 'the last call under the cap runs')
+  const over = await scripted(tone('joyful'))
+  const viaApi = await api('/api/journal', { token: user.token, body: { title: 'T', content: `b ${over}` } })
+  assert.equal((await toneSettled(viaApi.body.entry.id)).mood, null)
+  const db = clientAs(user.token)
+  const { data: row } = await db.from('journal_entries').insert({ title: 'Direct' }).select('id').single()
+  await db.from('journal_entry_contents').insert({ entry_id: (row as any).id, content: `c ${over}` })
+  assert.equal((await toneSettled((row as any).id)).mood, null)
+  assert.deepEqual(await aiRequests(over), [], 'over the cap the provider is not called')
+  const [{ calls }] = await sql`select calls from private.ai_daily_calls
+                                 where user_id = ${user.id} and usage_type = 'tone_analysis'`
+  assert.equal(calls, cap)
+})
+
+test('one request to the worker for a burst of writes; the queue keeps one row per entry', async () => {
+  const user = await createUser()
+  await sql.begin(async (tx) => {
+    await tx`update private.tone_worker set requested_at = null`
+    // As the user's request would run it (PostgREST: claims, then the authenticated role).
+    await tx`select set_config('request.jwt.claims', ${JSON.stringify({ sub: user.id, role: 'authenticated' })}, true)`
+    const before = (await tx`select count(*)::int as n from net.http_request_queue where url like '%/analyze-tone'`)[0].n
+    const ids = await tx`insert into public.journal_entries (user_id, title)
+                         select ${user.id}, 'burst ' || i from generate_series(1, 200) i returning id`
+    await tx`insert into public.journal_entry_contents (entry_id, user_id, content)
+             select id, ${user.id}, 'burst text' from unnest(${ids.map((r) => r.id)}::uuid[]) id`
+    await tx`update public.journal_entry_contents set content = 'burst text, edited' where user_id = ${user.id}`
+    const after = (await tx`select count(*)::int as n from net.http_request_queue where url like '%/analyze-tone'`)[0].n
+    assert.equal(after - before, 1, '400 queued writes, one request')
+    const [{ rows, versions }] = await tx`select count(*)::int as rows, min(version) as versions
+                                           from private.tone_analysis_queue q join public.journal_entries e on e.id = q.entry_id
+                                          where e.user_id = ${user.id}`
+    assert.deepEqual([rows, versions], [200, 2], 'the edit replaced each queued version')
+    throw new Error('rollback')
+  }).catch((e) => {
+    if (e.message !== 'rollback') throw e
+  })
+})
+
+test("a killed worker's claim expires and its entry is analysed by the next run", async () => {
+  const user = await createUser()
+  const marker = await scripted(tone('content'), tone('tired'))
+  const res = await api('/api/journal', { token: user.token, body: { title: 'T', content: `z ${marker}` } })
+  const id = res.body.entry.id
+  assert.equal((await toneSettled(id)).mood, 'content')
+  // A run that claimed the entry and died 2 minutes ago.
+  await sql`insert into private.tone_analysis_queue (entry_id, claimed_at, attempts)
+            values (${id}, now() - interval '2 minutes', 1)`
+  const run = await api('/api/journal/cron/analyze-tone', {
+    headers: { 'x-cron-secret': env('CHAT_CRON_SECRET') },
+    body: { scheduled_at: new Date().toISOString(), invocation: 1 },
+  })
+  assert.equal(run.status, 200, JSON.stringify(run.body))
+  assert.equal((await toneSettled(id)).mood, 'tired')
+  assert.equal(
+    (await api('/api/journal/cron/analyze-tone', { body: {} })).status,
+    401,
+    'the worker needs the cron secret',
+  )
+})
+
+test('Realtime: the owner sees the mood arrive; another user, even filtering on the owner, sees nothing', async () => {
+  const owner = await createUser()
+  const stranger = await createUser()
+  const ownerClient = realtimeClient(owner.token)
+  const strangerClient = realtimeClient(stranger.token)
+  try {
+    const mine = await listen(ownerClient, { event: 'UPDATE', table: 'journal_entries', filter: `user_id=eq.${owner.id}` })
+    const theirs = await listen(strangerClient, { table: 'journal_entries', filter: `user_id=eq.${owner.id}` })
+    const everything = await listen(strangerClient, { table: 'journal_entries' })
+    for (const l of [mine, theirs, everything]) assert.deepEqual(l.errors, [], JSON.stringify(l.system))
+    const marker = await scripted(tone('excited'))
+    const res = await api('/api/journal', { token: owner.token, body: { title: 'Live', content: `Wow. ${marker}` } })
+    await until(() => mine.changes.some((c) => c.new?.id === res.body.entry.id && c.new?.mood === 'excited'), 'the mood')
+    const change = mine.changes.find((c) => c.new?.mood === 'excited')
+    assert.equal(change.new.mood_detected, true)
+    assert.ok(!('content' in change.new), 'no change carries the text (it lives in journal_entry_contents)')
+    // The stranger's own write arrives: everything before it had its chance to.
+    const own = await api('/api/journal', { token: stranger.token, body: { title: 'Mine', mood: 'calm' } })
+    await until(() => everything.changes.some((c) => c.new?.id === own.body.entry.id), "the stranger's own entry")
+    assert.deepEqual(theirs.changes, [])
+    assert.ok(everything.changes.every((c) => c.new?.user_id === stranger.id), JSON.stringify(everything.changes))
+  } finally {
+    await closeAll(ownerClient, strangerClient)
+  }
+})
