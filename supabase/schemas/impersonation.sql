@@ -504,6 +504,11 @@ create policy "workout_checkin_events: nothing for an ended impersonation" on pu
   using ((select private.impersonation_live()));
 comment on policy "workout_checkin_events: nothing for an ended impersonation" on public.workout_checkin_events is
   'Hosted Realtime runs no PostgREST pre-request: a stopped or expired impersonation token is sent no check-in.';
+create policy "journal_entries: nothing for an ended impersonation" on public.journal_entries
+  as restrictive for select to authenticated
+  using ((select private.impersonation_live()));
+comment on policy "journal_entries: nothing for an ended impersonation" on public.journal_entries is
+  'Hosted Realtime runs no PostgREST pre-request: a stopped or expired impersonation token is sent no entry change.';
 
 -- ---------------------------------------------------------------------------------------------
 -- What an impersonator may not do: link outside accounts or start payments
