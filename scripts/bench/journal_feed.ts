@@ -126,7 +126,11 @@ export async function benchJournalFeed(stack: Stack, iterations: number) {
   const postgrestAt = (restUrl: string) => async (before: [string, string] | null) => {
     const res = await fetch(`${restUrl}/rpc/journal_feed`, {
       method: 'POST',
-      headers: { apikey: stack.anonKey, authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      headers: {
+        apikey: stack.anonKey,
+        authorization: `Bearer ${token}`,
+        'content-type': 'application/json',
+      },
       body: JSON.stringify({
         scope: 'visible',
         page_size: PAGE + 1,
@@ -171,7 +175,9 @@ export async function benchJournalFeed(stack: Stack, iterations: number) {
     const p = (name: string, t: { p50: number; p99: number }) =>
       `${name} p50 ${t.p50.toFixed(2)} p99 ${t.p99.toFixed(2)}`
     rows.push(
-      `${label.padEnd(11)} ${p('hand', handT)} | ${p('RLS', rlsT)} (${(rlsT.p50 / handT.p50).toFixed(2)}x hand)`,
+      `${label.padEnd(11)} ${p('hand', handT)} | ${p('RLS', rlsT)} (${
+        (rlsT.p50 / handT.p50).toFixed(2)
+      }x hand)`,
       `${''.padEnd(11)} in runs: ${p('RLS', rlsRunT)} | ${p("PostgREST's port", innerT)} | ` +
         `${p('PostgREST', restT)} | ${p('/api/journal', apiT)}`,
       `${''.padEnd(11)} /api/journal: ${(apiT.p50 / restT.p50).toFixed(2)}x PostgREST, ${
