@@ -5,6 +5,7 @@ import {
   api,
   assertError,
   createUser,
+  env,
   orgWith,
   postEntry,
   postNotebook,
@@ -16,6 +17,7 @@ import {
 } from './_helpers.ts'
 import { LIMITS } from '../functions/api/routes/journal.ts'
 import { ENTRY_FIELDS, ids, read, rnd } from './_journal.ts'
+import { withApi } from './_api_process.ts'
 
 /** An entry written directly in SQL with a chosen created_at (triggers derive its scopes). */
 async function insertEntryAt(
@@ -570,4 +572,56 @@ test("journal_feed as a super admin: each filter narrows everyone's entries (pla
     token: admin.token,
   })
   assert.deepEqual(next.body.entries.map((e: { id: string }) => e.id), [nbEntry, inNb])
+})
+
+// The feed through /api costs what the direct PostgREST call costs plus the route itself
+// (docs/performance.md, "The visible feed"): a read makes one PostgREST request and nothing
+// else, no write count, no impersonation or profile lookup, no second query.
+test('GET /api/journal and /api/journal/:id: one PostgREST request each, nothing else', async () => {
+  const owner = await createUser({ prefix: 'feed-calls' })
+  for (const title of ['one', 'two', 'three']) await postEntry(owner, { title })
+  const upstream = env('SUPABASE_REST_URL')
+  const requests: string[] = []
+  // A counting proxy in front of PostgREST, as the api process's SUPABASE_REST_URL.
+  const counter = Deno.serve({ hostname: '127.0.0.1', port: 0, onListen: () => {} }, async (req) => {
+    const url = new URL(req.url)
+    requests.push(`${req.method} ${url.pathname}`)
+    const headers = new Headers(req.headers)
+    headers.delete('host')
+    const res = await fetch(upstream + url.pathname + url.search, {
+      method: req.method,
+      headers,
+      body: req.method === 'GET' || req.method === 'HEAD' ? undefined : await req.arrayBuffer(),
+    })
+    const out = new Headers(res.headers)
+    out.delete('content-encoding')
+    out.delete('content-length')
+    return new Response(await res.arrayBuffer(), { status: res.status, headers: out })
+  })
+  try {
+    await withApi({ SUPABASE_REST_URL: `http://127.0.0.1:${counter.addr.port}` }, async (base) => {
+      const get = async (path: string) => {
+        const res = await fetch(`${base}${path}`, { headers: { authorization: `Bearer ${owner.token}` } })
+        const body = await res.json()
+        assert.equal(res.status, 200, JSON.stringify(body))
+        return body
+      }
+      await get('/api/journal') // the process's first request also fetches its write pass, once
+      requests.length = 0
+      const first = await get('/api/journal?limit=2')
+      assert.equal(first.entries.length, 2)
+      const next = await get(`/api/journal?limit=2&before=${first.next_cursor}`)
+      assert.equal(next.entries.length, 1)
+      await get('/api/journal?scope=visible&limit=2')
+      await get(`/api/journal/${first.entries[0].id}`)
+      assert.deepEqual(requests, [
+        'POST /rpc/journal_feed',
+        'POST /rpc/journal_feed',
+        'POST /rpc/journal_feed',
+        'GET /journal_entry_details',
+      ])
+    })
+  } finally {
+    await counter.shutdown()
+  }
 })
