@@ -430,7 +430,8 @@ async function pushLatency(stack: Stack, db: postgres.Sql) {
   const latencyMs = knob('BENCH_NOTIF_LATENCY_MS', 50)
   const expo = await startExpo({ latencyMs, countOnly: true })
   const web = await startWebPush({ latencyMs, countOnly: true })
-  const port = knob('BENCH_NOTIF_FUNCTIONS_PORT', 26391)
+  // Beside the stack's ports (the gateway's + 70), so benches of other checkouts do not collide.
+  const port = knob('BENCH_NOTIF_FUNCTIONS_PORT', Number(new URL(stack.apiUrl).port) + 70)
   const functions = edgeFunctions(stack, { ...expo.env, ...web.env }, port)
   const [{ url: projectUrl }] = await db`select decrypted_secret as url from vault.decrypted_secrets where name = 'project_url'`
   try {
