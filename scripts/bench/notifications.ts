@@ -476,7 +476,7 @@ async function pushLatency(stack: Stack, db: postgres.Sql) {
           writes.push(writers`insert into public.notifications (user_id, type, payload)
             select ('b24b0000-0000-4000-8000-' || lpad(to_hex(1 + (${first}::int + k) % ${users}::int), 12, '0'))::uuid,
                    'labs.step_prompt', jsonb_build_object('title', ${tag}::text, 'k', ${t}::int * 1000 + k)
-              from generate_series(0, ${perTick - 1}::int) k`)
+              from generate_series(0, ${perTick - 1}::int) k`.execute()) // now: a query of postgres.js waits for its await
         }
         await Promise.all(writes)
         const writtenIn = (performance.now() - started) / 1000
