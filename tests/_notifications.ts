@@ -1,6 +1,6 @@
 // Shared by the notifications tests: the sender's cron call, the fakes' inboxes, devices.
 import { strict as assert } from 'node:assert'
-import { api, env, sql, type TestUser } from './_helpers.ts'
+import { api, env, sql, test, type TestUser } from './_helpers.ts'
 
 const CRON = { 'x-cron-secret': env('NOTIFICATIONS_CRON_SECRET') }
 export const expoFake = env('EXPO_FAKE_URL')
@@ -45,3 +45,22 @@ export const statuses = async (notificationId: string) =>
 /** Quiet hours off, so a test's notification goes out whatever the hour. */
 export const quietOff = (user: TestUser) =>
   sql`update public.notification_preferences set quiet_hours_start = null, quiet_hours_end = null where user_id = ${user.id}`
+
+/**
+ * Turns the insert kick (private.notification_push_kick) on or off. Tests that drive the sender
+ * by hand (`deliver()` at chosen moments, outbox states just after a write) run with it off:
+ * otherwise the run it starts at once would take their rows first.
+ */
+export const setKick = (enabled: boolean) => sql`update private.notification_push_kick set enabled = ${enabled}`
+
+/** A test that drives the sender itself: the kick off while it runs, on again after. */
+export function senderTest(name: string, fn: () => Promise<void> | void) {
+  test(name, async () => {
+    await setKick(false)
+    try {
+      await fn()
+    } finally {
+      await setKick(true)
+    }
+  })
+}

@@ -2,20 +2,21 @@
 // links, tickets and receipts, DeviceNotRegistered and 410 retiring devices, 429 with backoff,
 // at most once per device with runs side by side, leases that run out.
 import { strict as assert } from 'node:assert'
-import { api, createUser, sql, test } from './_helpers.ts'
+import { api, createUser, sql } from './_helpers.ts'
 import {
   deliver,
   expoDevice,
   expoFake,
   expoMessages,
   quietOff,
+  senderTest,
   statuses,
   webDevice,
   webFake,
   webMessages,
 } from './_notifications.ts'
 
-test('a notification reaches the Expo and Web Push devices once, with its text and deep link', async () => {
+senderTest('a notification reaches the Expo and Web Push devices once, with its text and deep link', async () => {
   const [sam, kim] = await Promise.all([createUser(), createUser()])
   await sql`update public.profiles set full_name = 'Sam' where id = ${sam.id}`
   await sql`insert into public.workout_windows (user_id, activity_type, window_start_time, window_end_time, timezone)
@@ -53,7 +54,7 @@ test('a notification reaches the Expo and Web Push devices once, with its text a
   assert.equal(row.receipt_status, 'ok')
 })
 
-test('DeviceNotRegistered (ticket or receipt) and Web Push 410 retire the device; re-registering revives it', async () => {
+senderTest('DeviceNotRegistered (ticket or receipt) and Web Push 410 retire the device; re-registering revives it', async () => {
   const user = await createUser()
   await quietOff(user)
   const gone = await expoDevice(user, 'gone')
@@ -95,7 +96,7 @@ test('DeviceNotRegistered (ticket or receipt) and Web Push 410 retire the device
   assert.deepEqual(await statuses(third.id), ['expo:pending'])
 })
 
-test('429 and 5xx are retried with backoff; Retry-After is honoured', async () => {
+senderTest('429 and 5xx are retried with backoff; Retry-After is honoured', async () => {
   const user = await createUser()
   await quietOff(user)
   const phone = await expoDevice(user)
@@ -132,7 +133,7 @@ test('429 and 5xx are retried with backoff; Retry-After is honoured', async () =
   assert.deepEqual(await statuses(n.id), ['expo:sent', 'web_push:sent'])
 })
 
-test('runs side by side deliver each notification once per device', async () => {
+senderTest('runs side by side deliver each notification once per device', async () => {
   const users = await Promise.all(Array.from({ length: 4 }, () => createUser()))
   const phones: string[] = []
   const browsers: string[] = []
@@ -162,7 +163,7 @@ test('runs side by side deliver each notification once per device', async () => 
   }
 })
 
-test('a lease that runs out: claimed rows go back to pending, rows being sent are never sent again', async () => {
+senderTest('a lease that runs out: claimed rows go back to pending, rows being sent are never sent again', async () => {
   const user = await createUser()
   await quietOff(user)
   await expoDevice(user)
@@ -192,7 +193,7 @@ test('a lease that runs out: claimed rows go back to pending, rows being sent ar
   assert.deepEqual(late.filter((r) => r.id !== null), [])
 })
 
-test('receipts a dead run was asking for are asked for again after its hold', async () => {
+senderTest('receipts a dead run was asking for are asked for again after its hold', async () => {
   const user = await createUser()
   await expoDevice(user)
   const [n] =
@@ -209,7 +210,7 @@ test('receipts a dead run was asking for are asked for again after its hold', as
   await sql`delete from public.notifications where id = ${n.id}`
 })
 
-test('a chunk costs one claim, one mark per provider batch and one record of all its outcomes', async () => {
+senderTest('a chunk costs one claim, one mark per provider batch and one record of all its outcomes', async () => {
   const users = await Promise.all(Array.from({ length: 3 }, () => createUser()))
   const phones: string[] = []
   const browsers: string[] = []
@@ -241,7 +242,7 @@ test('a chunk costs one claim, one mark per provider batch and one record of all
   }
 })
 
-test('a claim does not wait for expired rows a late run is recording; it takes them back later', async () => {
+senderTest('a claim does not wait for expired rows a late run is recording; it takes them back later', async () => {
   const user = await createUser()
   await quietOff(user)
   await expoDevice(user)
@@ -280,7 +281,7 @@ test('a claim does not wait for expired rows a late run is recording; it takes t
   assert.deepEqual(again.map((r) => r.id), [row.id])
 })
 
-test('a released row is pending again at once, its claim not counted; a row marked attempting is never released', async () => {
+senderTest('a released row is pending again at once, its claim not counted; a row marked attempting is never released', async () => {
   const user = await createUser()
   await quietOff(user)
   await expoDevice(user)
@@ -316,7 +317,7 @@ test('a released row is pending again at once, its claim not counted; a row mark
   await sql`delete from public.notifications where id = ${n.id}`
 })
 
-test('a row whose device was retired after it was queued is retired by the claim, not sent', async () => {
+senderTest('a row whose device was retired after it was queued is retired by the claim, not sent', async () => {
   const user = await createUser()
   await quietOff(user)
   const { token } = await expoDevice(user)

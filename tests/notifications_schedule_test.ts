@@ -2,10 +2,10 @@
 // daylight-saving night included), quiet hours, the daily cap, types switched off, read ones.
 // Each case lives at a future moment (`at`), so the every-minute job of the test stack leaves it alone.
 import { strict as assert } from 'node:assert'
-import { createUser, sql, test } from './_helpers.ts'
-import { deliver, expoDevice, expoMessages, statuses } from './_notifications.ts'
+import { createUser, sql } from './_helpers.ts'
+import { deliver, expoDevice, expoMessages, senderTest, statuses } from './_notifications.ts'
 
-test('the reminder goes out 30 minutes before the window in its zone, across the night Paris moves to summer time', async () => {
+senderTest('the reminder goes out 30 minutes before the window in its zone, across the night Paris moves to summer time', async () => {
   const user = await createUser()
   await sql`insert into public.workout_windows (user_id, activity_type, window_start_time, window_end_time, timezone)
     values (${user.id}, 'cardio', '08:00', '10:00', 'Europe/Paris')`
@@ -37,7 +37,7 @@ test('the reminder goes out 30 minutes before the window in its zone, across the
   }
 })
 
-test('quiet hours hold a push until they end; a reminder whose moment passes in them is dropped', async () => {
+senderTest('quiet hours hold a push until they end; a reminder whose moment passes in them is dropped', async () => {
   const user = await createUser()
   await sql`update public.notification_preferences set timezone = 'UTC' where user_id = ${user.id}` // 22:00-07:00 by default
   const phone = await expoDevice(user)
@@ -63,7 +63,7 @@ test('quiet hours hold a push until they end; a reminder whose moment passes in 
   assert.equal((await expoMessages(phone.token)).length, 1)
 })
 
-test('the daily cap counts notifications, not devices; switched-off types and read ones are not pushed', async () => {
+senderTest('the daily cap counts notifications, not devices; switched-off types and read ones are not pushed', async () => {
   const user = await createUser()
   await sql`update public.notification_preferences set quiet_hours_start = null, quiet_hours_end = null, daily_cap = 2,
               types = '{"workout.battle_update": {"push": false}}' where user_id = ${user.id}`
@@ -97,7 +97,7 @@ test('the daily cap counts notifications, not devices; switched-off types and re
   assert.deepEqual(await statuses(tomorrow.id), ['expo:sent', 'expo:sent'])
 })
 
-test('a chain-broken notice goes to the next in the chain once, after a window that ended without a check-in', async () => {
+senderTest('a chain-broken notice goes to the next in the chain once, after a window that ended without a check-in', async () => {
   const [before, after, kept] = [await createUser(), await createUser(), await createUser()]
   // 2027-05-04: before's window 07:00-09:00 UTC; kept checked in, so the one after kept hears nothing.
   const date = '2027-05-04'

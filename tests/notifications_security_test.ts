@@ -4,13 +4,14 @@
 // accounts being deleted; digests only to confirmed, unsuppressed addresses; devices forgotten
 // when the last session ends.
 import { strict as assert } from 'node:assert'
-import { api, assertError, clientAs, createUser, env, sql, test, type TestUser } from './_helpers.ts'
+import { api, assertError, clientAs, createUser, env, sql, type TestUser } from './_helpers.ts'
 import { appClient, followLink, freshEmail, lastMailTo, linkIn, resetAuthRateLimits } from './_auth.ts'
 import {
   deliver,
   expoDevice,
   expoMessages,
   quietOff,
+  senderTest,
   statuses,
   webDevice,
   webFake,
@@ -26,7 +27,7 @@ const device = async (id: string) =>
   (await sql`select retired_at, retired_reason from public.notification_devices where id = ${id}`)[0]
 const keys = { p256dh: 'B'.repeat(87), auth: 'A'.repeat(22) }
 
-test('a Web Push endpoint must be a known push service: /api names the field, the database refuses what it can know', async () => {
+senderTest('a Web Push endpoint must be a known push service: /api names the field, the database refuses what it can know', async () => {
   const user = await createUser()
   for (
     const endpoint of [
@@ -95,7 +96,7 @@ test('a Web Push endpoint must be a known push service: /api names the field, th
   }
 })
 
-test('WEB_PUSH_ALLOWED_HOSTS replaces or extends the default list; loopback only with WEB_PUSH_ALLOW_LOOPBACK', () => {
+senderTest('WEB_PUSH_ALLOWED_HOSTS replaces or extends the default list; loopback only with WEB_PUSH_ALLOW_LOOPBACK', () => {
   const saved = ['WEB_PUSH_ALLOWED_HOSTS', 'WEB_PUSH_ALLOW_LOOPBACK'].map((k) =>
     [k, Deno.env.get(k)] as const
   )
@@ -140,7 +141,7 @@ test('WEB_PUSH_ALLOWED_HOSTS replaces or extends the default list; loopback only
   }
 })
 
-test('a subscription written around the api to a host not allowed is retired at send time, not called', async () => {
+senderTest('a subscription written around the api to a host not allowed is retired at send time, not called', async () => {
   const user = await createUser()
   await quietOff(user)
   const written = await clientAs(user.token).rpc('register_notification_device', {
@@ -160,7 +161,7 @@ test('a subscription written around the api to a host not allowed is retired at 
   assert.equal(d.retired_reason, 'endpoint not allowed')
 })
 
-test('a redirect from a push service is not followed: the delivery fails', async () => {
+senderTest('a redirect from a push service is not followed: the delivery fails', async () => {
   const user = await createUser()
   await quietOff(user)
   const browser = await webDevice(user)
@@ -178,7 +179,7 @@ test('a redirect from a push service is not followed: the delivery fails', async
   assert.equal((await device(browser.id)).retired_at, null)
 })
 
-test('a gone subscription is retired with fixed words, never the answer; at most 1 KB of an answer is read', async () => {
+senderTest('a gone subscription is retired with fixed words, never the answer; at most 1 KB of an answer is read', async () => {
   const user = await createUser()
   await quietOff(user)
   const [told, long] = [await webDevice(user), await webDevice(user)]
@@ -199,7 +200,7 @@ test('a gone subscription is retired with fixed words, never the answer; at most
   assert.ok(bytes < size / 4, `pulled ${bytes} of ${size} bytes`)
 })
 
-test('the baton pass and the check-in reminder are exempt from the daily cap; quiet hours still hold them', async () => {
+senderTest('the baton pass and the check-in reminder are exempt from the daily cap; quiet hours still hold them', async () => {
   const [sam, kim] = await Promise.all([createUser(), createUser()])
   await quietOff(kim)
   await sql`update public.notification_preferences set daily_cap = 1 where user_id = ${kim.id}`
@@ -238,7 +239,7 @@ test('the baton pass and the check-in reminder are exempt from the daily cap; qu
   assert.deepEqual({ ...row }, { status: 'pending', later: true })
 })
 
-test('nothing is pushed to a deactivated account or one being deleted: queued rows are skipped, none are written', async () => {
+senderTest('nothing is pushed to a deactivated account or one being deleted: queued rows are skipped, none are written', async () => {
   const [off, leaving] = await Promise.all([createUser(), createUser()])
   const phones = new Map<string, string>()
   for (const u of [off, leaving]) {
@@ -266,7 +267,7 @@ test('nothing is pushed to a deactivated account or one being deleted: queued ro
   }
 })
 
-test('the digest goes only to confirmed, unsuppressed addresses of live accounts', async () => {
+senderTest('the digest goes only to confirmed, unsuppressed addresses of live accounts', async () => {
   const users = Object.fromEntries(
     await Promise.all(
       ['ok', 'unconfirmed', 'suppressed', 'inactive', 'leaving'].map(async (k) =>
@@ -308,7 +309,7 @@ test('the digest goes only to confirmed, unsuppressed addresses of live accounts
   }
 })
 
-test("signing out everywhere forgets the user's devices; signing out one of two sessions keeps them", async () => {
+senderTest("signing out everywhere forgets the user's devices; signing out one of two sessions keeps them", async () => {
   await resetAuthRateLimits()
   const email = freshEmail('push-devices')
   const password = 'correct horse'

@@ -1,12 +1,12 @@
 // The push sender's schedule: pg_cron starts several runs side by side each minute (each its own
 // edge-function run), and they share the outbox without sending anything twice.
 import { strict as assert } from 'node:assert'
-import { createUser, sql, test } from './_helpers.ts'
+import { createUser, sql } from './_helpers.ts'
 import type { Db } from '../functions/_shared/db.ts'
 import { runDeliveries } from '../functions/api/routes/notifications/push_delivery.ts'
-import { expoDevice, expoMessages, webDevice, webMessages, webSubscription } from './_notifications.ts'
+import { expoDevice, expoMessages, senderTest, webDevice, webMessages, webSubscription } from './_notifications.ts'
 
-test('the deliver job starts 4 runs side by side each minute; together they send each notification once', async () => {
+senderTest('the deliver job starts 4 runs side by side each minute; together they send each notification once', async () => {
   const users = await Promise.all(Array.from({ length: 4 }, () => createUser()))
   const phones: string[] = []
   const browsers: string[] = []
@@ -46,7 +46,7 @@ test('the deliver job starts 4 runs side by side each minute; together they send
   }
 })
 
-test('schedule_edge_function_job numbers its invocations and refuses a count out of 1-20', async () => {
+senderTest('schedule_edge_function_job numbers its invocations and refuses a count out of 1-20', async () => {
   const jobName = `test-parallel-${crypto.randomUUID().slice(0, 8)}`
   await sql`select private.schedule_edge_function_job(${jobName}, '0 0 1 1 *', '/api/notifications/cron/deliver',
                                                      'NOTIFICATIONS_CRON_SECRET', 3)`
@@ -97,7 +97,7 @@ function claimedRow(
   }
 }
 
-test('a run claims Web Push rows up to its CPU share, then Expo rows only', async () => {
+senderTest('a run claims Web Push rows up to its CPU share, then Expo rows only', async () => {
   // The run against a stand-in for its four database calls (claims made up here), sending for
   // real to the fake push service: it asks for Web Push rows until it holds its share.
   const sub = await webSubscription()
@@ -150,7 +150,7 @@ function stoppingDb(claim: (aborted: boolean) => unknown[]) {
   return { db: { rpc } as unknown as Db, stop, marked, recorded }
 }
 
-test('a run asked to stop sends what it marked, releases the rest of its claim and claims nothing more', async () => {
+senderTest('a run asked to stop sends what it marked, releases the rest of its claim and claims nothing more', async () => {
   const sub = await webSubscription()
   const row = (channel: 'expo' | 'web_push') => claimedRow(channel, sub, 500)
   const rows = [
@@ -187,7 +187,7 @@ test('a run asked to stop sends what it marked, releases the rest of its claim a
   assert.equal((await webMessages(sub.endpoint)).length, webMarked)
 })
 
-test('a run stopped while a Web Push batch is being marked posts that batch and releases the others', async () => {
+senderTest('a run stopped while a Web Push batch is being marked posts that batch and releases the others', async () => {
   const sub = await webSubscription()
   const rows = Array.from({ length: 30 }, () => claimedRow('web_push', sub, 0))
   let claimsAfterStop = 0

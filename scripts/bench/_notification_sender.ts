@@ -4,6 +4,10 @@
 // scripts/bench/notifications.ts) points the SDKs at the fake providers. With
 // BENCH_SENDER_PROFILE=1 it prints, when it ends, its CPU time and the time its database calls
 // took (by function), to tell the sender's own cost from its waits.
+// With BENCH_SENDER_SERVE_PORT it serves the edge functions instead (/functions/v1/api/..., the
+// api handler as the gateway runs it) with that environment: the push-latency bench points
+// Vault's project_url at it, so the insert kick's pg_net requests reach a sender that talks to
+// the fakes.
 import process from 'node:process'
 import { type Db, serviceDb } from '../../functions/_shared/db.ts'
 import { runDeliveries } from '../../functions/api/routes/notifications/push_delivery.ts'
@@ -12,6 +16,18 @@ const num = (k: string, d: number) => Number(Deno.env.get(k) ?? d)
 const profile = Deno.env.get('BENCH_SENDER_PROFILE') === '1'
 const log = console.error
 console.log = () => {} // the bench reads the outbox and the fakes, not the job's log lines
+
+const servePort = Deno.env.get('BENCH_SENDER_SERVE_PORT')
+if (servePort) {
+  const { handler } = await import('../../functions/api/handler.ts')
+  Deno.serve({ hostname: '127.0.0.1', port: Number(servePort), onListen: () => log(`    edge functions on :${servePort}`) }, (req) => {
+    const url = new URL(req.url)
+    if (!url.pathname.startsWith('/functions/v1/api/')) return new Response('not here', { status: 404 })
+    const inner = new URL(url.pathname.slice('/functions/v1'.length) + url.search, url.origin)
+    return handler(new Request(inner, req))
+  })
+  await new Promise(() => {}) // until the bench kills it
+}
 
 const waits: Record<string, { calls: number; ms: number }> = {}
 const db = serviceDb()

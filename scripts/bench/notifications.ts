@@ -16,12 +16,17 @@
 // BENCH_NOTIF_KILL (1; 0: no kill), BENCH_NOTIF_KILL_SIGNAL (SIGTERM: a stop; SIGKILL: a crash), BENCH_NOTIF_KILL_JITTER_MS (1000: the kill comes up to this long
 // after half was received, at random), BENCH_NOTIF_SENDER_ROOT (another checkout whose sender runs),
 // BENCH_SENDER_PROFILE (1: each sender prints its CPU time and database waits).
+//   3. push latency: notifications written at 10 and at 1,000 a second (BENCH_NOTIF_RATES,
+//      BENCH_NOTIF_RATE_SECONDS 5, BENCH_NOTIF_LATENCY_USERS 1000), delivered by the insert kick
+//      alone (no sender of the bench's own): from each notification's created_at to the moment
+//      the fake provider read it, p50 and p99. BENCH_NOTIF_FANOUT=0 skips the fan-out (its
+//      50,000-user fixture takes minutes), BENCH_NOTIF_PUSH_LATENCY=0 this.
 import postgres from 'postgres'
 import { ROOT } from '../lib/proc.ts'
 import type { Stack } from '../lib/stack.ts'
 import { start as startExpo } from '../../tests/fakes/expo.ts'
 import { start as startWebPush } from '../../tests/fakes/web_push.ts'
-import { type BenchModule, knob } from './_module.ts'
+import { type BenchModule, figure, knob } from './_module.ts'
 
 /** The same fan-out before this sender design (commit e2ddb7c: one claim, mark and record after
  * another, encryption after the mark), measured on the same day, to print beside today's. */
@@ -392,14 +397,146 @@ export async function fanOut(stack: Stack, db: postgres.Sql) {
   }
 }
 
+/** The api's edge functions in a process of their own, configured with the fakes' addresses. */
+function edgeFunctions(stack: Stack, env: Record<string, string>, port: number) {
+  return new Deno.Command(`${ROOT}/node_modules/.bin/deno`, {
+    args: ['run', '-A', `${ROOT}/scripts/bench/_notification_sender.ts`],
+    env: {
+      ...stack.functionEnv,
+      ...env,
+      SUPABASE_URL: stack.apiUrl,
+      SUPABASE_SERVICE_ROLE_KEY: stack.serviceRoleKey,
+      SUPABASE_ANON_KEY: stack.anonKey,
+      BENCH_SENDER_SERVE_PORT: String(port),
+    },
+    stdout: 'inherit',
+    stderr: 'inherit',
+  }).spawn()
+}
+
+/**
+ * Push latency: notifications written at a steady rate (a statement every 10 ms, or one
+ * notification per statement below 100 a second), each to a user with an Expo token (every
+ * BENCH_NOTIF_WEB_EVERY-th also a Web Push subscription), delivered by what the outbox's insert
+ * kick starts through pg_net. The stack's gateway has no provider configuration, so Vault's
+ * project_url points, for this measure, at the api run with the fakes' (edgeFunctions above):
+ * the path is the deployed one (trigger, pg_net's queue, the deliver endpoint, the providers).
+ */
+async function pushLatency(stack: Stack, db: postgres.Sql) {
+  const rates = (Deno.env.get('BENCH_NOTIF_RATES') ?? '10,1000').split(',').map(Number).filter((r) => r > 0)
+  const seconds = knob('BENCH_NOTIF_RATE_SECONDS', 5)
+  const users = knob('BENCH_NOTIF_LATENCY_USERS', 1000)
+  const webEvery = knob('BENCH_NOTIF_WEB_EVERY', 2)
+  const latencyMs = knob('BENCH_NOTIF_LATENCY_MS', 50)
+  const expo = await startExpo({ latencyMs, countOnly: true })
+  const web = await startWebPush({ latencyMs, countOnly: true })
+  // Beside the stack's ports (the gateway's + 70), so benches of other checkouts do not collide.
+  const port = knob('BENCH_NOTIF_FUNCTIONS_PORT', Number(new URL(stack.apiUrl).port) + 70)
+  const functions = edgeFunctions(stack, { ...expo.env, ...web.env }, port)
+  const [{ url: projectUrl }] = await db`select decrypted_secret as url from vault.decrypted_secrets where name = 'project_url'`
+  try {
+    await db`insert into auth.users (id, email)
+             select ('b24b0000-0000-4000-8000-' || lpad(to_hex(i), 12, '0'))::uuid, 'bench-push-' || i || '@bench.local'
+               from generate_series(1, ${users}::int) i on conflict do nothing`
+    await db`update public.notification_preferences set quiet_hours_start = null, quiet_hours_end = null, daily_cap = 500
+              where user_id::text like 'b24b0000-%'`
+    const sub = await (await fetch(`${web.env.WEB_PUSH_FAKE_URL}/__control/subscribe`, {
+      method: 'POST',
+      body: '{"shared": true}',
+    })).json()
+    await db`insert into public.notification_devices (user_id, kind, address)
+             select ('b24b0000-0000-4000-8000-' || lpad(to_hex(i), 12, '0'))::uuid, 'expo', 'ExponentPushToken[latency-' || i || ']'
+               from generate_series(1, ${users}::int) i on conflict do nothing`
+    if (webEvery > 0) {
+      await db`insert into public.notification_devices (user_id, kind, address, key_p256dh, key_auth)
+               select ('b24b0000-0000-4000-8000-' || lpad(to_hex(i), 12, '0'))::uuid, 'web_push',
+                      ${web.env.WEB_PUSH_FAKE_URL} || '/push/' || gen_random_uuid(), ${sub.keys.p256dh}, ${sub.keys.auth}
+                 from generate_series(${webEvery}::int, ${users}::int, ${webEvery}::int) i on conflict do nothing`
+    }
+    for (let i = 0; i < 100; i++) {
+      if (await fetch(`http://127.0.0.1:${port}/functions/v1/api/health`).then((r) => r.body?.cancel(), () => null) !== null) break
+      await new Promise((r) => setTimeout(r, 200))
+    }
+    await db`update vault.secrets set secret = ${`http://127.0.0.1:${port}`} where name = 'project_url'`
+    const writers = postgres(stack.dbUrl, { max: 8, onnotice: () => {} })
+    try {
+      for (const rate of rates) {
+        const [{ kicks: kicksBefore }] = await db`select kicks from private.notification_push_kick`
+        const tickMs = Math.max(10, 1000 / rate)
+        const perTick = Math.max(1, Math.round((rate * tickMs) / 1000))
+        const ticks = Math.round((seconds * 1000) / tickMs)
+        const tag = `latency-${rate}-${crypto.randomUUID().slice(0, 8)}`
+        const started = performance.now()
+        const writes: Promise<unknown>[] = []
+        for (let t = 0; t < ticks; t++) {
+          const wait = started + t * tickMs - performance.now()
+          if (wait > 0) await new Promise((r) => setTimeout(r, wait))
+          // Users in turn, so no user reaches the daily cap.
+          const first = (t * perTick) % users
+          writes.push(writers`insert into public.notifications (user_id, type, payload)
+            select ('b24b0000-0000-4000-8000-' || lpad(to_hex(1 + (${first}::int + k) % ${users}::int), 12, '0'))::uuid,
+                   'labs.step_prompt', jsonb_build_object('title', ${tag}::text, 'k', ${t}::int * 1000 + k)
+              from generate_series(0, ${perTick - 1}::int) k`.execute()) // now: a query of postgres.js waits for its await
+        }
+        await Promise.all(writes)
+        const writtenIn = (performance.now() - started) / 1000
+        const expected = await db`
+          select d.channel, d.notification_id, v.address, extract(epoch from n.created_at) * 1000 as written
+            from public.notifications n
+            join private.notification_deliveries d on d.notification_id = n.id
+            join public.notification_devices v on v.id = d.device_id
+           where n.user_id::text like 'b24b0000-%' and n.payload ->> 'title' = ${tag}`
+        const keyOf = (row: postgres.Row) =>
+          row.channel === 'expo'
+            ? `${row.notification_id}|${row.address}`
+            : `${row.notification_id.replace(/-/g, '')}|${row.address.split('/').pop()}`
+        const arrival = (row: postgres.Row) => (row.channel === 'expo' ? expo.arrivals : web.arrivals).get(keyOf(row))
+        const deadline = performance.now() + 60_000
+        while (expected.some((r) => arrival(r) === undefined) && performance.now() < deadline) {
+          await new Promise((r) => setTimeout(r, 100))
+        }
+        const latencies = expected.flatMap((r) => {
+          const at = arrival(r)
+          return at === undefined ? [] : [at - Number(r.written)]
+        }).sort((a, b) => a - b)
+        const q = (x: number) => latencies[Math.min(latencies.length - 1, Math.floor(x * latencies.length))] ?? NaN
+        const duplicates = expected.filter((r) => ((r.channel === 'expo' ? expo.counts : web.counts).get(keyOf(r)) ?? 0) > 1).length
+        const [{ kicks }] = await db`select kicks from private.notification_push_kick`
+        const notifications = ticks * perTick
+        console.log(
+          `  push latency at ${rate}/s: ${notifications} notifications in ${writtenIn.toFixed(1)} s, ${expected.length} ` +
+            `deliveries, ${latencies.length} received, from the write to the fake provider p50 ${q(0.5).toFixed(0)} ms, ` +
+            `p99 ${q(0.99).toFixed(0)} ms, max ${q(1).toFixed(0)} ms; ${duplicates} duplicates, ` +
+            `${Number(kicks) - Number(kicksBefore)} kicks (pg_net requests); target: p50 2,000 ms, p99 5,000 ms`,
+        )
+        figure(`push latency p50 at ${rate}/s`, q(0.5), 'ms', '< 2000')
+        figure(`push latency p99 at ${rate}/s`, q(0.99), 'ms', '< 5000')
+      }
+    } finally {
+      await writers.end()
+    }
+  } finally {
+    await db`update vault.secrets set secret = ${projectUrl} where name = 'project_url'`
+    try {
+      functions.kill('SIGKILL')
+    } catch { /* already gone */ }
+    await functions.status
+    await db`delete from public.notifications where user_id::text like 'b24b0000-%'`
+    await db`delete from public.notification_devices where user_id::text like 'b24b0000-%'`
+    await expo.stop()
+    await web.stop()
+  }
+}
+
 export const bench: BenchModule = {
   name: 'notifications',
   async run(stack: Stack) {
     const db = postgres(stack.dbUrl, { max: 2, onnotice: () => {} })
     try {
-      console.log('\n== notifications: outbox insert cost, fan-out with a killed sender')
+      console.log('\n== notifications: outbox insert cost, push latency, fan-out with a stopped sender')
       await insertCost(db)
-      await fanOut(stack, db)
+      if (knob('BENCH_NOTIF_PUSH_LATENCY', 1) === 1) await pushLatency(stack, db)
+      if (knob('BENCH_NOTIF_FANOUT', 1) === 1) await fanOut(stack, db)
     } finally {
       await db.end()
     }

@@ -67,15 +67,22 @@ export const jobRoutes = routeModule()
         invocation: z.number().int().min(1).max(20).optional().describe(
           'Which of the runs pg_cron started side by side this minute (logged)',
         ),
+        kicked_at: z.string().datetime({ offset: true }).optional().describe(
+          'Set by the insert kick (private.kick_notification_deliveries): when it was taken (logged)',
+        ),
+        linger_ms: z.number().int().min(0).max(10_000).optional().describe(
+          'Keep claiming, every 100 ms while nothing is due, until this long after the start (the insert kick: ' +
+            'rows written after it without a request of their own)',
+        ),
       }),
       response: z.object({ success: z.boolean(), message: z.string(), results: DeliveryReport }),
-      summary:
-        'Scheduled push delivery: due outbox rows to Expo and Web Push (pg_cron every minute, 4 runs side by side)',
+      summary: 'Push delivery: due outbox rows to Expo and Web Push (on insert, and pg_cron every minute, 4 runs side by side)',
       description:
         'Claims chunks of due deliveries (skipping rows another run holds, so runs side by side share the work), ' +
         'applies preferences, quiet hours and the daily cap, sends, records each outcome (429/5xx: retried with backoff; ' +
         'DeviceNotRegistered, 404/410: the device is retired), then checks Expo receipts. A channel whose configuration is ' +
-        'missing is skipped (results.channels).',
+        'missing is skipped (results.channels). Started within milliseconds of a write of due rows by the outbox ' +
+        "trigger's kick (with linger_ms), and every minute by pg_cron.",
     }),
     async (c) => {
       const b = c.req.valid('json') ?? {}
@@ -86,6 +93,8 @@ export const jobRoutes = routeModule()
         at: b.at,
         invocation: b.invocation,
         webPushPerRun: b.web_push_per_run,
+        lingerMs: b.linger_ms,
+        kickedAt: b.kicked_at,
       })
       return c.json({
         success: true,

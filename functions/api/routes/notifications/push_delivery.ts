@@ -45,6 +45,16 @@ export interface DeliveryOptions {
   /** Which of the runs started side by side this is (pg_cron's `invocation`; logged). */
   invocation?: number
   /**
+   * Keep claiming until this long after the start, every `pollMs` while nothing is due: a run
+   * started by the insert kick takes the rows written after the kick without a request of their
+   * own (private.kick_notification_deliveries). Default 0: stop when nothing is due.
+   */
+  lingerMs?: number
+  /** How often a lingering run claims while nothing is due (default 100 ms). */
+  pollMs?: number
+  /** When the insert kick that started this run was taken (logged). */
+  kickedAt?: string
+  /**
    * Asks the run to stop (a deploy, a signal, the edge runtime retiring the worker): it claims
    * and marks nothing more, waits for what it marked, and releases the rest of its claims at
    * once, so a stop loses and repeats nothing. Default: stopSignal().
@@ -176,7 +186,10 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
   const release = (rows: Claimed[]) => {
     for (const r of rows) released.push({ id: r.id, outcome: 'released', claim_id: r.claim_id })
   }
-  const run = options.invocation ? { invocation: options.invocation } : {}
+  const run = {
+    ...(options.invocation ? { invocation: options.invocation } : {}),
+    ...(options.kickedAt ? { kicked_at: options.kickedAt } : {}),
+  }
   console.log(JSON.stringify({ job: 'notification-deliveries', event: 'start', ...run, channels }))
   if (!channels.length) return report
 
@@ -271,6 +284,14 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
   // The next chunk is claimed while the current one is sent, so the claim's time in the
   // database overlaps the providers' answers and the encryption.
   const budget = options.timeBudgetMs ?? 40_000
+  const lingerUntil = startedAt + (options.lingerMs ?? 0)
+  const pollMs = options.pollMs ?? 100
+  const lingering = () => Date.now() < lingerUntil && Date.now() - startedAt < budget && !stopped()
+  /** A claim after the poll interval, while lingering with nothing due. */
+  const claimSoon = async (wanted: string[]) => {
+    await new Promise((resolve) => setTimeout(resolve, pollMs))
+    return stopped() ? [] : await claim(wanted)
+  }
   // A worker already told to stop (the signal outlives the run that saw it) claims nothing.
   let next: ReturnType<typeof claim> | null = stopped() ? null : claim(claimChannels())
   while (next) {
@@ -280,11 +301,18 @@ export async function runDeliveries(db: Db, options: DeliveryOptions = {}): Prom
     // covered every channel stands.
     const left = claimed.length ? Number(claimed[0].remaining) : 0
     if (!claimedExpoOnly) report.remaining = left
-    if (!claimed.length) break
+    if (!claimed.length) {
+      const wanted = claimChannels()
+      if (wanted.length && lingering()) next = claimSoon(wanted)
+      continue
+    }
     report.claimed += claimed.length
     webClaimed += claimed.filter((r) => r.channel === 'web_push').length
     const wanted = claimChannels()
-    if (left && wanted.length && Date.now() - startedAt < budget && !stopped()) next = claim(wanted)
+    if (wanted.length && Date.now() - startedAt < budget && !stopped()) {
+      if (left) next = claim(wanted)
+      else if (lingering()) next = claimSoon(wanted)
+    }
     // A failed prefetch surfaces when it is awaited; until then it must not count as unhandled.
     next?.catch(() => {})
     const outcomes = (await Promise.all([
