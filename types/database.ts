@@ -1464,9 +1464,6 @@ isOneToOne: false
               "existing": boolean,"message": Database["public"]['Tables']["email_messages"]['Row']
             }[]
                            },
-"begin_entry_tone_analysis":
-{ Args: { "content_sha256": string,"daily_cap"?: number,"entry_id": string }; Returns: Json
-                           },
 "begin_impersonated_request":
 { Args: { "method": string,"path": string }; Returns: undefined
                            },

@@ -85,7 +85,6 @@ type Results = {
   claim_ai_calls: { granted: number; day: string; counted: boolean }
   // Null when the write is allowed.
   take_api_write: { retry_after_seconds: number | null; message: string | null }[]
-  begin_entry_tone_analysis: { analyze: boolean; title: string | null }
   workout_mosaic_participants: Participant[]
   save_workout_mosaic: { mosaic: MosaicJson; replacedObject: string | null }
   list_organization_members: (MemberRow & { is_owner: boolean })[]

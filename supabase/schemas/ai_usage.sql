@@ -599,47 +599,6 @@ set search_path = ''
 as $$ select encode(pg_catalog.sha256(convert_to(coalesce(body, ''), 'UTF8')), 'hex') $$;
 
 /*
- * Before a PUT that sends new content without a mood: should the entry be analysed? Only
- * when the caller owns it, the content really changes (content_sha256: SHA-256 hex of the
- * new text), the stored mood is not one the user chose, and the caller's daily cap allows a
- * call (which this then counts; daily_cap as in claim_ai_calls). Returns {analyze, title}
- * (the stored title, for the prompt).
- */
-create or replace function private.begin_entry_tone_analysis(entry_id uuid, content_sha256 text, daily_cap integer)
-returns jsonb
-language plpgsql security definer
-set search_path = ''
-as $$
-declare
-  caller uuid := (select auth.uid());
-  worth_it boolean;
-  stored_title text;
-begin
-  select (e.mood is null or e.mood_detected)
-         and private.sha256_hex(c.content) is distinct from lower(content_sha256),
-         e.title
-    into worth_it, stored_title
-    from public.journal_entries e
-    left join public.journal_entry_contents c on c.entry_id = e.id
-   where e.id = begin_entry_tone_analysis.entry_id and e.user_id = caller;
-  if not coalesce(worth_it, false)
-     or (private.claim_ai_calls(caller, 'tone_analysis', 1, daily_cap) ->> 'granted')::integer = 0 then
-    return jsonb_build_object('analyze', false, 'title', null);
-  end if;
-  return jsonb_build_object('analyze', true, 'title', stored_title);
-end
-$$;
-grant execute on function private.begin_entry_tone_analysis(uuid, text, integer) to authenticated;
-create or replace function public.begin_entry_tone_analysis(entry_id uuid, content_sha256 text, daily_cap integer default null)
-returns jsonb
-language sql
-set search_path = ''
-as $$ select private.begin_entry_tone_analysis($1, $2, $3) $$;
-comment on function public.begin_entry_tone_analysis(uuid, text, integer) is
-  'PUT /api/journal/:id: whether new content (its SHA-256 hex) should be analysed ({analyze, title}); counts the call against the daily cap (daily_cap: the api''s, 0 none) when it should.';
-grant execute on function public.begin_entry_tone_analysis(uuid, text, integer) to authenticated;
-
-/*
  * After an analysis on the entry path (service role): records the billed call and, when a
  * mood was detected, sets it, unless meanwhile the user chose a mood or changed the text
  * (content_sha256: the analysed text). One transaction. Returns

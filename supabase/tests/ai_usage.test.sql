@@ -6,7 +6,7 @@ begin;
 create extension if not exists pgtap with schema extensions;
 \ir _helpers.sql
 
-select plan(147);
+select plan(143);
 
 -- ---------------------------------------------------------------------------------------
 -- People: O (owner of usage), X (another user), S (super admin).
@@ -241,17 +241,6 @@ select is((select count(*)::int from public.ai_usage where entry_id = 'a70000e0-
 update public.journal_entries set mood = 'content' where id = 'a70000e0-0000-4000-8000-000000000001';
 select is((select mood_detected from public.journal_entries where id = 'a70000e0-0000-4000-8000-000000000001'), false,
   'any other change of the mood makes it the user''s choice');
-
--- begin_entry_tone_analysis: only the owner's entry, only changed text, never over a chosen mood.
-update public.journal_entries set mood = null where id = 'a70000e0-0000-4000-8000-000000000001';
-select is(pg_temp.as_caller('owner', format($$select public.begin_entry_tone_analysis('a70000e0-0000-4000-8000-000000000001', %L) ->> 'analyze'$$, private.sha256_hex('new text'))),
-  'true', 'new text of an entry without a chosen mood: analyse');
-select is(pg_temp.as_caller('owner', format($$select public.begin_entry_tone_analysis('a70000e0-0000-4000-8000-000000000001', %L) ->> 'analyze'$$, private.sha256_hex('a good day'))),
-  'false', 'the same text: no analysis');
-select is(pg_temp.as_caller('owner', format($$select public.begin_entry_tone_analysis('a70000e0-0000-4000-8000-000000000002', %L) ->> 'analyze'$$, private.sha256_hex('new text'))),
-  'false', 'a chosen mood: no analysis');
-select is(pg_temp.as_caller('other', format($$select public.begin_entry_tone_analysis('a70000e0-0000-4000-8000-000000000001', %L) ->> 'analyze'$$, private.sha256_hex('new text'))),
-  'false', 'someone else''s entry: no analysis');
 
 -- ---------------------------------------------------------------------------------------
 -- Role changes: audited; the last super admin stays.
