@@ -10,6 +10,9 @@ CREATE TABLE "public"."invitations" ("id" uuid NOT NULL DEFAULT gen_random_uuid(
 
 ALTER TABLE "public"."invitations" ENABLE ROW LEVEL SECURITY;
 
+-- pg-delta leaves out what the default privileges grant a new table: no client role gets more than the column grants below.
+REVOKE ALL ON TABLE "public"."invitations" FROM "anon", "authenticated";
+
 CREATE OR REPLACE FUNCTION private.account_deletion_columns()
  RETURNS TABLE(table_name text, column_name text, handling text)
  LANGUAGE sql
@@ -111,7 +114,7 @@ AS $function$
     ('public.workout_squads', 'user_3_id', 'dissolved')
 $function$;
 
-CREATE OR REPLACE FUNCTION private.create_invitation(target_org uuid, target_team uuid, email text, role text, add_to_organization boolean)
+CREATE OR REPLACE FUNCTION private.create_invitation(target_org uuid, target_team uuid, invitee_email text, invitee_role text, into_organization boolean)
  RETURNS TABLE(id uuid, org_id uuid, team_id uuid, email text, role text, add_to_organization boolean, status text, created_at timestamp with time zone, expires_at timestamp with time zone, token text)
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -119,8 +122,8 @@ CREATE OR REPLACE FUNCTION private.create_invitation(target_org uuid, target_tea
 AS $function$
 declare
   uid uuid := (select auth.uid());
-  address text := lower(private.required_text(create_invitation.email, 'email', 320));
-  into_org boolean := coalesce(create_invitation.add_to_organization, false);
+  address text := lower(private.required_text(invitee_email, 'email', 320));
+  into_org boolean := coalesce(into_organization, false);
   group_org uuid := target_org;
   allowed integer;
   oldest_recent timestamptz;
@@ -135,8 +138,8 @@ begin
   if address !~ '^[^@\s]+@[^@\s]+\.[^@\s]+$' then
     raise exception 'email: must be an e-mail address' using errcode = '22023';
   end if;
-  perform private.check_required('role', create_invitation.role);
-  perform private.check_one_of('role', create_invitation.role, array['admin', 'member']);
+  perform private.check_required('role', invitee_role);
+  perform private.check_one_of('role', invitee_role, array['admin', 'member']);
 
   if target_team is null then
     if into_org then
@@ -193,7 +196,7 @@ begin
      and i.status = 'pending';
   new_token := translate(encode(extensions.gen_random_bytes(32), 'base64'), '+/=', '-_');
   insert into public.invitations (org_id, team_id, email, role, add_to_organization, invited_by, token_hash)
-  values (group_org, target_team, address, create_invitation.role, into_org, uid, private.invitation_token_hash(new_token))
+  values (group_org, target_team, address, invitee_role, into_org, uid, private.invitation_token_hash(new_token))
   returning * into made;
   return query select made.id, made.org_id, made.team_id, made.email, made.role, made.add_to_organization,
                       made.status, made.created_at, made.expires_at, new_token;
@@ -224,6 +227,26 @@ CREATE OR REPLACE FUNCTION private.invitation_token_hash(token text)
  IMMUTABLE
  SET search_path TO ''
 AS $function$ select pg_catalog.sha256(pg_catalog.convert_to(token, 'UTF8')) $function$;
+
+CREATE OR REPLACE FUNCTION private.join_on_invitation_accepted()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  if new.team_id is null then
+    insert into public.organization_members (org_id, user_id, role) values (new.org_id, new.responded_by, new.role);
+  else
+    if new.add_to_organization then
+      insert into public.organization_members (org_id, user_id, role) values (new.org_id, new.responded_by, 'member')
+      on conflict (org_id, user_id) do nothing;
+    end if;
+    insert into public.team_members (team_id, user_id, role) values (new.team_id, new.responded_by, new.role);
+  end if;
+  return null;
+end
+$function$;
 
 CREATE OR REPLACE FUNCTION private.list_pending_invitations(target_org uuid, target_team uuid)
  RETURNS TABLE(id uuid, org_id uuid, team_id uuid, email text, role text, add_to_organization boolean, invited_by uuid, inviter_name text, created_at timestamp with time zone, expires_at timestamp with time zone)
@@ -312,20 +335,18 @@ begin
     if exists (select 1 from public.organization_members m where m.org_id = inv.org_id and m.user_id = uid) then
       raise exception 'You are already a member of %.', org_name using errcode = 'PT409';
     end if;
-    insert into public.organization_members (org_id, user_id, role) values (inv.org_id, uid, inv.role);
   else
     if exists (select 1 from public.team_members m where m.team_id = inv.team_id and m.user_id = uid) then
       raise exception 'You are already a member of the team %.', team_name using errcode = 'PT409';
     end if;
-    if not exists (select 1 from public.organization_members m where m.org_id = inv.org_id and m.user_id = uid) then
-      if not inv.add_to_organization then
-        raise exception 'The team % belongs to the organization %, and you are not a member of it. Ask its owner to invite you to the organization first, then accept this invitation.',
-          team_name, org_name using errcode = '42501';
-      end if;
-      insert into public.organization_members (org_id, user_id, role) values (inv.org_id, uid, 'member');
+    if not inv.add_to_organization
+       and not exists (select 1 from public.organization_members m where m.org_id = inv.org_id and m.user_id = uid) then
+      raise exception 'The team % belongs to the organization %, and you are not a member of it. Ask its owner to invite you to the organization first, then accept this invitation.',
+        team_name, org_name using errcode = '42501';
     end if;
-    insert into public.team_members (team_id, user_id, role) values (inv.team_id, uid, inv.role);
   end if;
+  -- The memberships are made by the trigger below (a trigger's inserts are authorized ones for
+  -- the membership guards).
   update public.invitations i set status = 'accepted', responded_by = uid, responded_at = now() where i.id = inv.id;
   perform private.notify(inv.invited_by, 'invitation.accepted', jsonb_build_object(
     'invitation_id', inv.id, 'organization_id', inv.org_id, 'organization_name', org_name,
@@ -471,6 +492,8 @@ CREATE INDEX invitations_responded_by ON public.invitations USING btree (respond
 
 CREATE INDEX invitations_team ON public.invitations USING btree (team_id, created_at DESC) WHERE (team_id IS NOT NULL);
 
+CREATE TRIGGER invitations_join_on_accept AFTER UPDATE OF status ON public.invitations FOR EACH ROW WHEN (((old.status = 'pending'::text) AND (new.status = 'accepted'::text))) EXECUTE FUNCTION private.join_on_invitation_accepted();
+
 CREATE POLICY "invitations: inviters, organization owners, team admins and sup" ON "public"."invitations" FOR SELECT TO "authenticated" USING (((invited_by = ( SELECT auth.uid() AS uid)) OR ( SELECT private.is_org_owner(invitations.org_id) AS is_org_owner) OR ((team_id IS NOT NULL) AND ( SELECT private.is_team_admin(invitations.team_id) AS is_team_admin)) OR ( SELECT private.is_super_admin() AS is_super_admin)));
 
 COMMENT ON COLUMN "public"."invitations"."add_to_organization" IS 'A team invitation that also makes the invitee an organization member (sent by the organization''s owner).';
@@ -512,6 +535,10 @@ GRANT EXECUTE ON FUNCTION "private"."invitation_details"(text) TO "anon", "authe
 REVOKE ALL ON FUNCTION "private"."invitation_token_hash"(text) FROM PUBLIC;
 
 GRANT EXECUTE ON FUNCTION "private"."invitation_token_hash"(text) TO "postgres";
+
+REVOKE ALL ON FUNCTION "private"."join_on_invitation_accepted"() FROM PUBLIC;
+
+GRANT EXECUTE ON FUNCTION "private"."join_on_invitation_accepted"() TO "postgres";
 
 REVOKE ALL ON FUNCTION "private"."list_pending_invitations"(uuid, uuid) FROM PUBLIC;
 

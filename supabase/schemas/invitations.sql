@@ -93,7 +93,7 @@ $$;
 -- Creates (or renews: the pending one to the same address and group is revoked) an invitation;
 -- returns it with its token, the only time the token is seen.
 create or replace function private.create_invitation(
-  target_org uuid, target_team uuid, email text, role text, add_to_organization boolean
+  target_org uuid, target_team uuid, invitee_email text, invitee_role text, into_organization boolean
 ) returns table (id uuid, org_id uuid, team_id uuid, email text, role text, add_to_organization boolean,
                  status text, created_at timestamptz, expires_at timestamptz, token text)
 language plpgsql security definer
@@ -101,8 +101,8 @@ set search_path = ''
 as $$
 declare
   uid uuid := (select auth.uid());
-  address text := lower(private.required_text(create_invitation.email, 'email', 320));
-  into_org boolean := coalesce(create_invitation.add_to_organization, false);
+  address text := lower(private.required_text(invitee_email, 'email', 320));
+  into_org boolean := coalesce(into_organization, false);
   group_org uuid := target_org;
   allowed integer;
   oldest_recent timestamptz;
@@ -117,8 +117,8 @@ begin
   if address !~ '^[^@\s]+@[^@\s]+\.[^@\s]+$' then
     raise exception 'email: must be an e-mail address' using errcode = '22023';
   end if;
-  perform private.check_required('role', create_invitation.role);
-  perform private.check_one_of('role', create_invitation.role, array['admin', 'member']);
+  perform private.check_required('role', invitee_role);
+  perform private.check_one_of('role', invitee_role, array['admin', 'member']);
 
   if target_team is null then
     if into_org then
@@ -175,7 +175,7 @@ begin
      and i.status = 'pending';
   new_token := translate(encode(extensions.gen_random_bytes(32), 'base64'), '+/=', '-_');
   insert into public.invitations (org_id, team_id, email, role, add_to_organization, invited_by, token_hash)
-  values (group_org, target_team, address, create_invitation.role, into_org, uid, private.invitation_token_hash(new_token))
+  values (group_org, target_team, address, invitee_role, into_org, uid, private.invitation_token_hash(new_token))
   returning * into made;
   return query select made.id, made.org_id, made.team_id, made.email, made.role, made.add_to_organization,
                       made.status, made.created_at, made.expires_at, new_token;
@@ -407,20 +407,18 @@ begin
     if exists (select 1 from public.organization_members m where m.org_id = inv.org_id and m.user_id = uid) then
       raise exception 'You are already a member of %.', org_name using errcode = 'PT409';
     end if;
-    insert into public.organization_members (org_id, user_id, role) values (inv.org_id, uid, inv.role);
   else
     if exists (select 1 from public.team_members m where m.team_id = inv.team_id and m.user_id = uid) then
       raise exception 'You are already a member of the team %.', team_name using errcode = 'PT409';
     end if;
-    if not exists (select 1 from public.organization_members m where m.org_id = inv.org_id and m.user_id = uid) then
-      if not inv.add_to_organization then
-        raise exception 'The team % belongs to the organization %, and you are not a member of it. Ask its owner to invite you to the organization first, then accept this invitation.',
-          team_name, org_name using errcode = '42501';
-      end if;
-      insert into public.organization_members (org_id, user_id, role) values (inv.org_id, uid, 'member');
+    if not inv.add_to_organization
+       and not exists (select 1 from public.organization_members m where m.org_id = inv.org_id and m.user_id = uid) then
+      raise exception 'The team % belongs to the organization %, and you are not a member of it. Ask its owner to invite you to the organization first, then accept this invitation.',
+        team_name, org_name using errcode = '42501';
     end if;
-    insert into public.team_members (team_id, user_id, role) values (inv.team_id, uid, inv.role);
   end if;
+  -- The memberships are made by the trigger below (a trigger's inserts are authorized ones for
+  -- the membership guards).
   update public.invitations i set status = 'accepted', responded_by = uid, responded_at = now() where i.id = inv.id;
   perform private.notify(inv.invited_by, 'invitation.accepted', jsonb_build_object(
     'invitation_id', inv.id, 'organization_id', inv.org_id, 'organization_name', org_name,
@@ -429,6 +427,29 @@ begin
 end
 $$;
 grant execute on function private.respond_to_invitation(text, boolean) to authenticated;
+
+-- An accepted invitation makes the memberships it names: the organization's (an organization
+-- invitation, or a team's with add_to_organization for someone not yet a member), then the team's.
+create or replace function private.join_on_invitation_accepted() returns trigger
+language plpgsql security definer
+set search_path = ''
+as $$
+begin
+  if new.team_id is null then
+    insert into public.organization_members (org_id, user_id, role) values (new.org_id, new.responded_by, new.role);
+  else
+    if new.add_to_organization then
+      insert into public.organization_members (org_id, user_id, role) values (new.org_id, new.responded_by, 'member')
+      on conflict (org_id, user_id) do nothing;
+    end if;
+    insert into public.team_members (team_id, user_id, role) values (new.team_id, new.responded_by, new.role);
+  end if;
+  return null;
+end
+$$;
+create trigger invitations_join_on_accept after update of status on public.invitations
+  for each row when (old.status = 'pending' and new.status = 'accepted')
+  execute function private.join_on_invitation_accepted();
 
 create or replace function public.accept_invitation(token text)
 returns table (org_id uuid, team_id uuid, role text, status text)
