@@ -488,9 +488,9 @@ CREATE UNIQUE INDEX invitations_one_pending ON public.invitations USING btree (o
 
 CREATE INDEX invitations_org ON public.invitations USING btree (org_id, created_at DESC);
 
-CREATE INDEX invitations_responded_by ON public.invitations USING btree (responded_by) WHERE (responded_by IS NOT NULL);
+CREATE INDEX invitations_responded_by ON public.invitations USING btree (responded_by);
 
-CREATE INDEX invitations_team ON public.invitations USING btree (team_id, created_at DESC) WHERE (team_id IS NOT NULL);
+CREATE INDEX invitations_team ON public.invitations USING btree (team_id, created_at DESC);
 
 CREATE TRIGGER invitations_join_on_accept AFTER UPDATE OF status ON public.invitations FOR EACH ROW WHEN (((old.status = 'pending'::text) AND (new.status = 'accepted'::text))) EXECUTE FUNCTION private.join_on_invitation_accepted();
 

@@ -39,10 +39,10 @@ grant select (id, org_id, team_id, email, role, add_to_organization, invited_by,
               responded_by, responded_at)
   on public.invitations to authenticated;
 create index invitations_org on public.invitations (org_id, created_at desc);
-create index invitations_team on public.invitations (team_id, created_at desc) where team_id is not null;
+create index invitations_team on public.invitations (team_id, created_at desc);
 -- The rate limit's count (and the foreign key's index).
 create index invitations_by_inviter on public.invitations (invited_by, created_at desc);
-create index invitations_responded_by on public.invitations (responded_by) where responded_by is not null;
+create index invitations_responded_by on public.invitations (responded_by);
 -- One pending invitation per address and group: a new one replaces it.
 create unique index invitations_one_pending on public.invitations
   (org_id, coalesce(team_id, '00000000-0000-0000-0000-000000000000'::uuid), email) where status = 'pending';
