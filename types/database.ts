@@ -339,6 +339,44 @@ isOneToOne: false
                   Relationships: [
                     
                   ]
+                },"invitations": {
+                  Row: {
+                    "add_to_organization": boolean,"created_at": string,"email": string,"expires_at": string,"id": string,"invited_by": string,"org_id": string,"responded_at": string | null,"responded_by": string | null,"role": string,"status": string,"team_id": string | null,"token_hash": string
+                  }
+                  ComputedFields: never
+                  Insert: {
+                    "add_to_organization"?: boolean,"created_at"?: string,"email": string,"expires_at"?: string,"id"?: string,"invited_by": string,"org_id": string,"responded_at"?: string | null,"responded_by"?: string | null,"role": string,"status"?: string,"team_id"?: string | null,"token_hash": string
+                  }
+                  Update: {
+                    "add_to_organization"?: boolean,"created_at"?: string,"email"?: string,"expires_at"?: string,"id"?: string,"invited_by"?: string,"org_id"?: string,"responded_at"?: string | null,"responded_by"?: string | null,"role"?: string,"status"?: string,"team_id"?: string | null,"token_hash"?: string
+                  }
+                  Relationships: [
+                    {
+      foreignKeyName: "invitations_invited_by_fkey"
+      columns: ["invited_by"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "invitations_org_id_fkey"
+      columns: ["org_id"]
+isOneToOne: false
+      referencedRelation: "organizations"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "invitations_responded_by_fkey"
+      columns: ["responded_by"]
+isOneToOne: false
+      referencedRelation: "profiles"
+      referencedColumns: ["id"]
+    },{
+      foreignKeyName: "invitations_team_id_fkey"
+      columns: ["team_id"]
+isOneToOne: false
+      referencedRelation: "teams"
+      referencedColumns: ["id"]
+    }
+                  ]
                 },"journal_entries": {
                   Row: {
                     "background_object": string | null,"background_url": string | null,"content_scope": string,"content_scope_id": string | null,"content_visibility": string,"created_at": string,"id": string,"meta_scope": string,"meta_scope_id": string | null,"metadata_visibility": string,"mood": string | null,"mood_detected": boolean,"music_track_id": string | null,"notebook_id": string | null,"org_id": string | null,"tags": (string)[],"team_id": string | null,"title": string,"updated_at": string,"user_id": string
@@ -1351,7 +1389,12 @@ isOneToOne: false
                 }
           }
           Functions: {
-            "account_deletion":
+            "accept_invitation":
+{ Args: { "token": string }; Returns: {
+              "org_id": string,"role": string,"status": string,"team_id": string
+            }[]
+                           },
+"account_deletion":
 { Args: { "user_id": string }; Returns: Json
                            },
 "account_images_others_bought":
@@ -1529,6 +1572,16 @@ isOneToOne: false
         isOneToOne: false
         isSetofReturn: true
       } },
+"create_organization_invitation":
+{ Args: { "email": string,"role": string,"target_org": string }; Returns: {
+              "add_to_organization": boolean,"created_at": string,"email": string,"expires_at": string,"id": string,"org_id": string,"role": string,"status": string,"team_id": string,"token": string
+            }[]
+                           },
+"create_team_invitation":
+{ Args: { "add_to_organization"?: boolean,"email": string,"role": string,"target_team": string }; Returns: {
+              "add_to_organization": boolean,"created_at": string,"email": string,"expires_at": string,"id": string,"org_id": string,"role": string,"status": string,"team_id": string,"token": string
+            }[]
+                           },
 "cron_job_status":
 { Args: Record<PropertyKey, never>; Returns: {
               "active": boolean,"job_name": string,"last_finished_at": string,"last_message": string,"last_started_at": string,"last_status": string,"schedule": string
@@ -1550,6 +1603,11 @@ isOneToOne: false
       } },
 "custom_access_token_hook":
 { Args: { "event": Json }; Returns: Json
+                           },
+"decline_invitation":
+{ Args: { "token": string }; Returns: {
+              "org_id": string,"role": string,"status": string,"team_id": string
+            }[]
                            },
 "delete_account_rows":
 { Args: { "target": string }; Returns: Json
@@ -1630,6 +1688,11 @@ isOneToOne: false
                            },
 "get_tone_pack":
 { Args: { "pack_id": string }; Returns: Json
+                           },
+"invitation_details":
+{ Args: { "token": string }; Returns: {
+              "add_to_organization": boolean,"email": string,"expires_at": string,"inviter_name": string,"organization_name": string,"role": string,"team_name": string
+            }[]
                            },
 "is_super_admin":
 { Args: Record<PropertyKey, never>; Returns: boolean
@@ -1976,9 +2039,19 @@ isOneToOne: false
 "list_ai_users":
 { Args: { "after_id"?: string,"page_size"?: number }; Returns: Json
                            },
+"list_organization_invitations":
+{ Args: { "target_org": string }; Returns: {
+              "add_to_organization": boolean,"created_at": string,"email": string,"expires_at": string,"id": string,"invited_by": string,"inviter_name": string,"org_id": string,"role": string,"team_id": string
+            }[]
+                           },
 "list_organization_members":
 { Args: { "target_org": string }; Returns: {
               "avatar_url": string,"full_name": string,"is_owner": boolean,"joined_at": string,"role": string,"user_id": string
+            }[]
+                           },
+"list_team_invitations":
+{ Args: { "target_team": string }; Returns: {
+              "add_to_organization": boolean,"created_at": string,"email": string,"expires_at": string,"id": string,"invited_by": string,"inviter_name": string,"org_id": string,"role": string,"team_id": string
             }[]
                            },
 "list_team_members":
@@ -2184,6 +2257,12 @@ isOneToOne: false
                            },
 "review_workout_checkin":
 { Args: { "checkin_id": string,"reason"?: string,"verdict": string }; Returns: Json
+                           },
+"revoke_organization_invitation":
+{ Args: { "invitation_id": string,"target_org": string }; Returns: undefined
+                           },
+"revoke_team_invitation":
+{ Args: { "invitation_id": string,"target_team": string }; Returns: undefined
                            },
 "run_cron_job":
 { Args: { "job_name": string }; Returns: Json

@@ -21,6 +21,7 @@ import { emailRoutes } from './routes/email.ts'
 import { encouragementRoutes } from './routes/encouragement/index.ts'
 import { goalRoutes } from './routes/goals.ts'
 import { impersonationRoutes } from './routes/impersonation.ts'
+import { invitationRoutes } from './routes/invitations.ts'
 import { journalRoutes } from './routes/journal.ts'
 import { journalToneRoutes } from './routes/journal_tone.ts'
 import { labsRoutes } from './routes/labs/index.ts'
@@ -89,6 +90,7 @@ const modules = [
   adminJobRoutes,
   organizationRoutes,
   teamRoutes,
+  invitationRoutes,
   notebookRoutes,
   journalToneRoutes,
   journalRoutes,

@@ -14,7 +14,8 @@ set local search_path = extensions;
 -- pg_catalog.oidvectortypes prints them), with the reason.
 create temp table lint_anon_definer_allowlist (signature text primary key, reason text not null);
 insert into lint_anon_definer_allowlist values
-  ('private.limit_writes()', 'PostgREST''s pre-request counts anonymous writes per address in a table no API role may write');
+  ('private.limit_writes()', 'PostgREST''s pre-request counts anonymous writes per address in a table no API role may write'),
+  ('private.invitation_details(text)', 'whoever holds an invitation link''s token (not signed up yet) reads what its e-mail said');
 -- insert into lint_anon_definer_allowlist values ('public.example(uuid)', 'why anon needs it');
 -- ---------------------------------------------------------------------------------------
 
@@ -501,12 +502,13 @@ select is(
       and not pg_temp.lint_is_extension_member(p.oid)
       and has_function_privilege('anon', p.oid, 'EXECUTE')),
   array['private.check_request()',
-        'private.entry_track(text)', 'private.impersonation_live()', 'private.limit_writes()', 'private.refuse_ended_impersonation()',
-        'private.sees_whole_entry(uuid)', 'private.tone_icon_url(text)',
+        'private.entry_track(text)', 'private.impersonation_live()', 'private.invitation_details(text)',
+        'private.limit_writes()', 'private.refuse_ended_impersonation()',
+        'private.sees_whole_entry(uuid)', 'private.tone_icon_url(text)', 'public.invitation_details(text)',
         'public.journal_feed(text, uuid, uuid, uuid, text, text, text, timestamp with time zone, uuid, integer)',
         'public.journal_stats(text)'],
-  'anon executes only the entry view''s seam functions, journal_feed and journal_stats (granted on purpose: anon reads public entries) '
-  'and PostgREST''s pre-request check and its parts (it runs for every request, anonymous ones too)');
+  'anon executes only the entry view''s seam functions, journal_feed and journal_stats (granted on purpose: anon reads public entries), '
+  'invitation_details (a link''s holder, not signed up yet) and PostgREST''s pre-request check and its parts (it runs for every request, anonymous ones too)');
 select is(
   (select array_agg(pg_temp.lint_signature(p.oid) order by pg_temp.lint_signature(p.oid))
      from pg_catalog.pg_proc p join pg_catalog.pg_namespace n on n.oid = p.pronamespace

@@ -139,6 +139,8 @@ as $$
     ('public.organization_members', 'user_id', 'deleted'),
     ('public.teams', 'admin_id', 'deleted'),
     ('public.team_members', 'user_id', 'cascade'),
+    ('public.invitations', 'invited_by', 'cascade'),
+    ('public.invitations', 'responded_by', 'cascade'),
     ('public.subscriptions', 'user_id', 'set null'),
     ('private.stripe_customers', 'user_id', 'cascade'),
     ('public.email_messages', 'user_id', 'cascade'),

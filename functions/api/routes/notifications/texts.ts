@@ -117,6 +117,14 @@ export function notificationText(n: NotificationForText): NotificationText {
         body: `${who} added you to ${str(p.team_name) ? `the team "${str(p.team_name)}"` : 'a team'}.`,
         path: seg(p.team_id) ? `/teams/${seg(p.team_id)}` : '/teams',
       }
+    case 'invitation.accepted':
+      return {
+        title: 'Your invitation was accepted',
+        body: `${who} joined ${
+          str(p.team_name) ? `the team "${str(p.team_name)}"` : str(p.organization_name) ? `"${str(p.organization_name)}"` : 'your group'
+        }.`,
+        path: seg(p.team_id) ? `/teams/${seg(p.team_id)}` : seg(p.organization_id) ? `/organizations/${seg(p.organization_id)}` : '/organizations',
+      }
     case 'labs.step_prompt':
       return {
         title: 'Your next step',
