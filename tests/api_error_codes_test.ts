@@ -221,7 +221,7 @@ test('error codes: PostgREST clients read the named code in error.hint', async (
   const u = await createUser()
   const db = clientAs(u.token)
   const entry = await db.from('journal_entries')
-    .insert({ user_id: u.id, title: 't', metadata_visibility: 'team', content_visibility: 'team' })
+    .insert({ title: 't', metadata_visibility: 'team', content_visibility: 'team' })
   assert.equal(entry.error?.hint, 'team_id_required', JSON.stringify(entry.error))
   assert.match(entry.error!.message, /^team_id: required/)
 
