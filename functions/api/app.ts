@@ -118,7 +118,7 @@ app.doc31('/openapi.json', (c) => ({
   info: {
     title: 'Journal & accountability API',
     version: '1.0.0',
-    description: 'The edge-function API (`/functions/v1/api/...`). Every error body is `{error}`. ' +
+    description: 'The edge-function API (`/functions/v1/api/...`). Every error body is `{error, code}` (ErrorCode lists the codes). ' +
       'Tables and RPCs are also served by PostgREST at `/rest/v1` with the same rules (RLS).',
   },
   servers: [{ url: functionsBaseUrl(c.req.url), description: "This project's edge functions" }],
