@@ -152,7 +152,7 @@ async function checkViewer(name: string) {
         assert.deepEqual(res.body.entry, row, `API and PostgREST agree, ${label(c, v)}`)
       } else {
         assert.equal(res.status, 404, `API visibility, ${label(c, v)}`)
-        assert.deepEqual(res.body, { error: 'Entry not found' })
+        assert.deepEqual(res.body, { error: 'Entry not found', code: 'not_found' })
       }
     } else {
       assert.equal((await api(`/api/journal/${c.id}`)).status, 401)

@@ -1,10 +1,87 @@
-// One error type for every endpoint, mapped to {error} with the right status.
+// One error type for every endpoint, mapped to {error, code} with the right status: `error` is
+// a message for people, `code` a stable name a client branches on and localizes by
+// (docs/api.md "Error codes"; the list below is the one the OpenAPI document publishes).
 import type { PostgrestError } from '@supabase/postgrest-js'
 
+/** The code of an error that names nothing more specific: one per status. */
+export const GENERIC_CODES: Record<number, string> = {
+  400: 'bad_request',
+  401: 'unauthorized',
+  402: 'payment_required',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  409: 'conflict',
+  410: 'gone',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  422: 'unprocessable',
+  429: 'rate_limited',
+  500: 'internal_error',
+  501: 'not_implemented',
+  502: 'upstream_failed',
+  503: 'unavailable',
+  504: 'upstream_timeout',
+}
+
+/**
+ * The product's well-known refusals, each with its own code (and its status). SQL raises carry
+ * theirs in the error's `hint` (`raise exception '...' using errcode = 'PT429', hint =
+ * 'daily_allowance_exhausted'`), so PostgREST clients read the same code in `error.hint`.
+ */
+export const NAMED_CODES = {
+  daily_allowance_exhausted: { status: 429, means: 'No encouragement drops left today; more tomorrow (UTC), or earn a bonus' },
+  custom_drop_limit_reached: { status: 429, means: 'No custom drops left today: send a template instead' },
+  already_checked_in: { status: 409, means: 'A workout check-in exists for that day already' },
+  reauthentication_needed: { status: 401, means: 'Sign in again: the action needs a sign-in from the last 10 minutes' },
+  impersonation_session_ended: { status: 401, means: 'The impersonation session was stopped or expired' },
+  account_deleted: { status: 401, means: "The token's account has been deleted (or is being deleted)" },
+  insufficient_drops: { status: 402, means: 'The drops balance is below the price or the debit' },
+  ownership_transfer_needed: { status: 409, means: 'The account owns organizations with other members: transfer them first' },
+  team_id_required: { status: 400, means: 'A team visibility level needs team_id' },
+  org_id_required: { status: 400, means: 'An org visibility level needs org_id' },
+  concurrent_change: { status: 503, means: 'A concurrent change got in the way; nothing was saved, repeat the request' },
+  no_route: { status: 404, means: 'No route for this method and path' },
+} as const satisfies Record<string, { status: number; means: string }>
+
+export type NamedCode = keyof typeof NAMED_CODES
+const isNamedCode = (code: unknown): code is NamedCode =>
+  typeof code === 'string' && Object.hasOwn(NAMED_CODES, code)
+
+/** A 400 naming its field (`"<field>: <what is wrong>"`, from zod or from SQL) is
+ *  `<field>_required` or `<field>_invalid`; the field's path in snake case, list indexes left out. */
+export const FIELD_CODE_PATTERN = '^[a-z][a-z0-9_]*_(invalid|required)$'
+
+const FIELD_MESSAGE = /^([A-Za-z_][\w.\[\]-]*)(?:, [^:]+)?: (.*)$/s
+const REQUIRED = /^(is )?required\b|^must not be empty\b/i
+
+function fieldCode(message: string): string | undefined {
+  const m = message.match(FIELD_MESSAGE)
+  if (!m) return undefined
+  const field = m[1].split(/[.\[\]]+/).filter((s) => s && !/^\d+$/.test(s)).join('_')
+    .replace(/[^A-Za-z0-9]+/g, '_').replace(/^_+|_+$/g, '').toLowerCase()
+  if (!field || !/^[a-z]/.test(field)) return undefined
+  return `${field}_${REQUIRED.test(m[2]) ? 'required' : 'invalid'}`
+}
+
+/** The code of an error that carries none of its own: a field's code for a 400 naming one,
+ *  else the status's generic code. */
+export function codeFor(status: number, message: string): string {
+  if (status === 400) {
+    const field = fieldCode(message)
+    if (field) return field
+  }
+  return GENERIC_CODES[status] ?? (status >= 500 ? 'internal_error' : 'bad_request')
+}
+
 export class HttpError extends Error {
-  /** retryAfterSeconds: sent as Retry-After (a 503 the caller should simply repeat). */
-  constructor(readonly status: number, message: string, readonly retryAfterSeconds?: number) {
+  /** The stable machine-readable code sent beside the message. */
+  readonly code: string
+  /** retryAfterSeconds: sent as Retry-After (a 503 the caller should simply repeat).
+   *  code: a named code (NAMED_CODES); without it, derived from status and message. */
+  constructor(readonly status: number, message: string, readonly retryAfterSeconds?: number, code?: NamedCode) {
     super(message)
+    this.code = code ?? codeFor(status, message)
   }
 }
 
@@ -125,7 +202,7 @@ export function fromDb(
   }
   if (error.code && RETRYABLE.has(error.code)) {
     console.error('database conflict, the caller may retry', error)
-    return new HttpError(503, 'A concurrent change got in the way; nothing was saved, try again', 1)
+    return new HttpError(503, 'A concurrent change got in the way; nothing was saved, try again', 1, 'concurrent_change')
   }
   if (isUnreachable(error, httpStatus)) {
     console.error('PostgREST unreachable:', error.message ?? error)
@@ -143,7 +220,8 @@ export function fromDb(
   if (status === 403 && /row-level security|permission denied/i.test(error.message ?? '')) {
     return forbidden()
   }
-  return new HttpError(status, error.message || 'Request failed')
+  const named = isNamedCode((error as PostgrestError).hint) ? (error as PostgrestError).hint as NamedCode : undefined
+  return new HttpError(status, error.message || 'Request failed', undefined, named)
 }
 
 type Reply = { data: unknown; error: PostgrestError | null; status?: number }

@@ -1,6 +1,7 @@
 // The /api/... router: one route module per SPEC.md area, each declared with endpoint() so
 // the same zod schemas validate requests and describe them in GET /api/openapi.json.
 import { OpenAPIHono } from '@hono/zod-openapi'
+import type { Context } from 'hono'
 import { bodyLimit } from 'hono/body-limit'
 import { HTTPException } from 'hono/http-exception'
 import { corsHeaders } from '../_shared/cors.ts'
@@ -119,7 +120,7 @@ app.doc31('/openapi.json', (c) => ({
   info: {
     title: 'Journal & accountability API',
     version: '1.0.0',
-    description: 'The edge-function API (`/functions/v1/api/...`). Every error body is `{error}`. ' +
+    description: 'The edge-function API (`/functions/v1/api/...`). Every error body is `{error, code}` (ErrorCode lists the codes). ' +
       'Tables and RPCs are also served by PostgREST at `/rest/v1` with the same rules (RLS).',
   },
   servers: [{ url: functionsBaseUrl(c.req.url), description: "This project's edge functions" }],
@@ -135,35 +136,32 @@ function functionsBaseUrl(requestUrl: string): string {
   return `${project.replace(/\/+$/, '')}/functions/v1`
 }
 
-app.notFound((c) => c.json({ error: `No route for ${c.req.method} ${c.req.path}` }, 404))
+app.notFound((c) => c.json({ error: `No route for ${c.req.method} ${c.req.path}`, code: 'no_route' }, 404))
 
-app.onError((err, c) => {
-  let status = 500
-  let message = 'Internal error'
-  if (err instanceof HttpError) {
-    status = err.status
-    message = err.message
-  } else if (err instanceof HTTPException && err.status === 415) {
+/** Any error a route, a middleware or Hono throws, as the HttpError it answers. */
+function asHttpError(err: unknown, c: Context): HttpError {
+  if (err instanceof HttpError) return err
+  if (err instanceof HTTPException && err.status === 415) {
     // A body of the wrong type is refused, never read as {}. JSON sent where it is refused can
     // only mean an upload route (the others take JSON).
-    status = 400
-    message = /application\/json/i.test(c.req.header('content-type') ?? '')
-      ? 'body: this endpoint takes an upload: send multipart/form-data'
-      : 'body: send JSON with Content-Type: application/json'
-  } else if (err instanceof HTTPException) {
-    status = err.status
-    message = err.message || 'Request failed'
-  } else {
-    const lost = fromThrown(err)
-    if (lost) {
-      err = lost
-      status = lost.status
-      message = lost.message
-    } else console.error(`${c.req.method} ${c.req.path}`, err)
+    return badRequest(
+      /application\/json/i.test(c.req.header('content-type') ?? '')
+        ? 'body: this endpoint takes an upload: send multipart/form-data'
+        : 'body: send JSON with Content-Type: application/json',
+    )
   }
-  const res = c.json({ error: message }, status as 400)
+  if (err instanceof HTTPException) return new HttpError(err.status, err.message || 'Request failed')
+  const lost = fromThrown(err)
+  if (lost) return lost
+  console.error(`${c.req.method} ${c.req.path}`, err)
+  return new HttpError(500, 'Internal error')
+}
+
+app.onError((thrown, c) => {
+  const err = asHttpError(thrown, c)
+  const res = c.json({ error: err.message, code: err.code }, err.status as 400)
   for (const [k, v] of Object.entries(corsHeaders)) res.headers.set(k, v)
-  if (err instanceof HttpError && err.retryAfterSeconds) {
+  if (err.retryAfterSeconds) {
     res.headers.set('Retry-After', String(err.retryAfterSeconds))
   }
   return res

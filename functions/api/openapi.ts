@@ -17,7 +17,14 @@ import {
 } from '@hono/zod-openapi'
 import type { MiddlewareHandler } from 'hono'
 import type { CronGroup } from '../_shared/cron.ts'
-import { badRequest } from '../_shared/errors.ts'
+import {
+  badRequest,
+  codeFor,
+  FIELD_CODE_PATTERN,
+  GENERIC_CODES,
+  NAMED_CODES,
+  type NamedCode,
+} from '../_shared/errors.ts'
 import { describeZodError } from '../_shared/validation.ts'
 import {
   adminOrCron,
@@ -40,9 +47,28 @@ export type Credential =
   | { adminOrCron: CronGroup } // a super admin's bearer token, or x-cron-secret
   | { signature: 'stripe' | 'svix' } // a provider-signed webhook; the handler verifies it
 
-export const ErrorBody = z.object({ error: z.string() }).openapi('Error', {
-  description:
-    'Every error body (SPEC Errors 1): a message for people, naming the field when the input was wrong.',
+/** Every code an {error} may carry: the generic and named ones, or a field's. */
+export const DOCUMENTED_CODES = [...new Set(Object.values(GENERIC_CODES)), ...Object.keys(NAMED_CODES)]
+
+const codeList = (codes: Record<string, string>) =>
+  Object.entries(codes).map(([code, means]) => `- \`${code}\`: ${means}`).join('\n')
+
+export const ErrorCode = z.union([
+  z.enum(DOCUMENTED_CODES as [string, ...string[]]),
+  z.string().regex(new RegExp(FIELD_CODE_PATTERN)),
+]).openapi('ErrorCode', {
+  description: 'A stable machine-readable code: branch and localize on it (the message may change). ' +
+    'A 400 naming a field is `<field>_required` (missing or empty) or `<field>_invalid` (anything else), ' +
+    'the field\'s path in snake case (`preferences.theme` → `preferences_theme_invalid`, list indexes ' +
+    'left out). Named codes (their usual status):\n' +
+    codeList(Object.fromEntries(Object.entries(NAMED_CODES).map(([k, v]) => [k, `${v.status}: ${v.means}`]))) +
+    '\n\nOtherwise, by status:\n' +
+    codeList(Object.fromEntries(Object.entries(GENERIC_CODES).map(([status, code]) => [code, status]))),
+})
+
+export const ErrorBody = z.object({ error: z.string(), code: ErrorCode }).openapi('Error', {
+  description: 'Every error body (SPEC Errors 1): a message for people, naming the field when the input ' +
+    'was wrong, and its `code` for programs (see ErrorCode).',
 })
 export const Message = z.object({ message: z.string() }).openapi('Message')
 /**
@@ -92,6 +118,35 @@ const ERROR_EXAMPLE: Record<number, string> = {
   504: 'The AI provider did not answer in time',
 }
 
+/**
+ * The named codes a route may answer beyond those its credential and request imply, by
+ * "METHOD /path" (one table, so the routes stay as they are; a test checks each is a route).
+ */
+export const ROUTE_CODES: Record<string, NamedCode[]> = {
+  'POST /encouragement-drops/send': ['daily_allowance_exhausted', 'custom_drop_limit_reached'],
+  'POST /workout-window/checkin': ['already_checked_in'],
+  'DELETE /user/account': ['reauthentication_needed', 'ownership_transfer_needed'],
+  'DELETE /admin/users/{id}': ['ownership_transfer_needed'],
+  'POST /journal': ['team_id_required', 'org_id_required'],
+  'PUT /journal/{id}': ['team_id_required', 'org_id_required'],
+  'POST /notebooks': ['team_id_required', 'org_id_required'],
+  'PUT /notebooks/{id}': ['team_id_required', 'org_id_required'],
+  'POST /tone-packs/{id}/purchase': ['insufficient_drops'],
+}
+
+/** The codes one error status of a route may carry, for that reply's description. */
+function codesOf(status: number, d: EndpointDef<Method, string, any, any, any>): string[] {
+  const named = (ROUTE_CODES[`${d.method.toUpperCase()} ${d.path}`] ?? [])
+    .filter((code) => NAMED_CODES[code].status === status)
+  const implied: string[] = []
+  if (status === 401 && (d.auth === 'bearer' || d.auth === 'superAdmin')) {
+    implied.push('impersonation_session_ended', 'account_deleted')
+  }
+  if (status === 503) implied.push('concurrent_change')
+  const fields = status === 400 ? ['<field>_required', '<field>_invalid'] : []
+  return [...fields, ...named, ...implied, GENERIC_CODES[status] ?? 'internal_error']
+}
+
 /** Reply headers documented on a status, every route alike. */
 const RETRY_AFTER = {
   'Retry-After': {
@@ -138,7 +193,7 @@ export interface EndpointDef<
    *  it is not counted against the write rate limit. */
   notAWrite?: string
   /** An error status whose body is {error} and more (a readiness check's 503 keeps its report). */
-  otherReplies?: Record<number, { description: string; schema: z.ZodType; example: { error: string } }>
+  otherReplies?: Record<number, { description: string; schema: z.ZodType; example: { error: string; code: string } }>
   /** The route honours an Idempotency-Key header (its rules, for the parameter's description). */
   idempotencyKey?: string
 }
@@ -241,13 +296,14 @@ export function endpoint<
     },
   }
   for (const code of errorStatuses(d)) {
+    const example = ERROR_EXAMPLE[code] ?? ERROR_TEXT[code] ?? 'Error'
     responses[code] = {
-      description: ERROR_TEXT[code] ?? 'Error',
+      description: `${ERROR_TEXT[code] ?? 'Error'}. Codes: ${codesOf(code, d).map((c) => `\`${c}\``).join(', ')}`,
       ...(ERROR_HEADERS[code] ? { headers: ERROR_HEADERS[code] } : {}),
       content: {
         'application/json': {
           schema: ErrorBody,
-          example: { error: ERROR_EXAMPLE[code] ?? ERROR_TEXT[code] ?? 'Error' },
+          example: { error: example, code: code === 402 ? 'insufficient_drops' : codeFor(code, example) },
         },
       },
     }

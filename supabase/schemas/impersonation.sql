@@ -214,7 +214,8 @@ begin
   end if;
   if private.impersonation_session_ended(ctx.session_id) then
     raise exception 'The impersonation session has ended'
-      using errcode = 'PT401', hint = 'It was stopped or it expired; a super admin may start a new session.';
+      using errcode = 'PT401', hint = 'impersonation_session_ended',
+            detail = 'It was stopped or it expired; a super admin may start a new session.';
   end if;
   if tg_op = 'DELETE' then
     r := to_jsonb(old);
@@ -331,7 +332,8 @@ as $$
 begin
   if not private.impersonation_live() then
     raise exception 'The impersonation session has ended'
-      using errcode = 'PT401', hint = 'It was stopped or it expired; a super admin may start a new session.';
+      using errcode = 'PT401', hint = 'impersonation_session_ended',
+            detail = 'It was stopped or it expired; a super admin may start a new session.';
   end if;
 end
 $$;
@@ -365,7 +367,8 @@ begin
   end if;
   if private.impersonation_session_ended(ctx.session_id) then
     raise exception 'The impersonation session has ended'
-      using errcode = 'PT401', hint = 'It was stopped or it expired; a super admin may start a new session.';
+      using errcode = 'PT401', hint = 'impersonation_session_ended',
+            detail = 'It was stopped or it expired; a super admin may start a new session.';
   end if;
   if verb not in ('GET', 'HEAD', 'OPTIONS') then
     insert into public.impersonation_writes (session_id, admin_id, target_id, kind, operation, actor_role, detail)

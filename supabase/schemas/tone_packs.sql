@@ -743,7 +743,8 @@ begin
       using errcode = 'PT409';
   end if;
   if balance < pack.price_drops then
-    raise exception 'insufficient drops: balance %, price %', balance, pack.price_drops using errcode = 'PT402';
+    raise exception 'insufficient drops: balance %, price %', balance, pack.price_drops
+      using errcode = 'PT402', hint = 'insufficient_drops';
   end if;
 
   if pack.price_drops > 0 then

@@ -8,7 +8,7 @@ import { musicConfig } from '../../_shared/music.ts'
 import { stripeClient } from '../../_shared/payments.ts'
 import { webPushConfigured } from '../../_shared/web_push.ts'
 import { superAdminEvenIfDegraded } from '../credentials.ts'
-import { endpoint, routeModule } from '../openapi.ts'
+import { endpoint, ErrorBody, routeModule } from '../openapi.ts'
 
 const startedAt = Date.now()
 
@@ -129,7 +129,7 @@ const OpsStatus = {
 
 const FullHealth = Health.extend(OpsStatus).openapi('Health')
 
-const DegradedHealth = z.object({ error: z.string(), ...FullHealth.shape }).openapi('DegradedHealth')
+const DegradedHealth = z.object({ ...ErrorBody.shape, ...FullHealth.shape }).openapi('DegradedHealth')
 
 export const adminRoutes = routeModule()
   .openapi(
@@ -144,7 +144,7 @@ export const adminRoutes = routeModule()
         503: {
           description: 'Degraded: {error} with the same report, so a check reading the status code sees the outage',
           schema: DegradedHealth,
-          example: { error: 'The database is unavailable; try again shortly' },
+          example: { error: 'The database is unavailable; try again shortly', code: 'unavailable' },
         },
       },
       summary: 'Production health (super admin)',
@@ -199,6 +199,6 @@ export const adminRoutes = routeModule()
         providers: providersConfigured(),
       } as z.infer<typeof FullHealth>
       if (report.status === 'ok') return c.json(body)
-      return c.json({ error: 'The database is unavailable; try again shortly', ...body }, 503, { 'Retry-After': '5' })
+      return c.json({ error: 'The database is unavailable; try again shortly', code: 'unavailable', ...body }, 503, { 'Retry-After': '5' })
     },
   )

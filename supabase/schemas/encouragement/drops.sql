@@ -73,10 +73,11 @@ begin
     select * into daily from public.encouragement_daily_drops d where d.user_id = sender and d.day = today;
     if daily.drops_used >= daily.daily_allowance + daily.bonus_earned then
       raise exception 'No encouragement drops left today: all % used (allowance % + bonus %); more tomorrow (UTC)',
-        daily.drops_used, daily.daily_allowance, daily.bonus_earned using errcode = 'PT429';
+        daily.drops_used, daily.daily_allowance, daily.bonus_earned
+        using errcode = 'PT429', hint = 'daily_allowance_exhausted';
     end if;
     raise exception 'Custom drop limit reached: % custom drops per day; send a template instead', cfg.max_custom_per_day
-      using errcode = 'PT429';
+      using errcode = 'PT429', hint = 'custom_drop_limit_reached';
   end if;
 
   insert into public.encouragement_sent_drops (sender_id, recipient_id, drop_type, template_id, content, entry_id, is_custom)

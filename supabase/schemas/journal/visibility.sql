@@ -76,10 +76,10 @@ begin
     raise exception 'content_visibility: must be one of user, team, org, public' using errcode = '23514';
   end if;
   if check_levels.team_id is null and 'team' in (check_levels.metadata_visibility, check_levels.content_visibility) then
-    raise exception 'team_id: required when a visibility is team' using errcode = '23514';
+    raise exception 'team_id: required when a visibility is team' using errcode = '23514', hint = 'team_id_required';
   end if;
   if check_levels.org_id is null and 'org' in (check_levels.metadata_visibility, check_levels.content_visibility) then
-    raise exception 'org_id: required when a visibility is org' using errcode = '23514';
+    raise exception 'org_id: required when a visibility is org' using errcode = '23514', hint = 'org_id_required';
   end if;
 end
 $$;

@@ -82,7 +82,8 @@ as $$
 begin
   if exists (select 1 from private.account_deletions d where d.user_id = refuse_deleted_account.user_id) then
     raise exception 'This account has been deleted'
-      using errcode = 'PT401', hint = 'Its data is being removed; sign up again to start over.';
+      using errcode = 'PT401', hint = 'account_deleted',
+            detail = 'Its data is being removed; sign up again to start over.';
   end if;
 end
 $$;
@@ -216,7 +217,7 @@ begin
                                 case when (b ->> 'other_members')::integer = 1 then '' else 's' end), '; ')
          from jsonb_array_elements(blockers) b)
       using errcode = 'PT409', detail = blockers::text,
-            hint = 'POST /api/organizations/{id}/transfer-ownership to another member, or remove the members.';
+            hint = 'ownership_transfer_needed';
   end if;
 end
 $$;
@@ -372,7 +373,7 @@ begin
   end if;
   if not private.signed_in_recently() then
     raise exception 'Sign in again to delete the account: it needs a sign-in from the last 10 minutes'
-      using errcode = 'PT401';
+      using errcode = 'PT401', hint = 'reauthentication_needed';
   end if;
   return private.request_account_deletion((select auth.uid()), 'self');
 end

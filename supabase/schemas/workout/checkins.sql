@@ -407,14 +407,14 @@ begin
   select * into latest from public.workout_checkins k where k.user_id = checkin_user order by k.date desc limit 1;
   if found then
     if latest.date = d then
-      raise exception 'already checked in for %', d using errcode = '23505';
+      raise exception 'already checked in for %', d using errcode = '23505', hint = 'already_checked_in';
     elsif latest.date > d then
       raise exception 'already checked in for % (% in %): a time-zone change applies to check-ins from the next local day',
-        latest.date, d, w.timezone using errcode = '23505';
+        latest.date, d, w.timezone using errcode = '23505', hint = 'already_checked_in';
     elsif at < (latest.date + 1)::timestamp at time zone latest.timezone then
       raise exception 'already checked in for % in %, whose day lasts until % UTC: a time-zone change applies to check-ins from the next local day',
         latest.date, latest.timezone, to_char(((latest.date + 1)::timestamp at time zone latest.timezone) at time zone 'UTC', 'YYYY-MM-DD HH24:MI')
-        using errcode = '23505';
+        using errcode = '23505', hint = 'already_checked_in';
     end if;
   end if;
 
@@ -490,7 +490,7 @@ begin
       case when auto_status is null then reason end, continued, streak, chips, at, w.timezone)
     returning k.* into row;
   exception when unique_violation then
-    raise exception 'already checked in for %', d using errcode = '23505';
+    raise exception 'already checked in for %', d using errcode = '23505', hint = 'already_checked_in';
   end;
 
   if c.after_user_id is not null then
