@@ -6,9 +6,10 @@ values ('avatars', 'avatars', true, 2 * 1024 * 1024, array['image/png', 'image/j
 on conflict (id) do update set public = excluded.public, file_size_limit = excluded.file_size_limit,
   allowed_mime_types = excluded.allowed_mime_types;
 
-create policy "avatars bucket: users read their own folder" on storage.objects
+drop policy "tone-packs bucket: users read their own folder" on storage.objects;
+create policy "own folder: users read theirs in avatars and tone-packs" on storage.objects
   for select to authenticated
-  using (bucket_id = 'avatars' and (storage.foldername(name))[1] = (select auth.uid())::text);
+  using (bucket_id in ('avatars', 'tone-packs') and (storage.foldername(name))[1] = (select auth.uid())::text);
 
 create policy "avatars bucket: users upload to their own folder" on storage.objects
   for insert to authenticated

@@ -8,9 +8,12 @@
 -- removes only objects under their own folder, `<user id>/...`, directly with supabase-js
 -- (upsert needs select and update besides insert; remove needs select and delete).
 
-create policy "avatars bucket: users read their own folder" on storage.objects
+-- One select policy for every bucket whose objects users read by folder (the schema lint allows
+-- one permissive policy per table, role and action): avatars, and tone-packs (tone_packs.sql),
+-- whose objects only the api writes.
+create policy "own folder: users read theirs in avatars and tone-packs" on storage.objects
   for select to authenticated
-  using (bucket_id = 'avatars' and (storage.foldername(name))[1] = (select auth.uid())::text);
+  using (bucket_id in ('avatars', 'tone-packs') and (storage.foldername(name))[1] = (select auth.uid())::text);
 
 create policy "avatars bucket: users upload to their own folder" on storage.objects
   for insert to authenticated
