@@ -1630,7 +1630,7 @@ isOneToOne: false
             }[]
                            },
 "encouragement_leaderboard":
-{ Args: { "max_rows"?: number }; Returns: {
+{ Args: { "max_rows"?: number,"org_id"?: string }; Returns: {
               "avatar_url": string,"bonus_earned": number,"color": string,"emoji": string,"engagement_increases": number,"full_name": string,"level": number,"name": string,"rank": number,"success_rate": number,"total_sent": number,"user_id": string
             }[]
                            },

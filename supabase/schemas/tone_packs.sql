@@ -453,9 +453,8 @@ comment on function public.delete_tone_pack(uuid) is
   'Owner only: removes a pack nobody bought (returns the storage objects to delete), or retires one someone bought (kept for its buyers).';
 grant execute on function delete_tone_pack(uuid) to authenticated, service_role;
 
-create policy "tone-packs bucket: users read their own folder" on storage.objects
-  for select to authenticated
-  using (bucket_id = 'tone-packs' and (storage.foldername(name))[1] = (select auth.uid())::text);
+-- Users read their own folder of the bucket: the policy "own folder: users read theirs in avatars
+-- and tone-packs" (avatars.sql), one select policy for both.
 
 -- Sets the image of one tone (owner). A tone the pack did not have reaches every buyer, and the replaced object is
 -- returned for deletion only when no buyer holds it. The pack row is locked, so a purchase

@@ -362,8 +362,11 @@ comment on function public.encouragement_badges_of(uuid[]) is
   'Badges of up to 100 users with their display name, avatar and badge definition (signed-in users).';
 grant execute on function encouragement_badges_of(uuid[]) to authenticated, service_role;
 
--- Top encouragers: engagement increases, then success rate; ties by user id.
-create or replace function private.encouragement_leaderboard(max_rows integer)
+-- Top encouragers: engagement increases, then success rate; ties by user id. With org_id, only
+-- that organization's members, and only for its members (anyone else: 42501, the same for an
+-- organization that does not exist, so the answer names no organization). Two queries, so the
+-- whole-platform board keeps its plan on the encouragement_badges_leaderboard index.
+create or replace function private.encouragement_leaderboard(max_rows integer, org_id uuid)
 returns table (
   rank bigint, user_id uuid, full_name text, avatar_url text, level integer, name text, emoji text, color text,
   engagement_increases integer, success_rate numeric, total_sent integer, bonus_earned integer
@@ -378,11 +381,29 @@ begin
   if max_rows is null or max_rows not between 1 and 100 then
     raise exception 'limit: must be between 1 and 100' using errcode = '22023';
   end if;
+  if encouragement_leaderboard.org_id is null then
+    return query
+    select row_number() over (order by b.engagement_increases desc, b.success_rate desc, b.user_id),
+           b.user_id, p.full_name, p.avatar_url, b.level, d.name, d.emoji, d.color,
+           b.engagement_increases, b.success_rate, b.total_sent, b.bonus_earned
+      from (select * from public.encouragement_badges x
+             order by x.engagement_increases desc, x.success_rate desc, x.user_id
+             limit max_rows) b
+      join public.profiles p on p.id = b.user_id
+      join public.encouragement_badge_definitions d on d.level = b.level
+     order by b.engagement_increases desc, b.success_rate desc, b.user_id;
+    return;
+  end if;
+  if not private.is_trusted_caller() and not private.is_org_member(encouragement_leaderboard.org_id) then
+    raise exception 'org_id: only members of an organization see its leaderboard' using errcode = '42501';
+  end if;
   return query
   select row_number() over (order by b.engagement_increases desc, b.success_rate desc, b.user_id),
          b.user_id, p.full_name, p.avatar_url, b.level, d.name, d.emoji, d.color,
          b.engagement_increases, b.success_rate, b.total_sent, b.bonus_earned
-    from (select * from public.encouragement_badges x
+    from (select x.* from public.encouragement_badges x
+            join public.organization_members m on m.user_id = x.user_id
+           where m.org_id = encouragement_leaderboard.org_id
            order by x.engagement_increases desc, x.success_rate desc, x.user_id
            limit max_rows) b
     join public.profiles p on p.id = b.user_id
@@ -390,16 +411,16 @@ begin
    order by b.engagement_increases desc, b.success_rate desc, b.user_id;
 end
 $$;
-grant execute on function private.encouragement_leaderboard(integer) to authenticated, service_role;
+grant execute on function private.encouragement_leaderboard(integer, uuid) to authenticated, service_role;
 
-create or replace function public.encouragement_leaderboard(max_rows integer default 50)
+create or replace function public.encouragement_leaderboard(max_rows integer default 50, org_id uuid default null)
 returns table (
   rank bigint, user_id uuid, full_name text, avatar_url text, level integer, name text, emoji text, color text,
   engagement_increases integer, success_rate numeric, total_sent integer, bonus_earned integer
 )
 language sql stable
 set search_path = ''
-as $$ select * from private.encouragement_leaderboard(max_rows) $$;
-comment on function public.encouragement_leaderboard(integer) is
-  'Top encouragers: engagement increases, then success rate, both descending; ties by user id. 1..100 rows (default 50).';
-grant execute on function encouragement_leaderboard(integer) to authenticated, service_role;
+as $$ select * from private.encouragement_leaderboard(max_rows, org_id) $$;
+comment on function public.encouragement_leaderboard(integer, uuid) is
+  'Top encouragers: engagement increases, then success rate, both descending; ties by user id. 1..100 rows (default 50). With org_id: that organization''s members, for its members only (else 42501).';
+grant execute on function encouragement_leaderboard(integer, uuid) to authenticated, service_role;

@@ -61,7 +61,8 @@ grant execute on function public.export_journal_entries(timestamptz, uuid, integ
 -- The caller's rows of the admin-only audit tables: the impersonation sessions of the caller
 -- (start, expiry, stop, reason and what was done in each; not which admin), the caller's role
 -- changes, replication removals and kit waitlist sign-ups; and the tone packs the caller made
--- and retired (a pack someone bought is retired, not deleted, and only its buyers see it).
+-- and retired (a pack someone bought is retired, not deleted, and only its buyers see it); and
+-- the names of the caller's avatar objects (storage.objects is not served by PostgREST).
 create or replace function private.export_own_hidden_rows() returns jsonb
 language plpgsql stable security definer
 set search_path = ''
@@ -117,12 +118,17 @@ begin
                                                                      'updated_at', i.updated_at) order by i.tone)
                                      from public.tone_pack_images i where i.pack_id = p.id), '[]'::jsonb))
              order by p.created_at, p.id)
-        from public.tone_packs p where p.owner_id = me and p.retired_at is not null), '[]'::jsonb)
+        from public.tone_packs p where p.owner_id = me and p.retired_at is not null), '[]'::jsonb),
+    -- The caller's avatars: the bucket is written by clients directly, so no table names them.
+    'avatar_objects', coalesce((
+      select jsonb_agg(o.name order by o.name)
+        from storage.objects o
+       where o.bucket_id = 'avatars' and o.name like me::text || '/%'), '[]'::jsonb)
   );
 end
 $$;
 comment on function private.export_own_hidden_rows() is
-  'For the export: the caller''s own rows RLS hides from them (impersonation sessions of the caller, role changes, replication removals, kit waitlist, retired packs they made).';
+  'For the export: the caller''s own rows RLS hides from them (impersonation sessions of the caller, role changes, replication removals, kit waitlist, retired packs they made) and their avatar objects.';
 grant execute on function private.export_own_hidden_rows() to authenticated;
 
 create or replace function public.export_own_hidden_rows() returns jsonb

@@ -2,7 +2,7 @@
 // consecutive days), the milestones reached, the ladder itself and the leaderboard of
 // encouragers. One SQL function recalculates a badge.
 import { z } from '@hono/zod-openapi'
-import type { Db } from '../../../_shared/db.ts'
+import { type Db, givenArgs } from '../../../_shared/db.ts'
 import { notFound, unwrap } from '../../../_shared/errors.ts'
 import { idParams, uuid } from '../../../_shared/validation.ts'
 import { endpoint, routeModule } from '../../openapi.ts'
@@ -153,13 +153,22 @@ export const badgeRoutes = routeModule()
       path: '/encouragement-drops/leaderboard',
       tag,
       auth: 'bearer',
-      query: z.object({ limit: z.coerce.number().int().min(1).max(100).default(50) }).strict(),
+      query: z.object({
+        limit: z.coerce.number().int().min(1).max(100).default(50),
+        org_id: uuid().optional().openapi({
+          description: "Only this organization's members; the caller must be one (else 403)",
+        }),
+      }).strict(),
+      errors: [403],
       summary: 'Top encouragers: engagement increases, then success rate (both descending; ties by user id)',
+      description: 'The whole platform, or with org_id one organization the caller belongs to ' +
+        '(PostgREST: rpc("encouragement_leaderboard", {max_rows, org_id})).',
       response: z.object({ leaderboard: z.array(LeaderboardRow) }),
     }),
     async (c) => {
+      const { limit, org_id } = c.req.valid('query')
       const rows = unwrap(
-        await c.var.db.rpc('encouragement_leaderboard', { max_rows: c.req.valid('query').limit }),
+        await c.var.db.rpc('encouragement_leaderboard', givenArgs({ max_rows: limit, org_id })),
       ) as z.infer<typeof LeaderboardRow>[]
       return c.json({ leaderboard: rows.map((r) => ({ ...r, success_rate: Number(r.success_rate) })) })
     },

@@ -67,7 +67,10 @@ export const accountRoutes = routeModule()
         'The account stops working at once. Its Stripe subscription is cancelled and the customer deleted, the ' +
         "music provider's tokens revoked where it can, every file it owns removed, then the account and its " +
         'rows. 409 names the organizations it owns that have other members: transfer them first. 403 inside an ' +
-        'impersonation session. A second call answers how the first stands.',
+        'impersonation session. The account\'s tokens stop working with the first call, so a second call with ' +
+        'the same session is 401; its sessions are ended server-side, but the client must still sign out ' +
+        'itself (supabase-js: `auth.signOut()`) to drop the tokens it holds. Support reads how a deletion ' +
+        'stands at GET /admin/users/{id}/deletion.',
     }),
     async (c) => {
       c.req.valid('json')

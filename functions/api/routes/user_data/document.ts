@@ -362,6 +362,11 @@ export async function* exportDocument(
     async () => (await read.hidden()).impersonation_sessions,
   )
   yield* write('role_changes', async () => (await read.hidden()).role_changes)
+  yield* write(
+    'avatars',
+    async () =>
+      ((await read.hidden()).avatar_objects as string[]).map((name) => addMedia('avatars', name, 'avatar')),
+  )
   // Every media path above is known once the sections are written.
   yield* write('media', () => Promise.resolve(media))
   yield '\n}\n'

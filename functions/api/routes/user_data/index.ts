@@ -28,6 +28,7 @@ const README = (media: Media[], missing: Set<string>) => {
     entry_background: 'the generated background of a journal entry (export.json: entries[].background_path)',
     checkin_photo: 'the photo of a workout check-in (export.json: workout.checkins[].photo_path)',
     pack_image: 'an image of a tone pack you made (export.json: tone_packs.owned[].images[].path)',
+    avatar: 'an avatar image you uploaded (export.json: avatars)',
   }
   const lines = [
     'Your data, exported from the journal app',
@@ -113,6 +114,12 @@ function zipStream(db: Db, me: { id: string; email: string | null }) {
 
 const tag = 'Profile'
 
+// The archive is sent as application/octet-stream, not application/zip: supabase-js's
+// functions.invoke reads only application/octet-stream and application/pdf as a Blob and
+// anything else it does not know as text, which corrupts a ZIP. Content-Disposition names
+// the file (.zip), which is what browsers and download tools go by.
+const ZIP_TYPE = 'application/octet-stream'
+
 export const userDataRoutes = routeModule()
   .openapi(
     (() => {
@@ -131,15 +138,16 @@ export const userDataRoutes = routeModule()
         summary: 'Everything the app holds about the caller, as a ZIP or as JSON',
         description:
           'Streamed as it is produced. The ZIP holds export.json (this document), the media files the ' +
-          'caller owns (entry backgrounds, check-in photos, pack images) under media/, and README.txt. Another ' +
+          'caller owns (entry backgrounds, check-in photos, pack images, avatars) under media/, and README.txt. Another ' +
           "user's rows never appear, even where the caller may read them (a teammate's shared entry). " +
           "403 inside an impersonation session: the export is the user's own copy.",
         response: ExportDocument,
-        responseDescription: 'application/zip by default; with format=json the document alone',
+        responseDescription: 'The ZIP by default (application/octet-stream, Content-Disposition: attachment; ' +
+          'filename="export-<date>.zip"); with format=json the document alone',
       })
       const ok = route.responses[200] as { content: Record<string, unknown> }
       ok.content = {
-        'application/zip': { schema: { type: 'string', format: 'binary' } },
+        [ZIP_TYPE]: { schema: { type: 'string', format: 'binary', contentMediaType: 'application/zip' } },
         ...ok.content,
       }
       return route
@@ -165,7 +173,7 @@ export const userDataRoutes = routeModule()
       }
       return new Response(zipStream(c.var.db, me), {
         headers: {
-          'content-type': 'application/zip',
+          'content-type': ZIP_TYPE,
           'content-disposition': `attachment; filename="export-${day}.zip"`,
           'cache-control': 'no-store',
         },

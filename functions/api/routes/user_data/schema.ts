@@ -358,7 +358,7 @@ export const MediaFile = z.object({
   path: s.describe('Path inside the ZIP'),
   bucket: s,
   object: s,
-  kind: z.enum(['entry_background', 'checkin_photo', 'pack_image']),
+  kind: z.enum(['entry_background', 'checkin_photo', 'pack_image', 'avatar']),
 })
 
 export const ExportDocument = z.object({
@@ -436,6 +436,9 @@ export const ExportDocument = z.object({
   ),
   role_changes: z.array(
     z.object({ old_role: s, new_role: s, changed_via: s, created_at: s }),
+  ),
+  avatars: z.array(s).describe(
+    "Paths inside the ZIP of the caller's images in the avatars bucket (profile.avatar_url may point to one)",
   ),
   media: z.array(MediaFile).describe(
     'The files of the ZIP form under media/, in archive order',
