@@ -73,17 +73,47 @@ comment on function private.sees_whole_entry(uuid) is
   'True for the entry''s owner and for super admins (rule 6); read only for entries without a text row.';
 grant execute on function private.sees_whole_entry(uuid) to anon, authenticated, service_role;
 
+-- The author of an entry as its readers see them: name and avatar only. A definer-rights view
+-- in private (not exposed: PostgREST serves public only), read solely by joins on an entry's
+-- user_id in journal_entry_details and journal_feed, after RLS admitted the entry: so the
+-- author shows exactly where the entry's metadata does, in the same indexed read (a join on
+-- the profiles' primary key, no lookup per row). profiles' own policies stay owner-only.
+-- "Deleted user" while a deletion is under way (Auth's soft delete: the rows step follows);
+-- the rows step deletes the entries with the profile. The same words as
+-- private.deleted_user_name() (user_data/account.sql, defined after this file).
+create or replace view private.entry_authors as
+select p.id,
+       case when u.deleted_at is null then p.full_name else 'Deleted user' end as full_name,
+       case when u.deleted_at is null then p.avatar_url end as avatar_url
+  from public.profiles p
+  left join auth.users u on u.id = p.id and u.deleted_at is not null;
+comment on view private.entry_authors is
+  'Name and avatar of an entry''s author (Deleted user once their account is being deleted); joined only on rows RLS admitted.';
+revoke all on private.entry_authors from public, anon, authenticated;
+grant select on private.entry_authors to anon, authenticated, service_role;
+
+-- What applies to an entry's text (effective_content_visibility): its effective content level,
+-- never wider than the effective metadata level, since the content policy admits a reader only
+-- where both admit them (user < team < org < public). Written out, not a function: a SQL
+-- function with its search_path set is not inlined, and the feed computes it for every row.
 create or replace view public.journal_entry_details with (security_invoker = true) as
 select e.id, e.user_id, e.notebook_id, e.title,
        case when c.entry_id is null and private.sees_whole_entry(e.user_id) then '' else c.content end as content,
        c.entry_id is null and not private.sees_whole_entry(e.user_id) as content_hidden,
        e.mood, e.tags, e.metadata_visibility, e.content_visibility, e.team_id, e.org_id,
        e.music_track_id, e.created_at, e.updated_at,
-       e.background_url, private.tone_icon_url(e.mood) as tone_icon_url, private.entry_track(e.music_track_id) as track
+       e.background_url, private.tone_icon_url(e.mood) as tone_icon_url, private.entry_track(e.music_track_id) as track,
+       case when a.id is null then 'Deleted user' else a.full_name end as author_name, a.avatar_url as author_avatar_url,
+       e.meta_scope as effective_metadata_visibility,
+       case when array_position('{user,team,org,public}'::text[], e.content_scope)
+                 > array_position('{user,team,org,public}'::text[], e.meta_scope)
+            then e.meta_scope else e.content_scope end as effective_content_visibility
   from public.journal_entries e
-  left join public.journal_entry_contents c on c.entry_id = e.id;
+  left join public.journal_entry_contents c on c.entry_id = e.id
+  left join private.entry_authors a on a.id = e.user_id;
 comment on view public.journal_entry_details is
-  'Entries as a viewer sees them: content is null and content_hidden true where the content policy refuses.';
+  'Entries as a viewer sees them: content is null and content_hidden true where the content policy refuses; '
+  'the author''s name and avatar; the levels that apply (an entry at user inherits its notebook''s).';
 revoke all on public.journal_entry_details from anon, authenticated;
 grant select on public.journal_entry_details to anon, authenticated;
 

@@ -136,10 +136,14 @@ begin
     return query
       select p.id, p.user_id, p.notebook_id, p.title, coalesce(c.content, ''), false, p.mood, p.tags,
              p.metadata_visibility, p.content_visibility, p.team_id, p.org_id, p.music_track_id,
-             p.created_at, p.updated_at, p.background_url, icons ->> p.mood, private.entry_track(p.music_track_id)
+             p.created_at, p.updated_at, p.background_url, icons ->> p.mood, private.entry_track(p.music_track_id),
+             case when a.id is null then 'Deleted user' else a.full_name end, a.avatar_url, p.meta_scope,
+             case when array_position('{user,team,org,public}'::text[], p.content_scope)
+                       > array_position('{user,team,org,public}'::text[], p.meta_scope)
+                  then p.meta_scope else p.content_scope end
         from (
           select e.id, e.user_id, e.notebook_id, e.title, e.mood, e.tags, e.metadata_visibility,
-                 e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at
+                 e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at, e.meta_scope, e.content_scope
             from public.journal_entries e
            where e.user_id = me
              and (journal_feed.team_id is null or (e.meta_scope = 'team' and e.meta_scope_id = journal_feed.team_id))
@@ -153,6 +157,7 @@ begin
            order by e.created_at desc, e.id desc
            limit n) p
         left join public.journal_entry_contents c on c.entry_id = p.id
+        left join private.entry_authors a on a.id = p.user_id
        order by p.created_at desc, p.id desc;
   elsif me is null then
     -- Anonymous callers: public entries (rule 3, public is anyone), as journal_entry_details
@@ -160,10 +165,14 @@ begin
     return query
       select p.id, p.user_id, p.notebook_id, p.title, c.content, c.entry_id is null, p.mood, p.tags,
              p.metadata_visibility, p.content_visibility, p.team_id, p.org_id, p.music_track_id,
-             p.created_at, p.updated_at, p.background_url, null::text, private.entry_track(p.music_track_id)
+             p.created_at, p.updated_at, p.background_url, null::text, private.entry_track(p.music_track_id),
+             case when a.id is null then 'Deleted user' else a.full_name end, a.avatar_url, p.meta_scope,
+             case when array_position('{user,team,org,public}'::text[], p.content_scope)
+                       > array_position('{user,team,org,public}'::text[], p.meta_scope)
+                  then p.meta_scope else p.content_scope end
         from (
           select e.id, e.user_id, e.notebook_id, e.title, e.mood, e.tags, e.metadata_visibility,
-                 e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at
+                 e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at, e.meta_scope, e.content_scope
             from public.journal_entries e
            where e.meta_scope = 'public' and journal_feed.team_id is null and journal_feed.org_id is null
              and (journal_feed.notebook_id is null or e.notebook_id = journal_feed.notebook_id)
@@ -175,6 +184,7 @@ begin
            order by e.created_at desc, e.id desc
            limit n) p
         left join public.journal_entry_contents c on c.entry_id = p.id
+        left join private.entry_authors a on a.id = p.user_id
        order by p.created_at desc, p.id desc;
   elsif private.is_super_admin() then
     -- Super admins may see every entry (rule 6). Planned on each call with the request's
@@ -183,10 +193,14 @@ begin
     return query execute $feed$
       select p.id, p.user_id, p.notebook_id, p.title, coalesce(c.content, ''), false, p.mood, p.tags,
              p.metadata_visibility, p.content_visibility, p.team_id, p.org_id, p.music_track_id,
-             p.created_at, p.updated_at, p.background_url, $10 ->> p.mood, private.entry_track(p.music_track_id)
+             p.created_at, p.updated_at, p.background_url, $10 ->> p.mood, private.entry_track(p.music_track_id),
+             case when a.id is null then 'Deleted user' else a.full_name end, a.avatar_url, p.meta_scope,
+             case when array_position('{user,team,org,public}'::text[], p.content_scope)
+                       > array_position('{user,team,org,public}'::text[], p.meta_scope)
+                  then p.meta_scope else p.content_scope end
         from (
           select e.id, e.user_id, e.notebook_id, e.title, e.mood, e.tags, e.metadata_visibility,
-                 e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at
+                 e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at, e.meta_scope, e.content_scope
             from public.journal_entries e
            where ($1 is null or (e.meta_scope = 'team' and e.meta_scope_id = $1))
              and ($2 is null or (e.meta_scope = 'org' and e.meta_scope_id = $2))
@@ -199,6 +213,7 @@ begin
            order by e.created_at desc, e.id desc
            limit $9) p
         left join public.journal_entry_contents c on c.entry_id = p.id
+        left join private.entry_authors a on a.id = p.user_id
        order by p.created_at desc, p.id desc
     $feed$ using journal_feed.team_id, journal_feed.org_id, journal_feed.notebook_id, journal_feed.mood,
                  journal_feed.tag, pattern, cursor_at, cursor_id, n, icons;
@@ -210,9 +225,14 @@ begin
       select e.id, e.user_id, e.notebook_id, e.title, case when c.entry_id is null and e.user_id = me then '' else c.content end,
              c.entry_id is null and e.user_id is distinct from me, e.mood, e.tags,
              e.metadata_visibility, e.content_visibility, e.team_id, e.org_id, e.music_track_id,
-             e.created_at, e.updated_at, e.background_url, icons ->> e.mood, private.entry_track(e.music_track_id)
+             e.created_at, e.updated_at, e.background_url, icons ->> e.mood, private.entry_track(e.music_track_id),
+             case when a.id is null then 'Deleted user' else a.full_name end, a.avatar_url, e.meta_scope,
+             case when array_position('{user,team,org,public}'::text[], e.content_scope)
+                       > array_position('{user,team,org,public}'::text[], e.meta_scope)
+                  then e.meta_scope else e.content_scope end
         from public.journal_entries e
         left join public.journal_entry_contents c on c.entry_id = e.id
+        left join private.entry_authors a on a.id = e.user_id
        where e.id = any (private.visible_entry_page_ids(journal_feed.team_id, journal_feed.org_id,
                            journal_feed.notebook_id, journal_feed.mood, journal_feed.tag, cursor_at, cursor_id, n))
        order by e.created_at desc, e.id desc;
@@ -223,11 +243,15 @@ begin
       select p.id, p.user_id, p.notebook_id, p.title, case when c.entry_id is null and p.user_id = me then '' else c.content end,
              c.entry_id is null and p.user_id is distinct from me, p.mood, p.tags,
              p.metadata_visibility, p.content_visibility, p.team_id, p.org_id, p.music_track_id,
-             p.created_at, p.updated_at, p.background_url, icons ->> p.mood, private.entry_track(p.music_track_id)
+             p.created_at, p.updated_at, p.background_url, icons ->> p.mood, private.entry_track(p.music_track_id),
+             case when a.id is null then 'Deleted user' else a.full_name end, a.avatar_url, p.meta_scope,
+             case when array_position('{user,team,org,public}'::text[], p.content_scope)
+                       > array_position('{user,team,org,public}'::text[], p.meta_scope)
+                  then p.meta_scope else p.content_scope end
         from (
           select u.* from (
             (select e.id, e.user_id, e.notebook_id, e.title, e.mood, e.tags, e.metadata_visibility,
-                    e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at
+                    e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at, e.meta_scope, e.content_scope
                from public.journal_entries e
               where e.user_id = me
                 and (journal_feed.team_id is null or (e.meta_scope = 'team' and e.meta_scope_id = journal_feed.team_id))
@@ -245,7 +269,7 @@ begin
                from (select private.my_team_ids() as tid) t
                cross join lateral (
                  select e.id, e.user_id, e.notebook_id, e.title, e.mood, e.tags, e.metadata_visibility,
-                        e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at
+                        e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at, e.meta_scope, e.content_scope
                    from public.journal_entries e
                   where journal_feed.org_id is null
                     and e.meta_scope = 'team' and e.meta_scope_id = t.tid and e.user_id <> me
@@ -263,7 +287,7 @@ begin
                from (select private.my_org_ids() as oid) o
                cross join lateral (
                  select e.id, e.user_id, e.notebook_id, e.title, e.mood, e.tags, e.metadata_visibility,
-                        e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at
+                        e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at, e.meta_scope, e.content_scope
                    from public.journal_entries e
                   where journal_feed.team_id is null
                     and e.meta_scope = 'org' and e.meta_scope_id = o.oid and e.user_id <> me
@@ -278,7 +302,7 @@ begin
                   limit n) e)
             union all
             (select e.id, e.user_id, e.notebook_id, e.title, e.mood, e.tags, e.metadata_visibility,
-                    e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at
+                    e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at, e.meta_scope, e.content_scope
                from public.journal_entries e
               where journal_feed.team_id is null and journal_feed.org_id is null
                 and e.meta_scope = 'public' and e.user_id <> me
@@ -294,6 +318,7 @@ begin
           order by u.created_at desc, u.id desc
           limit n) p
         left join public.journal_entry_contents c on c.entry_id = p.id
+        left join private.entry_authors a on a.id = p.user_id
        order by p.created_at desc, p.id desc;
   end if;
 end
