@@ -136,7 +136,7 @@ test('effective levels: inherited from the notebook, and the text never wider th
   assert.deepEqual([anon.effective_metadata_visibility, anon.effective_content_visibility, anon.content_hidden], ['public', 'org', true])
   // A change of the notebook's levels changes what applies at once.
   const put = await api(`/api/notebooks/${notebook.id}`, {
-    method: 'PUT', token: w.owner.token, body: { metadata_visibility: 'org', content_visibility: 'user' },
+    method: 'PUT', token: w.owner.token, body: { metadata_visibility: 'org', content_visibility: 'user', org_id: w.orgId },
   })
   assert.equal(put.status, 200, JSON.stringify(put.body))
   const after = await readAll({ name: 'owner', user: w.owner }, inherits.id, tag)
