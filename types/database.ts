@@ -1350,16 +1350,10 @@ isOneToOne: false
                   ]
                 },"profile_cards": {
                   Row: {
-                    "avatar_url": string | null,"full_name": string | null,"id": string
+                    "avatar_url": string | null,"full_name": string | null,"id": string | null
                   }
                   ComputedFields: never
-                  Insert: {
-                           "avatar_url"?: string | null,"full_name"?: string | null,"id"?: string | null
-                         }
-                        Update: {
-                           "avatar_url"?: string | null,"full_name"?: string | null,"id"?: string | null
-                         }
-                        Relationships: [
+                  Relationships: [
                     
                   ]
                 }

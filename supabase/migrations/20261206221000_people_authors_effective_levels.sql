@@ -12,6 +12,32 @@ DROP FUNCTION "public"."update_journal_entry"(uuid, jsonb);
 
 DROP VIEW "public"."journal_entry_details";
 
+CREATE OR REPLACE FUNCTION private.entry_authors(entry_ids uuid[])
+ RETURNS TABLE(entry_id uuid, full_name text, avatar_url text)
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me uuid := auth.uid();
+  teams uuid[] := case when me is null then '{}' else private.my_team_id_array() end;
+  orgs uuid[] := case when me is null then '{}' else private.my_org_id_array() end;
+  everyone boolean := me is not null and private.is_super_admin();
+begin
+  return query
+    select e.id,
+           case when p.id is null or u.id is not null then 'Deleted user' else p.full_name end,
+           case when u.id is null then p.avatar_url end
+      from public.journal_entries e
+      left join public.profiles p on p.id = e.user_id
+      left join auth.users u on u.id = e.user_id and u.deleted_at is not null
+     where e.id = any (entry_ids)
+       and (everyone or e.user_id = me or e.meta_scope = 'public'
+            or (e.meta_scope = 'team' and e.meta_scope_id = any (teams))
+            or (e.meta_scope = 'org' and e.meta_scope_id = any (orgs)));
+end
+$function$;
+
 CREATE OR REPLACE FUNCTION private.search_organization_members(target_org uuid, q text, after_user_id uuid, page_size integer)
  RETURNS TABLE(user_id uuid, full_name text, avatar_url text, role text, is_owner boolean, joined_at timestamp with time zone)
  LANGUAGE plpgsql
@@ -49,32 +75,37 @@ begin
 end
 $function$;
 
+CREATE OR REPLACE FUNCTION private.shared_profile_cards()
+ RETURNS TABLE(id uuid, full_name text, avatar_url text)
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  me uuid := auth.uid();
+begin
+  if me is null then
+    return;
+  end if;
+  if private.is_super_admin() then
+    return query select p.id, p.full_name, p.avatar_url from public.profiles p;
+    return;
+  end if;
+  return query
+    select p.id, p.full_name, p.avatar_url
+      from public.profiles p
+     where p.id = me
+        or p.id in (select theirs.user_id from public.organization_members theirs
+                     where theirs.org_id = any (private.my_org_id_array()));
+end
+$function$;
+
 CREATE OR REPLACE FUNCTION public.search_organization_members(target_org uuid, q text DEFAULT NULL::text, after_user_id uuid DEFAULT NULL::uuid, page_size integer DEFAULT 50)
  RETURNS TABLE(user_id uuid, full_name text, avatar_url text, role text, is_owner boolean, joined_at timestamp with time zone)
  LANGUAGE sql
  STABLE
  SET search_path TO ''
 AS $function$ select * from private.search_organization_members(target_org, q, after_user_id, page_size) $function$;
-
-CREATE VIEW "private"."entry_authors" AS  SELECT p.id,
-        CASE
-            WHEN (u.deleted_at IS NULL) THEN p.full_name
-            ELSE 'Deleted user'::text
-        END AS full_name,
-        CASE
-            WHEN (u.deleted_at IS NULL) THEN p.avatar_url
-            ELSE NULL::text
-        END AS avatar_url
-   FROM (public.profiles p
-     LEFT JOIN auth.users u ON (((u.id = p.id) AND (u.deleted_at IS NOT NULL))));
-
-CREATE VIEW "private"."shared_profile_cards" AS  SELECT p.id,
-    p.full_name,
-    p.avatar_url
-   FROM public.profiles p
-  WHERE ((p.id = ( SELECT auth.uid() AS uid)) OR (EXISTS ( SELECT 1
-           FROM public.organization_members theirs
-          WHERE ((theirs.user_id = p.id) AND (theirs.org_id = ANY (( SELECT private.my_org_id_array() AS my_org_id_array)::uuid[]))))) OR ( SELECT private.is_super_admin() AS is_super_admin));
 
 CREATE VIEW "public"."journal_entry_details" WITH (security_invoker=true) AS  SELECT e.id,
     e.user_id,
@@ -97,10 +128,7 @@ CREATE VIEW "public"."journal_entry_details" WITH (security_invoker=true) AS  SE
     e.background_url,
     private.tone_icon_url(e.mood) AS tone_icon_url,
     private.entry_track(e.music_track_id) AS track,
-        CASE
-            WHEN (a.id IS NULL) THEN 'Deleted user'::text
-            ELSE a.full_name
-        END AS author_name,
+    a.full_name AS author_name,
     a.avatar_url AS author_avatar_url,
     e.meta_scope AS effective_metadata_visibility,
         CASE
@@ -109,7 +137,7 @@ CREATE VIEW "public"."journal_entry_details" WITH (security_invoker=true) AS  SE
         END AS effective_content_visibility
    FROM ((public.journal_entries e
      LEFT JOIN public.journal_entry_contents c ON ((c.entry_id = e.id)))
-     LEFT JOIN private.entry_authors a ON ((a.id = e.user_id)));
+     LEFT JOIN LATERAL private.entry_authors(ARRAY[e.id]) a(entry_id, full_name, avatar_url) ON (true));
 
 CREATE OR REPLACE FUNCTION public.create_journal_entry(title text, content text DEFAULT ''::text, mood text DEFAULT NULL::text, tags text[] DEFAULT '{}'::text[], notebook_id uuid DEFAULT NULL::uuid, metadata_visibility text DEFAULT 'user'::text, content_visibility text DEFAULT 'user'::text, team_id uuid DEFAULT NULL::uuid, org_id uuid DEFAULT NULL::uuid)
  RETURNS SETOF public.journal_entry_details
@@ -148,6 +176,7 @@ declare
   -- The viewer's icons once per page (mood -> URL), not one lookup per entry; set below for a
   -- signed-in viewer only (anon may not call the helper).
   icons jsonb;
+  page_ids uuid[]; -- the visible page's candidates (no search)
   pattern text := '%' || replace(replace(replace(journal_feed.search, '\', '\\'), '%', '\%'), '_', '\_') || '%';
 begin
   if me is null and journal_feed.scope is distinct from 'visible' then
@@ -158,14 +187,7 @@ begin
   end if;
   if journal_feed.scope is distinct from 'visible' then
     return query
-      select p.id, p.user_id, p.notebook_id, p.title, coalesce(c.content, ''), false, p.mood, p.tags,
-             p.metadata_visibility, p.content_visibility, p.team_id, p.org_id, p.music_track_id,
-             p.created_at, p.updated_at, p.background_url, icons ->> p.mood, private.entry_track(p.music_track_id),
-             case when a.id is null then 'Deleted user' else a.full_name end, a.avatar_url, p.meta_scope,
-             case when array_position('{user,team,org,public}'::text[], p.content_scope)
-                       > array_position('{user,team,org,public}'::text[], p.meta_scope)
-                  then p.meta_scope else p.content_scope end
-        from (
+      with p as materialized (
           select e.id, e.user_id, e.notebook_id, e.title, e.mood, e.tags, e.metadata_visibility,
                  e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at, e.meta_scope, e.content_scope
             from public.journal_entries e
@@ -179,22 +201,24 @@ begin
                    select 1 from public.journal_entry_contents x where x.entry_id = e.id and x.content ilike pattern))
              and e.created_at <= cursor_at and (e.created_at < cursor_at or e.id < cursor_id)
            order by e.created_at desc, e.id desc
-           limit n) p
+           limit n),
+      authors as (select * from private.entry_authors(array(select p.id from p)))
+      select p.id, p.user_id, p.notebook_id, p.title, coalesce(c.content, ''), false, p.mood, p.tags,
+             p.metadata_visibility, p.content_visibility, p.team_id, p.org_id, p.music_track_id,
+             p.created_at, p.updated_at, p.background_url, icons ->> p.mood, private.entry_track(p.music_track_id),
+             a.full_name, a.avatar_url, p.meta_scope,
+             case when array_position('{user,team,org,public}'::text[], p.content_scope)
+                       > array_position('{user,team,org,public}'::text[], p.meta_scope)
+                  then p.meta_scope else p.content_scope end
+        from p
         left join public.journal_entry_contents c on c.entry_id = p.id
-        left join private.entry_authors a on a.id = p.user_id
+        left join authors a on a.entry_id = p.id
        order by p.created_at desc, p.id desc;
   elsif me is null then
     -- Anonymous callers: public entries (rule 3, public is anyone), as journal_entry_details
     -- shows them to anon; the policies for anon decide the rows and the text.
     return query
-      select p.id, p.user_id, p.notebook_id, p.title, c.content, c.entry_id is null, p.mood, p.tags,
-             p.metadata_visibility, p.content_visibility, p.team_id, p.org_id, p.music_track_id,
-             p.created_at, p.updated_at, p.background_url, null::text, private.entry_track(p.music_track_id),
-             case when a.id is null then 'Deleted user' else a.full_name end, a.avatar_url, p.meta_scope,
-             case when array_position('{user,team,org,public}'::text[], p.content_scope)
-                       > array_position('{user,team,org,public}'::text[], p.meta_scope)
-                  then p.meta_scope else p.content_scope end
-        from (
+      with p as materialized (
           select e.id, e.user_id, e.notebook_id, e.title, e.mood, e.tags, e.metadata_visibility,
                  e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at, e.meta_scope, e.content_scope
             from public.journal_entries e
@@ -206,23 +230,25 @@ begin
                    select 1 from public.journal_entry_contents x where x.entry_id = e.id and x.content ilike pattern))
              and e.created_at <= cursor_at and (e.created_at < cursor_at or e.id < cursor_id)
            order by e.created_at desc, e.id desc
-           limit n) p
+           limit n),
+      authors as (select * from private.entry_authors(array(select p.id from p)))
+      select p.id, p.user_id, p.notebook_id, p.title, c.content, c.entry_id is null, p.mood, p.tags,
+             p.metadata_visibility, p.content_visibility, p.team_id, p.org_id, p.music_track_id,
+             p.created_at, p.updated_at, p.background_url, null::text, private.entry_track(p.music_track_id),
+             a.full_name, a.avatar_url, p.meta_scope,
+             case when array_position('{user,team,org,public}'::text[], p.content_scope)
+                       > array_position('{user,team,org,public}'::text[], p.meta_scope)
+                  then p.meta_scope else p.content_scope end
+        from p
         left join public.journal_entry_contents c on c.entry_id = p.id
-        left join private.entry_authors a on a.id = p.user_id
+        left join authors a on a.entry_id = p.id
        order by p.created_at desc, p.id desc;
   elsif private.is_super_admin() then
     -- Super admins may see every entry (rule 6). Planned on each call with the request's
     -- values (EXECUTE): their filters decide the index (a team's or an organization's, a
     -- notebook's, or simply the newest), which one generic plan could not.
     return query execute $feed$
-      select p.id, p.user_id, p.notebook_id, p.title, coalesce(c.content, ''), false, p.mood, p.tags,
-             p.metadata_visibility, p.content_visibility, p.team_id, p.org_id, p.music_track_id,
-             p.created_at, p.updated_at, p.background_url, $10 ->> p.mood, private.entry_track(p.music_track_id),
-             case when a.id is null then 'Deleted user' else a.full_name end, a.avatar_url, p.meta_scope,
-             case when array_position('{user,team,org,public}'::text[], p.content_scope)
-                       > array_position('{user,team,org,public}'::text[], p.meta_scope)
-                  then p.meta_scope else p.content_scope end
-        from (
+      with p as materialized (
           select e.id, e.user_id, e.notebook_id, e.title, e.mood, e.tags, e.metadata_visibility,
                  e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at, e.meta_scope, e.content_scope
             from public.journal_entries e
@@ -235,13 +261,24 @@ begin
                    select 1 from public.journal_entry_contents x where x.entry_id = e.id and x.content ilike $6))
              and e.created_at <= $7 and (e.created_at < $7 or e.id < $8)
            order by e.created_at desc, e.id desc
-           limit $9) p
+           limit $9),
+      authors as (select * from private.entry_authors(array(select p.id from p)))
+      select p.id, p.user_id, p.notebook_id, p.title, coalesce(c.content, ''), false, p.mood, p.tags,
+             p.metadata_visibility, p.content_visibility, p.team_id, p.org_id, p.music_track_id,
+             p.created_at, p.updated_at, p.background_url, $10 ->> p.mood, private.entry_track(p.music_track_id),
+             a.full_name, a.avatar_url, p.meta_scope,
+             case when array_position('{user,team,org,public}'::text[], p.content_scope)
+                       > array_position('{user,team,org,public}'::text[], p.meta_scope)
+                  then p.meta_scope else p.content_scope end
+        from p
         left join public.journal_entry_contents c on c.entry_id = p.id
-        left join private.entry_authors a on a.id = p.user_id
+        left join authors a on a.entry_id = p.id
        order by p.created_at desc, p.id desc
     $feed$ using journal_feed.team_id, journal_feed.org_id, journal_feed.notebook_id, journal_feed.mood,
                  journal_feed.tag, pattern, cursor_at, cursor_id, n, icons;
   elsif journal_feed.search is null then
+    page_ids := private.visible_entry_page_ids(journal_feed.team_id, journal_feed.org_id,
+                  journal_feed.notebook_id, journal_feed.mood, journal_feed.tag, cursor_at, cursor_id, n);
     -- The page's candidates come from private.visible_entry_page_ids (the branches, memberships
     -- read once); this select reads them as the caller, so the policies of journal_entries and
     -- journal_entry_contents decide what is returned, content included.
@@ -250,29 +287,20 @@ begin
              c.entry_id is null and e.user_id is distinct from me, e.mood, e.tags,
              e.metadata_visibility, e.content_visibility, e.team_id, e.org_id, e.music_track_id,
              e.created_at, e.updated_at, e.background_url, icons ->> e.mood, private.entry_track(e.music_track_id),
-             case when a.id is null then 'Deleted user' else a.full_name end, a.avatar_url, e.meta_scope,
+             a.full_name, a.avatar_url, e.meta_scope,
              case when array_position('{user,team,org,public}'::text[], e.content_scope)
                        > array_position('{user,team,org,public}'::text[], e.meta_scope)
                   then e.meta_scope else e.content_scope end
         from public.journal_entries e
         left join public.journal_entry_contents c on c.entry_id = e.id
-        left join private.entry_authors a on a.id = e.user_id
-       where e.id = any (private.visible_entry_page_ids(journal_feed.team_id, journal_feed.org_id,
-                           journal_feed.notebook_id, journal_feed.mood, journal_feed.tag, cursor_at, cursor_id, n))
+        left join private.entry_authors(page_ids) a on a.entry_id = e.id
+       where e.id = any (page_ids)
        order by e.created_at desc, e.id desc;
   else
     -- A search must not match content the caller may not read, so it runs as the caller: four
     -- branches, each newest-first from its own index, limited to the page size, under RLS.
     return query
-      select p.id, p.user_id, p.notebook_id, p.title, case when c.entry_id is null and p.user_id = me then '' else c.content end,
-             c.entry_id is null and p.user_id is distinct from me, p.mood, p.tags,
-             p.metadata_visibility, p.content_visibility, p.team_id, p.org_id, p.music_track_id,
-             p.created_at, p.updated_at, p.background_url, icons ->> p.mood, private.entry_track(p.music_track_id),
-             case when a.id is null then 'Deleted user' else a.full_name end, a.avatar_url, p.meta_scope,
-             case when array_position('{user,team,org,public}'::text[], p.content_scope)
-                       > array_position('{user,team,org,public}'::text[], p.meta_scope)
-                  then p.meta_scope else p.content_scope end
-        from (
+      with p as materialized (
           select u.* from (
             (select e.id, e.user_id, e.notebook_id, e.title, e.mood, e.tags, e.metadata_visibility,
                     e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at, e.meta_scope, e.content_scope
@@ -340,9 +368,19 @@ begin
               limit n)
           ) u
           order by u.created_at desc, u.id desc
-          limit n) p
+          limit n),
+      authors as (select * from private.entry_authors(array(select p.id from p)))
+      select p.id, p.user_id, p.notebook_id, p.title, case when c.entry_id is null and p.user_id = me then '' else c.content end,
+             c.entry_id is null and p.user_id is distinct from me, p.mood, p.tags,
+             p.metadata_visibility, p.content_visibility, p.team_id, p.org_id, p.music_track_id,
+             p.created_at, p.updated_at, p.background_url, icons ->> p.mood, private.entry_track(p.music_track_id),
+             a.full_name, a.avatar_url, p.meta_scope,
+             case when array_position('{user,team,org,public}'::text[], p.content_scope)
+                       > array_position('{user,team,org,public}'::text[], p.meta_scope)
+                  then p.meta_scope else p.content_scope end
+        from p
         left join public.journal_entry_contents c on c.entry_id = p.id
-        left join private.entry_authors a on a.id = p.user_id
+        left join authors a on a.entry_id = p.id
        order by p.created_at desc, p.id desc;
   end if;
 end
@@ -394,9 +432,13 @@ $function$;
 CREATE VIEW "public"."profile_cards" WITH (security_invoker=true) AS  SELECT shared_profile_cards.id,
     shared_profile_cards.full_name,
     shared_profile_cards.avatar_url
-   FROM private.shared_profile_cards;
+   FROM private.shared_profile_cards() shared_profile_cards(id, full_name, avatar_url);
+
+COMMENT ON FUNCTION "private"."entry_authors"(uuid[]) IS 'Author name and avatar of each given entry whose metadata the caller may see (Deleted user once their account is being deleted).';
 
 COMMENT ON FUNCTION "private"."search_organization_members"(uuid, text, uuid, integer) IS 'A page of members (public profile fields) whose name contains q, owner first then by joining, after a member; members and super admins.';
+
+COMMENT ON FUNCTION "private"."shared_profile_cards"() IS 'Public profile fields of the caller and of the members of the caller''s organizations (super admins: all); read through public.profile_cards.';
 
 COMMENT ON FUNCTION "public"."journal_feed"(text, uuid, uuid, uuid, text, text, text, timestamp with time zone, uuid, integer) IS 'A page of entries the caller may see (scope own or visible), filterable, newest first, keyset-paginated. Anonymous callers: visible gives the public entries (as journal_entry_details), own none.';
 
@@ -404,17 +446,21 @@ COMMENT ON FUNCTION "public"."mood_pending"(public.journal_entry_details) IS 'Co
 
 COMMENT ON FUNCTION "public"."search_organization_members"(uuid, text, uuid, integer) IS 'RPC: a page of an organization''s members whose name contains q (members and super admins).';
 
-COMMENT ON VIEW "private"."entry_authors" IS 'Name and avatar of an entry''s author (Deleted user once their account is being deleted); joined only on rows RLS admitted.';
-
-COMMENT ON VIEW "private"."shared_profile_cards" IS 'Public profile fields of the caller and of the members of the caller''s organizations (super admins: all); read through public.profile_cards.';
-
 COMMENT ON VIEW "public"."journal_entry_details" IS 'Entries as a viewer sees them: content is null and content_hidden true where the content policy refuses; the author''s name and avatar; the levels that apply (an entry at user inherits its notebook''s).';
 
 COMMENT ON VIEW "public"."profile_cards" IS 'Name and avatar of the caller and of the people who share an organization with them (super admins: everyone).';
 
+REVOKE ALL ON FUNCTION "private"."entry_authors"(uuid[]) FROM PUBLIC;
+
+GRANT EXECUTE ON FUNCTION "private"."entry_authors"(uuid[]) TO "anon", "authenticated", "postgres", "service_role";
+
 REVOKE ALL ON FUNCTION "private"."search_organization_members"(uuid, text, uuid, integer) FROM PUBLIC;
 
 GRANT EXECUTE ON FUNCTION "private"."search_organization_members"(uuid, text, uuid, integer) TO "authenticated", "postgres";
+
+REVOKE ALL ON FUNCTION "private"."shared_profile_cards"() FROM PUBLIC;
+
+GRANT EXECUTE ON FUNCTION "private"."shared_profile_cards"() TO "authenticated", "postgres";
 
 REVOKE ALL ON FUNCTION "public"."create_journal_entry"(text, text, text, text[], uuid, text, text, uuid, uuid) FROM PUBLIC;
 
@@ -436,16 +482,6 @@ REVOKE ALL ON FUNCTION "public"."update_journal_entry"(uuid, jsonb) FROM PUBLIC;
 
 GRANT EXECUTE ON FUNCTION "public"."update_journal_entry"(uuid, jsonb) TO "authenticated", "postgres", "service_role";
 
-GRANT SELECT ON TABLE "private"."entry_authors" TO "anon", "authenticated";
-
-GRANT DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE ON TABLE "private"."entry_authors" TO "postgres";
-
-GRANT SELECT ON TABLE "private"."entry_authors" TO "service_role";
-
-GRANT SELECT ON TABLE "private"."shared_profile_cards" TO "authenticated";
-
-GRANT DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE ON TABLE "private"."shared_profile_cards" TO "postgres";
-
 REVOKE ALL ON TABLE "public"."journal_entry_details" FROM "anon";
 
 GRANT SELECT ON TABLE "public"."journal_entry_details" TO "anon";
@@ -455,6 +491,8 @@ REVOKE ALL ON TABLE "public"."journal_entry_details" FROM "authenticated";
 GRANT SELECT ON TABLE "public"."journal_entry_details" TO "authenticated";
 
 GRANT DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE ON TABLE "public"."journal_entry_details" TO "postgres", "service_role";
+
+REVOKE ALL ON TABLE "public"."profile_cards" FROM "anon";
 
 REVOKE ALL ON TABLE "public"."profile_cards" FROM "authenticated";
 

@@ -475,24 +475,39 @@ grant execute on function public.search_organization_members(uuid, text, uuid, i
 -- Public profiles (id, full_name, avatar_url) of the people who share an organization with the
 -- caller, the caller's own, and everyone's for super admins: never of a user with whom the
 -- caller shares nothing. profiles stays owner-only (its other columns are private), so the
--- rows come from a definer-rights view in private (not exposed), filtered on the caller, and
--- clients read them through public.profile_cards. Its own filter, not a policy on profiles:
--- a policy would open every column of the row (drops_balance, preferences...), and profiles'
--- policies run in nearly every statement, where this filter runs only when cards are read.
-create or replace view private.shared_profile_cards as
-select p.id, p.full_name, p.avatar_url
-  from public.profiles p
- where p.id = (select auth.uid())
-    or exists (select 1 from public.organization_members theirs
-                where theirs.user_id = p.id
-                  and theirs.org_id = any ((select private.my_org_id_array())::uuid[]))
-    or (select private.is_super_admin());
-comment on view private.shared_profile_cards is
+-- rows come from a security definer function filtered on the caller, and clients read them
+-- through public.profile_cards. Not a policy on profiles: a policy would open every column of
+-- the row (drops_balance, preferences...), and profiles' policies run in nearly every
+-- statement, where this runs only when cards are read. The caller's organizations' members
+-- are read from organization_members' (org_id, user_id) key, one organization at a time.
+create or replace function private.shared_profile_cards()
+returns table (id uuid, full_name text, avatar_url text)
+language plpgsql stable security definer
+set search_path = ''
+as $$
+declare
+  me uuid := auth.uid();
+begin
+  if me is null then
+    return;
+  end if;
+  if private.is_super_admin() then
+    return query select p.id, p.full_name, p.avatar_url from public.profiles p;
+    return;
+  end if;
+  return query
+    select p.id, p.full_name, p.avatar_url
+      from public.profiles p
+     where p.id = me
+        or p.id in (select theirs.user_id from public.organization_members theirs
+                     where theirs.org_id = any (private.my_org_id_array()));
+end
+$$;
+comment on function private.shared_profile_cards() is
   'Public profile fields of the caller and of the members of the caller''s organizations (super admins: all); read through public.profile_cards.';
-revoke all on private.shared_profile_cards from public, anon, authenticated;
-grant select on private.shared_profile_cards to authenticated;
+grant execute on function private.shared_profile_cards() to authenticated;
 create or replace view public.profile_cards with (security_invoker = true) as
-select id, full_name, avatar_url from private.shared_profile_cards;
+select id, full_name, avatar_url from private.shared_profile_cards();
 comment on view public.profile_cards is
   'Name and avatar of the caller and of the people who share an organization with them (super admins: everyone).';
 revoke all on public.profile_cards from anon, authenticated;
