@@ -2,11 +2,15 @@
 import { api, type TestUser } from './_helpers.ts'
 
 export const ENTRY_FIELDS = [
+  'author_avatar_url',
+  'author_name',
   'background_url',
   'content',
   'content_hidden',
   'content_visibility',
   'created_at',
+  'effective_content_visibility',
+  'effective_metadata_visibility',
   'id',
   'metadata_visibility',
   'mood',

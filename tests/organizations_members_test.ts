@@ -10,7 +10,7 @@ test('GET /api/organizations/:id/members: the member view, owner first without j
   for (const u of [c.owner, c.admin, c.member, c.superAdmin]) {
     const res = await api(`/api/organizations/${c.orgId}/members`, { token: u.token })
     assert.equal(res.status, 200, JSON.stringify(res.body))
-    assert.deepEqual(Object.keys(res.body), ['members'])
+    assert.deepEqual(Object.keys(res.body), ['members', 'next_cursor'])
     const members = res.body.members
     assert.equal(members.length, 3)
     const [first, ...rest] = members

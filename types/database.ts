@@ -1368,7 +1368,7 @@ isOneToOne: true
           Views: {
             "journal_entry_details": {
                   Row: {
-                    "background_url": string | null,"content": string | null,"content_hidden": boolean | null,"content_visibility": string,"created_at": string,"id": string,"metadata_visibility": string,"mood": string | null,"music_track_id": string | null,"notebook_id": string | null,"org_id": string | null,"tags": (string)[],"team_id": string | null,"title": string,"tone_icon_url": string | null,"track": Json | null,"updated_at": string,"user_id": string,"mood_pending": boolean | null
+                    "author_avatar_url": string | null,"author_name": string | null,"background_url": string | null,"content": string | null,"content_hidden": boolean | null,"content_visibility": string,"created_at": string,"effective_content_visibility": string | null,"effective_metadata_visibility": string,"id": string,"metadata_visibility": string,"mood": string | null,"music_track_id": string | null,"notebook_id": string | null,"org_id": string | null,"tags": (string)[],"team_id": string | null,"title": string,"tone_icon_url": string | null,"track": Json | null,"updated_at": string,"user_id": string,"mood_pending": boolean | null
                   }
                   ComputedFields: "mood_pending"
                   Relationships: [
@@ -1385,6 +1385,14 @@ isOneToOne: false
       referencedRelation: "profiles"
       referencedColumns: ["id"]
     }
+                  ]
+                },"profile_cards": {
+                  Row: {
+                    "avatar_url": string | null,"full_name": string | null,"id": string | null
+                  }
+                  ComputedFields: never
+                  Relationships: [
+                    
                   ]
                 }
           }
@@ -1547,11 +1555,15 @@ isOneToOne: false
                            },
 "create_journal_entry":
 { Args: { "content"?: string,"content_visibility"?: string,"metadata_visibility"?: string,"mood"?: string,"notebook_id"?: string,"org_id"?: string,"tags"?: (string)[],"team_id"?: string,"title": string }; Returns: {
-              "background_url": string | null,
+              "author_avatar_url": string | null,
+"author_name": string | null,
+"background_url": string | null,
 "content": string | null,
 "content_hidden": boolean | null,
 "content_visibility": string,
 "created_at": string,
+"effective_content_visibility": string | null,
+"effective_metadata_visibility": string,
 "id": string,
 "metadata_visibility": string,
 "mood": string | null,
@@ -1699,11 +1711,15 @@ isOneToOne: false
                            },
 "journal_feed":
 { Args: { "before_created_at"?: string,"before_id"?: string,"mood"?: string,"notebook_id"?: string,"org_id"?: string,"page_size"?: number,"scope"?: string,"search"?: string,"tag"?: string,"team_id"?: string }; Returns: {
-              "background_url": string | null,
+              "author_avatar_url": string | null,
+"author_name": string | null,
+"background_url": string | null,
 "content": string | null,
 "content_hidden": boolean | null,
 "content_visibility": string,
 "created_at": string,
+"effective_content_visibility": string | null,
+"effective_metadata_visibility": string,
 "id": string,
 "metadata_visibility": string,
 "mood": string | null,
@@ -2290,6 +2306,11 @@ isOneToOne: false
 "save_workout_mosaic":
 { Args: { "image_url": string,"object_name": string,"sections": Json,"target": string }; Returns: Json
                            },
+"search_organization_members":
+{ Args: { "after_user_id"?: string,"page_size"?: number,"q"?: string,"target_org": string }; Returns: {
+              "avatar_url": string,"full_name": string,"is_owner": boolean,"joined_at": string,"role": string,"user_id": string
+            }[]
+                           },
 "send_assistant_drop":
 { Args: { "content": string,"user_id": string }; Returns: boolean
                            },
@@ -2408,11 +2429,15 @@ isOneToOne: false
       } },
 "update_journal_entry":
 { Args: { "entry_id": string,"patch": Json }; Returns: {
-              "background_url": string | null,
+              "author_avatar_url": string | null,
+"author_name": string | null,
+"background_url": string | null,
 "content": string | null,
 "content_hidden": boolean | null,
 "content_visibility": string,
 "created_at": string,
+"effective_content_visibility": string | null,
+"effective_metadata_visibility": string,
 "id": string,
 "metadata_visibility": string,
 "mood": string | null,

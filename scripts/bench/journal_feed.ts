@@ -18,7 +18,14 @@ const WARM_UP = 50
 const FAR_FUTURE = '9999-12-31T00:00:00Z'
 const MAX_ID = 'ffffffff-ffff-ffff-ffff-ffffffffffff'
 
-type Row = { id: string; content: string | null; created_at: string | Date }
+type Row = {
+  id: string
+  content: string | null
+  created_at: string | Date
+  author_name: string | null
+  effective_metadata_visibility: string
+  effective_content_visibility: string
+}
 
 /**
  * Times calls in turn, `chunk` calls of each before the next (a×chunk, b×chunk, a×chunk, ...),
@@ -52,7 +59,11 @@ async function timedInTurn<T extends unknown[]>(
   }) as { [K in keyof T]: { p50: number; p99: number; last: T[K] } }
 }
 
-const key = (rows: Row[]) => rows.map((r) => `${r.id}:${r.content === null ? '-' : 'c'}`).join(',')
+// Same entries, same text rule, same authors and levels on every path.
+const key = (rows: Row[]) =>
+  rows.map((r) =>
+    `${r.id}:${r.content === null ? '-' : 'c'}:${r.author_name}:${r.effective_metadata_visibility}/${r.effective_content_visibility}`
+  ).join(',')
 
 export async function benchJournalFeed(stack: Stack, iterations: number) {
   const admin = postgres(stack.dbUrl, { max: 1, onnotice: () => {} })

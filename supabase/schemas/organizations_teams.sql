@@ -420,6 +420,99 @@ set search_path = ''
 as $$ select * from private.list_organization_members(target_org) $$;
 grant execute on function public.list_organization_members(uuid) to authenticated;
 
+-- GET /api/organizations/{id}/members?q=&limit=&before=: a page of members whose name contains
+-- q (any case), in the order of the list above (owner first, then by joining), after the
+-- member the cursor names. Members and super admins only, as the list.
+create or replace function private.search_organization_members(
+  target_org uuid, q text, after_user_id uuid, page_size integer
+) returns table (user_id uuid, full_name text, avatar_url text, role text, is_owner boolean, joined_at timestamptz)
+language plpgsql stable security definer
+set search_path = ''
+as $$
+declare
+  pattern text := '%' || replace(replace(replace(q, '\', '\\'), '%', '\%'), '_', '\_') || '%';
+  after_rest boolean; -- the cursor's member is not the owner
+  after_joined timestamptz;
+begin
+  if not (private.is_org_member(target_org) or private.is_super_admin()) then
+    raise exception 'organization not found' using errcode = 'PT404';
+  end if;
+  if char_length(q) > 200 then
+    raise exception 'q: at most 200 characters' using errcode = '22023';
+  end if;
+  if after_user_id is not null then
+    select m.role <> 'owner', m.joined_at into after_rest, after_joined
+      from public.organization_members m where m.org_id = target_org and m.user_id = after_user_id;
+    if after_rest is null then
+      raise exception 'before: the member this cursor names has left; start from the first page' using errcode = '22023';
+    end if;
+  end if;
+  return query
+    select m.user_id, p.full_name, p.avatar_url, m.role, m.role = 'owner',
+           case when m.role = 'owner' then null else m.joined_at end
+      from public.organization_members m
+      join public.profiles p on p.id = m.user_id
+     where m.org_id = target_org
+       and (nullif(q, '') is null or p.full_name ilike pattern)
+       and (after_user_id is null or (m.role <> 'owner', m.joined_at, m.user_id) > (after_rest, after_joined, after_user_id))
+     order by (m.role <> 'owner'), m.joined_at, m.user_id
+     limit least(greatest(coalesce(page_size, 50), 1), 101);
+end
+$$;
+comment on function private.search_organization_members(uuid, text, uuid, integer) is
+  'A page of members (public profile fields) whose name contains q, owner first then by joining, after a member; members and super admins.';
+grant execute on function private.search_organization_members(uuid, text, uuid, integer) to authenticated;
+create or replace function public.search_organization_members(
+  target_org uuid, q text default null, after_user_id uuid default null, page_size integer default 50
+) returns table (user_id uuid, full_name text, avatar_url text, role text, is_owner boolean, joined_at timestamptz)
+language sql stable security invoker
+set search_path = ''
+as $$ select * from private.search_organization_members(target_org, q, after_user_id, page_size) $$;
+comment on function public.search_organization_members(uuid, text, uuid, integer) is
+  'RPC: a page of an organization''s members whose name contains q (members and super admins).';
+grant execute on function public.search_organization_members(uuid, text, uuid, integer) to authenticated;
+
+-- Public profiles (id, full_name, avatar_url) of the people who share an organization with the
+-- caller, the caller's own, and everyone's for super admins: never of a user with whom the
+-- caller shares nothing. profiles stays owner-only (its other columns are private), so the
+-- rows come from a security definer function filtered on the caller, and clients read them
+-- through public.profile_cards. Not a policy on profiles: a policy would open every column of
+-- the row (drops_balance, preferences...), and profiles' policies run in nearly every
+-- statement, where this runs only when cards are read. The caller's organizations' members
+-- are read from organization_members' (org_id, user_id) key, one organization at a time.
+create or replace function private.shared_profile_cards()
+returns table (id uuid, full_name text, avatar_url text)
+language plpgsql stable security definer
+set search_path = ''
+as $$
+declare
+  me uuid := auth.uid();
+begin
+  if me is null then
+    return;
+  end if;
+  if private.is_super_admin() then
+    return query select p.id, p.full_name, p.avatar_url from public.profiles p;
+    return;
+  end if;
+  return query
+    select p.id, p.full_name, p.avatar_url
+      from public.profiles p
+     where p.id = me
+        or p.id in (select theirs.user_id from public.organization_members theirs
+                     where theirs.org_id = any (private.my_org_id_array()));
+end
+$$;
+comment on function private.shared_profile_cards() is
+  'Public profile fields of the caller and of the members of the caller''s organizations (super admins: all); read through public.profile_cards.';
+grant execute on function private.shared_profile_cards() to authenticated;
+create or replace view public.profile_cards with (security_invoker = true) as
+select id, full_name, avatar_url from private.shared_profile_cards();
+comment on view public.profile_cards is
+  'Name and avatar of the caller and of the people who share an organization with them (super admins: everyone).';
+revoke all on public.profile_cards from anon, authenticated;
+grant select on public.profile_cards to authenticated;
+
 -- ---------------------------------------------------------------------------------------------
 -- Teams
 -- ---------------------------------------------------------------------------------------------

@@ -16,9 +16,9 @@ insert into public.journal_entry_contents (entry_id, content) values ('d50000e0-
 
 select is(
   (select array_agg(attname::text order by attnum) from pg_attribute
-    where attrelid = 'public.journal_entry_details'::regclass and attnum > 15),
+    where attrelid = 'public.journal_entry_details'::regclass and attnum between 16 and 18),
   array['background_url', 'tone_icon_url', 'track'],
-  'the view ends with the three decorations');
+  'the view carries the three decorations after the stored columns');
 
 insert into storage.buckets (id, name, public) values ('entry-backgrounds', 'entry-backgrounds', true) on conflict do nothing;
 insert into storage.objects (bucket_id, name) values

@@ -83,6 +83,16 @@ export const EntrySchema = z.object({
     album_image_url: z.string().nullable(),
     external_url: z.string().nullable(),
   }).nullable().describe('The track linked by music_track_id, for display'),
+  author_name: z.string().nullable().describe(
+    "The author's display name (null when they set none; \"Deleted user\" once their account is being deleted)",
+  ),
+  author_avatar_url: z.string().nullable().describe("The author's avatar (null for a deleted user)"),
+  effective_metadata_visibility: level.describe(
+    'Who may see the metadata: metadata_visibility, or the notebook\'s level when that is user (docs/journal.md)',
+  ),
+  effective_content_visibility: level.describe(
+    'Who may read the text: the effective content level, never wider than effective_metadata_visibility',
+  ),
 }).openapi('Entry')
 const WrittenEntry = EntrySchema.extend({
   mood_pending: z.boolean().describe(

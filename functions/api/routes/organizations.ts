@@ -3,7 +3,7 @@
 import { z } from '@hono/zod-openapi'
 import { refuseWrite } from '../../_shared/access.ts'
 import { badRequest, notFound, unwrap } from '../../_shared/errors.ts'
-import { memberDirectory, MemberSchema, membershipWrites } from '../../_shared/members.ts'
+import { memberDirectory, MemberSchema, membershipWrites, memberView } from '../../_shared/members.ts'
 import { newestFirstPage, pageQuery } from '../../_shared/pagination.ts'
 import { idParams, uuid } from '../../_shared/validation.ts'
 import { endpoint, Message, NextCursor, routeModule } from '../openapi.ts'
@@ -25,6 +25,18 @@ const OrganizationPatch = NewOrganization.partial().strict()
 const NewMember = z.object({ user_id: uuid(), role: z.enum(['owner', 'admin', 'member']) }).strict()
 const RoleChange = z.object({ role: z.enum(['admin', 'member']) }).strict()
 const Transfer = z.object({ new_owner_id: uuid() }).strict()
+
+// The member search: a page after the member the cursor names (their user_id).
+const MemberSearch = z.object({
+  ...pageQuery,
+  q: z.string().trim().max(200).optional().openapi({ description: "Part of a member's name, any case" }),
+}).strict()
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+const ProfileCard = z.object({
+  id: z.string(),
+  full_name: z.string().nullable(),
+  avatar_url: z.string().nullable(),
+}).openapi('ProfileCard')
 
 const Organization = z.object({
   id: z.string(),
@@ -155,10 +167,49 @@ export const organizationRoutes = routeModule()
       tag,
       auth: 'bearer',
       params: orgId,
-      summary: 'Members (members)',
-      response: z.object({ members: z.array(MemberSchema) }),
+      query: MemberSearch,
+      summary: 'Members, or those whose name contains q (members and super admins)',
+      description: 'Owner first, then by joining; a page of `limit`, the next after `before` (the previous next_cursor).',
+      response: z.object({ members: z.array(MemberSchema), next_cursor: NextCursor }),
     }),
-    async (c) => c.json({ members: await members.list(c.var.db, c.req.valid('param').id) }),
+    async (c) => {
+      const { id } = c.req.valid('param')
+      const { q, limit, before } = c.req.valid('query')
+      if (before !== undefined && !UUID.test(before)) throw badRequest('before: not a valid cursor')
+      const rows = unwrap(
+        await c.var.db.rpc('search_organization_members', {
+          target_org: id,
+          q: q ?? null,
+          after_user_id: before ?? null,
+          page_size: limit + 1,
+        }),
+      )
+      const page = rows.slice(0, limit)
+      return c.json({
+        members: page.map(memberView),
+        next_cursor: rows.length > limit ? page[page.length - 1].user_id : null,
+      })
+    },
+  )
+  .openapi(
+    endpoint({
+      method: 'get',
+      path: '/profiles/{id}',
+      tag,
+      auth: 'bearer',
+      params: idParams('id'),
+      summary: "A person's public profile: the caller's, or of someone who shares an organization with them",
+      description: 'As PostgREST serves it (`/rest/v1/profile_cards`); 404 for anyone the caller shares nothing with.',
+      response: z.object({ profile: ProfileCard }),
+    }),
+    async (c) => {
+      const { id } = c.req.valid('param')
+      const profile = unwrap(
+        await c.var.db.from('profile_cards').select('id, full_name, avatar_url').eq('id', id).maybeSingle(),
+      )
+      if (!profile) throw notFound('Profile not found')
+      return c.json({ profile })
+    },
   )
   .openapi(
     endpoint({

@@ -73,17 +73,64 @@ comment on function private.sees_whole_entry(uuid) is
   'True for the entry''s owner and for super admins (rule 6); read only for entries without a text row.';
 grant execute on function private.sees_whole_entry(uuid) to anon, authenticated, service_role;
 
+-- The authors of entries as their readers see them: name and avatar only, for the entries
+-- (by id) whose metadata the caller may see, the metadata policy spelled out (owner, public,
+-- the caller's teams and organizations, super admins), so it can never show more than the
+-- entry does. Security definer: profiles stays owner-only. The feed calls it once per page
+-- (one indexed read of the page's entries and their profiles, no lookup per row);
+-- journal_entry_details once per row it returns. "Deleted user" while a deletion is under way
+-- (Auth's soft delete: the rows step follows and deletes the entries with the profile), the
+-- words of private.deleted_user_name() (user_data/account.sql, defined after this file).
+create or replace function private.entry_authors(entry_ids uuid[])
+returns table (entry_id uuid, full_name text, avatar_url text)
+language plpgsql stable security definer
+set search_path = ''
+as $$
+declare
+  me uuid := auth.uid();
+  teams uuid[] := case when me is null then '{}' else private.my_team_id_array() end;
+  orgs uuid[] := case when me is null then '{}' else private.my_org_id_array() end;
+  everyone boolean := me is not null and private.is_super_admin();
+begin
+  return query
+    select e.id,
+           case when p.id is null or u.id is not null then 'Deleted user' else p.full_name end,
+           case when u.id is null then p.avatar_url end
+      from public.journal_entries e
+      left join public.profiles p on p.id = e.user_id
+      left join auth.users u on u.id = e.user_id and u.deleted_at is not null
+     where e.id = any (entry_ids)
+       and (everyone or e.user_id = me or e.meta_scope = 'public'
+            or (e.meta_scope = 'team' and e.meta_scope_id = any (teams))
+            or (e.meta_scope = 'org' and e.meta_scope_id = any (orgs)));
+end
+$$;
+comment on function private.entry_authors(uuid[]) is
+  'Author name and avatar of each given entry whose metadata the caller may see (Deleted user once their account is being deleted).';
+grant execute on function private.entry_authors(uuid[]) to anon, authenticated, service_role;
+
+-- What applies to an entry's text (effective_content_visibility): its effective content level,
+-- never wider than the effective metadata level, since the content policy admits a reader only
+-- where both admit them (user < team < org < public). Written out, not a function: a SQL
+-- function with its search_path set is not inlined, and the feed computes it for every row.
 create or replace view public.journal_entry_details with (security_invoker = true) as
 select e.id, e.user_id, e.notebook_id, e.title,
        case when c.entry_id is null and private.sees_whole_entry(e.user_id) then '' else c.content end as content,
        c.entry_id is null and not private.sees_whole_entry(e.user_id) as content_hidden,
        e.mood, e.tags, e.metadata_visibility, e.content_visibility, e.team_id, e.org_id,
        e.music_track_id, e.created_at, e.updated_at,
-       e.background_url, private.tone_icon_url(e.mood) as tone_icon_url, private.entry_track(e.music_track_id) as track
+       e.background_url, private.tone_icon_url(e.mood) as tone_icon_url, private.entry_track(e.music_track_id) as track,
+       a.full_name as author_name, a.avatar_url as author_avatar_url,
+       e.meta_scope as effective_metadata_visibility,
+       case when array_position('{user,team,org,public}'::text[], e.content_scope)
+                 > array_position('{user,team,org,public}'::text[], e.meta_scope)
+            then e.meta_scope else e.content_scope end as effective_content_visibility
   from public.journal_entries e
-  left join public.journal_entry_contents c on c.entry_id = e.id;
+  left join public.journal_entry_contents c on c.entry_id = e.id
+  left join lateral private.entry_authors(array[e.id]) a on true;
 comment on view public.journal_entry_details is
-  'Entries as a viewer sees them: content is null and content_hidden true where the content policy refuses.';
+  'Entries as a viewer sees them: content is null and content_hidden true where the content policy refuses; '
+  'the author''s name and avatar; the levels that apply (an entry at user inherits its notebook''s).';
 revoke all on public.journal_entry_details from anon, authenticated;
 grant select on public.journal_entry_details to anon, authenticated;
 

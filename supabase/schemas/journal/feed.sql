@@ -90,7 +90,8 @@ grant execute on function private.visible_entry_page_ids(uuid, uuid, uuid, text,
  * and are then selected as the caller, so the policies of journal_entries and
  * journal_entry_contents decide every row returned, content included. A search must not match
  * content the caller may not read, so it runs as the caller: four branches under RLS. The
- * viewer's tone icons are read once per page.
+ * viewer's tone icons are read once per page; so are the page's authors
+ * (private.entry_authors, journal/entries.sql: one call with the page's ids).
  *
  * jit off, here and in visible_entry_page_ids, whoever calls: a generic plan's estimate grows
  * with the table (its optional filters make the public branch look like a whole-index scan:
@@ -124,6 +125,7 @@ declare
   -- The viewer's icons once per page (mood -> URL), not one lookup per entry; set below for a
   -- signed-in viewer only (anon may not call the helper).
   icons jsonb;
+  page_ids uuid[]; -- the visible page's candidates (no search)
   pattern text := '%' || replace(replace(replace(journal_feed.search, '\', '\\'), '%', '\%'), '_', '\_') || '%';
 begin
   if me is null and journal_feed.scope is distinct from 'visible' then
@@ -134,12 +136,9 @@ begin
   end if;
   if journal_feed.scope is distinct from 'visible' then
     return query
-      select p.id, p.user_id, p.notebook_id, p.title, coalesce(c.content, ''), false, p.mood, p.tags,
-             p.metadata_visibility, p.content_visibility, p.team_id, p.org_id, p.music_track_id,
-             p.created_at, p.updated_at, p.background_url, icons ->> p.mood, private.entry_track(p.music_track_id)
-        from (
+      with p as materialized (
           select e.id, e.user_id, e.notebook_id, e.title, e.mood, e.tags, e.metadata_visibility,
-                 e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at
+                 e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at, e.meta_scope, e.content_scope
             from public.journal_entries e
            where e.user_id = me
              and (journal_feed.team_id is null or (e.meta_scope = 'team' and e.meta_scope_id = journal_feed.team_id))
@@ -151,19 +150,26 @@ begin
                    select 1 from public.journal_entry_contents x where x.entry_id = e.id and x.content ilike pattern))
              and e.created_at <= cursor_at and (e.created_at < cursor_at or e.id < cursor_id)
            order by e.created_at desc, e.id desc
-           limit n) p
+           limit n),
+      authors as (select * from private.entry_authors(array(select p.id from p)))
+      select p.id, p.user_id, p.notebook_id, p.title, coalesce(c.content, ''), false, p.mood, p.tags,
+             p.metadata_visibility, p.content_visibility, p.team_id, p.org_id, p.music_track_id,
+             p.created_at, p.updated_at, p.background_url, icons ->> p.mood, private.entry_track(p.music_track_id),
+             a.full_name, a.avatar_url, p.meta_scope,
+             case when array_position('{user,team,org,public}'::text[], p.content_scope)
+                       > array_position('{user,team,org,public}'::text[], p.meta_scope)
+                  then p.meta_scope else p.content_scope end
+        from p
         left join public.journal_entry_contents c on c.entry_id = p.id
+        left join authors a on a.entry_id = p.id
        order by p.created_at desc, p.id desc;
   elsif me is null then
     -- Anonymous callers: public entries (rule 3, public is anyone), as journal_entry_details
     -- shows them to anon; the policies for anon decide the rows and the text.
     return query
-      select p.id, p.user_id, p.notebook_id, p.title, c.content, c.entry_id is null, p.mood, p.tags,
-             p.metadata_visibility, p.content_visibility, p.team_id, p.org_id, p.music_track_id,
-             p.created_at, p.updated_at, p.background_url, null::text, private.entry_track(p.music_track_id)
-        from (
+      with p as materialized (
           select e.id, e.user_id, e.notebook_id, e.title, e.mood, e.tags, e.metadata_visibility,
-                 e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at
+                 e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at, e.meta_scope, e.content_scope
             from public.journal_entries e
            where e.meta_scope = 'public' and journal_feed.team_id is null and journal_feed.org_id is null
              and (journal_feed.notebook_id is null or e.notebook_id = journal_feed.notebook_id)
@@ -173,20 +179,27 @@ begin
                    select 1 from public.journal_entry_contents x where x.entry_id = e.id and x.content ilike pattern))
              and e.created_at <= cursor_at and (e.created_at < cursor_at or e.id < cursor_id)
            order by e.created_at desc, e.id desc
-           limit n) p
+           limit n),
+      authors as (select * from private.entry_authors(array(select p.id from p)))
+      select p.id, p.user_id, p.notebook_id, p.title, c.content, c.entry_id is null, p.mood, p.tags,
+             p.metadata_visibility, p.content_visibility, p.team_id, p.org_id, p.music_track_id,
+             p.created_at, p.updated_at, p.background_url, null::text, private.entry_track(p.music_track_id),
+             a.full_name, a.avatar_url, p.meta_scope,
+             case when array_position('{user,team,org,public}'::text[], p.content_scope)
+                       > array_position('{user,team,org,public}'::text[], p.meta_scope)
+                  then p.meta_scope else p.content_scope end
+        from p
         left join public.journal_entry_contents c on c.entry_id = p.id
+        left join authors a on a.entry_id = p.id
        order by p.created_at desc, p.id desc;
   elsif private.is_super_admin() then
     -- Super admins may see every entry (rule 6). Planned on each call with the request's
     -- values (EXECUTE): their filters decide the index (a team's or an organization's, a
     -- notebook's, or simply the newest), which one generic plan could not.
     return query execute $feed$
-      select p.id, p.user_id, p.notebook_id, p.title, coalesce(c.content, ''), false, p.mood, p.tags,
-             p.metadata_visibility, p.content_visibility, p.team_id, p.org_id, p.music_track_id,
-             p.created_at, p.updated_at, p.background_url, $10 ->> p.mood, private.entry_track(p.music_track_id)
-        from (
+      with p as materialized (
           select e.id, e.user_id, e.notebook_id, e.title, e.mood, e.tags, e.metadata_visibility,
-                 e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at
+                 e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at, e.meta_scope, e.content_scope
             from public.journal_entries e
            where ($1 is null or (e.meta_scope = 'team' and e.meta_scope_id = $1))
              and ($2 is null or (e.meta_scope = 'org' and e.meta_scope_id = $2))
@@ -197,12 +210,24 @@ begin
                    select 1 from public.journal_entry_contents x where x.entry_id = e.id and x.content ilike $6))
              and e.created_at <= $7 and (e.created_at < $7 or e.id < $8)
            order by e.created_at desc, e.id desc
-           limit $9) p
+           limit $9),
+      authors as (select * from private.entry_authors(array(select p.id from p)))
+      select p.id, p.user_id, p.notebook_id, p.title, coalesce(c.content, ''), false, p.mood, p.tags,
+             p.metadata_visibility, p.content_visibility, p.team_id, p.org_id, p.music_track_id,
+             p.created_at, p.updated_at, p.background_url, $10 ->> p.mood, private.entry_track(p.music_track_id),
+             a.full_name, a.avatar_url, p.meta_scope,
+             case when array_position('{user,team,org,public}'::text[], p.content_scope)
+                       > array_position('{user,team,org,public}'::text[], p.meta_scope)
+                  then p.meta_scope else p.content_scope end
+        from p
         left join public.journal_entry_contents c on c.entry_id = p.id
+        left join authors a on a.entry_id = p.id
        order by p.created_at desc, p.id desc
     $feed$ using journal_feed.team_id, journal_feed.org_id, journal_feed.notebook_id, journal_feed.mood,
                  journal_feed.tag, pattern, cursor_at, cursor_id, n, icons;
   elsif journal_feed.search is null then
+    page_ids := private.visible_entry_page_ids(journal_feed.team_id, journal_feed.org_id,
+                  journal_feed.notebook_id, journal_feed.mood, journal_feed.tag, cursor_at, cursor_id, n);
     -- The page's candidates come from private.visible_entry_page_ids (the branches, memberships
     -- read once); this select reads them as the caller, so the policies of journal_entries and
     -- journal_entry_contents decide what is returned, content included.
@@ -210,24 +235,24 @@ begin
       select e.id, e.user_id, e.notebook_id, e.title, case when c.entry_id is null and e.user_id = me then '' else c.content end,
              c.entry_id is null and e.user_id is distinct from me, e.mood, e.tags,
              e.metadata_visibility, e.content_visibility, e.team_id, e.org_id, e.music_track_id,
-             e.created_at, e.updated_at, e.background_url, icons ->> e.mood, private.entry_track(e.music_track_id)
+             e.created_at, e.updated_at, e.background_url, icons ->> e.mood, private.entry_track(e.music_track_id),
+             a.full_name, a.avatar_url, e.meta_scope,
+             case when array_position('{user,team,org,public}'::text[], e.content_scope)
+                       > array_position('{user,team,org,public}'::text[], e.meta_scope)
+                  then e.meta_scope else e.content_scope end
         from public.journal_entries e
         left join public.journal_entry_contents c on c.entry_id = e.id
-       where e.id = any (private.visible_entry_page_ids(journal_feed.team_id, journal_feed.org_id,
-                           journal_feed.notebook_id, journal_feed.mood, journal_feed.tag, cursor_at, cursor_id, n))
+        left join private.entry_authors(page_ids) a on a.entry_id = e.id
+       where e.id = any (page_ids)
        order by e.created_at desc, e.id desc;
   else
     -- A search must not match content the caller may not read, so it runs as the caller: four
     -- branches, each newest-first from its own index, limited to the page size, under RLS.
     return query
-      select p.id, p.user_id, p.notebook_id, p.title, case when c.entry_id is null and p.user_id = me then '' else c.content end,
-             c.entry_id is null and p.user_id is distinct from me, p.mood, p.tags,
-             p.metadata_visibility, p.content_visibility, p.team_id, p.org_id, p.music_track_id,
-             p.created_at, p.updated_at, p.background_url, icons ->> p.mood, private.entry_track(p.music_track_id)
-        from (
+      with p as materialized (
           select u.* from (
             (select e.id, e.user_id, e.notebook_id, e.title, e.mood, e.tags, e.metadata_visibility,
-                    e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at
+                    e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at, e.meta_scope, e.content_scope
                from public.journal_entries e
               where e.user_id = me
                 and (journal_feed.team_id is null or (e.meta_scope = 'team' and e.meta_scope_id = journal_feed.team_id))
@@ -245,7 +270,7 @@ begin
                from (select private.my_team_ids() as tid) t
                cross join lateral (
                  select e.id, e.user_id, e.notebook_id, e.title, e.mood, e.tags, e.metadata_visibility,
-                        e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at
+                        e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at, e.meta_scope, e.content_scope
                    from public.journal_entries e
                   where journal_feed.org_id is null
                     and e.meta_scope = 'team' and e.meta_scope_id = t.tid and e.user_id <> me
@@ -263,7 +288,7 @@ begin
                from (select private.my_org_ids() as oid) o
                cross join lateral (
                  select e.id, e.user_id, e.notebook_id, e.title, e.mood, e.tags, e.metadata_visibility,
-                        e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at
+                        e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at, e.meta_scope, e.content_scope
                    from public.journal_entries e
                   where journal_feed.team_id is null
                     and e.meta_scope = 'org' and e.meta_scope_id = o.oid and e.user_id <> me
@@ -278,7 +303,7 @@ begin
                   limit n) e)
             union all
             (select e.id, e.user_id, e.notebook_id, e.title, e.mood, e.tags, e.metadata_visibility,
-                    e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at
+                    e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at, e.meta_scope, e.content_scope
                from public.journal_entries e
               where journal_feed.team_id is null and journal_feed.org_id is null
                 and e.meta_scope = 'public' and e.user_id <> me
@@ -292,8 +317,19 @@ begin
               limit n)
           ) u
           order by u.created_at desc, u.id desc
-          limit n) p
+          limit n),
+      authors as (select * from private.entry_authors(array(select p.id from p)))
+      select p.id, p.user_id, p.notebook_id, p.title, case when c.entry_id is null and p.user_id = me then '' else c.content end,
+             c.entry_id is null and p.user_id is distinct from me, p.mood, p.tags,
+             p.metadata_visibility, p.content_visibility, p.team_id, p.org_id, p.music_track_id,
+             p.created_at, p.updated_at, p.background_url, icons ->> p.mood, private.entry_track(p.music_track_id),
+             a.full_name, a.avatar_url, p.meta_scope,
+             case when array_position('{user,team,org,public}'::text[], p.content_scope)
+                       > array_position('{user,team,org,public}'::text[], p.meta_scope)
+                  then p.meta_scope else p.content_scope end
+        from p
         left join public.journal_entry_contents c on c.entry_id = p.id
+        left join authors a on a.entry_id = p.id
        order by p.created_at desc, p.id desc;
   end if;
 end
