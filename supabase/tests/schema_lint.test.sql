@@ -16,7 +16,7 @@ create temp table lint_anon_definer_allowlist (signature text primary key, reaso
 insert into lint_anon_definer_allowlist values
   ('private.limit_writes()', 'PostgREST''s pre-request counts anonymous writes per address in a table no API role may write'),
   ('private.invitation_details(text)', 'whoever holds an invitation link''s token (not signed up yet) reads what its e-mail said'),
-  ('private.entry_authors(uuid[])', 'anonymous readers see the author of a public entry; it returns authors only of entries whose metadata the caller may see');
+  ('private.author_cards(uuid[])', 'anonymous readers see the author of a public entry: journal_feed and journal_entry_details pass only the authors of rows the caller already sees');
 -- insert into lint_anon_definer_allowlist values ('public.example(uuid)', 'why anon needs it');
 -- ---------------------------------------------------------------------------------------
 
@@ -502,7 +502,7 @@ select is(
     where n.nspname in ('public', 'private')
       and not pg_temp.lint_is_extension_member(p.oid)
       and has_function_privilege('anon', p.oid, 'EXECUTE')),
-  array['private.check_request()', 'private.entry_authors(uuid[])',
+  array['private.author_cards(uuid[])', 'private.check_request()',
         'private.entry_track(text)', 'private.impersonation_live()', 'private.invitation_details(text)',
         'private.limit_writes()', 'private.refuse_ended_impersonation()',
         'private.sees_whole_entry(uuid)', 'private.tone_icon_url(text)', 'public.invitation_details(text)',

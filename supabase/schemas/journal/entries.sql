@@ -73,41 +73,26 @@ comment on function private.sees_whole_entry(uuid) is
   'True for the entry''s owner and for super admins (rule 6); read only for entries without a text row.';
 grant execute on function private.sees_whole_entry(uuid) to anon, authenticated, service_role;
 
--- The authors of entries as their readers see them: name and avatar only, for the entries
--- (by id) whose metadata the caller may see, the metadata policy spelled out (owner, public,
--- the caller's teams and organizations, super admins), so it can never show more than the
--- entry does. Security definer: profiles stays owner-only. The feed calls it once per page
--- (one indexed read of the page's entries and their profiles, no lookup per row);
--- journal_entry_details once per row it returns. "Deleted user" while a deletion is under way
--- (Auth's soft delete: the rows step follows and deletes the entries with the profile), the
--- words of private.deleted_user_name() (user_data/account.sql, defined after this file).
-create or replace function private.entry_authors(entry_ids uuid[])
-returns table (entry_id uuid, full_name text, avatar_url text)
-language plpgsql stable security definer
+-- The name and avatar of each given author ("Deleted user" once their account is being deleted,
+-- or gone). Callers pass only the authors of rows the caller may already see (journal_feed's
+-- page, journal_entry_details' rows under RLS): it reads profiles past their owner-only policy,
+-- and lives in private, out of the API's reach. One indexed read per distinct author of a page.
+create or replace function private.author_cards(user_ids uuid[])
+returns table (user_id uuid, full_name text, avatar_url text)
+language sql stable security definer
 set search_path = ''
 as $$
-declare
-  me uuid := auth.uid();
-  teams uuid[] := case when me is null then '{}' else private.my_team_id_array() end;
-  orgs uuid[] := case when me is null then '{}' else private.my_org_id_array() end;
-  everyone boolean := me is not null and private.is_super_admin();
-begin
-  return query
-    select e.id,
-           case when p.id is null or u.id is not null then 'Deleted user' else p.full_name end,
-           case when u.id is null then p.avatar_url end
-      from public.journal_entries e
-      left join public.profiles p on p.id = e.user_id
-      left join auth.users u on u.id = e.user_id and u.deleted_at is not null
-     where e.id = any (entry_ids)
-       and (everyone or e.user_id = me or e.meta_scope = 'public'
-            or (e.meta_scope = 'team' and e.meta_scope_id = any (teams))
-            or (e.meta_scope = 'org' and e.meta_scope_id = any (orgs)));
-end
+  select x.id,
+         case when p.id is null or u.id is not null then 'Deleted user' else p.full_name end,
+         case when p.id is not null and u.id is null then p.avatar_url end
+    from (select distinct unnest(user_ids) as id) x
+    left join public.profiles p on p.id = x.id
+    left join auth.users u on u.id = x.id and u.deleted_at is not null
 $$;
-comment on function private.entry_authors(uuid[]) is
-  'Author name and avatar of each given entry whose metadata the caller may see (Deleted user once their account is being deleted).';
-grant execute on function private.entry_authors(uuid[]) to anon, authenticated, service_role;
+comment on function private.author_cards(uuid[]) is
+  'Name and avatar of the given authors (Deleted user while their account is being deleted); for rows the caller already sees.';
+revoke all on function private.author_cards(uuid[]) from public;
+grant execute on function private.author_cards(uuid[]) to anon, authenticated, service_role;
 
 -- What applies to an entry's text (effective_content_visibility): its effective content level,
 -- never wider than the effective metadata level, since the content policy admits a reader only
@@ -127,7 +112,7 @@ select e.id, e.user_id, e.notebook_id, e.title,
             then e.meta_scope else e.content_scope end as effective_content_visibility
   from public.journal_entries e
   left join public.journal_entry_contents c on c.entry_id = e.id
-  left join lateral private.entry_authors(array[e.id]) a on true;
+  left join lateral private.author_cards(array[e.user_id]) a on true;
 comment on view public.journal_entry_details is
   'Entries as a viewer sees them: content is null and content_hidden true where the content policy refuses; '
   'the author''s name and avatar; the levels that apply (an entry at user inherits its notebook''s).';

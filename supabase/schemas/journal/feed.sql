@@ -91,7 +91,7 @@ grant execute on function private.visible_entry_page_ids(uuid, uuid, uuid, text,
  * journal_entry_contents decide every row returned, content included. A search must not match
  * content the caller may not read, so it runs as the caller: four branches under RLS. The
  * viewer's tone icons are read once per page; so are the page's authors
- * (private.entry_authors, journal/entries.sql: one call with the page's ids).
+ * (private.author_cards, journal/entries.sql: one call with the page's authors).
  *
  * jit off, here and in visible_entry_page_ids, whoever calls: a generic plan's estimate grows
  * with the table (its optional filters make the public branch look like a whole-index scan:
@@ -151,7 +151,7 @@ begin
              and e.created_at <= cursor_at and (e.created_at < cursor_at or e.id < cursor_id)
            order by e.created_at desc, e.id desc
            limit n),
-      authors as (select * from private.entry_authors(array(select p.id from p)))
+      authors as (select * from private.author_cards(array(select p.user_id from p)))
       select p.id, p.user_id, p.notebook_id, p.title, coalesce(c.content, ''), false, p.mood, p.tags,
              p.metadata_visibility, p.content_visibility, p.team_id, p.org_id, p.music_track_id,
              p.created_at, p.updated_at, p.background_url, icons ->> p.mood, private.entry_track(p.music_track_id),
@@ -161,7 +161,7 @@ begin
                   then p.meta_scope else p.content_scope end
         from p
         left join public.journal_entry_contents c on c.entry_id = p.id
-        left join authors a on a.entry_id = p.id
+        left join authors a on a.user_id = p.user_id
        order by p.created_at desc, p.id desc;
   elsif me is null then
     -- Anonymous callers: public entries (rule 3, public is anyone), as journal_entry_details
@@ -180,7 +180,7 @@ begin
              and e.created_at <= cursor_at and (e.created_at < cursor_at or e.id < cursor_id)
            order by e.created_at desc, e.id desc
            limit n),
-      authors as (select * from private.entry_authors(array(select p.id from p)))
+      authors as (select * from private.author_cards(array(select p.user_id from p)))
       select p.id, p.user_id, p.notebook_id, p.title, c.content, c.entry_id is null, p.mood, p.tags,
              p.metadata_visibility, p.content_visibility, p.team_id, p.org_id, p.music_track_id,
              p.created_at, p.updated_at, p.background_url, null::text, private.entry_track(p.music_track_id),
@@ -190,7 +190,7 @@ begin
                   then p.meta_scope else p.content_scope end
         from p
         left join public.journal_entry_contents c on c.entry_id = p.id
-        left join authors a on a.entry_id = p.id
+        left join authors a on a.user_id = p.user_id
        order by p.created_at desc, p.id desc;
   elsif private.is_super_admin() then
     -- Super admins may see every entry (rule 6). Planned on each call with the request's
@@ -211,7 +211,7 @@ begin
              and e.created_at <= $7 and (e.created_at < $7 or e.id < $8)
            order by e.created_at desc, e.id desc
            limit $9),
-      authors as (select * from private.entry_authors(array(select p.id from p)))
+      authors as (select * from private.author_cards(array(select p.user_id from p)))
       select p.id, p.user_id, p.notebook_id, p.title, coalesce(c.content, ''), false, p.mood, p.tags,
              p.metadata_visibility, p.content_visibility, p.team_id, p.org_id, p.music_track_id,
              p.created_at, p.updated_at, p.background_url, $10 ->> p.mood, private.entry_track(p.music_track_id),
@@ -221,7 +221,7 @@ begin
                   then p.meta_scope else p.content_scope end
         from p
         left join public.journal_entry_contents c on c.entry_id = p.id
-        left join authors a on a.entry_id = p.id
+        left join authors a on a.user_id = p.user_id
        order by p.created_at desc, p.id desc
     $feed$ using journal_feed.team_id, journal_feed.org_id, journal_feed.notebook_id, journal_feed.mood,
                  journal_feed.tag, pattern, cursor_at, cursor_id, n, icons;
@@ -232,19 +232,26 @@ begin
     -- read once); this select reads them as the caller, so the policies of journal_entries and
     -- journal_entry_contents decide what is returned, content included.
     return query
-      select e.id, e.user_id, e.notebook_id, e.title, case when c.entry_id is null and e.user_id = me then '' else c.content end,
-             c.entry_id is null and e.user_id is distinct from me, e.mood, e.tags,
-             e.metadata_visibility, e.content_visibility, e.team_id, e.org_id, e.music_track_id,
-             e.created_at, e.updated_at, e.background_url, icons ->> e.mood, private.entry_track(e.music_track_id),
-             a.full_name, a.avatar_url, e.meta_scope,
-             case when array_position('{user,team,org,public}'::text[], e.content_scope)
-                       > array_position('{user,team,org,public}'::text[], e.meta_scope)
-                  then e.meta_scope else e.content_scope end
-        from public.journal_entries e
-        left join public.journal_entry_contents c on c.entry_id = e.id
-        left join private.entry_authors(page_ids) a on a.entry_id = e.id
-       where e.id = any (page_ids)
-       order by e.created_at desc, e.id desc;
+      with page as materialized (
+        select e.id, e.user_id, e.notebook_id, e.title, c.entry_id as content_entry_id, c.content, e.mood, e.tags,
+               e.metadata_visibility, e.content_visibility, e.team_id, e.org_id, e.music_track_id,
+               e.created_at, e.updated_at, e.background_url, e.meta_scope, e.content_scope
+          from public.journal_entries e
+          left join public.journal_entry_contents c on c.entry_id = e.id
+         where e.id = any (page_ids)),
+      authors as (select * from private.author_cards(array(select page.user_id from page)))
+      select p.id, p.user_id, p.notebook_id, p.title,
+             case when p.content_entry_id is null and p.user_id = me then '' else p.content end,
+             p.content_entry_id is null and p.user_id is distinct from me, p.mood, p.tags,
+             p.metadata_visibility, p.content_visibility, p.team_id, p.org_id, p.music_track_id,
+             p.created_at, p.updated_at, p.background_url, icons ->> p.mood, private.entry_track(p.music_track_id),
+             a.full_name, a.avatar_url, p.meta_scope,
+             case when array_position('{user,team,org,public}'::text[], p.content_scope)
+                       > array_position('{user,team,org,public}'::text[], p.meta_scope)
+                  then p.meta_scope else p.content_scope end
+        from page p
+        left join authors a on a.user_id = p.user_id
+       order by p.created_at desc, p.id desc;
   else
     -- A search must not match content the caller may not read, so it runs as the caller: four
     -- branches, each newest-first from its own index, limited to the page size, under RLS.
@@ -318,7 +325,7 @@ begin
           ) u
           order by u.created_at desc, u.id desc
           limit n),
-      authors as (select * from private.entry_authors(array(select p.id from p)))
+      authors as (select * from private.author_cards(array(select p.user_id from p)))
       select p.id, p.user_id, p.notebook_id, p.title, case when c.entry_id is null and p.user_id = me then '' else c.content end,
              c.entry_id is null and p.user_id is distinct from me, p.mood, p.tags,
              p.metadata_visibility, p.content_visibility, p.team_id, p.org_id, p.music_track_id,
@@ -329,7 +336,7 @@ begin
                   then p.meta_scope else p.content_scope end
         from p
         left join public.journal_entry_contents c on c.entry_id = p.id
-        left join authors a on a.entry_id = p.id
+        left join authors a on a.user_id = p.user_id
        order by p.created_at desc, p.id desc;
   end if;
 end
