@@ -58,8 +58,9 @@ export async function benchAdminConsole(stack: Stack, runs: number) {
     // (bypassCSP: the driver's waitForFunction evaluates strings, which the console's CSP refuses;
     // the load itself is the same.)
     // Timed in the page from its navigation start (performance.now()), to the DOM change that
-    // leaves the dashboard with nothing loading: what the admin waits for, without the driver's
-    // own round trips.
+    // leaves the dashboard with nothing loading (the Users tab showing its first page): what the
+    // admin waits for, without the driver's own round trips (printed too, from the outside:
+    // a new context, a new page, the navigation, the wait, closing).
     // (Strings: this file is type-checked without the DOM's types.)
     const readyProbe = `(() => {
       const ready = () => {
@@ -75,16 +76,24 @@ export async function benchAdminConsole(stack: Stack, runs: number) {
       }).observe(document, { childList: true, subtree: true, characterData: true })
     })()`
     const notLoading = `!document.querySelector('main [role="status"].loading')`
-    const load = await timed(runs, async () => {
+    // timed() times each call from outside; the figure is what the page itself measured.
+    const inPage: number[] = []
+    await timed(runs, async () => {
       const context = await browser.newContext({ storageState, bypassCSP: true })
       await context.addInitScript({ content: readyProbe })
       const p = await context.newPage()
       await p.goto(`${stack.apiUrl}/dashboard/admin`)
       await p.waitForFunction('window.__consoleReady')
       const ms = await p.evaluate<number>('window.__consoleReady')
+      if (Deno.env.get('BENCH_CONSOLE_TRACE')) {
+        console.log(Math.round(ms), await p.evaluate<string>(`JSON.stringify(performance.getEntriesByType('resource')
+          .map((e) => [e.name.replace(location.origin, '').slice(0, 40), Math.round(e.startTime), Math.round(e.responseEnd)]))`))
+      }
       await context.close()
-      return ms
+      inPage.push(ms)
     })
+    inPage.sort((a, b) => a - b)
+    const load = { p50: inPage[Math.floor(runs * 0.5)], p99: inPage[Math.min(runs - 1, Math.floor(runs * 0.99))] }
     const wall = await timed(3, async () => {
       const context = await browser.newContext({ storageState, bypassCSP: true })
       const p = await context.newPage()
@@ -104,7 +113,7 @@ export async function benchAdminConsole(stack: Stack, runs: number) {
       await r.body?.cancel()
     })
     console.log(`\nFirst load of /dashboard/admin, cold (${runs} runs): p50 ${load.p50.toFixed(0)} ms, p99 ${load.p99.toFixed(0)} ms (target < 1000 ms)`)
-    console.log(`  as the driver sees it (its own round trips included): p50 ${wall.p50.toFixed(0)} ms`)
+    console.log(`  from the driver's side (a new context and page, navigation, closing): p50 ${wall.p50.toFixed(0)} ms`)
     console.log(`Baseline, GET /api/admin/users alone: p50 ${api.p50.toFixed(1)} ms; ratio ${(load.p50 / api.p50).toFixed(1)}x`)
     figure('admin console first load p50', Math.round(load.p50), 'ms', '< 1000')
   } finally {
