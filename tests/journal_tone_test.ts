@@ -208,3 +208,19 @@ test('Realtime: the owner sees the mood arrive; another user, even filtering on 
     await closeAll(ownerClient, strangerClient)
   }
 })
+
+test("a project whose Vault lacks the worker's URL or secret still saves entries: the request is skipped, never the write", async () => {
+  const user = await createUser()
+  await sql`update vault.secrets set name = name || '_moved' where name in ('project_url', 'CHAT_CRON_SECRET')`
+  await sql`update private.tone_worker set requested_at = null where id`
+  try {
+    const res = await api('/api/journal', { token: user.token, body: { title: 'No vault', content: 'Plain words.' } })
+    assert.equal(res.status, 201, JSON.stringify(res.body))
+    const direct = await clientAs(user.token).rpc('create_journal_entry', { title: 'Again', content: 'More words.' })
+    assert.equal(direct.error, null)
+  } finally {
+    await sql`update vault.secrets set name = left(name, -6) where name in ('project_url_moved', 'CHAT_CRON_SECRET_moved')`
+    // The mark was set without a worker on its way: cleared, so the next write asks for one.
+    await sql`update private.tone_worker set requested_at = null where id`
+  }
+})
