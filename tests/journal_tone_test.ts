@@ -224,3 +224,17 @@ test("a project whose Vault lacks the worker's URL or secret still saves entries
     await sql`update private.tone_worker set requested_at = null where id`
   }
 })
+
+test('mood_pending called as an RPC with a made-up row tells nothing of another user’s entry', async () => {
+  const [owner, other] = await Promise.all([createUser(), createUser()])
+  const marker = await scripted(tone('calm', 0.9, 1500))
+  const res = await api('/api/journal', { token: owner.token, body: { title: 'Mine', content: `Quiet. ${marker}` } })
+  assert.equal(res.body.entry.mood_pending, true)
+  const entry = { id: res.body.entry.id, user_id: other.id }
+  const asOther = await clientAs(other.token).rpc('mood_pending', { entry })
+  assert.equal(asOther.error, null)
+  assert.equal(asOther.data, false, 'the queue is not told to someone who claims to own the entry')
+  const asOwner = await clientAs(owner.token).rpc('mood_pending', { entry: { ...entry, user_id: owner.id } })
+  assert.equal(asOwner.data, true)
+  await toneSettled(res.body.entry.id)
+})
