@@ -17,6 +17,7 @@ export const ENTRY_FIELDS = [
   'music_track_id',
   'notebook_id',
   'org_id',
+  'row_version',
   'tags',
   'team_id',
   'title',

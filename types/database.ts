@@ -267,14 +267,14 @@ isOneToOne: false
                   ]
                 },"goal_check_ins": {
                   Row: {
-                    "created_at": string,"goal_id": string,"id": string,"notes": string,"status": string,"user_id": string
+                    "created_at": string,"created_version": unknown,"goal_id": string,"id": string,"notes": string,"row_version": unknown,"status": string,"user_id": string
                   }
                   ComputedFields: never
                   Insert: {
-                    "created_at"?: string,"goal_id": string,"id"?: string,"notes"?: string,"status"?: string,"user_id"?: string
+                    "created_at"?: string,"created_version"?: unknown,"goal_id": string,"id"?: string,"notes"?: string,"row_version"?: unknown,"status"?: string,"user_id"?: string
                   }
                   Update: {
-                    "created_at"?: string,"goal_id"?: string,"id"?: string,"notes"?: string,"status"?: string,"user_id"?: string
+                    "created_at"?: string,"created_version"?: unknown,"goal_id"?: string,"id"?: string,"notes"?: string,"row_version"?: unknown,"status"?: string,"user_id"?: string
                   }
                   Relationships: [
                     {
@@ -293,14 +293,14 @@ isOneToOne: false
                   ]
                 },"goals": {
                   Row: {
-                    "created_at": string,"description": string,"id": string,"status": string,"target_date": string | null,"title": string,"updated_at": string,"user_id": string
+                    "created_at": string,"created_version": unknown,"description": string,"id": string,"row_version": unknown,"status": string,"target_date": string | null,"title": string,"updated_at": string,"user_id": string
                   }
                   ComputedFields: never
                   Insert: {
-                    "created_at"?: string,"description"?: string,"id"?: string,"status"?: string,"target_date"?: string | null,"title": string,"updated_at"?: string,"user_id"?: string
+                    "created_at"?: string,"created_version"?: unknown,"description"?: string,"id"?: string,"row_version"?: unknown,"status"?: string,"target_date"?: string | null,"title": string,"updated_at"?: string,"user_id"?: string
                   }
                   Update: {
-                    "created_at"?: string,"description"?: string,"id"?: string,"status"?: string,"target_date"?: string | null,"title"?: string,"updated_at"?: string,"user_id"?: string
+                    "created_at"?: string,"created_version"?: unknown,"description"?: string,"id"?: string,"row_version"?: unknown,"status"?: string,"target_date"?: string | null,"title"?: string,"updated_at"?: string,"user_id"?: string
                   }
                   Relationships: [
                     {
@@ -379,14 +379,14 @@ isOneToOne: false
                   ]
                 },"journal_entries": {
                   Row: {
-                    "background_object": string | null,"background_url": string | null,"content_scope": string,"content_scope_id": string | null,"content_visibility": string,"created_at": string,"id": string,"meta_scope": string,"meta_scope_id": string | null,"metadata_visibility": string,"mood": string | null,"mood_detected": boolean,"music_track_id": string | null,"notebook_id": string | null,"org_id": string | null,"tags": (string)[],"team_id": string | null,"title": string,"updated_at": string,"user_id": string
+                    "background_object": string | null,"background_url": string | null,"content_scope": string,"content_scope_id": string | null,"content_visibility": string,"created_at": string,"created_version": unknown,"id": string,"meta_scope": string,"meta_scope_id": string | null,"metadata_visibility": string,"mood": string | null,"mood_detected": boolean,"music_track_id": string | null,"notebook_id": string | null,"org_id": string | null,"row_version": unknown,"tags": (string)[],"team_id": string | null,"title": string,"updated_at": string,"user_id": string
                   }
                   ComputedFields: never
                   Insert: {
-                    "background_object"?: string | null,"background_url"?: string | null,"content_scope"?: string,"content_scope_id"?: string | null,"content_visibility"?: string,"created_at"?: string,"id"?: string,"meta_scope"?: string,"meta_scope_id"?: string | null,"metadata_visibility"?: string,"mood"?: string | null,"mood_detected"?: boolean,"music_track_id"?: string | null,"notebook_id"?: string | null,"org_id"?: string | null,"tags"?: (string)[],"team_id"?: string | null,"title": string,"updated_at"?: string,"user_id"?: string
+                    "background_object"?: string | null,"background_url"?: string | null,"content_scope"?: string,"content_scope_id"?: string | null,"content_visibility"?: string,"created_at"?: string,"created_version"?: unknown,"id"?: string,"meta_scope"?: string,"meta_scope_id"?: string | null,"metadata_visibility"?: string,"mood"?: string | null,"mood_detected"?: boolean,"music_track_id"?: string | null,"notebook_id"?: string | null,"org_id"?: string | null,"row_version"?: unknown,"tags"?: (string)[],"team_id"?: string | null,"title": string,"updated_at"?: string,"user_id"?: string
                   }
                   Update: {
-                    "background_object"?: string | null,"background_url"?: string | null,"content_scope"?: string,"content_scope_id"?: string | null,"content_visibility"?: string,"created_at"?: string,"id"?: string,"meta_scope"?: string,"meta_scope_id"?: string | null,"metadata_visibility"?: string,"mood"?: string | null,"mood_detected"?: boolean,"music_track_id"?: string | null,"notebook_id"?: string | null,"org_id"?: string | null,"tags"?: (string)[],"team_id"?: string | null,"title"?: string,"updated_at"?: string,"user_id"?: string
+                    "background_object"?: string | null,"background_url"?: string | null,"content_scope"?: string,"content_scope_id"?: string | null,"content_visibility"?: string,"created_at"?: string,"created_version"?: unknown,"id"?: string,"meta_scope"?: string,"meta_scope_id"?: string | null,"metadata_visibility"?: string,"mood"?: string | null,"mood_detected"?: boolean,"music_track_id"?: string | null,"notebook_id"?: string | null,"org_id"?: string | null,"row_version"?: unknown,"tags"?: (string)[],"team_id"?: string | null,"title"?: string,"updated_at"?: string,"user_id"?: string
                   }
                   Relationships: [
                     {
@@ -833,14 +833,14 @@ isOneToOne: false
                   ]
                 },"notebooks": {
                   Row: {
-                    "content_visibility": string,"created_at": string,"id": string,"meta_scope_id": string | null,"metadata_visibility": string,"name": string,"org_id": string | null,"team_id": string | null,"updated_at": string,"user_id": string
+                    "content_visibility": string,"created_at": string,"created_version": unknown,"id": string,"meta_scope_id": string | null,"metadata_visibility": string,"name": string,"org_id": string | null,"row_version": unknown,"team_id": string | null,"updated_at": string,"user_id": string
                   }
                   ComputedFields: never
                   Insert: {
-                    "content_visibility"?: string,"created_at"?: string,"id"?: string,"meta_scope_id"?: never,"metadata_visibility"?: string,"name": string,"org_id"?: string | null,"team_id"?: string | null,"updated_at"?: string,"user_id"?: string
+                    "content_visibility"?: string,"created_at"?: string,"created_version"?: unknown,"id"?: string,"meta_scope_id"?: never,"metadata_visibility"?: string,"name": string,"org_id"?: string | null,"row_version"?: unknown,"team_id"?: string | null,"updated_at"?: string,"user_id"?: string
                   }
                   Update: {
-                    "content_visibility"?: string,"created_at"?: string,"id"?: string,"meta_scope_id"?: never,"metadata_visibility"?: string,"name"?: string,"org_id"?: string | null,"team_id"?: string | null,"updated_at"?: string,"user_id"?: string
+                    "content_visibility"?: string,"created_at"?: string,"created_version"?: unknown,"id"?: string,"meta_scope_id"?: never,"metadata_visibility"?: string,"name"?: string,"org_id"?: string | null,"row_version"?: unknown,"team_id"?: string | null,"updated_at"?: string,"user_id"?: string
                   }
                   Relationships: [
                     {
@@ -1368,7 +1368,7 @@ isOneToOne: true
           Views: {
             "journal_entry_details": {
                   Row: {
-                    "author_avatar_url": string | null,"author_name": string | null,"background_url": string | null,"content": string | null,"content_hidden": boolean | null,"content_visibility": string,"created_at": string,"effective_content_visibility": string | null,"effective_metadata_visibility": string,"id": string,"metadata_visibility": string,"mood": string | null,"music_track_id": string | null,"notebook_id": string | null,"org_id": string | null,"tags": (string)[],"team_id": string | null,"title": string,"tone_icon_url": string | null,"track": Json | null,"updated_at": string,"user_id": string,"mood_pending": boolean | null
+                    "author_avatar_url": string | null,"author_name": string | null,"background_url": string | null,"content": string | null,"content_hidden": boolean | null,"content_visibility": string,"created_at": string,"effective_content_visibility": string | null,"effective_metadata_visibility": string,"id": string,"metadata_visibility": string,"mood": string | null,"music_track_id": string | null,"notebook_id": string | null,"org_id": string | null,"row_version": unknown,"tags": (string)[],"team_id": string | null,"title": string,"tone_icon_url": string | null,"track": Json | null,"updated_at": string,"user_id": string,"mood_pending": boolean | null
                   }
                   ComputedFields: "mood_pending"
                   Relationships: [
@@ -1570,6 +1570,7 @@ isOneToOne: false
 "music_track_id": string | null,
 "notebook_id": string | null,
 "org_id": string | null,
+"row_version": unknown,
 "tags": (string)[],
 "team_id": string | null,
 "title": string,
@@ -1726,6 +1727,7 @@ isOneToOne: false
 "music_track_id": string | null,
 "notebook_id": string | null,
 "org_id": string | null,
+"row_version": unknown,
 "tags": (string)[],
 "team_id": string | null,
 "title": string,
@@ -2444,6 +2446,7 @@ isOneToOne: false
 "music_track_id": string | null,
 "notebook_id": string | null,
 "org_id": string | null,
+"row_version": unknown,
 "tags": (string)[],
 "team_id": string | null,
 "title": string,

@@ -11,7 +11,9 @@ create table public.goals (
   target_date date,
   status text not null default 'active' check (char_length(status) between 1 and 30),
   created_at timestamptz not null default now(),
-  updated_at timestamptz not null default now()
+  updated_at timestamptz not null default now(),
+  row_version xid8 not null default pg_current_xact_id(),
+  created_version xid8 not null default pg_current_xact_id()
 );
 alter table public.goals enable row level security;
 comment on table public.goals is 'Accountability goals; status active by default.';
@@ -20,6 +22,8 @@ grant select, delete on public.goals to authenticated;
 grant insert (id, title, description, target_date, status), update (title, description, target_date, status)
   on public.goals to authenticated;
 create index goals_by_owner on public.goals (user_id, created_at desc, id desc);
+-- A device's pull (sync.sql) reads its owner's changes at or above its cursor.
+create index goals_sync on public.goals (user_id, row_version);
 create policy "goals: owners and super admins read" on public.goals
   for select to authenticated
   using (user_id = (select auth.uid()) or (select private.is_super_admin()));
@@ -56,7 +60,9 @@ create table public.goal_check_ins (
   user_id uuid not null default auth.uid() references public.profiles (id) on delete cascade,
   status text not null default 'completed' check (char_length(status) between 1 and 30),
   notes text not null default '' check (char_length(notes) <= 5000),
-  created_at timestamptz not null default now()
+  created_at timestamptz not null default now(),
+  row_version xid8 not null default pg_current_xact_id(),
+  created_version xid8 not null default pg_current_xact_id()
 );
 alter table public.goal_check_ins enable row level security;
 comment on table public.goal_check_ins is 'Check-ins recorded on a goal by its owner.';
@@ -65,7 +71,8 @@ grant select on public.goal_check_ins to authenticated;
 grant insert (goal_id, status, notes)
   on public.goal_check_ins to authenticated;
 create index goal_check_ins_by_goal on public.goal_check_ins (goal_id, created_at desc);
-create index goal_check_ins_by_owner on public.goal_check_ins (user_id);
+-- A device's pull (sync.sql) reads its owner's changes at or above its cursor.
+create index goal_check_ins_sync on public.goal_check_ins (user_id, row_version);
 
 -- The columns' rules in words (conventions.sql, "Field rules in words"), as /api says them.
 create or replace function private.check_goal_check_in_fields() returns trigger

@@ -93,6 +93,9 @@ export const EntrySchema = z.object({
   effective_content_visibility: level.describe(
     'Who may read the text: the effective content level, never wider than effective_metadata_visibility',
   ),
+  row_version: z.string().describe(
+    "The entry's version (its ETag): changes with every write of the entry or its text; send it as If-Match to write only over what was read",
+  ),
 }).openapi('Entry')
 const WrittenEntry = EntrySchema.extend({
   mood_pending: z.boolean().describe(

@@ -115,13 +115,15 @@ select e.id, e.user_id, e.notebook_id, e.title,
        e.meta_scope as effective_metadata_visibility,
        case when array_position('{user,team,org,public}'::text[], e.content_scope)
                  > array_position('{user,team,org,public}'::text[], e.meta_scope)
-            then e.meta_scope else e.content_scope end as effective_content_visibility
+            then e.meta_scope else e.content_scope end as effective_content_visibility,
+       e.row_version
   from public.journal_entries e
   left join public.journal_entry_contents c on c.entry_id = e.id
   left join lateral private.author_cards(array[e.user_id]) a on true;
 comment on view public.journal_entry_details is
   'Entries as a viewer sees them: content is null and content_hidden true where the content policy refuses; '
-  'the author''s name and avatar; the levels that apply (an entry at user inherits its notebook''s).';
+  'the author''s name and avatar; the levels that apply (an entry at user inherits its notebook''s); '
+  'row_version, the entry''s ETag (sync.sql).';
 revoke all on public.journal_entry_details from anon, authenticated;
 grant select on public.journal_entry_details to anon, authenticated;
 

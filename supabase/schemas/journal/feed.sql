@@ -138,7 +138,7 @@ begin
     return query
       with p as materialized (
           select e.id, e.user_id, e.notebook_id, e.title, e.mood, e.tags, e.metadata_visibility,
-                 e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at, e.meta_scope, e.content_scope
+                 e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at, e.meta_scope, e.content_scope, e.row_version
             from public.journal_entries e
            where e.user_id = me
              and (journal_feed.team_id is null or (e.meta_scope = 'team' and e.meta_scope_id = journal_feed.team_id))
@@ -158,7 +158,8 @@ begin
              a.full_name, a.avatar_url, p.meta_scope,
              case when array_position('{user,team,org,public}'::text[], p.content_scope)
                        > array_position('{user,team,org,public}'::text[], p.meta_scope)
-                  then p.meta_scope else p.content_scope end
+                  then p.meta_scope else p.content_scope end,
+             p.row_version
         from p
         left join public.journal_entry_contents c on c.entry_id = p.id
         left join authors a on a.user_id = p.user_id
@@ -169,7 +170,7 @@ begin
     return query
       with p as materialized (
           select e.id, e.user_id, e.notebook_id, e.title, e.mood, e.tags, e.metadata_visibility,
-                 e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at, e.meta_scope, e.content_scope
+                 e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at, e.meta_scope, e.content_scope, e.row_version
             from public.journal_entries e
            where e.meta_scope = 'public' and journal_feed.team_id is null and journal_feed.org_id is null
              and (journal_feed.notebook_id is null or e.notebook_id = journal_feed.notebook_id)
@@ -187,7 +188,8 @@ begin
              a.full_name, a.avatar_url, p.meta_scope,
              case when array_position('{user,team,org,public}'::text[], p.content_scope)
                        > array_position('{user,team,org,public}'::text[], p.meta_scope)
-                  then p.meta_scope else p.content_scope end
+                  then p.meta_scope else p.content_scope end,
+             p.row_version
         from p
         left join public.journal_entry_contents c on c.entry_id = p.id
         left join authors a on a.user_id = p.user_id
@@ -199,7 +201,7 @@ begin
     return query execute $feed$
       with p as materialized (
           select e.id, e.user_id, e.notebook_id, e.title, e.mood, e.tags, e.metadata_visibility,
-                 e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at, e.meta_scope, e.content_scope
+                 e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at, e.meta_scope, e.content_scope, e.row_version
             from public.journal_entries e
            where ($1 is null or (e.meta_scope = 'team' and e.meta_scope_id = $1))
              and ($2 is null or (e.meta_scope = 'org' and e.meta_scope_id = $2))
@@ -218,7 +220,8 @@ begin
              a.full_name, a.avatar_url, p.meta_scope,
              case when array_position('{user,team,org,public}'::text[], p.content_scope)
                        > array_position('{user,team,org,public}'::text[], p.meta_scope)
-                  then p.meta_scope else p.content_scope end
+                  then p.meta_scope else p.content_scope end,
+             p.row_version
         from p
         left join public.journal_entry_contents c on c.entry_id = p.id
         left join authors a on a.user_id = p.user_id
@@ -235,7 +238,7 @@ begin
       with page as materialized (
         select e.id, e.user_id, e.notebook_id, e.title, c.entry_id as content_entry_id, c.content, e.mood, e.tags,
                e.metadata_visibility, e.content_visibility, e.team_id, e.org_id, e.music_track_id,
-               e.created_at, e.updated_at, e.background_url, e.meta_scope, e.content_scope
+               e.created_at, e.updated_at, e.background_url, e.meta_scope, e.content_scope, e.row_version
           from public.journal_entries e
           left join public.journal_entry_contents c on c.entry_id = e.id
          where e.id = any (page_ids)),
@@ -248,7 +251,8 @@ begin
              a.full_name, a.avatar_url, p.meta_scope,
              case when array_position('{user,team,org,public}'::text[], p.content_scope)
                        > array_position('{user,team,org,public}'::text[], p.meta_scope)
-                  then p.meta_scope else p.content_scope end
+                  then p.meta_scope else p.content_scope end,
+             p.row_version
         from page p
         left join authors a on a.user_id = p.user_id
        order by p.created_at desc, p.id desc;
@@ -259,7 +263,7 @@ begin
       with p as materialized (
           select u.* from (
             (select e.id, e.user_id, e.notebook_id, e.title, e.mood, e.tags, e.metadata_visibility,
-                    e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at, e.meta_scope, e.content_scope
+                    e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at, e.meta_scope, e.content_scope, e.row_version
                from public.journal_entries e
               where e.user_id = me
                 and (journal_feed.team_id is null or (e.meta_scope = 'team' and e.meta_scope_id = journal_feed.team_id))
@@ -277,7 +281,7 @@ begin
                from (select private.my_team_ids() as tid) t
                cross join lateral (
                  select e.id, e.user_id, e.notebook_id, e.title, e.mood, e.tags, e.metadata_visibility,
-                        e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at, e.meta_scope, e.content_scope
+                        e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at, e.meta_scope, e.content_scope, e.row_version
                    from public.journal_entries e
                   where journal_feed.org_id is null
                     and e.meta_scope = 'team' and e.meta_scope_id = t.tid and e.user_id <> me
@@ -295,7 +299,7 @@ begin
                from (select private.my_org_ids() as oid) o
                cross join lateral (
                  select e.id, e.user_id, e.notebook_id, e.title, e.mood, e.tags, e.metadata_visibility,
-                        e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at, e.meta_scope, e.content_scope
+                        e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at, e.meta_scope, e.content_scope, e.row_version
                    from public.journal_entries e
                   where journal_feed.team_id is null
                     and e.meta_scope = 'org' and e.meta_scope_id = o.oid and e.user_id <> me
@@ -310,7 +314,7 @@ begin
                   limit n) e)
             union all
             (select e.id, e.user_id, e.notebook_id, e.title, e.mood, e.tags, e.metadata_visibility,
-                    e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at, e.meta_scope, e.content_scope
+                    e.content_visibility, e.team_id, e.org_id, e.music_track_id, e.background_url, e.created_at, e.updated_at, e.meta_scope, e.content_scope, e.row_version
                from public.journal_entries e
               where journal_feed.team_id is null and journal_feed.org_id is null
                 and e.meta_scope = 'public' and e.user_id <> me
@@ -333,7 +337,8 @@ begin
              a.full_name, a.avatar_url, p.meta_scope,
              case when array_position('{user,team,org,public}'::text[], p.content_scope)
                        > array_position('{user,team,org,public}'::text[], p.meta_scope)
-                  then p.meta_scope else p.content_scope end
+                  then p.meta_scope else p.content_scope end,
+             p.row_version
         from p
         left join public.journal_entry_contents c on c.entry_id = p.id
         left join authors a on a.user_id = p.user_id

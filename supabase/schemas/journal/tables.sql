@@ -65,6 +65,8 @@ create table public.notebooks (
   meta_scope_id uuid generated always as (private.scope_of(metadata_visibility, team_id, org_id)) stored,
   created_at timestamptz not null default now(),
   updated_at timestamptz not null default now(),
+  row_version xid8 not null default pg_current_xact_id(),
+  created_version xid8 not null default pg_current_xact_id(),
   constraint notebooks_team_id_required check (team_id is not null or 'team' not in (metadata_visibility, content_visibility)),
   constraint notebooks_org_id_required check (org_id is not null or 'org' not in (metadata_visibility, content_visibility))
 );
@@ -81,12 +83,14 @@ revoke all on public.notebooks from anon, authenticated;
 grant select, delete on public.notebooks to authenticated;
 grant insert (id, name, metadata_visibility, content_visibility, team_id, org_id), update (name, metadata_visibility, content_visibility, team_id, org_id)
   on public.notebooks to authenticated;
-grant select (id, user_id, name, metadata_visibility, content_visibility, team_id, org_id, created_at, updated_at)
+grant select (id, user_id, name, metadata_visibility, content_visibility, team_id, org_id, created_at, updated_at, row_version, created_version)
   on public.notebooks to anon;
 create index notebooks_by_owner on public.notebooks (user_id, created_at desc);
 -- A removal finds the member's rows in the group by these.
 create index notebooks_team_membership on public.notebooks (team_id, user_id);
 create index notebooks_org_membership on public.notebooks (org_id, user_id);
+-- A device's pull (sync.sql) reads its owner's changes at or above its cursor.
+create index notebooks_sync on public.notebooks (user_id, row_version);
 
 -- Entry metadata. team_id and org_id as in notebooks.
 create table public.journal_entries (
@@ -110,6 +114,8 @@ create table public.journal_entries (
   background_url text check (char_length(background_url) <= 2048),
   background_object text check (char_length(background_object) <= 512),
   mood_detected boolean not null default false,
+  row_version xid8 not null default pg_current_xact_id(),
+  created_version xid8 not null default pg_current_xact_id(),
   constraint journal_entries_team_id_required check (team_id is not null or 'team' not in (metadata_visibility, content_visibility)),
   constraint journal_entries_org_id_required check (org_id is not null or 'org' not in (metadata_visibility, content_visibility))
 );
@@ -127,6 +133,8 @@ comment on column public.journal_entries.background_url is
   'Public URL of the entry''s generated background image; set only through set_entry_background.';
 comment on column public.journal_entries.background_object is
   'Storage object name behind background_url (bucket entry-backgrounds), so a replaced image can be deleted.';
+comment on column public.journal_entries.row_version is
+  'The transaction that last changed the entry or its text: the sync cursor and the ETag (sync.sql). Every synced table has it, with created_version.';
 comment on column public.journal_entries.mood_detected is
   'True while the mood is the one tone analysis set; any other change of mood makes it false. Not client-writable.';
 comment on column public.journal_entries.team_id is
@@ -137,7 +145,7 @@ revoke all on public.journal_entries from anon, authenticated;
 grant select, delete on public.journal_entries to authenticated;
 grant insert (id, notebook_id, title, mood, tags, metadata_visibility, content_visibility, team_id, org_id), update (notebook_id, title, mood, tags, metadata_visibility, content_visibility, team_id, org_id)
   on public.journal_entries to authenticated;
-grant select (id, user_id, notebook_id, title, mood, tags, metadata_visibility, content_visibility, team_id, org_id, music_track_id, meta_scope, content_scope, created_at, updated_at, background_url, background_object, mood_detected)
+grant select (id, user_id, notebook_id, title, mood, tags, metadata_visibility, content_visibility, team_id, org_id, music_track_id, meta_scope, content_scope, created_at, updated_at, background_url, background_object, mood_detected, row_version, created_version)
   on public.journal_entries to anon;
 -- One index per branch of the visibility feed, each ordered newest first.
 create index journal_entries_own on public.journal_entries (user_id, created_at desc, id desc);
@@ -151,6 +159,8 @@ create index journal_entries_newest on public.journal_entries (created_at desc, 
 create index journal_entries_notebook on public.journal_entries (notebook_id);
 create index journal_entries_team_membership on public.journal_entries (team_id, user_id);
 create index journal_entries_org_membership on public.journal_entries (org_id, user_id);
+-- A device's pull (sync.sql) reads its owner's changes at or above its cursor.
+create index journal_entries_sync on public.journal_entries (user_id, row_version);
 
 -- Entry text, one row per entry; its scopes are copied from the entry.
 create table public.journal_entry_contents (

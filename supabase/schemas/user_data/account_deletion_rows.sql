@@ -103,6 +103,7 @@ as $$
     ('private.ai_job_queue', 'user_id', 'cascade'),
     ('public.goals', 'user_id', 'cascade'),
     ('public.goal_check_ins', 'user_id', 'cascade'),
+    ('private.sync_tombstones', 'user_id', 'cascade'),
     ('public.impersonation_audit', 'admin_id', 'tombstone'),
     ('public.impersonation_audit', 'target_id', 'tombstone'),
     ('public.impersonation_writes', 'admin_id', 'tombstone'),
