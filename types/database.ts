@@ -2383,6 +2383,12 @@ isOneToOne: false
 "stripe_customer_of":
 { Args: { "target_user_id": string }; Returns: string
                            },
+"sync_pull":
+{ Args: { "last_pulled_at"?: number,"migration"?: Json,"schema_version"?: number }; Returns: Json
+                           },
+"sync_push":
+{ Args: { "changes": Json,"last_pulled_at": number }; Returns: Json
+                           },
 "take_api_write":
 { Args: { "request_headers": Json,"user_id": string }; Returns: {
               "message": string,"retry_after_seconds": number

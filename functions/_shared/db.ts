@@ -26,6 +26,22 @@ export function userDb(token: string): Db {
   })
 }
 
+/**
+ * An RPC as the caller, its reply left unread: a large reply (the sync pull) can be streamed
+ * through instead of parsed. The same credentials and write pass as userDb().
+ */
+export function userRpcResponse(token: string, fn: string, args: Record<string, unknown>): Promise<Response> {
+  return fetchWithWritePass(`${restUrl()}/rpc/${fn}`, {
+    method: 'POST',
+    headers: {
+      apikey: requiredEnv('SUPABASE_ANON_KEY'),
+      Authorization: `Bearer ${token}`,
+      'content-type': 'application/json',
+    },
+    body: JSON.stringify(args),
+  })
+}
+
 let service: Db | undefined
 export function serviceDb(): Db {
   const key = requiredEnv('SUPABASE_SERVICE_ROLE_KEY')

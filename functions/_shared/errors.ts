@@ -42,6 +42,7 @@ export const NAMED_CODES = {
   org_id_required: { status: 400, means: 'An org visibility level needs org_id' },
   concurrent_change: { status: 503, means: 'A concurrent change got in the way; nothing was saved, repeat the request' },
   no_route: { status: 404, means: 'No route for this method and path' },
+  sync_conflict: { status: 409, means: 'A pushed record changed on the server since last_pulled_at: pull, then push again' },
 } as const satisfies Record<string, { status: number; means: string }>
 
 export type NamedCode = keyof typeof NAMED_CODES

@@ -32,6 +32,7 @@ import { notificationRoutes } from './routes/notifications/index.ts'
 import { organizationRoutes } from './routes/organizations.ts'
 import { paymentRoutes } from './routes/payments.ts'
 import { profileRoutes } from './routes/profile.ts'
+import { syncRoutes } from './routes/sync.ts'
 import { teamRoutes } from './routes/teams.ts'
 import { tonePackRoutes } from './routes/tone_packs/index.ts'
 import { accountRoutes } from './routes/user_data/account.ts'
@@ -96,6 +97,7 @@ const modules = [
   journalToneRoutes,
   journalRoutes,
   goalRoutes,
+  syncRoutes,
   notificationRoutes,
   aiRoutes,
   adminUserRoutes,

@@ -68,7 +68,7 @@ alter table public.goal_check_ins enable row level security;
 comment on table public.goal_check_ins is 'Check-ins recorded on a goal by its owner.';
 revoke all on public.goal_check_ins from anon, authenticated;
 grant select on public.goal_check_ins to authenticated;
-grant insert (goal_id, status, notes)
+grant insert (id, goal_id, status, notes)
   on public.goal_check_ins to authenticated;
 create index goal_check_ins_by_goal on public.goal_check_ins (goal_id, created_at desc);
 -- A device's pull (sync.sql) reads its owner's changes at or above its cursor.
