@@ -165,8 +165,8 @@ begin
       if found then
         if btrim(existing.title) = btrim(create_journal_entry.title)
            and coalesce(existing.content, '') = coalesce(create_journal_entry.content, '')
-           and case when create_journal_entry.mood is null then existing.mood is null or existing.mood_detected
-                    else lower(btrim(existing.mood)) is not distinct from lower(btrim(create_journal_entry.mood)) end
+           and (case when create_journal_entry.mood is null then existing.mood is null or existing.mood_detected
+                     else lower(btrim(existing.mood)) is not distinct from lower(btrim(create_journal_entry.mood)) end)
            and array(select distinct btrim(t) from unnest(existing.tags) t order by 1)
                = array(select distinct btrim(t) from unnest(coalesce(create_journal_entry.tags, '{}')) t order by 1)
            and existing.notebook_id is not distinct from create_journal_entry.notebook_id
