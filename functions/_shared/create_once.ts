@@ -1,4 +1,4 @@
-// Creates safe to retry (docs/api.md "Retrying a create"): a client may choose the id of what it
+// Creates safe to retry (docs/journal.md "Retrying a create"): a client may choose the id of what it
 // creates, so a create repeated after an ambiguous failure answers with the row already made.
 // The rule lives in the database (private.refuse_reused_id, supabase/schemas/conventions.sql):
 // an id in use is refused with hint already_created (the caller's row with the same content)

@@ -63,7 +63,7 @@ export function parseWith<S extends z.ZodType>(schema: S, value: unknown): z.inf
 export const uuid = () => z.guid()
 
 /** The optional id a client chooses for what it creates, so repeating the create is safe
- *  (create_once.ts; docs/api.md "Retrying a create"). */
+ *  (create_once.ts; docs/journal.md "Retrying a create"). */
 export const clientChosenId = () =>
   uuid().optional().openapi({
     description: 'Optional id chosen by the client (a UUID). Repeating the create with the same id and content ' +
