@@ -1,7 +1,7 @@
 // Creating is safe to retry (issue 40): a create carrying a client-chosen id, whose reply is
 // lost after the commit (a 503 from a proxy, a connection cut mid-reply: tests/_fault_proxy.ts),
 // repeated with the same id answers 200 with the row already made: one row, one tone analysis.
-// The same id with other content, or another user's id, is 409 id_conflict (docs/api.md
+// The same id with other content, or another user's id, is 409 id_conflict (docs/journal.md
 // "Retrying a create"; the rule: private.refuse_reused_id and create_journal_entry).
 import { strict as assert } from 'node:assert'
 import { createClient } from '@supabase/supabase-js'
