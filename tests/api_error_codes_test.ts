@@ -142,6 +142,13 @@ const PRODUCERS: Record<string, () => Promise<Reply>> = {
     const pack = await createPack(seller, { is_public: true, price_drops: 9999 })
     return await api(`/api/tone-packs/${pack.id}/purchase`, { token: buyer.token, body: {} })
   },
+  id_conflict: async () => {
+    const u = await createUser()
+    const id = crypto.randomUUID()
+    const made = await api('/api/goals', { token: u.token, body: { id, title: 'First' } })
+    assert.equal(made.status, 201, JSON.stringify(made.body))
+    return await api('/api/goals', { token: u.token, body: { id, title: 'Second' } })
+  },
   team_id_required: entryWithout('team'),
   org_id_required: entryWithout('org'),
   no_route: async () => {

@@ -1368,9 +1368,9 @@ isOneToOne: true
           Views: {
             "journal_entry_details": {
                   Row: {
-                    "author_avatar_url": string | null,"author_name": string | null,"background_url": string | null,"content": string | null,"content_hidden": boolean | null,"content_visibility": string,"created_at": string,"effective_content_visibility": string | null,"effective_metadata_visibility": string,"id": string,"metadata_visibility": string,"mood": string | null,"music_track_id": string | null,"notebook_id": string | null,"org_id": string | null,"row_version": unknown,"tags": (string)[],"team_id": string | null,"title": string,"tone_icon_url": string | null,"track": Json | null,"updated_at": string,"user_id": string,"mood_pending": boolean | null
+                    "author_avatar_url": string | null,"author_name": string | null,"background_url": string | null,"content": string | null,"content_hidden": boolean | null,"content_visibility": string,"created_at": string,"effective_content_visibility": string | null,"effective_metadata_visibility": string,"id": string,"metadata_visibility": string,"mood": string | null,"music_track_id": string | null,"notebook_id": string | null,"org_id": string | null,"row_version": unknown,"tags": (string)[],"team_id": string | null,"title": string,"tone_icon_url": string | null,"track": Json | null,"updated_at": string,"user_id": string,"created_now": boolean | null,"mood_pending": boolean | null
                   }
-                  ComputedFields: "mood_pending"
+                  ComputedFields: "created_now" | "mood_pending"
                   Relationships: [
                     {
       foreignKeyName: "journal_entries_notebook_id_fkey"
@@ -1554,7 +1554,7 @@ isOneToOne: false
 { Args: { "daily_cap"?: number,"max_items"?: number }; Returns: Json
                            },
 "create_journal_entry":
-{ Args: { "content"?: string,"content_visibility"?: string,"metadata_visibility"?: string,"mood"?: string,"notebook_id"?: string,"org_id"?: string,"tags"?: (string)[],"team_id"?: string,"title": string }; Returns: {
+{ Args: { "content"?: string,"content_visibility"?: string,"id"?: string,"metadata_visibility"?: string,"mood"?: string,"notebook_id"?: string,"org_id"?: string,"tags"?: (string)[],"team_id"?: string,"title": string }; Returns: {
               "author_avatar_url": string | null,
 "author_name": string | null,
 "background_url": string | null,
@@ -1594,6 +1594,9 @@ isOneToOne: false
 { Args: { "add_to_organization"?: boolean,"email": string,"role": string,"target_team": string }; Returns: {
               "add_to_organization": boolean,"created_at": string,"email": string,"expires_at": string,"id": string,"org_id": string,"role": string,"status": string,"team_id": string,"token": string
             }[]
+                           },
+"created_now":
+{ Args: { "entry": Omit<Database["public"]['Views']["journal_entry_details"]['Row'], Database["public"]['Views']["journal_entry_details"]['ComputedFields']> }; Returns: boolean
                            },
 "cron_job_status":
 { Args: Record<PropertyKey, never>; Returns: {

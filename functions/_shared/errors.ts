@@ -40,6 +40,10 @@ export const NAMED_CODES = {
   ownership_transfer_needed: { status: 409, means: 'The account owns organizations with other members: transfer them first' },
   team_id_required: { status: 400, means: 'A team visibility level needs team_id' },
   org_id_required: { status: 400, means: 'An org visibility level needs org_id' },
+  id_conflict: {
+    status: 409,
+    means: 'The id chosen for a create is in use for something else (other content, or not yours): choose a new id',
+  },
   concurrent_change: { status: 503, means: 'A concurrent change got in the way; nothing was saved, repeat the request' },
   no_route: { status: 404, means: 'No route for this method and path' },
   sync_conflict: { status: 409, means: 'A pushed record changed on the server since last_pulled_at: pull, then push again' },

@@ -62,6 +62,14 @@ export function parseWith<S extends z.ZodType>(schema: S, value: unknown): z.inf
 // are any 8-4-4-4-12 hex string, as Postgres' uuid type accepts.
 export const uuid = () => z.guid()
 
+/** The optional id a client chooses for what it creates, so repeating the create is safe
+ *  (create_once.ts; docs/journal.md "Retrying a create"). */
+export const clientChosenId = () =>
+  uuid().optional().openapi({
+    description: 'Optional id chosen by the client (a UUID). Repeating the create with the same id and content ' +
+      'answers 200 with what the first attempt made; the id with other content, or one in use elsewhere: 409 id_conflict.',
+  })
+
 /** A calendar date YYYY-MM-DD between years 1 and 9999 (what Postgres' date accepts and JS agrees on). */
 export const isoDate = () =>
   z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date (YYYY-MM-DD)')

@@ -143,6 +143,7 @@ function codesOf(status: number, d: EndpointDef<Method, string, any, any, any>):
     implied.push('impersonation_session_ended', 'account_deleted')
   }
   if (status === 503) implied.push('concurrent_change')
+  if (status === 409 && d.replayable) implied.push('id_conflict')
   const fields = status === 400 ? ['<field>_required', '<field>_invalid'] : []
   return [...fields, ...named, ...implied, GENERIC_CODES[status] ?? 'internal_error']
 }
@@ -194,6 +195,9 @@ export interface EndpointDef<
   notAWrite?: string
   /** An error status whose body is {error} and more (a readiness check's 503 keeps its report). */
   otherReplies?: Record<number, { description: string; schema: z.ZodType; example: { error: string; code: string } }>
+  /** A create whose body may carry a client-chosen `id`: a retry with the same id and content
+   *  answers 200 with the row already made, a reused id 409 id_conflict (create_once.ts). */
+  replayable?: boolean
   /** The route honours an Idempotency-Key header (its rules, for the parameter's description). */
   idempotencyKey?: string
 }
@@ -255,6 +259,7 @@ function errorStatuses(d: EndpointDef<Method, string, any, any, any>): number[] 
   if (d.auth !== 'none') s.add(401)
   if (d.auth === 'superAdmin' || (typeof d.auth === 'object' && 'adminOrCron' in d.auth)) s.add(403)
   if (d.params) s.add(404)
+  if (d.replayable) s.add(409)
   if (d.body || d.multipart) s.add(413)
   if (writeLimited(d)) s.add(429)
   s.add(500)
@@ -294,6 +299,12 @@ export function endpoint<
       description: d.responseDescription ?? (status === 302 ? 'Redirect' : 'Success'),
       ...(d.response ? { content: { 'application/json': { schema: d.response } } } : {}),
     },
+  }
+  if (d.replayable) {
+    responses[200] = {
+      description: 'A retry: a create with this id and the same content was made already; that row, unchanged',
+      ...(d.response ? { content: { 'application/json': { schema: d.response } } } : {}),
+    }
   }
   for (const code of errorStatuses(d)) {
     const example = ERROR_EXAMPLE[code] ?? ERROR_TEXT[code] ?? 'Error'

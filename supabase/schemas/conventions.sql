@@ -48,6 +48,41 @@ end
 $$;
 
 -- ---------------------------------------------------------------------------------------------
+-- Client-chosen ids: creates safe to retry
+-- ---------------------------------------------------------------------------------------------
+-- Devices choose the id of what they create (a UUID, as they do for sync), so a create repeated
+-- after an ambiguous failure (the reply lost after the commit) can be told from a new one. The
+-- one error of a retry is `id: ...` as 23505 (PostgREST and /api: 409): with hint
+-- already_created when the row exists, is the caller's and holds what the insert carries (the
+-- retry's row was made: read it; /api answers 200 with it), with hint id_conflict otherwise
+-- (other content, or another user's row: the same words, so nothing of it is revealed).
+-- BEFORE INSERT trigger; its arguments name the client-written columns compared.
+create or replace function private.refuse_reused_id() returns trigger
+language plpgsql security definer -- reads another user's row to refuse its id, and says nothing of it
+set search_path = ''
+as $$
+declare
+  existing jsonb;
+  proposed jsonb := to_jsonb(new);
+begin
+  execute format('select to_jsonb(t) from %I.%I t where t.id = $1', tg_table_schema, tg_table_name)
+    into existing using new.id;
+  if existing is null then
+    return new;
+  end if;
+  if existing ->> 'user_id' = (select auth.uid())::text and existing ->> 'user_id' = proposed ->> 'user_id'
+     and not exists (select 1 from unnest(tg_argv) f where existing -> f is distinct from proposed -> f) then
+    raise exception 'id: created already with this content (a retry): read it instead'
+      using errcode = '23505', hint = 'already_created', constraint = tg_table_name || '_pkey';
+  end if;
+  raise exception 'id: already used for something else; choose a new id'
+    using errcode = '23505', hint = 'id_conflict', constraint = tg_table_name || '_pkey';
+end
+$$;
+comment on function private.refuse_reused_id() is
+  'Before insert: an id in use is 23505 with hint already_created (the caller''s row, same columns: a retry) or id_conflict (anything else).';
+
+-- ---------------------------------------------------------------------------------------------
 -- Auth users the project writes itself
 -- ---------------------------------------------------------------------------------------------
 -- Supabase Auth (GoTrue) scans auth.users into Go strings: a NULL in a token or change column

@@ -22,6 +22,9 @@ grant select, delete on public.goals to authenticated;
 grant insert (id, title, description, target_date, status), update (title, description, target_date, status)
   on public.goals to authenticated;
 create index goals_by_owner on public.goals (user_id, created_at desc, id desc);
+-- A create repeated with its client-chosen id (conventions.sql): a retry, or a conflict.
+create trigger goals_reused_id before insert on public.goals
+  for each row execute function private.refuse_reused_id('title', 'description', 'target_date', 'status');
 -- A device's pull (sync.sql) reads its owner's changes at or above its cursor.
 create index goals_sync on public.goals (user_id, row_version);
 create policy "goals: owners and super admins read" on public.goals
@@ -71,6 +74,8 @@ grant select on public.goal_check_ins to authenticated;
 grant insert (id, goal_id, status, notes)
   on public.goal_check_ins to authenticated;
 create index goal_check_ins_by_goal on public.goal_check_ins (goal_id, created_at desc);
+create trigger goal_check_ins_reused_id before insert on public.goal_check_ins
+  for each row execute function private.refuse_reused_id('goal_id', 'status', 'notes');
 -- A device's pull (sync.sql) reads its owner's changes at or above its cursor.
 create index goal_check_ins_sync on public.goal_check_ins (user_id, row_version);
 

@@ -3,7 +3,8 @@ import { z } from '@hono/zod-openapi'
 import { refuseWrite } from '../../_shared/access.ts'
 import { badRequest, notFound, unwrap } from '../../_shared/errors.ts'
 import { newestFirstPage, pageQuery } from '../../_shared/pagination.ts'
-import { idParams, isoDate } from '../../_shared/validation.ts'
+import { clientChosenId, idParams, isoDate } from '../../_shared/validation.ts'
+import { insertOnce } from '../../_shared/create_once.ts'
 import { endpoint, Message, NextCursor, routeModule } from '../openapi.ts'
 
 const COLUMNS = 'id, user_id, title, description, target_date, status, created_at, updated_at'
@@ -24,9 +25,11 @@ const NewGoal = z.object({
   status: goalFields.status.optional(),
 }).strict()
 const GoalPatch = NewGoal.partial().strict()
+const NewGoalWithId = NewGoal.extend({ id: clientChosenId() }).strict()
 const NewCheckIn = z.object({
   status: status().default('completed'),
   notes: z.string().max(5000).default(''),
+  id: clientChosenId(),
 }).strict()
 const ListQuery = z.object({ ...pageQuery, status: status().optional() }).strict()
 
@@ -100,13 +103,16 @@ export const goalRoutes = routeModule()
       path: '/goals',
       tag,
       auth: 'bearer',
-      body: NewGoal,
+      body: NewGoalWithId,
       status: 201,
       response: Goal,
+      replayable: true,
       summary: 'Create a goal',
     }),
-    async (c) =>
-      c.json(unwrap(await c.var.db.from('goals').insert(c.req.valid('json')).select(COLUMNS).single()), 201),
+    async (c) => {
+      const { row, made } = await insertOnce(c.var.db, 'goals', c.req.valid('json'), COLUMNS)
+      return made ? c.json(row, 201) : c.json(row, 200)
+    },
   )
   .openapi(
     endpoint({
@@ -158,6 +164,7 @@ export const goalRoutes = routeModule()
       bodyRequired: false,
       status: 201,
       response: CheckIn,
+      replayable: true,
       errors: [403],
       summary: 'Record a check-in on a goal',
     }),
@@ -167,10 +174,7 @@ export const goalRoutes = routeModule()
       const goal = unwrap(await c.var.db.from('goals').select('user_id').eq('id', id).maybeSingle())
       if (!goal) throw notFound('Goal not found')
       if (goal.user_id !== c.var.caller.id) await refuseWrite(c.var.db, 'goals', { id }, 'goal')
-      const checkIn = unwrap(
-        await c.var.db.from('goal_check_ins').insert({ goal_id: id, ...body }).select(CHECK_IN_COLUMNS)
-          .single(),
-      )
-      return c.json(checkIn, 201)
+      const { row, made } = await insertOnce(c.var.db, 'goal_check_ins', { goal_id: id, ...body }, CHECK_IN_COLUMNS)
+      return made ? c.json(row, 201) : c.json(row, 200)
     },
   )

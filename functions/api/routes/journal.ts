@@ -6,7 +6,7 @@ import { refuseWrite } from '../../_shared/access.ts'
 import { givenArgs } from '../../_shared/db.ts'
 import { badRequest, notFound, unwrap } from '../../_shared/errors.ts'
 import { decodeCursor, page, pageQuery } from '../../_shared/pagination.ts'
-import { idParams, uuid } from '../../_shared/validation.ts'
+import { clientChosenId, idParams, uuid } from '../../_shared/validation.ts'
 import { requireSharingTargets, sharingFields, VISIBILITY_LEVELS } from '../../_shared/visibility.ts'
 import { endpoint, Message, NextCursor, routeModule } from '../openapi.ts'
 
@@ -26,6 +26,7 @@ const NewEntry = z.object({
   tags: tags.optional(),
   notebook_id: uuid().nullable().optional(),
   ...sharingFields,
+  id: clientChosenId(),
 }).strict().superRefine(requireSharingTargets).openapi('NewEntry')
 
 const EntryPatch = z.object({
@@ -204,13 +205,17 @@ export const journalRoutes = routeModule()
       body: NewEntry,
       status: 201,
       response: WrittenEntryReply,
+      replayable: true,
       summary: 'Create an entry',
       description:
-        'Answers without waiting for tone analysis: without a mood, the text is analysed in the background (mood_pending) and a detected mood is stored later (SPEC Tone analysis).',
+        'Answers without waiting for tone analysis: without a mood, the text is analysed in the background (mood_pending) and a detected mood is stored later (SPEC Tone analysis). ' +
+        'With an `id`, a retry answers 200 with the entry already made, unchanged (no mood given matches the mood tone analysis set).',
     }),
     async (c) => {
-      const entry = unwrap(await c.var.db.rpc('create_journal_entry', c.req.valid('json')).select(WRITTEN).single())
-      return c.json({ entry }, 201)
+      const { created_now, ...entry } = unwrap(
+        await c.var.db.rpc('create_journal_entry', c.req.valid('json')).select(`${WRITTEN}, created_now`).single(),
+      )
+      return created_now ? c.json({ entry }, 201) : c.json({ entry }, 200)
     },
   )
   .openapi(

@@ -3,7 +3,8 @@ import { z } from '@hono/zod-openapi'
 import { refuseWrite } from '../../_shared/access.ts'
 import { badRequest, notFound, unwrap } from '../../_shared/errors.ts'
 import { newestFirstPage, pageQuery } from '../../_shared/pagination.ts'
-import { idParams } from '../../_shared/validation.ts'
+import { clientChosenId, idParams } from '../../_shared/validation.ts'
+import { insertOnce } from '../../_shared/create_once.ts'
 import { requireSharingTargets, sharingFields, VISIBILITY_LEVELS } from '../../_shared/visibility.ts'
 import { endpoint, Message, NextCursor, routeModule } from '../openapi.ts'
 
@@ -11,7 +12,7 @@ const COLUMNS =
   'id, user_id, name, metadata_visibility, content_visibility, team_id, org_id, created_at, updated_at'
 
 const name = z.string().trim().min(1).max(200)
-const NewNotebook = z.object({ name, ...sharingFields }).strict().superRefine(requireSharingTargets)
+const NewNotebook = z.object({ name, ...sharingFields, id: clientChosenId() }).strict().superRefine(requireSharingTargets)
 const NotebookPatch = z.object({ name: name.optional(), ...sharingFields }).strict().superRefine(
   requireSharingTargets,
 )
@@ -76,13 +77,13 @@ export const notebookRoutes = routeModule()
       body: NewNotebook,
       status: 201,
       response: Notebook,
+      replayable: true,
       summary: 'Create a notebook',
     }),
-    async (c) =>
-      c.json(
-        unwrap(await c.var.db.from('notebooks').insert(c.req.valid('json')).select(COLUMNS).single()),
-        201,
-      ),
+    async (c) => {
+      const { row, made } = await insertOnce(c.var.db, 'notebooks', c.req.valid('json'), COLUMNS)
+      return made ? c.json(row, 201) : c.json(row, 200)
+    },
   )
   .openapi(
     endpoint({

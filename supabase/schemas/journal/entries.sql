@@ -127,7 +127,12 @@ comment on view public.journal_entry_details is
 revoke all on public.journal_entry_details from anon, authenticated;
 grant select on public.journal_entry_details to anon, authenticated;
 
--- POST /api/journal: the entry and its content in one transaction.
+-- POST /api/journal: the entry and its content in one transaction. With a client-chosen id
+-- (conventions.sql, "Client-chosen ids"), a repeated create is answered with the entry already
+-- made, unchanged (no write, so no second tone analysis), when it is the caller's and carries
+-- what the request carries, compared as /api normalises it (trimmed title, lower-case mood,
+-- tags as a set; no mood matches the mood tone analysis set); otherwise it is a 409 naming id,
+-- the same words for another user's entry. created_now (below) tells a retry from a creation.
 create or replace function public.create_journal_entry(
   title text,
   content text default '',
@@ -137,26 +142,84 @@ create or replace function public.create_journal_entry(
   metadata_visibility text default 'user',
   content_visibility text default 'user',
   team_id uuid default null,
-  org_id uuid default null
+  org_id uuid default null,
+  id uuid default null
 ) returns setof public.journal_entry_details
 language plpgsql
 set search_path = ''
 as $$
 declare
   new_id uuid;
+  existing record;
+  taken_constraint text;
 begin
-  insert into public.journal_entries (title, mood, tags, notebook_id, metadata_visibility, content_visibility, team_id, org_id)
-  values (create_journal_entry.title, create_journal_entry.mood, coalesce(create_journal_entry.tags, '{}'),
-          create_journal_entry.notebook_id, coalesce(create_journal_entry.metadata_visibility, 'user'),
-          coalesce(create_journal_entry.content_visibility, 'user'), create_journal_entry.team_id,
-          create_journal_entry.org_id)
-  returning id into new_id;
-  insert into public.journal_entry_contents (entry_id, content)
-  values (new_id, coalesce(create_journal_entry.content, ''));
-  return query select * from public.journal_entry_details d where d.id = new_id;
+  -- Twice at most: a concurrent create of the same id that commits between the look and the
+  -- insert makes the insert fail on the key; the second look then finds its entry.
+  for attempt in 1..2 loop
+    if create_journal_entry.id is not null then
+      select e.user_id, e.title, e.mood, e.mood_detected, e.tags, e.notebook_id, e.metadata_visibility,
+             e.content_visibility, e.team_id, e.org_id, c.content
+        into existing
+        from public.journal_entries e left join public.journal_entry_contents c on c.entry_id = e.id
+       where e.id = create_journal_entry.id and e.user_id = (select auth.uid());
+      if found then
+        if btrim(existing.title) = btrim(create_journal_entry.title)
+           and coalesce(existing.content, '') = coalesce(create_journal_entry.content, '')
+           and (case when create_journal_entry.mood is null then existing.mood is null or existing.mood_detected
+                     else lower(btrim(existing.mood)) is not distinct from lower(btrim(create_journal_entry.mood)) end)
+           and array(select distinct btrim(t) from unnest(existing.tags) t order by 1)
+               = array(select distinct btrim(t) from unnest(coalesce(create_journal_entry.tags, '{}')) t order by 1)
+           and existing.notebook_id is not distinct from create_journal_entry.notebook_id
+           and existing.metadata_visibility = coalesce(create_journal_entry.metadata_visibility, 'user')
+           and existing.content_visibility = coalesce(create_journal_entry.content_visibility, 'user')
+           and existing.team_id is not distinct from create_journal_entry.team_id
+           and existing.org_id is not distinct from create_journal_entry.org_id then
+          return query select * from public.journal_entry_details d where d.id = create_journal_entry.id;
+          return;
+        end if;
+        exit;
+      end if;
+    end if;
+    begin
+      insert into public.journal_entries (id, title, mood, tags, notebook_id, metadata_visibility, content_visibility, team_id, org_id)
+      values (coalesce(create_journal_entry.id, gen_random_uuid()), create_journal_entry.title, create_journal_entry.mood,
+              coalesce(create_journal_entry.tags, '{}'), create_journal_entry.notebook_id,
+              coalesce(create_journal_entry.metadata_visibility, 'user'),
+              coalesce(create_journal_entry.content_visibility, 'user'), create_journal_entry.team_id,
+              create_journal_entry.org_id)
+      returning journal_entries.id into new_id;
+      insert into public.journal_entry_contents (entry_id, content)
+      values (new_id, coalesce(create_journal_entry.content, ''));
+      return query select * from public.journal_entry_details d where d.id = new_id;
+      return;
+    exception when unique_violation then
+      get stacked diagnostics taken_constraint = constraint_name;
+      if create_journal_entry.id is null or taken_constraint is distinct from 'journal_entries_pkey' then
+        raise;
+      end if;
+    end;
+  end loop;
+  -- The caller's entry with other content, or someone else's (the key said so; nothing of it is read).
+  raise exception 'id: already used for something else; choose a new id'
+    using errcode = '23505', hint = 'id_conflict';
 end
 $$;
-grant execute on function public.create_journal_entry(text, text, text, text[], uuid, text, text, uuid, uuid) to authenticated;
+grant execute on function public.create_journal_entry(text, text, text, text[], uuid, text, text, uuid, uuid, uuid) to authenticated;
+
+-- Whether the entry was made by the current request's transaction: true in the reply of a
+-- create, false for a create answered with the entry a retry's first attempt made (and for
+-- every read). A computed field (select=*,created_now); journal_entry_details stays as it is.
+-- Volatile, so it sees the row the same request's create just made (as mood_pending).
+create or replace function public.created_now(entry public.journal_entry_details) returns boolean
+language sql volatile
+set search_path = ''
+as $$
+  select coalesce((select e.created_version = pg_catalog.pg_current_xact_id_if_assigned()
+                     from public.journal_entries e where e.id = entry.id), false)
+$$;
+comment on function public.created_now(public.journal_entry_details) is
+  'Computed field (select=*,created_now): true when this request made the entry, false when a create was a retry of one already made.';
+grant execute on function public.created_now(public.journal_entry_details) to authenticated;
 
 -- PUT /api/journal/:id: metadata and content in one transaction; "not found" is PT404, which
 -- PostgREST answers 404.

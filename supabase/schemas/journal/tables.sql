@@ -86,6 +86,9 @@ grant insert (id, name, metadata_visibility, content_visibility, team_id, org_id
 grant select (id, user_id, name, metadata_visibility, content_visibility, team_id, org_id, created_at, updated_at, row_version, created_version)
   on public.notebooks to anon;
 create index notebooks_by_owner on public.notebooks (user_id, created_at desc);
+-- A create repeated with its client-chosen id (conventions.sql): a retry, or a conflict.
+create trigger notebooks_reused_id before insert on public.notebooks
+  for each row execute function private.refuse_reused_id('name', 'metadata_visibility', 'content_visibility', 'team_id', 'org_id');
 -- A removal finds the member's rows in the group by these.
 create index notebooks_team_membership on public.notebooks (team_id, user_id);
 create index notebooks_org_membership on public.notebooks (org_id, user_id);
