@@ -1,7 +1,7 @@
 // What the sync tests share: a client of GET/POST /api/sync that follows WatermelonDB's protocol
 // to the letter (docs/sync.md), with its own copy of the records.
 import { strict as assert } from 'node:assert'
-import { api, type ApiResponse, type TestUser } from './_helpers.ts'
+import { api, type ApiResponse, sql, type TestUser } from './_helpers.ts'
 
 export type RawRecord = Record<string, string | number | boolean | null>
 export type TableChanges = { created: RawRecord[]; updated: RawRecord[]; deleted: string[] }
@@ -22,6 +22,51 @@ export async function pull(u: TestUser, lastPulledAt: number | null, schemaVersi
 
 export function push(u: TestUser, lastPulledAt: number, changes: Record<string, Partial<TableChanges>>) {
   return api(`/api/sync?last_pulled_at=${lastPulledAt}`, { token: u.token, body: changes })
+}
+
+/**
+ * Pulls from `since` on, following the cursors, until `done` holds for what came (or 5 s pass):
+ * a change waits while an older transaction is open (docs/sync.md), so a test that needs one
+ * keeps pulling. Fails if any id comes twice in the same list.
+ */
+export async function pullUntil(u: TestUser, since: number | null, done: (p: Pull) => boolean): Promise<Pull> {
+  const acc: Pull = { changes: {}, timestamp: since ?? 0 }
+  const deadline = Date.now() + 5000
+  let cursor = since
+  for (;;) {
+    const p = await pull(u, cursor)
+    for (const [table, t] of Object.entries(p.changes)) {
+      const a = acc.changes[table] ??= { created: [], updated: [], deleted: [] }
+      a.created.push(...t.created)
+      a.updated.push(...t.updated)
+      a.deleted.push(...t.deleted)
+      for (const list of ['created', 'updated', 'deleted'] as const) {
+        const ids = a[list].map((r) => typeof r === 'string' ? r : String(r.id))
+        assert.equal(new Set(ids).size, ids.length, `${table}.${list} named an id twice`)
+      }
+    }
+    acc.timestamp = p.timestamp
+    cursor = p.timestamp
+    if (done(acc) || Date.now() > deadline) return acc
+    await new Promise((r) => setTimeout(r, 100))
+  }
+}
+
+/** Waits until every change of the user's is below the cursor a pull would hand out now (a
+ *  background job's transaction, such as tone analysis, can hold it back for a moment). */
+export async function settled(u: TestUser): Promise<void> {
+  const deadline = Date.now() + 5000
+  while (Date.now() < deadline) {
+    const [r] = await sql`
+      select pg_snapshot_xmin(pg_current_snapshot())::text::bigint > coalesce(greatest(
+        (select max(row_version::text::bigint) from public.journal_entries where user_id = ${u.id}),
+        (select max(row_version::text::bigint) from public.notebooks where user_id = ${u.id}),
+        (select max(row_version::text::bigint) from public.goals where user_id = ${u.id}),
+        (select max(row_version::text::bigint) from public.goal_check_ins where user_id = ${u.id}),
+        (select max(row_version::text::bigint) from private.sync_tombstones where user_id = ${u.id})), 0) as done`
+    if (r.done) return
+    await new Promise((r) => setTimeout(r, 50))
+  }
 }
 
 /** Every id a pull names, by table and list. */

@@ -116,6 +116,16 @@ const PRODUCERS: Record<string, () => Promise<Reply>> = {
   },
   custom_drop_limit_reached: () => sendUntilRefused((i) => ({ content: `note ${i}` })),
   already_checked_in: checkedInTwice,
+  sync_conflict: async () => {
+    const u = await createUser()
+    const entry = (await api('/api/journal', { token: u.token, body: { title: 'one', mood: 'calm' } })).body.entry
+    const pulled = (await api('/api/sync?last_pulled_at=null', { token: u.token })).body
+    await api(`/api/journal/${entry.id}`, { method: 'PUT', token: u.token, body: { title: 'changed since the pull' } })
+    return await api(`/api/sync?last_pulled_at=${pulled.timestamp}`, {
+      token: u.token,
+      body: { journal_entries: { updated: [{ id: entry.id, title: 'from a device' }] } },
+    })
+  },
   reauthentication_needed: async () => {
     const u = await createUser()
     return await api('/api/user/account', {

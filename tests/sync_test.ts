@@ -1,7 +1,7 @@
 // GET/POST /api/sync (docs/sync.md): WatermelonDB's pull and push over the caller's journal.
 import { strict as assert } from 'node:assert'
 import { api, assertError, asUserInTransaction, createUser, pause, postEntry, sql, test, type TestUser } from './_helpers.ts'
-import { Device, idsOf, pull, push } from './_sync.ts'
+import { Device, idsOf, pull, pullUntil, push, settled } from './_sync.ts'
 
 const entryCount = async (u: TestUser) =>
   (await sql`select count(*)::int as n from public.journal_entries where user_id = ${u.id}`)[0].n
@@ -20,7 +20,7 @@ test('first pull: every own record once, as raw values; another user\'s rows nev
   const c = (await api(`/api/goals/${g.id}/check-ins`, { token: me.token, body: { notes: 'done' } })).body
   await postEntry(other, { title: 'not yours', metadata_visibility: 'public', content_visibility: 'public' })
 
-  const p = await pull(me, null)
+  const p = await pullUntil(me, null, (a) => (a.changes.goal_check_ins?.created.length ?? 0) > 0)
   assert.ok(p.timestamp > 0 && Number.isInteger(p.timestamp))
   assert.deepEqual(Object.keys(p.changes).sort(), ['goal_check_ins', 'goals', 'journal_entries', 'notebooks'])
   assert.deepEqual(idsOf(p, 'journal_entries'), { created: [e.id], updated: [], deleted: [] })
@@ -47,22 +47,23 @@ test('first pull: every own record once, as raw values; another user\'s rows nev
 
 test('incremental pull: created, updated and deleted since the cursor, each once, by any path', async () => {
   const me = await createUser()
-  const kept = await postEntry(me, { title: 'kept' })
-  const edited = await postEntry(me, { title: 'edited' })
-  const gone = await postEntry(me, { title: 'gone' })
-  const p0 = await pull(me, null)
+  // Moods given: no tone analysis changes the entries behind the test's back.
+  const kept = await postEntry(me, { title: 'kept', mood: 'calm' })
+  const edited = await postEntry(me, { title: 'edited', mood: 'calm' })
+  const gone = await postEntry(me, { title: 'gone', mood: 'calm' })
+  const p0 = await pullUntil(me, null, (a) => a.changes.journal_entries.created.length === 3)
 
-  const made = await postEntry(me, { title: 'new' })
+  const made = await postEntry(me, { title: 'new', mood: 'calm' })
   assert.equal((await api(`/api/journal/${edited.id}`, { method: 'PUT', token: me.token, body: { content: 'new text' } })).status, 200)
   assert.equal((await api(`/api/journal/${gone.id}`, { method: 'DELETE', token: me.token })).status, 200)
-  const p1 = await pull(me, p0.timestamp)
+  const p1 = await pullUntil(me, p0.timestamp, (a) => a.changes.journal_entries.deleted.length > 0)
   assert.deepEqual(idsOf(p1, 'journal_entries'), { created: [made.id], updated: [edited.id], deleted: [gone.id] })
   assert.equal(p1.changes.journal_entries.updated[0].content, 'new text', 'a text edit is a change of the entry')
   assert.ok(!idsOf(p1, 'journal_entries').updated.includes(kept.id))
 
   // A direct PostgREST write is a change too.
   await sql`update public.journal_entries set title = 'by sql' where id = ${kept.id}`
-  const p2 = await pull(me, p1.timestamp)
+  const p2 = await pullUntil(me, p1.timestamp, (a) => a.changes.journal_entries.updated.length > 0)
   assert.deepEqual(idsOf(p2, 'journal_entries'), { created: [], updated: [kept.id], deleted: [] })
   assert.equal(p2.changes.journal_entries.updated[0].title, 'by sql')
 })
@@ -85,7 +86,7 @@ test('long-running transactions committing out of order are all pulled, none twi
   const seen = new Set(idsOf(during, 'journal_entries').created)
   release()
   await slow
-  const after = await pull(me, during.timestamp)
+  const after = await pullUntil(me, during.timestamp, (a) => seen.size + a.changes.journal_entries.created.length >= 2)
   const both = [...seen, ...idsOf(after, 'journal_entries').created]
   assert.deepEqual(both.sort(), [early, late.id].sort(), 'each change exactly once across the two pulls')
   assert.equal(new Set(both).size, both.length)
@@ -123,6 +124,7 @@ test('push: created, updated and deleted records apply through the same rules, a
 test('push: a retried push is applied once; a record changed on the server since the pull is a 409 naming it', async () => {
   const me = await createUser()
   const e = await postEntry(me, { title: 'shared', mood: 'calm' })
+  await settled(me)
   const p0 = await pull(me, null)
   const made = crypto.randomUUID()
   const body = {
@@ -149,6 +151,7 @@ test('push: a retried push is applied once; a record changed on the server since
 test('push: another user\'s record, a foreign user_id, or a team the user is not in is refused with the field', async () => {
   const [me, other] = [await createUser(), await createUser()]
   const theirs = await postEntry(other, { title: 'theirs' })
+  await settled(me)
   const p = await pull(me, null)
   assertError(await push(me, p.timestamp, { journal_entries: { updated: [{ id: theirs.id, title: 'mine now' }] } }), 403, theirs.id)
   assertError(await push(me, p.timestamp, { journal_entries: { deleted: [theirs.id] } }), 403, theirs.id)
@@ -199,6 +202,7 @@ test('schema versions: version 1 gets the columns it knows; a migration brings t
   const e = await postEntry(me, { title: 'old app', mood: 'calm' })
   const g = await goal(me)
   const c = (await api(`/api/goals/${g.id}/check-ins`, { token: me.token, body: {} })).body
+  await settled(me)
   const v1 = await pull(me, null, 1)
   assert.deepEqual(Object.keys(v1.changes).sort(), ['goals', 'journal_entries', 'notebooks'])
   const rec = v1.changes.journal_entries.created[0]
@@ -222,6 +226,7 @@ test('tombstones: kept for 90 days; a cursor older than the pruned ones gets a r
   const me = await createUser()
   const a = await postEntry(me, { title: 'a' })
   const b = await postEntry(me, { title: 'b' })
+  await settled(me)
   const p0 = await pull(me, null)
   await api(`/api/journal/${a.id}`, { method: 'DELETE', token: me.token })
   const [t] = await sql`select user_id from private.sync_tombstones where table_name = 'journal_entries' and id = ${a.id}`
