@@ -142,6 +142,18 @@ const PRODUCERS: Record<string, () => Promise<Reply>> = {
     const pack = await createPack(seller, { is_public: true, price_drops: 9999 })
     return await api(`/api/tone-packs/${pack.id}/purchase`, { token: buyer.token, body: {} })
   },
+  precondition_failed: async () => {
+    const u = await createUser()
+    const goal = await api('/api/goals', { token: u.token, body: { title: 'g' } })
+    const stale = goal.headers.get('etag')!
+    await api(`/api/goals/${goal.body.id}`, { method: 'PUT', token: u.token, body: { title: 'h' } })
+    return await api(`/api/goals/${goal.body.id}`, {
+      method: 'PUT',
+      token: u.token,
+      body: { title: 'i' },
+      headers: { 'if-match': stale },
+    })
+  },
   team_id_required: entryWithout('team'),
   org_id_required: entryWithout('org'),
   no_route: async () => {

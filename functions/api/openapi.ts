@@ -25,6 +25,7 @@ import {
   NAMED_CODES,
   type NamedCode,
 } from '../_shared/errors.ts'
+import { IF_MATCH_DESCRIPTION } from '../_shared/etag.ts'
 import { describeZodError } from '../_shared/validation.ts'
 import {
   adminOrCron,
@@ -157,6 +158,13 @@ const RETRY_AFTER = {
   },
 }
 const ERROR_HEADERS: Record<number, typeof RETRY_AFTER> = { 429: RETRY_AFTER, 503: RETRY_AFTER }
+const ETAG = {
+  ETag: {
+    description: 'The version of the row, `"<row_version>"`: send it back as If-Match to write only over it.',
+    schema: { type: 'string' as const, example: '"1277"' },
+    required: true,
+  },
+}
 
 type Method = 'get' | 'post' | 'put' | 'delete' | 'patch'
 type AnyObject = z.ZodType<Record<string, unknown>>
@@ -196,6 +204,10 @@ export interface EndpointDef<
   otherReplies?: Record<number, { description: string; schema: z.ZodType; example: { error: string; code: string } }>
   /** The route honours an Idempotency-Key header (its rules, for the parameter's description). */
   idempotencyKey?: string
+  /** The route's row has a version (row_version, supabase/schemas/sync.sql): a success reply
+   *  with the row sends it as ETag; a PUT or DELETE honours If-Match, a stale one answered 412
+   *  with the row as it is now under `field` (functions/_shared/etag.ts). */
+  versioned?: { field: string; schema: z.ZodType }
 }
 
 type RequestOf<Params, Query, Body> =
@@ -279,19 +291,27 @@ export function endpoint<
   if (d.multipart) {
     request.body = { content: { 'multipart/form-data': { schema: d.multipart } }, required: true }
   }
-  // Documented only: the handler checks the key and names it in its own messages.
-  if (d.idempotencyKey) {
-    request.headers = z.object({
-      'idempotency-key': z.string().optional().openapi({
-        description: d.idempotencyKey,
-        example: '5f1d2c3a-8e4b-4c7d-9a10-2b3c4d5e6f70',
-      }),
-    })
+  // Documented only: the handler checks the headers and names them in its own messages.
+  const conditional = d.versioned && (d.method === 'put' || d.method === 'delete')
+  const headers = {
+    ...(d.idempotencyKey
+      ? {
+        'idempotency-key': z.string().optional().openapi({
+          description: d.idempotencyKey,
+          example: '5f1d2c3a-8e4b-4c7d-9a10-2b3c4d5e6f70',
+        }),
+      }
+      : {}),
+    ...(conditional
+      ? { 'if-match': z.string().optional().openapi({ description: IF_MATCH_DESCRIPTION, example: '"1277"' }) }
+      : {}),
   }
+  if (Object.keys(headers).length) request.headers = z.object(headers)
   const status = d.status ?? 200
   const responses: RouteConfig['responses'] = {
     [status]: {
       description: d.responseDescription ?? (status === 302 ? 'Redirect' : 'Success'),
+      ...(d.versioned && d.method !== 'delete' ? { headers: ETAG } : {}),
       ...(d.response ? { content: { 'application/json': { schema: d.response } } } : {}),
     },
   }
@@ -304,6 +324,22 @@ export function endpoint<
         'application/json': {
           schema: ErrorBody,
           example: { error: example, code: code === 402 ? 'insufficient_drops' : codeFor(code, example) },
+        },
+      },
+    }
+  }
+  if (conditional) {
+    responses[412] = {
+      description: `The row changed since it was read: If-Match does not name its current version; nothing was ` +
+        `written. Code: \`precondition_failed\`; \`${d.versioned!.field}\` is the row as it is now (ETag: its version).`,
+      headers: ETAG,
+      content: {
+        'application/json': {
+          schema: ErrorBody.extend({ [d.versioned!.field]: d.versioned!.schema }),
+          example: {
+            error: `The ${d.versioned!.field} changed since it was read (If-Match does not name its current version); nothing was written`,
+            code: 'precondition_failed',
+          },
         },
       },
     }
