@@ -1,0 +1,11 @@
+-- =============================================================================================
+-- Sync: who may run the If-Match check
+-- =============================================================================================
+-- private.stamp_row_version (sync.sql) runs as the writer (security invoker) and calls
+-- private.if_match_allows whenever a request carries If-Match; without EXECUTE for the API's
+-- roles every such write was refused with 42501 "permission denied for function
+-- if_match_allows" instead of being checked (tests/journal_etag_test.ts). The helper is
+-- immutable and reads nothing.
+-- Belongs beside the function in sync.sql: kept in its own file only while sync.sql is being
+-- rewritten in parallel (fold it in and drop this file from schema_paths).
+grant execute on function private.if_match_allows(text, xid8) to authenticated, service_role;
