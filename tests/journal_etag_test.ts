@@ -321,3 +321,23 @@ test('CORS: a browser may send If-Match to /api and to /rest/v1, and reads the E
   const exposed = got.headers.get('access-control-expose-headers')!.toLowerCase().split(/\s*,\s*/)
   assert.ok(exposed.includes('etag'), `ETag exposed (${exposed})`)
 })
+
+test('OpenAPI: If-Match on each PUT and DELETE, ETag on each GET, POST and PUT, 412 with the current row', async () => {
+  const doc = (await api('/api/openapi.json')).body
+  for (const r of RESOURCES) {
+    const item = doc.paths[`${r.path}/{id}`]
+    for (const method of ['put', 'delete']) {
+      const param = item[method].parameters.find((p: any) => p.in === 'header' && p.name === 'if-match')
+      assert.ok(param, `${method} ${r.path}/{id}: If-Match declared`)
+      assert.equal(param.required, false)
+      const stale = item[method].responses['412']
+      assert.match(stale.description, /`precondition_failed`/)
+      assert.ok(stale.headers.ETag)
+      const component = stale.content['application/json'].schema.$ref.split('/').pop()
+      assert.ok(doc.components.schemas[component].properties[r.field], `${component} carries the ${r.field}`)
+    }
+    for (const [path, method, status] of [[`${r.path}/{id}`, 'get', '200'], [`${r.path}/{id}`, 'put', '200'], [r.path, 'post', '201']]) {
+      assert.ok(doc.paths[path][method].responses[status].headers?.ETag, `${method} ${path}: ETag documented`)
+    }
+  }
+})

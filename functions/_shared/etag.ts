@@ -38,6 +38,10 @@ export const IF_MATCH_DESCRIPTION = 'Write only over the version read: the ETag 
   '(`"<row_version>"`; `W/"<row_version>"`, a list of them, or `*` also work). A stale one is a 412 with the ' +
   'row as it is now and nothing is written; without the header the write goes ahead (last write wins).'
 
+/** The message of a 412: the row changed since it was read. */
+export const staleMessage = (field: string) =>
+  `The ${field} changed since it was read (If-Match does not name its current version); nothing was written`
+
 /** A PostgREST query builder: a request that can carry one more header, awaited for its reply. */
 interface Builder<R> extends PromiseLike<R> {
   setHeader(name: string, value: string): unknown
@@ -61,7 +65,7 @@ export async function ifStillCurrent<R extends { error: unknown; status: number 
   if (!current) throw notFound(`${field[0].toUpperCase()}${field.slice(1)} not found`)
   throw new HttpErrorWithFields(
     412,
-    `The ${field} changed since it was read (If-Match does not name its current version); nothing was written`,
+    staleMessage(field),
     'precondition_failed',
     { [field]: current },
     { ETag: etagOf(current.row_version) },

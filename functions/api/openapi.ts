@@ -25,7 +25,7 @@ import {
   NAMED_CODES,
   type NamedCode,
 } from '../_shared/errors.ts'
-import { IF_MATCH_DESCRIPTION } from '../_shared/etag.ts'
+import { IF_MATCH_DESCRIPTION, staleMessage } from '../_shared/etag.ts'
 import { describeZodError } from '../_shared/validation.ts'
 import {
   adminOrCron,
@@ -164,6 +164,18 @@ const ETAG = {
     schema: { type: 'string' as const, example: '"1277"' },
     required: true,
   },
+}
+
+/** The body of a 412, one component per versioned resource: {error, code} and the row as it is now. */
+const staleBodies = new Map<string, z.ZodType>()
+function staleBody(field: string, row: z.ZodType): z.ZodType {
+  let body = staleBodies.get(field)
+  if (!body) {
+    const name = `${field[0].toUpperCase()}${field.slice(1)}PreconditionFailed`
+    body = z.object({ error: z.string(), code: ErrorCode, [field]: row }).openapi(name)
+    staleBodies.set(field, body)
+  }
+  return body
 }
 
 type Method = 'get' | 'post' | 'put' | 'delete' | 'patch'
@@ -335,11 +347,8 @@ export function endpoint<
       headers: ETAG,
       content: {
         'application/json': {
-          schema: ErrorBody.extend({ [d.versioned!.field]: d.versioned!.schema }),
-          example: {
-            error: `The ${d.versioned!.field} changed since it was read (If-Match does not name its current version); nothing was written`,
-            code: 'precondition_failed',
-          },
+          schema: staleBody(d.versioned!.field, d.versioned!.schema),
+          example: { error: staleMessage(d.versioned!.field), code: 'precondition_failed' },
         },
       },
     }
