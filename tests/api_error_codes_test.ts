@@ -159,6 +159,18 @@ const PRODUCERS: Record<string, () => Promise<Reply>> = {
     assert.equal(made.status, 201, JSON.stringify(made.body))
     return await api('/api/goals', { token: u.token, body: { id, title: 'Second' } })
   },
+  precondition_failed: async () => {
+    const u = await createUser()
+    const goal = await api('/api/goals', { token: u.token, body: { title: 'g' } })
+    const stale = goal.headers.get('etag')!
+    await api(`/api/goals/${goal.body.id}`, { method: 'PUT', token: u.token, body: { title: 'h' } })
+    return await api(`/api/goals/${goal.body.id}`, {
+      method: 'PUT',
+      token: u.token,
+      body: { title: 'i' },
+      headers: { 'if-match': stale },
+    })
+  },
   team_id_required: entryWithout('team'),
   org_id_required: entryWithout('org'),
   no_route: async () => {

@@ -6,6 +6,7 @@ const GOAL_FIELDS = [
   'created_at',
   'description',
   'id',
+  'row_version',
   'status',
   'target_date',
   'title',

@@ -20,6 +20,7 @@ const NOTEBOOK_FIELDS = [
   'metadata_visibility',
   'name',
   'org_id',
+  'row_version',
   'team_id',
   'updated_at',
   'user_id',

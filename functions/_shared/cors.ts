@@ -2,7 +2,7 @@
 
 /** Request headers a browser may send: what supabase-js's functions.invoke sends (authorization,
  *  apikey, x-client-info, content-type, x-region) and every header the API documents
- *  (credentials, Idempotency-Key, the webhook signatures). A test compares it with the
+ *  (credentials, Idempotency-Key, If-Match, the webhook signatures). A test compares it with the
  *  OpenAPI document. */
 export const ALLOWED_REQUEST_HEADERS = [
   'authorization',
@@ -12,6 +12,7 @@ export const ALLOWED_REQUEST_HEADERS = [
   'x-region',
   'x-cron-secret',
   'idempotency-key',
+  'if-match',
   'stripe-signature',
   'svix-id',
   'svix-timestamp',
@@ -19,9 +20,9 @@ export const ALLOWED_REQUEST_HEADERS = [
 ]
 
 /** Reply headers a browser shows a script beyond the basic ones: those the API documents
- *  (Retry-After, a download's Content-Disposition and its file name) and x-relay-error, which
- *  functions.invoke reads. */
-export const EXPOSED_RESPONSE_HEADERS = ['retry-after', 'content-disposition', 'x-relay-error']
+ *  (Retry-After, a download's Content-Disposition and its file name, a row's ETag) and
+ *  x-relay-error, which functions.invoke reads. */
+export const EXPOSED_RESPONSE_HEADERS = ['retry-after', 'content-disposition', 'etag', 'x-relay-error']
 
 export const corsHeaders: Record<string, string> = {
   'access-control-allow-origin': '*',

@@ -47,6 +47,10 @@ export const NAMED_CODES = {
   concurrent_change: { status: 503, means: 'A concurrent change got in the way; nothing was saved, repeat the request' },
   no_route: { status: 404, means: 'No route for this method and path' },
   sync_conflict: { status: 409, means: 'A pushed record changed on the server since last_pulled_at: pull, then push again' },
+  precondition_failed: {
+    status: 412,
+    means: 'If-Match does not name the current version (ETag): the row changed since it was read; nothing was written',
+  },
 } as const satisfies Record<string, { status: number; means: string }>
 
 export type NamedCode = keyof typeof NAMED_CODES
@@ -87,6 +91,19 @@ export class HttpError extends Error {
   constructor(readonly status: number, message: string, readonly retryAfterSeconds?: number, code?: NamedCode) {
     super(message)
     this.code = code ?? codeFor(status, message)
+  }
+}
+
+/** An error whose reply carries more than {error, code}: fields beside them, and headers. */
+export class HttpErrorWithFields extends HttpError {
+  constructor(
+    status: number,
+    message: string,
+    code: NamedCode,
+    readonly fields: Record<string, unknown>,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(status, message, undefined, code)
   }
 }
 

@@ -6,7 +6,7 @@ import { bodyLimit } from 'hono/body-limit'
 import { HTTPException } from 'hono/http-exception'
 import { corsHeaders } from '../_shared/cors.ts'
 import { optionalEnv } from '../_shared/env.ts'
-import { badRequest, fromThrown, HttpError } from '../_shared/errors.ts'
+import { badRequest, fromThrown, HttpError, HttpErrorWithFields } from '../_shared/errors.ts'
 import { unstorableValue } from '../_shared/validation.ts'
 import type { ApiEnv } from './credentials.ts'
 import { registerSecuritySchemes, validationHook } from './openapi.ts'
@@ -161,8 +161,10 @@ function asHttpError(err: unknown, c: Context): HttpError {
 
 app.onError((thrown, c) => {
   const err = asHttpError(thrown, c)
-  const res = c.json({ error: err.message, code: err.code }, err.status as 400)
-  for (const [k, v] of Object.entries(corsHeaders)) res.headers.set(k, v)
+  const fields = err instanceof HttpErrorWithFields ? err.fields : {}
+  const res = c.json({ error: err.message, code: err.code, ...fields }, err.status as 400)
+  const headers = err instanceof HttpErrorWithFields ? err.headers : {}
+  for (const [k, v] of Object.entries({ ...corsHeaders, ...headers })) res.headers.set(k, v)
   if (err.retryAfterSeconds) {
     res.headers.set('Retry-After', String(err.retryAfterSeconds))
   }

@@ -25,6 +25,7 @@ import {
   NAMED_CODES,
   type NamedCode,
 } from '../_shared/errors.ts'
+import { IF_MATCH_DESCRIPTION, staleMessage } from '../_shared/etag.ts'
 import { describeZodError } from '../_shared/validation.ts'
 import {
   adminOrCron,
@@ -158,6 +159,25 @@ const RETRY_AFTER = {
   },
 }
 const ERROR_HEADERS: Record<number, typeof RETRY_AFTER> = { 429: RETRY_AFTER, 503: RETRY_AFTER }
+const ETAG = {
+  ETag: {
+    description: 'The version of the row, `"<row_version>"`: send it back as If-Match to write only over it.',
+    schema: { type: 'string' as const, example: '"1277"' },
+    required: true,
+  },
+}
+
+/** The body of a 412, one component per versioned resource: {error, code} and the row as it is now. */
+const staleBodies = new Map<string, z.ZodType>()
+function staleBody(field: string, row: z.ZodType): z.ZodType {
+  let body = staleBodies.get(field)
+  if (!body) {
+    const name = `${field[0].toUpperCase()}${field.slice(1)}PreconditionFailed`
+    body = z.object({ error: z.string(), code: ErrorCode, [field]: row }).openapi(name)
+    staleBodies.set(field, body)
+  }
+  return body
+}
 
 type Method = 'get' | 'post' | 'put' | 'delete' | 'patch'
 type AnyObject = z.ZodType<Record<string, unknown>>
@@ -200,6 +220,10 @@ export interface EndpointDef<
   replayable?: boolean
   /** The route honours an Idempotency-Key header (its rules, for the parameter's description). */
   idempotencyKey?: string
+  /** The route's row has a version (row_version, supabase/schemas/sync.sql): a success reply
+   *  with the row sends it as ETag; a PUT or DELETE honours If-Match, a stale one answered 412
+   *  with the row as it is now under `field` (functions/_shared/etag.ts). */
+  versioned?: { field: string; schema: z.ZodType }
 }
 
 type RequestOf<Params, Query, Body> =
@@ -284,19 +308,27 @@ export function endpoint<
   if (d.multipart) {
     request.body = { content: { 'multipart/form-data': { schema: d.multipart } }, required: true }
   }
-  // Documented only: the handler checks the key and names it in its own messages.
-  if (d.idempotencyKey) {
-    request.headers = z.object({
-      'idempotency-key': z.string().optional().openapi({
-        description: d.idempotencyKey,
-        example: '5f1d2c3a-8e4b-4c7d-9a10-2b3c4d5e6f70',
-      }),
-    })
+  // Documented only: the handler checks the headers and names them in its own messages.
+  const conditional = d.versioned && (d.method === 'put' || d.method === 'delete')
+  const headers = {
+    ...(d.idempotencyKey
+      ? {
+        'idempotency-key': z.string().optional().openapi({
+          description: d.idempotencyKey,
+          example: '5f1d2c3a-8e4b-4c7d-9a10-2b3c4d5e6f70',
+        }),
+      }
+      : {}),
+    ...(conditional
+      ? { 'if-match': z.string().optional().openapi({ description: IF_MATCH_DESCRIPTION, example: '"1277"' }) }
+      : {}),
   }
+  if (Object.keys(headers).length) request.headers = z.object(headers)
   const status = d.status ?? 200
   const responses: RouteConfig['responses'] = {
     [status]: {
       description: d.responseDescription ?? (status === 302 ? 'Redirect' : 'Success'),
+      ...(d.versioned && d.method !== 'delete' ? { headers: ETAG } : {}),
       ...(d.response ? { content: { 'application/json': { schema: d.response } } } : {}),
     },
   }
@@ -315,6 +347,19 @@ export function endpoint<
         'application/json': {
           schema: ErrorBody,
           example: { error: example, code: code === 402 ? 'insufficient_drops' : codeFor(code, example) },
+        },
+      },
+    }
+  }
+  if (conditional) {
+    responses[412] = {
+      description: `The row changed since it was read: If-Match does not name its current version; nothing was ` +
+        `written. Code: \`precondition_failed\`; \`${d.versioned!.field}\` is the row as it is now (ETag: its version).`,
+      headers: ETAG,
+      content: {
+        'application/json': {
+          schema: staleBody(d.versioned!.field, d.versioned!.schema),
+          example: { error: staleMessage(d.versioned!.field), code: 'precondition_failed' },
         },
       },
     }

@@ -37,31 +37,42 @@ as $$
 $$;
 comment on function private.if_match_allows(text, xid8) is
   'True when an If-Match header value names this version (its ETag is "<row_version>") or is *.';
+-- The stamp trigger runs as the writer, so the writers' roles call it.
+grant execute on function private.if_match_allows(text, xid8) to authenticated, service_role;
 
--- The first change of a row in a transaction: the version it replaces must be the one the
--- request's If-Match names, if it sent one (PostgREST passes headers in request.headers, for
--- /api's writes as for direct ones); then the row takes this transaction's id. Only the row a
--- statement names is checked (trigger depth 1): what our own triggers change beside it, such
--- as a notebook's entries, is not what the header was about.
-create or replace function private.stamp_row_version() returns trigger
+-- Refuses the write when the request carries an If-Match (PostgREST passes headers in
+-- request.headers, for /api's writes as for direct ones) that does not name the version the
+-- row has. Only for what a statement names (trigger depth 1): what our own triggers change
+-- beside it, such as a notebook's entries, is not what the header was about.
+create or replace function private.refuse_stale_if_match(tbl text, id uuid, version xid8) returns void
 language plpgsql
 set search_path = ''
 as $$
 declare
-  headers text;
+  headers text := pg_catalog.current_setting('request.headers', true);
   if_match text;
 begin
+  if pg_catalog.pg_trigger_depth() <> 1 or headers is null or pg_catalog.strpos(headers, '"if-match"') = 0 then
+    return;
+  end if;
+  if_match := headers::json ->> 'if-match';
+  if if_match is not null and not private.if_match_allows(if_match, version) then
+    raise exception '% changed since it was read (If-Match does not name its current version)', tbl
+      using errcode = 'PT412', hint = 'precondition_failed', detail = id::text;
+  end if;
+end
+$$;
+grant execute on function private.refuse_stale_if_match(text, uuid, xid8) to authenticated, service_role;
+
+-- The first change of a row in a transaction answers to the request's If-Match, then takes
+-- this transaction's id as its version.
+create or replace function private.stamp_row_version() returns trigger
+language plpgsql
+set search_path = ''
+as $$
+begin
   if old.row_version is distinct from pg_catalog.pg_current_xact_id() then
-    if pg_catalog.pg_trigger_depth() = 1 then
-      headers := pg_catalog.current_setting('request.headers', true);
-      if headers is not null and pg_catalog.strpos(headers, '"if-match"') > 0 then
-        if_match := headers::json ->> 'if-match';
-        if if_match is not null and not private.if_match_allows(if_match, old.row_version) then
-          raise exception '% changed since it was read (If-Match does not name its current version)', tg_table_name
-            using errcode = 'PT412', hint = 'precondition_failed', detail = old.id::text;
-        end if;
-      end if;
-    end if;
+    perform private.refuse_stale_if_match(tg_table_name, old.id, old.row_version);
     if tg_op = 'UPDATE' then
       new.row_version := pg_catalog.pg_current_xact_id();
     end if;
@@ -71,6 +82,25 @@ end
 $$;
 comment on function private.stamp_row_version() is
   'Before a change of a synced row: checks the request''s If-Match against the version replaced, then stamps this transaction''s id.';
+
+-- A direct write of an entry's text answers to the entry's If-Match: the text is part of the
+-- entry's version (an entry already changed in this transaction was checked then).
+create or replace function private.check_text_if_match() returns trigger
+language plpgsql
+set search_path = ''
+as $$
+declare
+  version xid8;
+begin
+  select e.row_version into version from public.journal_entries e where e.id = old.entry_id;
+  if version is distinct from pg_catalog.pg_current_xact_id() then
+    perform private.refuse_stale_if_match('journal_entries', old.entry_id, version);
+  end if;
+  return case when tg_op = 'DELETE' then old else new end;
+end
+$$;
+create trigger journal_entry_contents_if_match before update or delete on public.journal_entry_contents
+  for each row execute function private.check_text_if_match();
 create trigger notebooks_row_version before update or delete on public.notebooks
   for each row execute function private.stamp_row_version();
 create trigger journal_entries_row_version before update or delete on public.journal_entries

@@ -1,13 +1,15 @@
 // Goals and check-ins (SPEC "Goal and goal check-in"): each user's own.
 import { z } from '@hono/zod-openapi'
 import { refuseWrite } from '../../_shared/access.ts'
+import type { Db } from '../../_shared/db.ts'
 import { badRequest, notFound, unwrap } from '../../_shared/errors.ts'
+import { ifMatchOf, ifStillCurrent, sendETag } from '../../_shared/etag.ts'
 import { newestFirstPage, pageQuery } from '../../_shared/pagination.ts'
 import { clientChosenId, idParams, isoDate } from '../../_shared/validation.ts'
 import { insertOnce } from '../../_shared/create_once.ts'
 import { endpoint, Message, NextCursor, routeModule } from '../openapi.ts'
 
-const COLUMNS = 'id, user_id, title, description, target_date, status, created_at, updated_at'
+const COLUMNS = 'id, user_id, title, description, target_date, status, created_at, updated_at, row_version'
 const CHECK_IN_COLUMNS = 'id, goal_id, user_id, status, notes, created_at'
 
 const status = () => z.string().trim().min(1).max(30)
@@ -42,6 +44,9 @@ const Goal = z.object({
   status: z.string(),
   created_at: z.string(),
   updated_at: z.string(),
+  row_version: z.string().describe(
+    "The goal's version (its ETag): changes with every write of the goal (not with its check-ins); send it as If-Match to write only over what was read",
+  ),
 }).openapi('Goal')
 const CheckIn = z.object({
   id: z.string(),
@@ -54,6 +59,10 @@ const CheckIn = z.object({
 
 const tag = 'Goals'
 const goalId = idParams('id')
+const versioned = { field: 'goal', schema: Goal }
+
+/** A goal the caller may see, or null. */
+const readGoal = async (db: Db, id: string) => unwrap(await db.from('goals').select(COLUMNS).eq('id', id).maybeSingle())
 
 export const goalRoutes = routeModule()
   .openapi(
@@ -83,6 +92,7 @@ export const goalRoutes = routeModule()
       params: goalId,
       summary: 'A goal with its check-ins',
       response: Goal.extend({ check_ins: z.array(CheckIn) }),
+      versioned,
     }),
     async (c) => {
       const { id } = c.req.valid('param')
@@ -94,7 +104,7 @@ export const goalRoutes = routeModule()
           .order('created_at', { referencedTable: 'goal_check_ins', ascending: false }).maybeSingle(),
       )
       if (!goal) throw notFound('Goal not found')
-      return c.json(goal)
+      return c.json(sendETag(c, goal))
     },
   )
   .openapi(
@@ -108,10 +118,11 @@ export const goalRoutes = routeModule()
       response: Goal,
       replayable: true,
       summary: 'Create a goal',
+      versioned,
     }),
     async (c) => {
       const { row, made } = await insertOnce(c.var.db, 'goals', c.req.valid('json'), COLUMNS)
-      return made ? c.json(row, 201) : c.json(row, 200)
+      return c.json(sendETag(c, row as typeof row & { row_version: unknown }), made ? 201 : 200)
     },
   )
   .openapi(
@@ -125,14 +136,23 @@ export const goalRoutes = routeModule()
       response: Goal,
       errors: [403],
       summary: 'Change a goal',
+      versioned,
     }),
     async (c) => {
       const { id } = c.req.valid('param')
       const patch = c.req.valid('json')
+      const ifMatch = ifMatchOf(c.req.header('if-match'))
       if (Object.keys(patch).length === 0) throw badRequest('Nothing to update')
-      const rows = unwrap(await c.var.db.from('goals').update(patch).eq('id', id).select(COLUMNS))
+      const rows = unwrap(
+        await ifStillCurrent(
+          c.var.db.from('goals').update(patch).eq('id', id).select(COLUMNS),
+          ifMatch,
+          'goal',
+          () => readGoal(c.var.db, id),
+        ),
+      )
       if (!rows.length) await refuseWrite(c.var.db, 'goals', { id }, 'goal')
-      return c.json(rows[0])
+      return c.json(sendETag(c, rows[0]))
     },
   )
   .openapi(
@@ -145,10 +165,19 @@ export const goalRoutes = routeModule()
       response: Message,
       errors: [403],
       summary: 'Delete a goal',
+      versioned,
     }),
     async (c) => {
       const { id } = c.req.valid('param')
-      const rows = unwrap(await c.var.db.from('goals').delete().eq('id', id).select('id'))
+      const ifMatch = ifMatchOf(c.req.header('if-match'))
+      const rows = unwrap(
+        await ifStillCurrent(
+          c.var.db.from('goals').delete().eq('id', id).select('id'),
+          ifMatch,
+          'goal',
+          () => readGoal(c.var.db, id),
+        ),
+      )
       if (!rows.length) await refuseWrite(c.var.db, 'goals', { id }, 'goal')
       return c.json({ message: 'Goal deleted' })
     },

@@ -3,8 +3,9 @@
 // what the caller sees (content null + content_hidden where only metadata is visible).
 import { z } from '@hono/zod-openapi'
 import { refuseWrite } from '../../_shared/access.ts'
-import { givenArgs } from '../../_shared/db.ts'
+import { type Db, givenArgs } from '../../_shared/db.ts'
 import { badRequest, notFound, unwrap } from '../../_shared/errors.ts'
+import { ifMatchOf, ifStillCurrent, sendETag } from '../../_shared/etag.ts'
 import { decodeCursor, page, pageQuery } from '../../_shared/pagination.ts'
 import { clientChosenId, idParams, uuid } from '../../_shared/validation.ts'
 import { requireSharingTargets, sharingFields, VISIBILITY_LEVELS } from '../../_shared/visibility.ts'
@@ -118,6 +119,11 @@ const Stats = z.object({
 const WRITTEN = '*, mood_pending'
 
 const tag = 'Journal'
+const versioned = { field: 'entry', schema: EntrySchema }
+
+/** An entry as the caller may see it, or null. */
+const readEntry = async (db: Db, id: string) =>
+  unwrap(await db.from('journal_entry_details').select('*').eq('id', id).maybeSingle())
 
 export const journalRoutes = routeModule()
   .openapi(
@@ -186,14 +192,12 @@ export const journalRoutes = routeModule()
       params: idParams('id'),
       summary: 'One entry as the caller may see it',
       response: EntryReply,
+      versioned,
     }),
     async (c) => {
-      const { id } = c.req.valid('param')
-      const entry = unwrap(
-        await c.var.db.from('journal_entry_details').select('*').eq('id', id).maybeSingle(),
-      )
+      const entry = await readEntry(c.var.db, c.req.valid('param').id)
       if (!entry) throw notFound('Entry not found')
-      return c.json({ entry })
+      return c.json({ entry: sendETag(c, entry) })
     },
   )
   .openapi(
@@ -210,12 +214,13 @@ export const journalRoutes = routeModule()
       description:
         'Answers without waiting for tone analysis: without a mood, the text is analysed in the background (mood_pending) and a detected mood is stored later (SPEC Tone analysis). ' +
         'With an `id`, a retry answers 200 with the entry already made, unchanged (no mood given matches the mood tone analysis set).',
+      versioned,
     }),
     async (c) => {
       const { created_now, ...entry } = unwrap(
         await c.var.db.rpc('create_journal_entry', c.req.valid('json')).select(`${WRITTEN}, created_now`).single(),
       )
-      return created_now ? c.json({ entry }, 201) : c.json({ entry }, 200)
+      return c.json({ entry: sendETag(c, entry) }, created_now ? 201 : 200)
     },
   )
   .openapi(
@@ -230,15 +235,22 @@ export const journalRoutes = routeModule()
       description: 'New text without a mood (and no mood the user chose) is analysed in the background (mood_pending).',
       response: WrittenEntryReply,
       errors: [403],
+      versioned,
     }),
     async (c) => {
       const { id } = c.req.valid('param')
       const patch = c.req.valid('json')
+      const ifMatch = ifMatchOf(c.req.header('if-match'))
       if (Object.keys(patch).length === 0) throw badRequest('Nothing to update')
       const entry = unwrap(
-        await c.var.db.rpc('update_journal_entry', { entry_id: id, patch }).select(WRITTEN).single(),
+        await ifStillCurrent(
+          c.var.db.rpc('update_journal_entry', { entry_id: id, patch }).select(WRITTEN).single(),
+          ifMatch,
+          'entry',
+          () => readEntry(c.var.db, id),
+        ),
       )
-      return c.json({ entry })
+      return c.json({ entry: sendETag(c, entry) })
     },
   )
   .openapi(
@@ -251,10 +263,19 @@ export const journalRoutes = routeModule()
       summary: 'Delete an entry (the owner)',
       response: Message,
       errors: [403],
+      versioned,
     }),
     async (c) => {
       const { id } = c.req.valid('param')
-      const deleted = unwrap(await c.var.db.from('journal_entries').delete().eq('id', id).select('id'))
+      const ifMatch = ifMatchOf(c.req.header('if-match'))
+      const deleted = unwrap(
+        await ifStillCurrent(
+          c.var.db.from('journal_entries').delete().eq('id', id).select('id'),
+          ifMatch,
+          'entry',
+          () => readEntry(c.var.db, id),
+        ),
+      )
       if (!deleted.length) await refuseWrite(c.var.db, 'journal_entries', { id }, 'entry')
       return c.json({ message: 'Entry deleted' })
     },

@@ -1,7 +1,9 @@
 // Notebooks (SPEC "Notebook"): entries whose level is user inherit a notebook's levels.
 import { z } from '@hono/zod-openapi'
 import { refuseWrite } from '../../_shared/access.ts'
+import type { Db } from '../../_shared/db.ts'
 import { badRequest, notFound, unwrap } from '../../_shared/errors.ts'
+import { ifMatchOf, ifStillCurrent, sendETag } from '../../_shared/etag.ts'
 import { newestFirstPage, pageQuery } from '../../_shared/pagination.ts'
 import { clientChosenId, idParams } from '../../_shared/validation.ts'
 import { insertOnce } from '../../_shared/create_once.ts'
@@ -9,7 +11,7 @@ import { requireSharingTargets, sharingFields, VISIBILITY_LEVELS } from '../../_
 import { endpoint, Message, NextCursor, routeModule } from '../openapi.ts'
 
 const COLUMNS =
-  'id, user_id, name, metadata_visibility, content_visibility, team_id, org_id, created_at, updated_at'
+  'id, user_id, name, metadata_visibility, content_visibility, team_id, org_id, created_at, updated_at, row_version'
 
 const name = z.string().trim().min(1).max(200)
 const NewNotebook = z.object({ name, ...sharingFields, id: clientChosenId() }).strict().superRefine(requireSharingTargets)
@@ -28,10 +30,18 @@ const Notebook = z.object({
   org_id: z.string().nullable(),
   created_at: z.string(),
   updated_at: z.string(),
+  row_version: z.string().describe(
+    "The notebook's version (its ETag): changes with every write of the notebook; send it as If-Match to write only over what was read",
+  ),
 }).openapi('Notebook')
 
 const tag = 'Notebooks'
 const notebookId = idParams('id')
+const versioned = { field: 'notebook', schema: Notebook }
+
+/** A notebook the caller may see, or null. */
+const readNotebook = async (db: Db, id: string) =>
+  unwrap(await db.from('notebooks').select(COLUMNS).eq('id', id).maybeSingle())
 
 export const notebookRoutes = routeModule()
   .openapi(
@@ -59,13 +69,12 @@ export const notebookRoutes = routeModule()
       params: notebookId,
       response: Notebook,
       summary: 'A notebook',
+      versioned,
     }),
     async (c) => {
-      const notebook = unwrap(
-        await c.var.db.from('notebooks').select(COLUMNS).eq('id', c.req.valid('param').id).maybeSingle(),
-      )
+      const notebook = await readNotebook(c.var.db, c.req.valid('param').id)
       if (!notebook) throw notFound('Notebook not found')
-      return c.json(notebook)
+      return c.json(sendETag(c, notebook))
     },
   )
   .openapi(
@@ -79,10 +88,11 @@ export const notebookRoutes = routeModule()
       response: Notebook,
       replayable: true,
       summary: 'Create a notebook',
+      versioned,
     }),
     async (c) => {
       const { row, made } = await insertOnce(c.var.db, 'notebooks', c.req.valid('json'), COLUMNS)
-      return made ? c.json(row, 201) : c.json(row, 200)
+      return c.json(sendETag(c, row as typeof row & { row_version: unknown }), made ? 201 : 200)
     },
   )
   .openapi(
@@ -96,14 +106,23 @@ export const notebookRoutes = routeModule()
       response: Notebook,
       errors: [403],
       summary: 'Change a notebook; inheriting entries follow at once',
+      versioned,
     }),
     async (c) => {
       const { id } = c.req.valid('param')
       const patch = c.req.valid('json')
+      const ifMatch = ifMatchOf(c.req.header('if-match'))
       if (Object.keys(patch).length === 0) throw badRequest('Nothing to update')
-      const rows = unwrap(await c.var.db.from('notebooks').update(patch).eq('id', id).select(COLUMNS))
+      const rows = unwrap(
+        await ifStillCurrent(
+          c.var.db.from('notebooks').update(patch).eq('id', id).select(COLUMNS),
+          ifMatch,
+          'notebook',
+          () => readNotebook(c.var.db, id),
+        ),
+      )
       if (!rows.length) await refuseWrite(c.var.db, 'notebooks', { id }, 'notebook')
-      return c.json(rows[0])
+      return c.json(sendETag(c, rows[0]))
     },
   )
   .openapi(
@@ -116,10 +135,19 @@ export const notebookRoutes = routeModule()
       response: Message,
       errors: [403],
       summary: 'Delete a notebook (its entries are kept)',
+      versioned,
     }),
     async (c) => {
       const { id } = c.req.valid('param')
-      const rows = unwrap(await c.var.db.from('notebooks').delete().eq('id', id).select('id'))
+      const ifMatch = ifMatchOf(c.req.header('if-match'))
+      const rows = unwrap(
+        await ifStillCurrent(
+          c.var.db.from('notebooks').delete().eq('id', id).select('id'),
+          ifMatch,
+          'notebook',
+          () => readNotebook(c.var.db, id),
+        ),
+      )
       if (!rows.length) await refuseWrite(c.var.db, 'notebooks', { id }, 'notebook')
       return c.json({ message: 'Notebook deleted; its entries are kept' })
     },
