@@ -76,16 +76,18 @@ set search_path = ''
 as $$
 declare
   rid text := rec ->> 'id';
-  k text;
+  unknown text;
   c record;
   fields jsonb := '{}';
 begin
-  for k in select jsonb_object_keys(rec) loop
-    if k not in ('_status', '_changed')
-       and not exists (select 1 from private.sync_columns() s where s.table_name = tbl and s.column_name = k) then
-      raise exception '%.%, record %: not a synced column', tbl, k, rid using errcode = '22023';
-    end if;
-  end loop;
+  -- One read of the column list per record (sync_columns costs a call each time, not inlined).
+  select k into unknown from jsonb_object_keys(rec) k
+   where k not in ('_status', '_changed')
+     and k not in (select s.column_name from private.sync_columns() s where s.table_name = tbl)
+   limit 1;
+  if unknown is not null then
+    raise exception '%.%, record %: not a synced column', tbl, unknown, rid using errcode = '22023';
+  end if;
   if rec ? 'user_id' and rec -> 'user_id' is distinct from to_jsonb((select auth.uid())::text) then
     raise exception '%.user_id, record %: a record may only be your own', tbl, rid using errcode = '42501';
   end if;
@@ -209,7 +211,7 @@ declare
   fields jsonb;
   cur record;
   same boolean;
-  plan jsonb := '[]';
+  plan jsonb[] := '{}'; -- appended in place (a jsonb array would be copied whole on each append)
   op jsonb;
   conflicts jsonb := '{}';
   unchanged integer := 0;
@@ -269,7 +271,7 @@ begin
         elsif cur.row_version >= since then
           conflicts := jsonb_set(conflicts, array[tbl], coalesce(conflicts -> tbl, '[]') || to_jsonb(cur.id));
         else
-          plan := plan || jsonb_build_object('op', 'delete', 'table', tbl, 'id', cur.id, 'version', cur.row_version::text);
+          plan := array_append(plan, jsonb_build_object('op', 'delete', 'table', tbl, 'id', cur.id, 'version', cur.row_version::text));
         end if;
         continue;
       end if;
@@ -278,7 +280,7 @@ begin
         if cur.deleted_version >= since then
           conflicts := jsonb_set(conflicts, array[tbl], coalesce(conflicts -> tbl, '[]') || to_jsonb(cur.id));
         else
-          plan := plan || jsonb_build_object('op', 'insert', 'table', tbl, 'id', cur.id, 'fields', fields);
+          plan := array_append(plan, jsonb_build_object('op', 'insert', 'table', tbl, 'id', cur.id, 'fields', fields));
         end if;
         continue;
       end if;
@@ -295,8 +297,8 @@ begin
         raise exception 'goal_check_ins, record %: a check-in is kept as it was made (make a new one)', cur.id
           using errcode = '42501';
       else
-        plan := plan || jsonb_build_object('op', 'update', 'table', tbl, 'id', cur.id, 'fields', fields,
-                                           'version', cur.row_version::text);
+        plan := array_append(plan, jsonb_build_object('op', 'update', 'table', tbl, 'id', cur.id, 'fields', fields,
+                                           'version', cur.row_version::text));
       end if;
     end loop;
   end loop;
@@ -312,7 +314,7 @@ begin
   -- One exception block for all of them: an error names the record it stopped at.
   begin
   for op in
-    select p from jsonb_array_elements(plan) p
+    select p from unnest(plan) p
      order by case when p ->> 'op' = 'delete' then 1 else 0 end,
               case when p ->> 'op' = 'delete'
                    then array_position(array['journal_entries', 'notebooks', 'goals', 'goal_check_ins'], p ->> 'table')
