@@ -148,13 +148,16 @@ test('push: a retried push is applied once; a record changed on the server since
   assert.equal((await sql`select title from public.journal_entries where id = ${e.id}`)[0].title, 'from the web')
 })
 
-test('push: another user\'s record, a foreign user_id, or a team the user is not in is refused with the field', async () => {
+test('push: another user\'s record, a foreign user_id, or a team the user is not in is refused with the field; their deletion is a no-op', async () => {
   const [me, other] = [await createUser(), await createUser()]
   const theirs = await postEntry(other, { title: 'theirs' })
   await settled(me)
   const p = await pull(me, null)
   assertError(await push(me, p.timestamp, { journal_entries: { updated: [{ id: theirs.id, title: 'mine now' }] } }), 403, theirs.id)
-  assertError(await push(me, p.timestamp, { journal_entries: { deleted: [theirs.id] } }), 403, theirs.id)
+  // Deleting someone else's id changes nothing, in the words a missing id gets (no oracle).
+  const quiet = await push(me, p.timestamp, { journal_entries: { deleted: [theirs.id] } })
+  assert.equal(quiet.status, 200)
+  assert.equal(quiet.body.unchanged, 1)
   assertError(await push(me, p.timestamp, { journal_entries: { created: [{ id: theirs.id, title: 'clash' }] } }), 403)
   assertError(
     await push(me, p.timestamp, { journal_entries: { created: [{ id: crypto.randomUUID(), title: 'x', user_id: other.id }] } }),
@@ -274,4 +277,66 @@ test('two devices edit offline, sync and converge; a same-field conflict is reso
   await phone.sync()
   assert.ok(!phone.table('journal_entries').has(id))
   assert.equal(await entryCount(me), 0)
+})
+
+test("an id another user makes again never hides the owner's deletion, nor blocks the owner's devices", async () => {
+  const [me, other] = [await createUser(), await createUser()]
+  const e = await postEntry(me, { title: 'mine', mood: 'calm', metadata_visibility: 'public', content_visibility: 'public' })
+  await settled(me)
+  const p0 = await pull(me, null)
+  await api(`/api/journal/${e.id}`, { method: 'DELETE', token: me.token })
+  // Someone who saw the public id makes an entry with it.
+  const taken = await api('/api/journal', { token: other.token, body: { id: e.id, title: 'taken', mood: 'calm' } })
+  assert.equal(taken.status, 201, JSON.stringify(taken.body))
+  // My device, behind, edited it offline: told to pull, then the pull brings the deletion.
+  const stale = await push(me, p0.timestamp, { journal_entries: { updated: [{ id: e.id, title: 'edited offline' }] } })
+  assertError(stale, 409, e.id)
+  const p1 = await pullUntil(me, p0.timestamp, (a) => a.changes.journal_entries.deleted.length > 0)
+  assert.deepEqual(idsOf(p1, 'journal_entries'), { created: [], updated: [], deleted: [e.id] })
+  // A device that still pushes it after that is not stuck: the record is dropped, nothing written.
+  const late = await push(me, p1.timestamp, { journal_entries: { updated: [{ id: e.id, title: 'again' }] } })
+  assert.equal(late.status, 200, JSON.stringify(late.body))
+  assert.equal(late.body.unchanged, 1)
+  assert.equal((await sql`select title, user_id from public.journal_entries where id = ${e.id}`)[0].title, 'taken')
+  // Their deletion is theirs: mine stays mine, and deleting their id from my device says nothing.
+  const quiet = await push(me, p1.timestamp, { journal_entries: { deleted: [e.id] } })
+  assert.equal(quiet.status, 200)
+  assert.equal(await entryCount(other), 1)
+  const [t] = await sql`select user_id from private.sync_tombstones where id = ${e.id}`
+  assert.equal(t.user_id, me.id)
+})
+
+test('push limits and leniency: at most 2000 records; an empty user_id is the caller\'s own', async () => {
+  const me = await createUser()
+  await settled(me)
+  const p = await pull(me, null)
+  const many = Array.from({ length: 2001 }, () => crypto.randomUUID())
+  assertError(await push(me, p.timestamp, { journal_entries: { deleted: many } }), 400, /2000/)
+  const id = crypto.randomUUID()
+  const res = await push(me, p.timestamp, { notebooks: { created: [{ id, name: 'n', user_id: '' }] } })
+  assert.equal(res.status, 200, JSON.stringify(res.body))
+  assert.equal((await sql`select user_id from public.notebooks where id = ${id}`)[0].user_id, me.id)
+})
+
+test('pull: one at a time per account (429 while another runs); refused inside an impersonation session', async () => {
+  const me = await createUser()
+  let release!: () => void
+  const held = new Promise<void>((r) => release = r)
+  let locked!: () => void
+  const isLocked = new Promise<void>((r) => locked = r)
+  const holder = sql.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(hashtext('sync pull'), hashtext(${me.id}))`
+    locked()
+    await held
+  })
+  await isLocked
+  assertError(await api('/api/sync?last_pulled_at=null', { token: me.token }), 429, /under way/)
+  release()
+  await holder
+  assert.equal((await api('/api/sync?last_pulled_at=null', { token: me.token })).status, 200)
+
+  const admin = await createUser({ superAdmin: true })
+  const session = await api('/api/admin/impersonation', { token: admin.token, body: { user_id: me.id, reason: 'Ticket 9: sync' } })
+  assert.equal(session.status, 201, JSON.stringify(session.body))
+  assertError(await api('/api/sync?last_pulled_at=null', { token: session.body.access_token }), 403, /impersonating/i)
 })

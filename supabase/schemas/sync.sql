@@ -137,7 +137,9 @@ create table private.sync_tombstones (
   user_id uuid not null references public.profiles (id) on delete cascade,
   row_version xid8 not null default pg_current_xact_id(),
   deleted_at timestamptz not null default now(),
-  primary key (table_name, id)
+  -- By owner too: an id another user makes again (ids are the clients' to choose) neither
+  -- hides this owner's deletion nor takes its tombstone over.
+  primary key (table_name, user_id, id)
 );
 alter table private.sync_tombstones enable row level security;
 comment on table private.sync_tombstones is
@@ -156,8 +158,8 @@ begin
   select tg_table_name, o.id, o.user_id
     from gone o
    where exists (select 1 from public.profiles p where p.id = o.user_id)
-  on conflict (table_name, id) do update
-    set user_id = excluded.user_id, row_version = excluded.row_version, deleted_at = excluded.deleted_at;
+  on conflict (table_name, user_id, id) do update
+    set row_version = excluded.row_version, deleted_at = excluded.deleted_at;
   return null;
 end
 $$;
@@ -197,8 +199,8 @@ begin
   end if;
   with gone as (
     delete from private.sync_tombstones t
-     where (t.table_name, t.id) in (
-       select table_name, id from private.sync_tombstones
+     where (t.table_name, t.user_id, t.id) in (
+       select table_name, user_id, id from private.sync_tombstones
         where deleted_at < now() - interval '90 days'
         order by deleted_at limit max_rows)
     returning t.row_version)

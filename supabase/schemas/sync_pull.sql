@@ -93,7 +93,8 @@ grant execute on function private.sync_version(bigint) to authenticated;
 -- Records (each as every version has it; the pull drops what the device's version lacks)
 -- ---------------------------------------------------------------------------------------------
 -- The caller's rows of one table changed in [since, below) (since null: all below), as
--- (id, created_version, record). Invoker: RLS and the caller's own rows decide.
+-- (id, created_version, record). Invoker: RLS and the caller's own rows decide. Both bounds are
+-- plain comparisons, so even a generic plan reads (user_id, row_version) as a range.
 create or replace function private.sync_records(tbl text, since xid8, below xid8)
 returns table (id uuid, created_version xid8, record jsonb)
 language plpgsql stable
@@ -110,7 +111,7 @@ begin
                'team_id', n.team_id, 'org_id', n.org_id,
                'created_at', private.sync_ms(n.created_at), 'updated_at', private.sync_ms(n.updated_at))
         from public.notebooks n
-       where n.user_id = me and n.row_version < below and (since is null or n.row_version >= since);
+       where n.user_id = me and n.row_version < below and n.row_version >= coalesce(since, '0'::xid8);
   elsif tbl = 'journal_entries' then
     return query
       select e.id, e.created_version, jsonb_build_object(
@@ -122,7 +123,7 @@ begin
                'mood_detected', e.mood_detected, 'music_track_id', e.music_track_id, 'background_url', e.background_url)
         from public.journal_entries e
         left join public.journal_entry_contents c on c.entry_id = e.id
-       where e.user_id = me and e.row_version < below and (since is null or e.row_version >= since);
+       where e.user_id = me and e.row_version < below and e.row_version >= coalesce(since, '0'::xid8);
   elsif tbl = 'goals' then
     return query
       select g.id, g.created_version, jsonb_build_object(
@@ -130,14 +131,14 @@ begin
                'target_date', g.target_date, 'status', g.status,
                'created_at', private.sync_ms(g.created_at), 'updated_at', private.sync_ms(g.updated_at))
         from public.goals g
-       where g.user_id = me and g.row_version < below and (since is null or g.row_version >= since);
+       where g.user_id = me and g.row_version < below and g.row_version >= coalesce(since, '0'::xid8);
   elsif tbl = 'goal_check_ins' then
     return query
       select k.id, k.created_version, jsonb_build_object(
                'id', k.id, 'user_id', k.user_id, 'goal_id', k.goal_id, 'status', k.status, 'notes', k.notes,
                'created_at', private.sync_ms(k.created_at))
         from public.goal_check_ins k
-       where k.user_id = me and k.row_version < below and (since is null or k.row_version >= since);
+       where k.user_id = me and k.row_version < below and k.row_version >= coalesce(since, '0'::xid8);
   else
     raise exception 'not a synced table: %', tbl using errcode = '22023';
   end if;
@@ -158,13 +159,13 @@ begin
   execute format(
     'select coalesce(array_agg(t.id), ''{}'') from private.sync_tombstones t
       where t.user_id = $1 and t.table_name = $2 and t.row_version >= $3 and t.row_version < $4
-        and not exists (select 1 from public.%I x where x.id = t.id)', tbl)
+        and not exists (select 1 from public.%I x where x.id = t.id and x.user_id = t.user_id)', tbl)
     into ids using (select auth.uid()), tbl, since, below;
   return ids;
 end
 $$;
 comment on function private.sync_deleted_ids(text, xid8, xid8) is
-  'Ids of the caller''s rows of one synced table deleted in [since, below) and not made again.';
+  'Ids of the caller''s rows of one synced table deleted in [since, below) and not made again by the caller.';
 revoke all on function private.sync_deleted_ids(text, xid8, xid8) from public;
 grant execute on function private.sync_deleted_ids(text, xid8, xid8) to authenticated;
 
@@ -189,7 +190,7 @@ declare
   t text;
   c jsonb;
   col text;
-  needed text[] := '{}';
+  needed text[] := '{}'::text[];
 begin
   if migration is null or jsonb_typeof(migration) = 'null' then
     return needed;
@@ -197,7 +198,7 @@ begin
   if jsonb_typeof(migration) <> 'object' then
     raise exception 'migration: must be an object {from, tables, columns} or null' using errcode = '22023';
   end if;
-  if jsonb_typeof(migration -> 'from') <> 'number' or (migration ->> 'from')::numeric <> floor((migration ->> 'from')::numeric)
+  if jsonb_typeof(migration -> 'from') is distinct from 'number' or (migration ->> 'from')::numeric <> floor((migration ->> 'from')::numeric)
      or (migration ->> 'from')::numeric not between 1 and schema_version - 1 then
     raise exception 'migration.from: must be a schema version below schema_version (%)', schema_version using errcode = '22023';
   end if;
@@ -245,17 +246,23 @@ declare
   upto xid8 := pg_catalog.pg_snapshot_xmin(pg_catalog.pg_current_snapshot());
   since xid8;
   replacement boolean := false;
-  again text[] := '{}';
-  new_tables text[] := '{}';
+  again text[] := '{}'::text[];
+  new_tables text[] := '{}'::text[];
   tbl text;
   all_new boolean;
   dropped text[];
   created jsonb;
   updated jsonb;
-  changes jsonb := '{}';
+  changes jsonb := '{}'::jsonb;
 begin
   if (select auth.uid()) is null then
     raise exception 'sign in to sync' using errcode = '42501';
+  end if;
+  -- A full copy of the journal is the user's own to take, as the export is.
+  perform private.refuse_while_impersonating('syncing the journal');
+  -- One pull per account at a time: a full pull is heavy, and devices retry a 429.
+  if not pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtext('sync pull'), pg_catalog.hashtext((select auth.uid())::text)) then
+    raise exception 'a pull of this account is under way: try again in a moment' using errcode = 'PT429';
   end if;
   if version not between 1 and private.sync_schema_version() then
     raise exception 'schema_version: this server knows schema versions 1 to %', private.sync_schema_version()
@@ -291,7 +298,7 @@ begin
   end loop;
 
   return jsonb_build_object('changes', changes, 'timestamp', private.sync_cursor(upto))
-      || case when replacement then jsonb_build_object('experimentalStrategy', 'replacement') else '{}' end;
+      || case when replacement then jsonb_build_object('experimentalStrategy', 'replacement') else '{}'::jsonb end;
 end
 $$;
 comment on function public.sync_pull(bigint, integer, jsonb) is

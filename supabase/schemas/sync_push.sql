@@ -20,7 +20,7 @@ declare
 begin
   if val is null or jsonb_typeof(val) = 'null' then
     if nullable then
-      return 'null';
+      return 'null'::jsonb;
     end if;
     raise exception '%: required', field using errcode = '22023';
   end if;
@@ -78,7 +78,7 @@ declare
   rid text := rec ->> 'id';
   unknown text;
   c record;
-  fields jsonb := '{}';
+  fields jsonb := '{}'::jsonb;
 begin
   -- One read of the column list per record (sync_columns costs a call each time, not inlined).
   select k into unknown from jsonb_object_keys(rec) k
@@ -88,7 +88,8 @@ begin
   if unknown is not null then
     raise exception '%.%, record %: not a synced column', tbl, unknown, rid using errcode = '22023';
   end if;
-  if rec ? 'user_id' and rec -> 'user_id' is distinct from to_jsonb((select auth.uid())::text) then
+  -- An empty user_id (WatermelonDB fills a string column with '') is the caller's own.
+  if coalesce(rec ->> 'user_id', '') <> '' and lower(rec ->> 'user_id') is distinct from (select auth.uid())::text then
     raise exception '%.user_id, record %: a record may only be your own', tbl, rid using errcode = '42501';
   end if;
   for c in select * from private.sync_columns() s where s.table_name = tbl and s.writable and rec ? s.column_name loop
@@ -141,6 +142,13 @@ $$;
 revoke all on function private.sync_current_rows(text, uuid[]) from public;
 grant execute on function private.sync_current_rows(text, uuid[]) to authenticated;
 
+-- The most records one push may carry: a device with more pushes in turns (docs/sync.md).
+create or replace function private.sync_push_max_records() returns integer
+language sql immutable
+set search_path = ''
+as $$ select 2000 $$;
+grant execute on function private.sync_push_max_records() to authenticated;
+
 -- Checks the document's shape: {table: {created: [], updated: [], deleted: []}}, known tables,
 -- records with a UUID id, each id once per table.
 create or replace function private.sync_check_changes(changes jsonb) returns void
@@ -155,6 +163,11 @@ declare
 begin
   if changes is null or jsonb_typeof(changes) <> 'object' then
     raise exception 'changes: must be an object {table: {created, updated, deleted}}' using errcode = '22023';
+  end if;
+  if (select count(*) from jsonb_each(changes) c, jsonb_each(case when jsonb_typeof(c.value) = 'object' then c.value else '{}' end) l
+       , jsonb_array_elements(case when jsonb_typeof(l.value) = 'array' then l.value else '[]' end) r) > private.sync_push_max_records() then
+    raise exception 'changes: at most % records per push (push the rest after)', private.sync_push_max_records()
+      using errcode = '22023';
   end if;
   for tbl, lists in select * from jsonb_each(changes) loop
     if not exists (select 1 from private.sync_columns() s where s.table_name = tbl) then
@@ -211,11 +224,11 @@ declare
   fields jsonb;
   cur record;
   same boolean;
-  plan jsonb[] := '{}'; -- appended in place (a jsonb array would be copied whole on each append)
+  plan jsonb[] := '{}'::jsonb[]; -- appended in place (a jsonb array would be copied whole on each append)
   op jsonb;
-  conflicts jsonb := '{}';
+  conflicts jsonb := '{}'::jsonb;
   unchanged integer := 0;
-  counts jsonb := '{}';
+  counts jsonb := '{}'::jsonb;
   n integer;
   cols text;
   err_state text;
@@ -258,11 +271,22 @@ begin
           on r.id = lower(coalesce(x.rec ->> 'id', x.rec #>> '{}'))::uuid
     loop
       if cur.user_id is not null and cur.user_id <> me then
+        -- The id is another user's now. This device's own record of it was deleted: learnt by a
+        -- pull (a conflict until then), or already known and nothing to do. A deletion of
+        -- someone else's id changes nothing, in the same words as a missing one.
+        if cur.deleted_version >= since then
+          conflicts := jsonb_set(conflicts, array[tbl], coalesce(conflicts -> tbl, '[]') || to_jsonb(cur.id));
+          continue;
+        elsif cur.deleted_version is not null or cur.kind = 'delete' then
+          unchanged := unchanged + 1;
+          continue;
+        end if;
         raise exception '%.id, record %: belongs to another user', tbl, cur.id using errcode = '42501';
       end if;
       if cur.kind = 'delete' then
         if cur.user_id is not null and tbl = 'goal_check_ins'
-           and not coalesce(changes -> 'goals' -> 'deleted', '[]') ? (cur.fields ->> 'goal_id') then
+           and not exists (select 1 from jsonb_array_elements_text(coalesce(changes -> 'goals' -> 'deleted', '[]')) g
+                            where lower(g) = cur.fields ->> 'goal_id') then
           raise exception 'goal_check_ins, record %: a check-in is kept as it was made (deleting its goal removes it)', cur.id
             using errcode = '42501';
         end if;

@@ -4,7 +4,7 @@
 // PostgREST sends it, so a first pull of a large journal never sits whole in this function.
 import { z } from '@hono/zod-openapi'
 import { userRpcResponse } from '../../_shared/db.ts'
-import { badRequest, fromDb, unwrap } from '../../_shared/errors.ts'
+import { badRequest, fromDb, HttpError, unwrap } from '../../_shared/errors.ts'
 import { uuid } from '../../_shared/validation.ts'
 import { endpoint, routeModule } from '../openapi.ts'
 
@@ -76,8 +76,9 @@ export const syncRoutes = routeModule()
       query: PullQuery,
       summary: 'Pull: what changed in the caller\'s journal since last_pulled_at (WatermelonDB pullChanges)',
       description:
-        'Records of notebooks, journal_entries (with their text), goals and goal_check_ins, created, updated and deleted since the cursor; `timestamp` is the next cursor. Every change committed before the reply is in it or in the next pull, none twice.',
+        'Records of notebooks, journal_entries (with their text), goals and goal_check_ins, created, updated and deleted since the cursor; `timestamp` is the next cursor. Every change committed before the reply is in it or in the next pull, none twice. One pull per account at a time (429 with Retry-After while another runs); not inside an impersonation session (403).',
       response: PullReply,
+      errors: [403, 429],
     }),
     async (c) => {
       const q = c.req.valid('query')
@@ -86,6 +87,10 @@ export const syncRoutes = routeModule()
         schema_version: q.schema_version ?? null,
         migration: parseMigration(q.migration),
       })
+      if (res.status === 429) {
+        // Another pull of the account is under way (sync_pull): a moment later it is done.
+        throw new HttpError(429, (await res.json()).message, 1)
+      }
       if (!res.ok) throw fromDb(await res.json(), res.status)
       return new Response(res.body, { status: 200, headers: { 'content-type': 'application/json' } })
     },
