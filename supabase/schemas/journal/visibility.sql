@@ -378,14 +378,16 @@ $$;
 create trigger journal_entry_contents_prepare before insert or update on public.journal_entry_contents
   for each row execute function private.prepare_entry_content();
 
--- Editing the text touches the entry's updated_at.
+-- Editing the text touches the entry's updated_at, unless this transaction changed the entry
+-- and its updated_at already (a title and text written together): no second update of the row.
 create or replace function private.touch_entry_on_content() returns trigger
 language plpgsql security definer
 set search_path = ''
 as $$
 begin
   if new.content is distinct from old.content then
-    update public.journal_entries set updated_at = now() where id = new.entry_id;
+    update public.journal_entries set updated_at = now()
+     where id = new.entry_id and (updated_at <> now() or row_version <> pg_catalog.pg_current_xact_id());
   end if;
   return null;
 end
