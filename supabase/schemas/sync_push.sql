@@ -70,20 +70,19 @@ grant execute on function private.sync_value(text, text, text, boolean, text, js
 
 -- One pushed record: its writable fields as stored (the server's own columns ignored, and
 -- WatermelonDB's _status and _changed); unknown columns and another owner are refused.
-create or replace function private.sync_fields(tbl text, rec jsonb) returns jsonb
+-- columns: the table's rows of private.sync_columns() as JSON, read once per push.
+create or replace function private.sync_fields(tbl text, rec jsonb, columns jsonb) returns jsonb
 language plpgsql stable
 set search_path = ''
 as $$
 declare
   rid text := rec ->> 'id';
   unknown text;
-  c record;
-  fields jsonb := '{}'::jsonb;
+  fields jsonb;
 begin
-  -- One read of the column list per record (sync_columns costs a call each time, not inlined).
   select k into unknown from jsonb_object_keys(rec) k
    where k not in ('_status', '_changed')
-     and k not in (select s.column_name from private.sync_columns() s where s.table_name = tbl)
+     and not exists (select 1 from jsonb_array_elements(columns) s where s ->> 'column_name' = k)
    limit 1;
   if unknown is not null then
     raise exception '%.%, record %: not a synced column', tbl, unknown, rid using errcode = '22023';
@@ -92,14 +91,20 @@ begin
   if coalesce(rec ->> 'user_id', '') <> '' and lower(rec ->> 'user_id') is distinct from (select auth.uid())::text then
     raise exception '%.user_id, record %: a record may only be your own', tbl, rid using errcode = '42501';
   end if;
-  for c in select * from private.sync_columns() s where s.table_name = tbl and s.writable and rec ? s.column_name loop
-    fields := fields || jsonb_build_object(c.column_name,
-                private.sync_value(tbl, c.column_name, c.kind, c.nullable, rid, rec -> c.column_name));
-  end loop;
+  -- Plain text and nulls as they come; what needs a check or a conversion through sync_value.
+  select coalesce(jsonb_object_agg(s.column_name,
+           case when jsonb_typeof(rec -> s.column_name) = 'null' and s.nullable then 'null'::jsonb
+                when s.kind = 'text' and jsonb_typeof(rec -> s.column_name) = 'string'
+                     and s.column_name not in ('title', 'name', 'mood') then rec -> s.column_name
+                else private.sync_value(tbl, s.column_name, s.kind, s.nullable, rid, rec -> s.column_name) end),
+           '{}'::jsonb)
+    into fields
+    from jsonb_to_recordset(columns) as s(column_name text, kind text, writable boolean, nullable boolean)
+   where s.writable and rec ? s.column_name;
   return fields;
 end
 $$;
-grant execute on function private.sync_fields(text, jsonb) to authenticated;
+grant execute on function private.sync_fields(text, jsonb, jsonb) to authenticated;
 
 -- The pushed ids' rows as they are, whoever owns them (security definer: a row the caller may
 -- not read is still refused by name, never created twice): owner, version, the writable
@@ -223,6 +228,7 @@ declare
   tbl text;
   fields jsonb;
   cur record;
+  columns jsonb;
   same boolean;
   plan jsonb[] := '{}'::jsonb[]; -- appended in place (a jsonb array would be copied whole on each append)
   op jsonb;
@@ -258,6 +264,7 @@ begin
   -- What each record asks for, against the rows as they are: nothing (the server has it
   -- already), a write, or a conflict.
   for tbl in select t from unnest(array['notebooks', 'goals', 'journal_entries', 'goal_check_ins']) t where changes ? t loop
+    columns := (select jsonb_agg(to_jsonb(s)) from private.sync_columns() s where s.table_name = tbl);
     for cur in
       select x.kind, x.rec, r.*
         from (select 'upsert' as kind, r as rec from jsonb_array_elements(coalesce(changes -> tbl -> 'created', '[]')
@@ -299,7 +306,7 @@ begin
         end if;
         continue;
       end if;
-      fields := private.sync_fields(tbl, cur.rec);
+      fields := private.sync_fields(tbl, cur.rec, columns);
       if cur.user_id is null then
         if cur.deleted_version >= since then
           conflicts := jsonb_set(conflicts, array[tbl], coalesce(conflicts -> tbl, '[]') || to_jsonb(cur.id));
