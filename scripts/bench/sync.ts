@@ -235,7 +235,7 @@ export async function benchSync(stack: Stack, o: {
   // (a custom plan) and as a generic plan (what PL/pgSQL's plan cache may settle on).
   const [{ upto }] = await admin`select pg_snapshot_xmin(pg_current_snapshot())::text as upto`
   const entryQuery = `select e.id from public.journal_entries e left join public.journal_entry_contents c on c.entry_id = e.id
-                       where e.user_id = $1 and e.row_version < $3 and ($2::xid8 is null or e.row_version >= $2)`
+                       where e.user_id = $1 and e.row_version < $3 and e.row_version >= coalesce($2::xid8, '0'::xid8)`
   await me.begin(async (tx) => {
     const custom = await tx.unsafe(`explain ${entryQuery}`, [userId, String(cursor), upto])
     await tx`set local plan_cache_mode = force_generic_plan`
