@@ -2,11 +2,11 @@
 // public profiles (name, avatar) of people who share an organization with the caller, through
 // /api (GET /api/profiles/:id) and PostgREST (rpc search_organization_members, profile_cards).
 import { strict as assert } from 'node:assert'
-import { api, assertError, clientAs, createUser, orgWith, sql, test } from './_helpers.ts'
+import { avatarUrl, api, assertError, clientAs, createUser, orgWith, sql, test } from './_helpers.ts'
 import { cast, MEMBER_FIELDS } from './_organizations.ts'
 
 const named = async (id: string, full_name: string) =>
-  await sql`update public.profiles set full_name = ${full_name}, avatar_url = ${`https://cdn.example.com/${id}.png`} where id = ${id}`
+  await sql`update public.profiles set full_name = ${full_name}, avatar_url = ${avatarUrl(id)} where id = ${id}`
 
 test('members?q= finds the members whose name contains q, for members and super admins alike', async () => {
   const c = await cast()
@@ -70,7 +70,7 @@ test('public profiles: readable by whoever shares an organization, never by a st
   const other = await createUser({ prefix: 'elsewhere' })
   await orgWith(other, [c.outsider])
   await named(c.member.id, 'Mia Member')
-  const card = { id: c.member.id, full_name: 'Mia Member', avatar_url: `https://cdn.example.com/${c.member.id}.png` }
+  const card = { id: c.member.id, full_name: 'Mia Member', avatar_url: avatarUrl(c.member.id) }
   for (const u of [c.owner, c.admin, c.member, c.superAdmin]) {
     const res = await api(`/api/profiles/${c.member.id}`, { token: u.token })
     assert.equal(res.status, 200, JSON.stringify(res.body))
