@@ -323,10 +323,10 @@ test('writes ask for a worker at most once per min_request_gap: a run stays unti
   })
   // End to end: a write right after another's mood arrived is analysed by the lingering run,
   // well before pg_cron's minute.
-  const marker = await scripted(tone('calm'), tone('proud'))
+  const marker = await scripted(tone('calm'), tone('hopeful'))
   const first = await api('/api/journal', { token: user.token, body: { title: 'A', content: `One. ${marker}` } })
   assert.equal((await toneSettled(first.body.entry.id)).mood, 'calm')
   const second = await api('/api/journal', { token: user.token, body: { title: 'B', content: `Two. ${marker}` } })
   const settled = await toneSettled(second.body.entry.id, 5000)
-  assert.equal(settled.mood, 'proud')
+  assert.equal(settled.mood, 'hopeful')
 })
