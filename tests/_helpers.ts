@@ -17,6 +17,8 @@ export const ANON_KEY = need('SUPABASE_ANON_KEY')
 export const SERVICE_ROLE_KEY = need('SUPABASE_SERVICE_ROLE_KEY')
 export const JWT_SECRET = need('JWT_SECRET')
 export const env = (k: string) => need(k)
+/** A valid profiles.avatar_url: the public URL of an object in the user's own avatars folder. */
+export const avatarUrl = (userId: string, name = 'avatar.png') => `${API_URL}/storage/v1/object/public/avatars/${userId}/${name}`
 
 /** One connection as postgres (not a superuser, as on hosted) for test setup, shared by the tests of a file. */
 export const sql = postgres(need('SUPABASE_DB_URL'), { max: 4, onnotice: () => {} })

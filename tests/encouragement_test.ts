@@ -4,6 +4,7 @@
 import { strict as assert } from 'node:assert'
 import {
   api,
+  avatarUrl,
   assertError,
   clientAs,
   createUser,
@@ -89,7 +90,7 @@ test('config and my-drops: SPEC defaults and an untouched UTC day for a new user
 test("send: a template drop and a custom drop arrive with the sender's name and avatar; unread first-class; read once", async () => {
   const sender = await createUser()
   const recipient = await createUser()
-  await sql`update public.profiles set full_name = 'Sam Sender', avatar_url = 'https://example.test/sam.png' where id = ${sender.id}`
+  await sql`update public.profiles set full_name = 'Sam Sender', avatar_url = ${avatarUrl(sender.id)} where id = ${sender.id}`
   const tpl = await template()
   const a = await send(sender, { recipient_id: recipient.id, drop_type: 'encouragement', template_id: tpl })
   assert.equal(a.status, 201, JSON.stringify(a.body))
@@ -126,7 +127,7 @@ test("send: a template drop and a custom drop arrive with the sender's name and 
   assert.equal(inbox.body.unread_count, 2)
   assert.deepEqual(inbox.body.drops.map((d: any) => d.id), [b.body.drop.id, a.body.drop.id], 'newest first')
   assert.equal(inbox.body.drops[0].sender_name, 'Sam Sender')
-  assert.equal(inbox.body.drops[0].sender_avatar_url, 'https://example.test/sam.png')
+  assert.equal(inbox.body.drops[0].sender_avatar_url, avatarUrl(sender.id))
   assert.equal(inbox.body.drops[0].is_system, false)
 
   const read = await api(`${P}/received/${a.body.drop.id}/read`, { method: 'POST', token: recipient.token })

@@ -6,6 +6,7 @@
 import { strict as assert } from 'node:assert'
 import {
   api,
+  avatarUrl,
   clientAs,
   createUser,
   orgWith,
@@ -51,7 +52,7 @@ test('authors: where the metadata is visible, and only there, on every path', as
   const otherOrgMember = await createUser({ prefix: 'elsewhere-member' })
   await orgWith(otherOrgOwner, [otherOrgMember])
   const ownerName = people('Olga Owner')
-  await sql`update public.profiles set full_name = ${ownerName}, avatar_url = 'https://cdn.example.com/olga.png' where id = ${w.owner.id}`
+  await sql`update public.profiles set full_name = ${ownerName}, avatar_url = ${avatarUrl(w.owner.id)} where id = ${w.owner.id}`
   const tag = `authors-${rnd()}`
   const teamEntry = await postEntry(w.owner, {
     title: 'team', tags: [tag], metadata_visibility: 'team', content_visibility: 'team', team_id: w.teamId,
@@ -59,7 +60,7 @@ test('authors: where the metadata is visible, and only there, on every path', as
   const publicEntry = await postEntry(w.owner, {
     title: 'public', tags: [tag], metadata_visibility: 'public', content_visibility: 'org', org_id: w.orgId,
   })
-  const author = { author_name: ownerName, author_avatar_url: 'https://cdn.example.com/olga.png' }
+  const author = { author_name: ownerName, author_avatar_url: avatarUrl(w.owner.id) }
   const cases: [Viewer, boolean][] = [
     [{ name: 'owner', user: w.owner }, true],
     [{ name: 'teammate', user: w.teammate }, true],
@@ -85,7 +86,7 @@ test('authors: where the metadata is visible, and only there, on every path', as
 test('authors: "Deleted user" once the account is being deleted; a name never set stays null', async () => {
   const w = await sharingWorld()
   const tag = `deleted-${rnd()}`
-  await sql`update public.profiles set full_name = 'Tim Teammate', avatar_url = 'https://cdn.example.com/tim.png' where id = ${w.teammate.id}`
+  await sql`update public.profiles set full_name = 'Tim Teammate', avatar_url = ${avatarUrl(w.teammate.id)} where id = ${w.teammate.id}`
   const byTeammate = await postEntry(w.teammate, {
     title: 'mine', tags: [tag], metadata_visibility: 'team', content_visibility: 'team', team_id: w.teamId,
   })

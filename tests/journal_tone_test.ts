@@ -238,3 +238,95 @@ test('mood_pending called as an RPC with a made-up row tells nothing of another 
   assert.equal(asOwner.data, true)
   await toneSettled(res.body.entry.id)
 })
+
+/** Runs fn in a transaction as the user's PostgREST request would (claims, then rolled back). */
+async function asUserRolledBack(user: TestUser, fn: (tx: any) => Promise<void>) {
+  await sql.begin(async (tx) => {
+    await tx`select set_config('request.jwt.claims', ${JSON.stringify({ sub: user.id, role: 'authenticated' })}, true)`
+    await fn(tx)
+    throw new Error('rollback')
+  }).catch((e) => {
+    if (e.message !== 'rollback') throw e
+  })
+}
+const workerRequests = async (tx: any) =>
+  (await tx`select count(*)::int as n from net.http_request_queue where url like '%/analyze-tone'`)[0].n
+const toneRuns = async () =>
+  (await sql`select count(*)::int as n from private.job_runs where job = 'journal-tone-analysis'`)[0].n
+
+test('over the daily cap a write queues nothing and asks for no worker; under it, unchanged', async () => {
+  const [capped, free] = await Promise.all([createUser(), createUser()])
+  const [{ cap }] = await sql`select coalesce(w.daily_cap, t.daily_cap_per_user) as cap
+                                from private.ai_usage_types t, private.tone_worker w where t.usage_type = 'tone_analysis'`
+  await sql`insert into private.ai_daily_calls (user_id, day, usage_type, calls)
+            values (${capped.id}, (now() at time zone 'UTC')::date, 'tone_analysis', ${cap})`
+  for (const [user, expected] of [[capped, 0], [free, 1]] as const) {
+    await asUserRolledBack(user, async (tx) => {
+      await tx`update private.tone_worker set requested_at = null`
+      const before = await workerRequests(tx)
+      const [{ id }] = await tx`insert into public.journal_entries (user_id, title) values (${user.id}, 'T') returning id`
+      await tx`insert into public.journal_entry_contents (entry_id, user_id, content) values (${id}, ${user.id}, 'words')`
+      const [{ queued }] = await tx`select count(*)::int as queued from private.tone_analysis_queue where entry_id = ${id}`
+      assert.deepEqual([queued, (await workerRequests(tx)) - before], [expected, expected], user === capped ? 'capped' : 'free')
+    })
+  }
+  // Through /api: nothing pending, no model call, no logged run.
+  const runs = await toneRuns()
+  const marker = await scripted(tone('joyful'))
+  const res = await api('/api/journal', { token: capped.token, body: { title: 'T', content: `over ${marker}` } })
+  assert.equal(res.status, 201)
+  assert.equal(res.body.entry.mood_pending, false)
+  await new Promise((r) => setTimeout(r, 300))
+  assert.deepEqual(await aiRequests(marker), [])
+  assert.equal(await toneRuns(), runs, 'no worker run was logged')
+})
+
+test('a worker run that found nothing to do logs no run; one that analysed logs one', async () => {
+  const user = await createUser()
+  const run = () =>
+    api('/api/journal/cron/analyze-tone', {
+      headers: { 'x-cron-secret': env('CHAT_CRON_SECRET') },
+      body: { scheduled_at: new Date().toISOString(), invocation: 1 },
+    })
+  const before = await toneRuns()
+  const idle = await run()
+  assert.equal(idle.status, 200, JSON.stringify(idle.body))
+  assert.equal(idle.body.analysed, 0)
+  assert.equal(await toneRuns(), before, 'an idle run writes no job_runs row')
+  const marker = await scripted(tone('calm'))
+  const res = await api('/api/journal', { token: user.token, body: { title: 'T', content: `Calm. ${marker}` } })
+  assert.equal((await toneSettled(res.body.entry.id)).mood, 'calm')
+  const deadline = Date.now() + 5000
+  while ((await toneRuns()) === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+  assert.equal(await toneRuns(), before + 1, 'the run that analysed is logged')
+})
+
+test('writes ask for a worker at most once per min_request_gap: a run stays until the gap has passed', async () => {
+  const user = await createUser()
+  await asUserRolledBack(user, async (tx) => {
+    // A write just asked for a worker, which found the queue empty: it does not end yet.
+    await tx`update private.tone_worker set requested_at = now(), last_requested_at = clock_timestamp(), min_request_gap = '10 seconds'`
+    assert.equal((await tx`select private.release_tone_worker(false) as more`)[0].more, true, 'stays within the gap')
+    const [{ marked }] = await tx`select requested_at is not null as marked from private.tone_worker`
+    assert.equal(marked, true, 'the mark stays set, so writes meanwhile ask for nothing')
+    const before = await workerRequests(tx)
+    const [{ id }] = await tx`insert into public.journal_entries (user_id, title) values (${user.id}, 'T') returning id`
+    await tx`insert into public.journal_entry_contents (entry_id, user_id, content) values (${id}, ${user.id}, 'words')`
+    assert.equal((await workerRequests(tx)) - before, 0, 'the lingering run takes it')
+    await tx`delete from private.tone_analysis_queue where entry_id = ${id}`
+    // Past the gap the run ends and clears the mark: the next write asks again.
+    await tx`update private.tone_worker set last_requested_at = clock_timestamp() - interval '11 seconds'`
+    assert.equal((await tx`select private.release_tone_worker(false) as more`)[0].more, false)
+    const [{ id: next }] = await tx`insert into public.journal_entries (user_id, title) values (${user.id}, 'U') returning id`
+    await tx`insert into public.journal_entry_contents (entry_id, user_id, content) values (${next}, ${user.id}, 'more words')`
+    assert.equal((await workerRequests(tx)) - before, 1)
+  })
+  // End to end: a write right after another's mood arrived is analysed by the lingering run,
+  // well before pg_cron's minute.
+  const marker = await scripted(tone('calm'), tone('hopeful'))
+  const first = await api('/api/journal', { token: user.token, body: { title: 'A', content: `One. ${marker}` } })
+  assert.equal((await toneSettled(first.body.entry.id)).mood, 'calm')
+  const second = await api('/api/journal', { token: user.token, body: { title: 'B', content: `Two. ${marker}` } })
+  const settled = await toneSettled(second.body.entry.id, 5000)
+  assert.equal(settled.mood, 'hopeful')
+})

@@ -1,12 +1,12 @@
 // /api/organizations/:id/members and transfer-ownership: the member views, adding, changing
 // and removing members, ownership transfer, and the notices members get when added.
 import { strict as assert } from 'node:assert'
-import { api, assertError, clientAs, createUser, orgWith, sql, teamWith, test } from './_helpers.ts'
+import { avatarUrl, api, assertError, clientAs, createUser, orgWith, sql, teamWith, test } from './_helpers.ts'
 import { cast, MEMBER_FIELDS, orgRow, roles, teamMemberships } from './_organizations.ts'
 
 test('GET /api/organizations/:id/members: the member view, owner first without joined_at', async () => {
   const c = await cast()
-  await sql`update public.profiles set full_name = 'Mia Member', avatar_url = 'https://cdn.example.com/m.png' where id = ${c.member.id}`
+  await sql`update public.profiles set full_name = 'Mia Member', avatar_url = ${avatarUrl(c.member.id)} where id = ${c.member.id}`
   for (const u of [c.owner, c.admin, c.member, c.superAdmin]) {
     const res = await api(`/api/organizations/${c.orgId}/members`, { token: u.token })
     assert.equal(res.status, 200, JSON.stringify(res.body))
@@ -27,7 +27,7 @@ test('GET /api/organizations/:id/members: the member view, owner first without j
     assert.equal(byId[c.admin.id].role, 'admin')
     assert.equal(byId[c.member.id].role, 'member')
     assert.equal(byId[c.member.id].full_name, 'Mia Member')
-    assert.equal(byId[c.member.id].avatar_url, 'https://cdn.example.com/m.png')
+    assert.equal(byId[c.member.id].avatar_url, avatarUrl(c.member.id))
     assert.equal(byId[c.admin.id].full_name, null)
   }
   const hidden = await api(`/api/organizations/${c.orgId}/members`, { token: c.outsider.token })

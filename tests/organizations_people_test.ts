@@ -2,11 +2,11 @@
 // public profiles (name, avatar) of people who share an organization with the caller, through
 // /api (GET /api/profiles/:id) and PostgREST (rpc search_organization_members, profile_cards).
 import { strict as assert } from 'node:assert'
-import { api, assertError, clientAs, createUser, orgWith, sql, test } from './_helpers.ts'
+import { avatarUrl, api, assertError, clientAs, createUser, orgWith, sql, test } from './_helpers.ts'
 import { cast, MEMBER_FIELDS } from './_organizations.ts'
 
 const named = async (id: string, full_name: string) =>
-  await sql`update public.profiles set full_name = ${full_name}, avatar_url = ${`https://cdn.example.com/${id}.png`} where id = ${id}`
+  await sql`update public.profiles set full_name = ${full_name}, avatar_url = ${avatarUrl(id)} where id = ${id}`
 
 test('members?q= finds the members whose name contains q, for members and super admins alike', async () => {
   const c = await cast()
@@ -70,7 +70,7 @@ test('public profiles: readable by whoever shares an organization, never by a st
   const other = await createUser({ prefix: 'elsewhere' })
   await orgWith(other, [c.outsider])
   await named(c.member.id, 'Mia Member')
-  const card = { id: c.member.id, full_name: 'Mia Member', avatar_url: `https://cdn.example.com/${c.member.id}.png` }
+  const card = { id: c.member.id, full_name: 'Mia Member', avatar_url: avatarUrl(c.member.id) }
   for (const u of [c.owner, c.admin, c.member, c.superAdmin]) {
     const res = await api(`/api/profiles/${c.member.id}`, { token: u.token })
     assert.equal(res.status, 200, JSON.stringify(res.body))
@@ -99,4 +99,31 @@ test('public profiles: readable by whoever shares an organization, never by a st
   await sql`delete from public.organization_members where org_id = ${c.orgId} and user_id = ${c.admin.id}`
   assertError(await api(`/api/profiles/${c.member.id}`, { token: c.admin.token }), 404)
   assertError(await api('/api/profiles/xyz', { token: c.member.token }), 400, 'id')
+})
+
+test('an account being deleted shows as "Deleted user" without avatar in member lists, search and profile cards', async () => {
+  const c = await cast()
+  await named(c.member.id, 'Mia Member')
+  // Auth's soft delete: the deletion is recorded (private.account_deletions) and its job follows.
+  await sql`update auth.users set deleted_at = now() where id = ${c.member.id}`
+  const masked = { full_name: 'Deleted user', avatar_url: null }
+  for (const u of [c.owner, c.superAdmin]) {
+    const db = clientAs(u.token)
+    const all = await db.rpc('search_organization_members', { target_org: c.orgId })
+    assert.equal(all.error, null)
+    const row = all.data!.find((m: any) => m.user_id === c.member.id)
+    assert.deepEqual({ full_name: row.full_name, avatar_url: row.avatar_url }, masked)
+    const listed = (await db.rpc('list_organization_members', { target_org: c.orgId })).data!
+      .find((m: any) => m.user_id === c.member.id)
+    assert.deepEqual({ full_name: listed.full_name, avatar_url: listed.avatar_url }, masked)
+    // The real name finds nobody any more.
+    const byName = await db.rpc('search_organization_members', { target_org: c.orgId, q: 'Mia' })
+    assert.deepEqual(byName.data, [])
+    const api_ = await api(`/api/organizations/${c.orgId}/members?q=mia`, { token: u.token })
+    assert.deepEqual(api_.body.members, [])
+    const { data: cards } = await db.from('profile_cards').select('*').eq('id', c.member.id)
+    assert.deepEqual(cards, [{ id: c.member.id, ...masked }])
+    const res = await api(`/api/profiles/${c.member.id}`, { token: u.token })
+    assert.deepEqual(res.body, { profile: { id: c.member.id, ...masked } })
+  }
 })

@@ -2,7 +2,9 @@
 import { strict as assert } from 'node:assert'
 import {
   api,
+  API_URL,
   assertError,
+  avatarUrl,
   badTokensFor,
   clientAs,
   createUser,
@@ -45,11 +47,11 @@ test('PUT profile: updates own fields and merges preferences', async () => {
   const res = await api('/api/user/profile', {
     method: 'PUT',
     token: user.token,
-    body: { full_name: 'Ada L', avatar_url: 'https://cdn.example.com/a.png', preferences: { theme: 'dark' } },
+    body: { full_name: 'Ada L', avatar_url: avatarUrl(user.id), preferences: { theme: 'dark' } },
   })
   assert.equal(res.status, 200, JSON.stringify(res.body))
   assert.equal(res.body.full_name, 'Ada L')
-  assert.equal(res.body.avatar_url, 'https://cdn.example.com/a.png')
+  assert.equal(res.body.avatar_url, avatarUrl(user.id))
   assert.deepEqual(res.body.preferences, { theme: 'dark', notifications: true })
   const again = await api('/api/user/profile', {
     method: 'PUT',
@@ -202,9 +204,35 @@ test("PostgREST writes to a profile are held to the API's shape (no javascript: 
     const { error } = await db.from('profiles').update(patch).eq('id', user.id)
     assert.equal(error?.code, '23514', JSON.stringify(patch))
   }
-  const ok = await db.from('profiles').update({ avatar_url: 'https://cdn.example.com/me.png' }).eq(
+  const ok = await db.from('profiles').update({ avatar_url: avatarUrl(user.id, 'me.png') }).eq(
     'id',
     user.id,
   ).select('avatar_url')
-  assert.deepEqual(ok.data, [{ avatar_url: 'https://cdn.example.com/me.png' }])
+  assert.deepEqual(ok.data, [{ avatar_url: avatarUrl(user.id, 'me.png') }])
+})
+
+test("avatar_url: only a public URL of the user's own folder in the project's avatars bucket, through /api and PostgREST", async () => {
+  const [user, other] = await Promise.all([createUser(), createUser()])
+  const db = clientAs(user.token)
+  const origin = new URL(API_URL).origin
+  const refused = [
+    'https://tracker.example.com/pixel.png', // anywhere else: a tracking link shown to strangers
+    `https://tracker.example.com/storage/v1/object/public/avatars/${user.id}/a.png`, // the path, another host
+    avatarUrl(other.id), // someone else's folder
+    `${origin}/storage/v1/object/public/entry-backgrounds/${user.id}/a.png`, // another bucket
+    `${origin}/storage/v1/object/public/avatars/${user.id}/../${other.id}/a.png`,
+    `${origin}/storage/v1/object/public/avatars/${user.id}/`,
+    `${origin}/storage/v1/object/public/avatars/${user.id}/a.png?track=1`,
+    `${origin}/storage/v1/object/sign/avatars/${user.id}/a.png`,
+  ]
+  for (const url of refused) {
+    assertError(await api('/api/user/profile', { method: 'PUT', token: user.token, body: { avatar_url: url } }), 400, 'avatar_url')
+    const { error } = await db.from('profiles').update({ avatar_url: url }).eq('id', user.id)
+    assert.equal(error?.code, '23514', url)
+    assert.match(error!.message, /^avatar_url: /, url)
+  }
+  const own = avatarUrl(user.id, 'photo-2.webp')
+  const put = await api('/api/user/profile', { method: 'PUT', token: user.token, body: { avatar_url: own } })
+  assert.equal(put.status, 200, JSON.stringify(put.body))
+  assert.equal((await db.from('profiles').update({ avatar_url: null }).eq('id', user.id)).error, null)
 })

@@ -5,7 +5,7 @@
 // rules: each table's BEFORE trigger (supabase/schemas, "Field rules in words" in
 // conventions.sql). The journal tables have their own matrix (journal_rest_parity_test.ts).
 import { strict as assert } from 'node:assert'
-import { api, clientAs, createUser, orgWith, sql, teamWith, test, type TestUser } from './_helpers.ts'
+import { api, avatarUrl, clientAs, createUser, orgWith, sql, teamWith, test, type TestUser } from './_helpers.ts'
 
 type Row = Record<string, unknown>
 interface Case {
@@ -704,7 +704,7 @@ test('values within the rules still pass, at the limits', async () => {
   assert.equal(pack.error, null)
   const profile = await db.from('profiles').update({
     full_name: long(200),
-    avatar_url: `https://e.com/${long(2034)}`,
+    avatar_url: avatarUrl(w.user.id, long(2048 - avatarUrl(w.user.id, '').length)), // the longest own avatar
     preferences: { theme: long(50), notifications: false, active_tone_pack_id: null },
   }).eq('id', w.user.id).select('full_name')
   assert.equal(profile.error, null)

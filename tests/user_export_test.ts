@@ -9,6 +9,7 @@ import { configure, Uint8ArrayReader, Uint8ArrayWriter, ZipReader } from '@zip.j
 import { encode } from 'fast-png'
 import {
   api,
+  avatarUrl,
   API_URL,
   apiFetch,
   assertError,
@@ -75,7 +76,7 @@ async function exportZip(u: TestUser) {
 async function world() {
   const [me, other] = await Promise.all([createUser({ prefix: 'exporter' }), createUser({ prefix: 'other' })])
   await sql`update public.profiles set full_name = 'Expo Rter' where id = ${me.id}`
-  await sql`update public.profiles set full_name = 'Olive Other', avatar_url = 'https://example.test/olive.png' where id = ${other.id}`
+  await sql`update public.profiles set full_name = 'Olive Other', avatar_url = ${avatarUrl(other.id)} where id = ${other.id}`
   const orgId = await orgWith(other, [me])
   const teamId = await teamWith(orgId, other, [me])
 

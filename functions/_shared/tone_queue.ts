@@ -6,8 +6,11 @@
 // TONE_WORKER_POLL_MS as places free up, so an entry written while a run is busy is picked up
 // within a poll, not after the run. It stops when nothing is queued, or after
 // TONE_WORKER_BUDGET_MS (an edge function's wall-clock limit is 150 s), handing what remains
-// to a fresh run. Failures are logged and the entry keeps its mood (SPEC rule 3); only a killed
-// run's claims are retried (after 60 s).
+// to a fresh run; the database keeps it going (polling) until min_request_gap after the last
+// request, so writes meanwhile need no request of their own. Failures are logged and the entry
+// keeps its mood (SPEC rule 3); only a killed run's claims are retried (after 60 s). A run that
+// claimed nothing is logged to the console only, not in job_runs: writes (and pg_cron's
+// minute) start runs, and a log row each would grow with them.
 import { AiError, type TextUsage } from './ai.ts'
 import { dailyCapOverride, releaseDailyCalls } from './ai_usage.ts'
 import { logRun } from './ai_jobs.ts'
@@ -100,12 +103,15 @@ export async function runToneWorker(): Promise<ToneRunResults> {
     // SPEC: nothing without AI_API_KEY. The queue is dropped and writes stop queueing until a
     // run with a key (pg_cron's, within a minute) turns analysis back on.
     results.skipped_not_configured = unwrap(await db.rpc('disable_tone_analysis', {}))
-    await logRun(TONE_JOB, startedAt, { succeeded: 0, failed: 0, remaining: 0 }, { ...results })
+    if (results.skipped_not_configured > 0) {
+      await logRun(TONE_JOB, startedAt, { succeeded: 0, failed: 0, remaining: 0 }, { ...results })
+    } else console.log(`${TONE_JOB}: AI_API_KEY is unset; nothing was queued`)
     return results
   }
   const { concurrency, pollMs, budgetMs } = workerSettings()
   const inFlight = new Set<Promise<void>>()
   const dailyCap = dailyCapOverride('tone_analysis')
+  let claimFailures = 0
   while (true) {
     const timeLeft = Date.now() - startedAt.getTime() < budgetMs
     let claimed: QueuedEntry[] = []
@@ -113,6 +119,7 @@ export async function runToneWorker(): Promise<ToneRunResults> {
       const reply = await db.rpc('claim_tone_analyses', { max_items: concurrency - inFlight.size, daily_cap: dailyCap })
       if (reply.error) {
         console.error('tone analysis: could not claim', reply.error)
+        claimFailures++
         await sleep(pollMs)
       } else claimed = reply.data as unknown as QueuedEntry[] // the SQL builds this shape
       for (const item of claimed) {
@@ -125,12 +132,18 @@ export async function runToneWorker(): Promise<ToneRunResults> {
       const more = await db.rpc('release_tone_worker', { hand_over: !timeLeft })
       if (more.error) console.error('tone analysis: could not end the run', more.error)
       if (!more.data || !timeLeft) break
+      await sleep(pollMs) // staying for the request gap, or a write just queued: claim again
       continue
     }
     await Promise.race([sleep(pollMs), ...inFlight])
   }
+  if (results.analysed === 0 && results.failed === 0 && claimFailures === 0) {
+    console.log(`${TONE_JOB}: nothing to analyse (${Date.now() - startedAt.getTime()} ms)`)
+    return results
+  }
   await logRun(TONE_JOB, startedAt, { succeeded: results.analysed - results.failed, failed: results.failed, remaining: 0 }, {
     ...results,
+    claim_failures: claimFailures,
   })
   return results
 }

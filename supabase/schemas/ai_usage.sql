@@ -377,6 +377,45 @@ create table private.ai_daily_calls (
 comment on table private.ai_daily_calls is
   'Calls claimed per user, UTC day and usage type, against private.ai_usage_types.daily_cap_per_user. Days before yesterday are deleted nightly.';
 
+-- The cap in force for a usage type: `daily_cap` when given (0: no cap; the api's
+-- AI_DAILY_CAP_<TYPE>), else private.ai_usage_types' (null: no cap, 0: none allowed). Null: no cap.
+create or replace function private.ai_daily_cap(usage_type text, daily_cap integer) returns integer
+language plpgsql stable
+set search_path = ''
+as $$
+declare
+  cap integer;
+begin
+  if daily_cap < 0 then
+    raise exception 'daily_cap: must be 0 (no cap) or more' using errcode = '22023';
+  end if;
+  select t.daily_cap_per_user into cap from private.ai_usage_types t where t.usage_type = ai_daily_cap.usage_type;
+  if not found then
+    raise exception 'usage_type: unknown type %', ai_daily_cap.usage_type using errcode = '22023';
+  end if;
+  return case when daily_cap is null then cap else nullif(daily_cap, 0) end;
+end
+$$;
+revoke all on function private.ai_daily_cap(text, integer) from public;
+
+-- Whether the user has used up today's (UTC) calls of the type under that cap: what a claim
+-- would refuse, read without claiming (the tone queue asks before queueing an entry).
+create or replace function private.ai_daily_cap_reached(target_user_id uuid, usage_type text, daily_cap integer)
+returns boolean
+language plpgsql stable
+set search_path = ''
+as $$
+declare
+  cap integer := private.ai_daily_cap(ai_daily_cap_reached.usage_type, ai_daily_cap_reached.daily_cap);
+begin
+  return cap is not null and cap <= coalesce(
+    (select d.calls from private.ai_daily_calls d
+      where d.user_id = target_user_id and d.day = (now() at time zone 'UTC')::date
+        and d.usage_type = ai_daily_cap_reached.usage_type), 0);
+end
+$$;
+revoke all on function private.ai_daily_cap_reached(uuid, text, integer) from public;
+
 /*
  * Claims up to `wanted` calls of a usage type against a user's cap for today (UTC) and
  * returns {granted (0..wanted), day, counted}. The cap is `daily_cap` when given (0: no cap;
@@ -402,16 +441,7 @@ begin
   if wanted is null or wanted not between 1 and 100 then
     raise exception 'wanted: must be between 1 and 100' using errcode = '22023';
   end if;
-  if daily_cap < 0 then
-    raise exception 'daily_cap: must be 0 (no cap) or more' using errcode = '22023';
-  end if;
-  select t.daily_cap_per_user into cap from private.ai_usage_types t where t.usage_type = claim_ai_calls.usage_type;
-  if not found then
-    raise exception 'usage_type: unknown type %', claim_ai_calls.usage_type using errcode = '22023';
-  end if;
-  if daily_cap is not null then
-    cap := nullif(daily_cap, 0);
-  end if;
+  cap := private.ai_daily_cap(claim_ai_calls.usage_type, claim_ai_calls.daily_cap);
   if cap is null then
     return jsonb_build_object('granted', wanted, 'day', today, 'counted', false);
   end if;

@@ -402,10 +402,11 @@ begin
     raise exception 'organization not found' using errcode = 'PT404';
   end if;
   return query
-    select m.user_id, p.full_name, p.avatar_url, m.role, m.role = 'owner',
+    select m.user_id, c.full_name, c.avatar_url, m.role, m.role = 'owner',
            case when m.role = 'owner' then null else m.joined_at end
       from public.organization_members m
       join public.profiles p on p.id = m.user_id
+      cross join lateral private.person_card(m.user_id, p.full_name, p.avatar_url) c
      where m.org_id = target_org
      order by (m.role = 'owner') desc, m.joined_at, m.user_id;
 end
@@ -448,12 +449,13 @@ begin
     end if;
   end if;
   return query
-    select m.user_id, p.full_name, p.avatar_url, m.role, m.role = 'owner',
+    select m.user_id, c.full_name, c.avatar_url, m.role, m.role = 'owner',
            case when m.role = 'owner' then null else m.joined_at end
       from public.organization_members m
       join public.profiles p on p.id = m.user_id
+      cross join lateral private.person_card(m.user_id, p.full_name, p.avatar_url) c
      where m.org_id = target_org
-       and (nullif(q, '') is null or p.full_name ilike pattern)
+       and (nullif(q, '') is null or c.full_name ilike pattern) -- the name shown, never a masked one
        and (after_user_id is null or (m.role <> 'owner', m.joined_at, m.user_id) > (after_rest, after_joined, after_user_id))
      order by (m.role <> 'owner'), m.joined_at, m.user_id
      limit least(greatest(coalesce(page_size, 50), 1), 101);
@@ -491,13 +493,17 @@ begin
   if me is null then
     return;
   end if;
+  -- Names and avatars through private.person_card (user_data/account.sql): "Deleted user"
+  -- while an account is being deleted, as entry authors and member lists show it.
   if private.is_super_admin() then
-    return query select p.id, p.full_name, p.avatar_url from public.profiles p;
+    return query select p.id, c.full_name, c.avatar_url from public.profiles p
+                  cross join lateral private.person_card(p.id, p.full_name, p.avatar_url) c;
     return;
   end if;
   return query
-    select p.id, p.full_name, p.avatar_url
+    select p.id, c.full_name, c.avatar_url
       from public.profiles p
+      cross join lateral private.person_card(p.id, p.full_name, p.avatar_url) c
      where p.id = me
         or p.id in (select theirs.user_id from public.organization_members theirs
                      where theirs.org_id = any (private.my_org_id_array()));
@@ -656,10 +662,11 @@ begin
     raise exception 'team not found' using errcode = 'PT404';
   end if;
   return query
-    select m.user_id, p.full_name, p.avatar_url, m.role, m.user_id = team.admin_id,
+    select m.user_id, c.full_name, c.avatar_url, m.role, m.user_id = team.admin_id,
            case when m.user_id = team.admin_id then null else m.joined_at end
       from public.team_members m
       join public.profiles p on p.id = m.user_id
+      cross join lateral private.person_card(m.user_id, p.full_name, p.avatar_url) c
      where m.team_id = target_team
      order by (m.user_id = team.admin_id) desc, m.joined_at, m.user_id;
 end

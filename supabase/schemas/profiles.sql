@@ -131,6 +131,34 @@ create trigger profiles_guard_columns
   before update on public.profiles
   for each row execute function private.guard_profile_columns();
 
+-- An avatar is an image the user put in their own folder of the project's avatars bucket
+-- (avatars.sql), by its public URL, as supabase-js' getPublicUrl gives it:
+-- <project URL>/storage/v1/object/public/avatars/<user id>/<name>. Anything else would let a
+-- user show strangers (members, authors, leaderboards) a link of their choosing: a tracking
+-- pixel. The host is checked against Vault's `project_url` (the URL pg_net's jobs call, which
+-- is the project's own); a project without it in Vault gets the scheme and path checked only.
+-- No query or fragment, no dot segments or encoded slashes: the URL names one object.
+create or replace function private.is_own_avatar_url(owner_id uuid, url text) returns boolean
+language plpgsql stable security definer
+set search_path = ''
+as $$
+declare
+  project_url text;
+begin
+  if url !~ ('^https?://[^/?#@\s]+/storage/v1/object/public/avatars/' || owner_id::text || '/[^?#\s\\]+$')
+     or url ~ '/\.\.?(/|$)' or url ~* '%(2f|5c|2e)' then
+    return false;
+  end if;
+  select rtrim(s.decrypted_secret, '/') into project_url from vault.decrypted_secrets s where s.name = 'project_url';
+  return project_url is null
+      or lower(substring(url from '^https?://[^/]+')) = lower(substring(project_url from '^https?://[^/]+'));
+end
+$$;
+comment on function private.is_own_avatar_url(uuid, text) is
+  'True for the public URL of an object in the user''s own folder of this project''s avatars bucket (host: Vault project_url).';
+revoke all on function private.is_own_avatar_url(uuid, text) from public;
+grant execute on function private.is_own_avatar_url(uuid, text) to authenticated, service_role;
+
 -- The editable columns' rules in words, as PUT /api/user/profile says them (conventions.sql,
 -- "Field rules in words"); the check constraints above stay as the last word. Not on the
 -- ledger's balance updates (they name no column here).
@@ -144,6 +172,11 @@ declare
 begin
   perform private.check_max_length('full_name', new.full_name, 200);
   perform private.check_url('avatar_url', new.avatar_url, 2048);
+  if new.avatar_url is not null and new.avatar_url is distinct from old.avatar_url
+     and not private.is_own_avatar_url(new.id, new.avatar_url) then
+    raise exception 'avatar_url: must be the public URL of an image in your own folder of the avatars bucket'
+      using errcode = '23514';
+  end if;
   perform private.check_required('preferences', prefs);
   if jsonb_typeof(prefs) <> 'object' then
     raise exception 'preferences: must be an object' using errcode = '23514';
@@ -210,7 +243,8 @@ grant execute on function public.update_my_profile(jsonb) to authenticated;
 -- ---------------------------------------------------------------------------------------------
 
 -- The sign-up metadata is whatever the client sent: a name longer than the profile holds is
--- cut, an avatar that is not an http(s) URL of at most 2048 characters is left out. Failing
+-- cut, an avatar the profile would refuse (not in the user's own avatars folder, longer than
+-- 2048 characters: in practice any, the folder being named by the new id) is left out. Failing
 -- here would fail the sign-up itself (Auth's 500 "Database error saving new user").
 create or replace function private.handle_new_user() returns trigger
 language plpgsql security definer
@@ -223,7 +257,7 @@ begin
   values (
     new.id,
     left(new.raw_user_meta_data ->> 'full_name', 200),
-    case when avatar ~* '^https?://' and char_length(avatar) <= 2048 then avatar end
+    case when char_length(avatar) <= 2048 and private.is_own_avatar_url(new.id, avatar) then avatar end
   )
   on conflict (id) do nothing;
   return new;

@@ -12,7 +12,13 @@ grant usage on schema extensions to supabase_auth_admin;
 -- postgres is not GoTrue's role (nor a superuser, as on hosted): it joins it by its CREATEROLE.
 grant supabase_auth_admin to postgres;
 
-select plan(9);
+select plan(10);
+
+-- A valid sign-up avatar for user 5: the public URL of their own folder in this project's
+-- avatars bucket (Vault's project_url is the host), read here, before GoTrue's role.
+select set_config('tests.ana_avatar', rtrim(s.decrypted_secret, '/')
+       || '/storage/v1/object/public/avatars/22222222-0000-4000-8000-000000000005/a.png', false)
+  from vault.decrypted_secrets s where s.name = 'project_url';
 
 set local role supabase_auth_admin; -- as GoTrue connects
 
@@ -58,7 +64,9 @@ select tests.create_user(to_jsonb(u)) from (values
   ('22222222-0000-4000-8000-000000000004', 'pgtap-long@example.test',
    jsonb_build_object('full_name', repeat('n', 500), 'avatar_url', 'javascript:alert(1)')),
   ('22222222-0000-4000-8000-000000000005', 'pgtap-ok@example.test',
-   '{"full_name": "Ana", "avatar_url": "https://example.test/a.png"}'),
+   jsonb_build_object('full_name', 'Ana', 'avatar_url', current_setting('tests.ana_avatar'))),
+  ('22222222-0000-4000-8000-000000000007', 'pgtap-elsewhere@example.test',
+   '{"full_name": "Eli", "avatar_url": "https://example.test/a.png"}'),
   ('22222222-0000-4000-8000-000000000006', 'pgtap-huge-avatar@example.test',
    jsonb_build_object('avatar_url', 'https://example.test/' || repeat('a', 3000)))) u (id, email, raw_user_meta_data);
 select results_eq(
@@ -66,7 +74,10 @@ select results_eq(
   $$values (200, null::text)$$, 'a name past 200 characters is cut, a javascript: avatar left out');
 select results_eq(
   $$select full_name, avatar_url from public.profiles where id = '22222222-0000-4000-8000-000000000005'$$,
-  $$values ('Ana'::text, 'https://example.test/a.png'::text)$$, 'good metadata is copied as it is');
+  $$values ('Ana'::text, current_setting('tests.ana_avatar'))$$,
+  'good metadata is copied as it is (an avatar in the user''s own folder of the avatars bucket)');
+select is((select avatar_url from public.profiles where id = '22222222-0000-4000-8000-000000000007'), null,
+  'an avatar anywhere else is left out (the profile would refuse it)');
 select is((select avatar_url from public.profiles where id = '22222222-0000-4000-8000-000000000006'), null,
   'an avatar URL past 2048 characters is left out');
 

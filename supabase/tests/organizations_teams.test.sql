@@ -19,7 +19,7 @@ select plan(144);
 -- O = b20000a0-...-01 (O2 = -02, deleted by its owner); T1 = b20000c0-...-01, T2 = -02.
 -- ---------------------------------------------------------------------------------------
 select tests.create_user(to_jsonb(u)) from (values 
-  ('b2000000-0000-4000-8000-000000000001', 'pgtap-org-ona@example.test', '{"full_name": "Ona Owner", "avatar_url": "https://example.test/ona.png"}'),
+  ('b2000000-0000-4000-8000-000000000001', 'pgtap-org-ona@example.test', '{"full_name": "Ona Owner"}'),
   ('b2000000-0000-4000-8000-000000000002', 'pgtap-org-ada@example.test', '{"full_name": "Ada Admin"}'),
   ('b2000000-0000-4000-8000-000000000003', 'pgtap-org-mia@example.test', '{"full_name": "Mia Member"}'),
   ('b2000000-0000-4000-8000-000000000004', 'pgtap-org-nick@example.test', '{"full_name": "Nick Nonmember"}'),
@@ -28,6 +28,12 @@ select tests.create_user(to_jsonb(u)) from (values
   ('b2000000-0000-4000-8000-000000000007', 'pgtap-org-ned@example.test', '{"full_name": "Ned Newcomer"}'),
   ('b2000000-0000-4000-8000-000000000008', 'pgtap-org-tia@example.test', '{"full_name": "Tia Teamadmin"}'),
   ('b2000000-0000-4000-8000-000000000009', 'pgtap-org-ulla@example.test', '{"full_name": "Ulla User"}')) u (id, email, raw_user_meta_data);
+-- Ona's avatar: the public URL of her own folder in this project's avatars bucket (Vault's
+-- project_url is the host), kept in a setting for the expectations below.
+select set_config('tests.ona_avatar', rtrim(s.decrypted_secret, '/')
+       || '/storage/v1/object/public/avatars/b2000000-0000-4000-8000-000000000001/ona.png', false)
+  from vault.decrypted_secrets s where s.name = 'project_url';
+update public.profiles set avatar_url = current_setting('tests.ona_avatar') where id = 'b2000000-0000-4000-8000-000000000001';
 update public.profiles set role = 'super_admin' where id = 'b2000000-0000-4000-8000-000000000005';
 
 -- Rows a write statement touched, run as the current role (RLS refusals touch 0 rows).
@@ -158,7 +164,7 @@ select throws_ok(
 select results_eq(
   $$select user_id, full_name, avatar_url, role, is_owner, joined_at is null
       from public.list_organization_members('b20000a0-0000-4000-8000-000000000001') order by is_owner desc, user_id$$,
-  $$values ('b2000000-0000-4000-8000-000000000001'::uuid, 'Ona Owner'::text, 'https://example.test/ona.png'::text, 'owner'::text, true, true),
+  $$values ('b2000000-0000-4000-8000-000000000001'::uuid, 'Ona Owner'::text, current_setting('tests.ona_avatar'), 'owner'::text, true, true),
            ('b2000000-0000-4000-8000-000000000002'::uuid, 'Ada Admin'::text, null::text, 'admin'::text, false, false),
            ('b2000000-0000-4000-8000-000000000003'::uuid, 'Mia Member'::text, null::text, 'member'::text, false, false),
            ('b2000000-0000-4000-8000-000000000006'::uuid, 'Max Member'::text, null::text, 'member'::text, false, false),

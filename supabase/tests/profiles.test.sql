@@ -10,7 +10,13 @@ grant usage on schema extensions to supabase_auth_admin;
 -- postgres is not GoTrue's role (nor a superuser, as on hosted): it joins it by its CREATEROLE.
 grant supabase_auth_admin to postgres;
 
-select plan(54);
+select plan(55);
+
+-- A valid avatar of the owner: the public URL of their own folder in this project's avatars
+-- bucket (the host is Vault's project_url); kept in a setting, readable under any role below.
+select set_config('tests.own_avatar', rtrim(s.decrypted_secret, '/')
+       || '/storage/v1/object/public/avatars/11111111-0000-4000-8000-000000000001/new.png', false)
+  from vault.decrypted_secrets s where s.name = 'project_url';
 
 -- Fixed users: an owner, another user and an admin-to-be.
 select tests.create_user(to_jsonb(u)) from (values 
@@ -26,9 +32,9 @@ select tests.create_user(to_jsonb(u)) from (values ('11111111-0000-4000-8000-000
 select results_eq(
   $$select full_name, avatar_url, role, is_active, is_ai, read_notes_enabled, check_in_enabled, preferences
       from public.profiles where id = '11111111-0000-4000-8000-000000000001'$$,
-  $$values ('Olive Owner'::text, 'https://example.test/olive.png'::text, 'user'::text, true, false, false, false,
+  $$values ('Olive Owner'::text, null::text, 'user'::text, true, false, false, false,
             '{"theme": "system", "notifications": true}'::jsonb)$$,
-  'a new auth user gets a profile: name and avatar from the user metadata, role user, active, not AI, opt-ins off');
+  'a new auth user gets a profile: name from the user metadata (an avatar outside their own folder left out), role user, active, not AI, opt-ins off');
 select results_eq(
   $$select full_name, avatar_url, role from public.profiles where id = '11111111-0000-4000-8000-000000000004'$$,
   $$values (null::text, null::text, 'user'::text)$$,
@@ -77,15 +83,19 @@ select ok(not public.is_super_admin(), 'public.is_super_admin() is false for a r
 -- Editable fields.
 select lives_ok(
   $$update public.profiles
-       set full_name = 'Olive Renamed', avatar_url = 'https://example.test/new.png',
+       set full_name = 'Olive Renamed', avatar_url = current_setting('tests.own_avatar'),
            preferences = '{"theme": "dark", "notifications": false}', read_notes_enabled = true, check_in_enabled = true
      where id = '11111111-0000-4000-8000-000000000001'$$,
   'the owner updates full_name, avatar_url, preferences and the opt-ins');
 select results_eq(
   $$select full_name, avatar_url, preferences, read_notes_enabled, check_in_enabled
       from public.profiles where id = '11111111-0000-4000-8000-000000000001'$$,
-  $$values ('Olive Renamed'::text, 'https://example.test/new.png'::text, '{"theme": "dark", "notifications": false}'::jsonb, true, true)$$,
+  $$values ('Olive Renamed'::text, current_setting('tests.own_avatar'), '{"theme": "dark", "notifications": false}'::jsonb, true, true)$$,
   'the owner''s changes are stored');
+select throws_ok(
+  $$update public.profiles set avatar_url = 'https://example.test/pixel.png' where id = '11111111-0000-4000-8000-000000000001'$$,
+  '23514', 'avatar_url: must be the public URL of an image in your own folder of the avatars bucket',
+  'an avatar anywhere else is refused, naming avatar_url');
 
 -- Forbidden changes to one's own profile, each separately.
 select throws_ok(
@@ -139,7 +149,7 @@ select lives_ok(
   'update_my_profile accepts a partial preferences patch');
 select results_eq(
   $$select full_name, avatar_url, preferences from public.profiles where id = '11111111-0000-4000-8000-000000000001'$$,
-  $$values ('Olive Renamed'::text, 'https://example.test/new.png'::text, '{"theme": "light", "notifications": false}'::jsonb)$$,
+  $$values ('Olive Renamed'::text, current_setting('tests.own_avatar'), '{"theme": "light", "notifications": false}'::jsonb)$$,
   'update_my_profile merges preferences (notifications kept) and leaves fields not in the patch unchanged');
 select is(
   (public.update_my_profile('{"full_name": "Olive Again", "avatar_url": null}')).full_name,

@@ -13,7 +13,8 @@ const pick = (row: Record<string, unknown>, keys: string[]) =>
 
 const ProfilePatch = z.object({
   full_name: z.string().trim().max(200).nullable().optional(),
-  avatar_url: z.url({ protocol: /^https?$/ }).max(2048).nullable().optional(),
+  avatar_url: z.url({ protocol: /^https?$/ }).max(2048).nullable().optional()
+    .describe("The public URL of an image in the caller's own avatars folder: <project URL>/storage/v1/object/public/avatars/<user id>/<name> (the database refuses any other)"),
   preferences: z.object({
     theme: z.string().min(1).max(50).optional(),
     notifications: z.boolean().optional(),

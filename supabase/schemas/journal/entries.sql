@@ -83,16 +83,13 @@ language plpgsql stable security definer
 set search_path = ''
 as $$
 begin
-  -- An account being deleted has its row in private.account_deletions (a small table, user_data/
-  -- account.sql, defined after this file: plpgsql reads it at run time), which Auth's soft delete
-  -- also starts; far cheaper to probe than auth.users for every author.
+  -- private.person_card (user_data/account.sql, defined after this file: plpgsql resolves it at
+  -- run time) masks an account being deleted, as member lists and profile cards do.
   return query
-    select x.id,
-           case when p.id is null or d.user_id is not null then 'Deleted user' else p.full_name end,
-           case when p.id is not null and d.user_id is null then p.avatar_url end
+    select x.id, c.full_name, c.avatar_url
       from (select distinct unnest(user_ids) as id) x
       left join public.profiles p on p.id = x.id
-      left join private.account_deletions d on d.user_id = x.id;
+      cross join lateral private.person_card(x.id, p.full_name, p.avatar_url, p.id is not null) c;
 end
 $$;
 comment on function private.author_cards(uuid[]) is

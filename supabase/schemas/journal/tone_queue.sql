@@ -12,8 +12,11 @@
 -- Starting the worker: the write that queues work while no worker is running or requested
 -- sends one request to it (pg_net, in the writer's transaction: sent once it commits), and
 -- marks it requested in private.tone_worker, so a burst of writes makes one request; a worker
--- keeps claiming until the queue is empty, then clears the mark. pg_cron runs the worker every
+-- keeps claiming until the queue is empty, then clears the mark, but never sooner than
+-- min_request_gap after the last request (it keeps claiming meanwhile), so writes ask for at
+-- most one worker per gap and no entry waits for pg_cron. pg_cron runs the worker every
 -- minute as the safety net (a lost request, a killed worker: its claims expire after 60 s).
+-- An entry whose owner has used today's cap is not queued: its claim would drop it uncalled.
 -- Loaded after ai_usage.sql (apply_tone_analysis, claim_ai_calls, sha256_hex).
 
 -- One row per entry waiting for analysis. `version` grows with each newer text queued, so a
@@ -33,13 +36,22 @@ create index tone_analysis_queue_due on private.tone_analysis_queue (queued_at);
 -- The worker's state, one row. requested_at: a worker was requested or is running (refreshed
 -- while it runs); null: none, so the next queued write sends a request. analysis_enabled: false
 -- once a worker ran without AI_API_KEY (nothing is queued then); a worker with a key sets it back.
+-- daily_cap: the cap the worker last claimed with (the api's AI_DAILY_CAP_TONE_ANALYSIS; null:
+-- private.ai_usage_types' default), which writes compare with their owner's calls today.
+-- last_requested_at: when a write (or a run handing over) last sent a request; a run stays
+-- until min_request_gap after it.
 create table private.tone_worker (
   id boolean primary key default true check (id),
   requested_at timestamptz,
-  analysis_enabled boolean not null default true
+  analysis_enabled boolean not null default true,
+  daily_cap integer check (daily_cap >= 0),
+  last_requested_at timestamptz,
+  min_request_gap interval not null default interval '1 second'
+    check (min_request_gap between interval '0' and interval '10 seconds')
 );
 comment on table private.tone_worker is
-  'The tone analysis worker: whether one is requested or running (requested_at), whether analysis is configured (analysis_enabled).';
+  'The tone analysis worker: whether one is requested or running (requested_at), whether analysis is configured (analysis_enabled), '
+  'the daily cap it claims with (daily_cap), its last request (last_requested_at) and the least time between requests (min_request_gap).';
 -- Its row is written by the migration (and again by the first claim, should it be missing).
 
 -- A worker requested this long ago and silent since is presumed dead: the next write asks again.
@@ -49,6 +61,7 @@ set search_path = ''
 as $$ select interval '30 seconds' $$;
 
 -- Sends one request to the worker (pg_net; the URL and secret from Vault, as pg_cron's jobs).
+-- The caller has set the worker's mark.
 create or replace function private.request_tone_worker() returns void
 language plpgsql security definer
 set search_path = ''
@@ -57,6 +70,7 @@ declare
   url text;
   secret text;
 begin
+  update private.tone_worker w set last_requested_at = clock_timestamp() where w.id;
   select s.decrypted_secret into url from vault.decrypted_secrets s where s.name = 'project_url';
   select s.decrypted_secret into secret from vault.decrypted_secrets s where s.name = 'CHAT_CRON_SECRET';
   if url is null or secret is null then
@@ -85,17 +99,24 @@ set search_path = ''
 as $$
 declare
   worker private.tone_worker;
+  owner_id uuid;
 begin
   if (select auth.uid()) is null or btrim(new.content) = ''
      or (tg_op = 'UPDATE' and new.content is not distinct from old.content) then
     return null; -- a user's writes only: SQL sessions (seed, imports, fixtures) spend no AI calls
   end if;
-  if not exists (select 1 from public.journal_entries e
-                  where e.id = new.entry_id and (e.mood is null or e.mood_detected)) then
+  select e.user_id into owner_id from public.journal_entries e
+   where e.id = new.entry_id and (e.mood is null or e.mood_detected);
+  if not found then
     return null; -- the user chose the mood: it is never overwritten
   end if;
   select * into worker from private.tone_worker w where w.id for share;
   if worker.analysis_enabled is false then
+    return null;
+  end if;
+  -- Over the owner's cap the claim would drop the entry uncalled: queue nothing, ask for no
+  -- worker (an entry queued earlier stays, and is dropped by its claim).
+  if private.ai_daily_cap_reached(owner_id, 'tone_analysis', worker.daily_cap) then
     return null;
   end if;
   insert into private.tone_analysis_queue as q (entry_id) values (new.entry_id)
@@ -121,10 +142,11 @@ create trigger journal_entry_contents_queue_tone_analysis
 
 -- Claims up to max_items queued entries (skip locked: workers side by side never share one;
 -- a claim older than 60 s belongs to a dead worker and is taken over). Each claimed entry
--- counts one call against its owner's daily cap (daily_cap as in claim_ai_calls); entries over
--- the cap, with a mood the user chose meanwhile, with blank text, or claimed three times
--- already are dropped. Returns [{entry_id, version, user_id, title, content, content_sha256,
--- cap_day}]. Also refreshes the worker's mark, so writes do not request another.
+-- counts one call against its owner's daily cap (daily_cap as in claim_ai_calls, kept in
+-- private.tone_worker for writes to compare with); entries over the cap, with a mood the user
+-- chose meanwhile, with blank text, or claimed three times already are dropped. Returns
+-- [{entry_id, version, user_id, title, content, content_sha256, cap_day}]. Also refreshes the
+-- worker's mark, so writes do not request another.
 create or replace function private.claim_tone_analyses(max_items integer, daily_cap integer)
 returns jsonb
 language plpgsql security definer
@@ -138,9 +160,12 @@ begin
   if max_items is null or max_items not between 1 and 100 then
     raise exception 'max_items: must be between 1 and 100' using errcode = '22023';
   end if;
+  perform private.ai_daily_cap('tone_analysis', daily_cap); -- refuses a negative cap
   insert into private.tone_worker (id) values (true) on conflict on constraint tone_worker_pkey do nothing;
-  update private.tone_worker w set requested_at = now(), analysis_enabled = true
-   where w.id and (w.requested_at is null or w.requested_at < now() - interval '5 seconds' or not w.analysis_enabled);
+  update private.tone_worker w
+     set requested_at = now(), analysis_enabled = true, daily_cap = claim_tone_analyses.daily_cap
+   where w.id and (w.requested_at is null or w.requested_at < now() - interval '5 seconds' or not w.analysis_enabled
+                   or w.daily_cap is distinct from claim_tone_analyses.daily_cap);
   for item in
     with due as (
       select q.entry_id from private.tone_analysis_queue q
@@ -222,12 +247,20 @@ comment on function public.finish_tone_analysis(uuid, integer, uuid, text, text,
 
 -- The worker has nothing claimable left: clears its mark (waiting for writers that saw it set)
 -- and says whether work arrived meanwhile; then the mark is set again and the worker goes on,
--- or, with hand_over (its time is up), a fresh worker is requested.
+-- or, with hand_over (its time is up), a fresh worker is requested. Within min_request_gap of
+-- the last request the mark stays and the worker goes on (true): writes meanwhile send no
+-- request, and their entries are claimed by this run within a poll. A cleared mark therefore
+-- always means the gap has passed (clock time: a writer reading the mark later sees a later
+-- clock), so writes need no gap check of their own and never leave an entry to pg_cron.
 create or replace function private.release_tone_worker(hand_over boolean) returns boolean
 language plpgsql security definer
 set search_path = ''
 as $$
 begin
+  if not hand_over and exists (select 1 from private.tone_worker w
+                                where w.id and w.last_requested_at > clock_timestamp() - w.min_request_gap) then
+    return true;
+  end if;
   update private.tone_worker w set requested_at = null where w.id;
   if not exists (select 1 from private.tone_analysis_queue q
                   where q.claimed_at is null or q.claimed_at < now() - interval '60 seconds') then
@@ -247,7 +280,7 @@ language sql
 set search_path = ''
 as $$ select private.release_tone_worker($1) $$;
 comment on function public.release_tone_worker(boolean) is
-  'The analyze-tone worker (service role): ends its run; true when queued work arrived meanwhile (the run continues, or with hand_over a new one is requested).';
+  'The analyze-tone worker (service role): ends its run; true when queued work arrived meanwhile or the last request is under min_request_gap old (the run continues, or with hand_over a new one is requested).';
 
 -- A worker without AI_API_KEY: nothing is analysed, so nothing is queued either until a worker
 -- with a key runs (pg_cron's minute run turns it back on). Returns the queued entries dropped.

@@ -140,6 +140,24 @@ as $$ select 'Deleted user' $$;
 comment on function private.deleted_user_name() is 'The sender''s name shown for a drop or message whose sender deleted their account.';
 grant execute on function private.deleted_user_name() to authenticated, service_role;
 
+-- What other people see of a person (entry authors, member lists, member search, profile
+-- cards): their name and avatar, or "Deleted user" and no avatar once their account is being
+-- deleted (a row in private.account_deletions, which Auth's soft delete also starts) or gone
+-- (has_profile false). For security definer readers that already decided the caller may see
+-- the person; one indexed probe per person.
+create or replace function private.person_card(person_id uuid, profile_name text, profile_avatar text,
+                                               has_profile boolean default true)
+returns table (full_name text, avatar_url text)
+language sql stable
+set search_path = ''
+as $$
+  select case when s.shown then profile_name else private.deleted_user_name() end,
+         case when s.shown then profile_avatar end
+    from (select has_profile and not exists (select 1 from private.account_deletions d
+                                              where d.user_id = person_id) as shown) s
+$$;
+revoke all on function private.person_card(uuid, text, text, boolean) from public;
+
 -- Hosted Realtime runs no pre-request either: notifications (the table it publishes) stop at once.
 create policy "notifications: nothing for an account being deleted" on public.notifications
   as restrictive for select to authenticated
