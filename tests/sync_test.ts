@@ -94,6 +94,10 @@ test('long-running transactions committing out of order are all pulled, none twi
 
 test('push: created, updated and deleted records apply through the same rules, all or none', async () => {
   const me = await createUser()
+  // A track playing before the push: the pushed entry is linked to it, as one made through /api.
+  const track = `sync-${crypto.randomUUID().slice(0, 8)}`
+  await sql`insert into public.music_tracks (id, name, raw) values (${track}, 'Sync song', '{}')`
+  await sql`insert into public.music_plays (user_id, played_at, track_id) values (${me.id}, now() - interval '5 minutes', ${track})`
   const p0 = await pull(me, null)
   const nb = crypto.randomUUID(), e = crypto.randomUUID(), g = crypto.randomUUID(), c = crypto.randomUUID()
   const res = await push(me, p0.timestamp, {
@@ -111,6 +115,10 @@ test('push: created, updated and deleted records apply through the same rules, a
   assert.equal((await sql`select name from public.notebooks where id = ${nb}`)[0].name, 'Offline')
   const [queued] = await sql`select count(*)::int as n from private.tone_analysis_queue where entry_id = ${e}`
   assert.equal(queued.n, 1, 'a pushed entry without a mood is queued for tone analysis')
+  const [linked] = await sql`select music_track_id from public.journal_entries where id = ${e}`
+  assert.equal(linked.music_track_id, track, 'the music link runs for a pushed entry')
+  const [indexed] = await sql`select mentions_indexed_at is not null as done from public.journal_entry_contents where entry_id = ${e}`
+  assert.ok(indexed.done, 'its text is indexed for mentions')
 
   // A bad record anywhere: nothing of the push is applied.
   const p1 = await pull(me, p0.timestamp)
