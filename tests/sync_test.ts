@@ -348,3 +348,18 @@ test('pull: one at a time per account (429 while another runs); refused inside a
   assert.equal(session.status, 201, JSON.stringify(session.body))
   assertError(await api('/api/sync?last_pulled_at=null', { token: session.body.access_token }), 403, /impersonating/i)
 })
+
+test('a first pull counts as a write against the write rate limit; incremental pulls are free', async () => {
+  const me = await createUser()
+  await sql`insert into private.write_rate_limits (subject_kind, subject, max_writes, window_seconds)
+            values ('user', ${me.id}, 2, 300)`
+  try {
+    const first = await pull(me, null)
+    await pull(me, null)
+    assertError(await api('/api/sync?last_pulled_at=null', { token: me.token }), 429)
+    for (let i = 0; i < 3; i++) await pull(me, first.timestamp)
+  } finally {
+    await sql`delete from private.write_rate_limits where subject_kind = 'user' and subject = ${me.id}`
+    await sql`delete from private.write_rate_counters where subject = ${'user:' + me.id}`
+  }
+})

@@ -4,6 +4,7 @@
 // PostgREST sends it, so a first pull of a large journal never sits whole in this function.
 import { z } from '@hono/zod-openapi'
 import { userRpcResponse } from '../../_shared/db.ts'
+import { takeApiWrite } from '../../_shared/write_limit.ts'
 import { badRequest, fromDb, HttpError, unwrap } from '../../_shared/errors.ts'
 import { uuid } from '../../_shared/validation.ts'
 import { endpoint, routeModule } from '../openapi.ts'
@@ -76,12 +77,17 @@ export const syncRoutes = routeModule()
       query: PullQuery,
       summary: 'Pull: what changed in the caller\'s journal since last_pulled_at (WatermelonDB pullChanges)',
       description:
-        'Records of notebooks, journal_entries (with their text), goals and goal_check_ins, created, updated and deleted since the cursor; `timestamp` is the next cursor. Every change committed before the reply is in it or in the next pull, none twice. One pull per account at a time (429 with Retry-After while another runs); not inside an impersonation session (403).',
+        'Records of notebooks, journal_entries (with their text), goals and goal_check_ins, created, updated and deleted since the cursor; `timestamp` is the next cursor. Every change committed before the reply is in it or in the next pull, none twice. One pull per account at a time (429 with Retry-After while another runs); a first pull counts as one write against the write rate limit; not inside an impersonation session (403).',
       response: PullReply,
       errors: [403, 429],
     }),
     async (c) => {
       const q = c.req.valid('query')
+      // A first pull is the whole journal: it counts against the write budget, as a write does,
+      // so a loop of them is bounded like a loop of writes (incremental pulls are free).
+      if (q.last_pulled_at === null || q.last_pulled_at === undefined || q.last_pulled_at === 0) {
+        await takeApiWrite(c.var.caller.id, c.req.raw.headers)
+      }
       const res = await userRpcResponse(c.var.caller.token, 'sync_pull', {
         last_pulled_at: q.last_pulled_at ?? null,
         schema_version: q.schema_version ?? null,
