@@ -19,11 +19,11 @@ function restUrl() {
   return optionalEnv('SUPABASE_REST_URL') ?? `${requiredEnv('SUPABASE_URL')}/rest/v1`
 }
 
+/** What a request as the caller carries: the anon key and the caller's token. */
+const userHeaders = (token: string) => ({ apikey: requiredEnv('SUPABASE_ANON_KEY'), Authorization: `Bearer ${token}` })
+
 export function userDb(token: string): Db {
-  return new PostgrestClient<Database>(restUrl(), {
-    headers: { apikey: requiredEnv('SUPABASE_ANON_KEY'), Authorization: `Bearer ${token}` },
-    fetch: fetchWithWritePass,
-  })
+  return new PostgrestClient<Database>(restUrl(), { headers: userHeaders(token), fetch: fetchWithWritePass })
 }
 
 /**
@@ -33,11 +33,7 @@ export function userDb(token: string): Db {
 export function userRpcResponse(token: string, fn: string, args: Record<string, unknown>): Promise<Response> {
   return fetchWithWritePass(`${restUrl()}/rpc/${fn}`, {
     method: 'POST',
-    headers: {
-      apikey: requiredEnv('SUPABASE_ANON_KEY'),
-      Authorization: `Bearer ${token}`,
-      'content-type': 'application/json',
-    },
+    headers: { ...userHeaders(token), 'content-type': 'application/json' },
     body: JSON.stringify(args),
   })
 }

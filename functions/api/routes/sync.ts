@@ -9,7 +9,7 @@ import { badRequest, fromDb, HttpError, unwrap } from '../../_shared/errors.ts'
 import { uuid } from '../../_shared/validation.ts'
 import { endpoint, routeModule } from '../openapi.ts'
 
-export const SYNCED_TABLES = ['notebooks', 'journal_entries', 'goals', 'goal_check_ins'] as const
+const SYNCED_TABLES = ['notebooks', 'journal_entries', 'goals', 'goal_check_ins'] as const
 
 /** A cursor the server handed out (a positive integer), or null / absent on a first pull. */
 const cursor = z.string().regex(/^(null|\d{1,18})$/, 'must be a timestamp this server returned, or null')
